@@ -1,0 +1,83 @@
+# hearth: `make` builds ./run and ./quantize for this machine.
+#   make deps   install missing Debian packages (apt-get)
+#   make demo   install, build, and generate text with the default model
+#   make test   install, build, and run every test (host, and NEON under qemu)
+#   make bench  speed and memory bandwidth figures (docs/benchmarks.md)
+
+CXX      ?= g++
+CXXFLAGS ?= -O3 -march=native
+CXXFLAGS += -std=c++17 -fopenmp -Wall -Wextra -MMD -MP
+LDLIBS   += -lsentencepiece -lpthread
+
+# The cross toolchain for the NEON kernels; their tests run under qemu-user.
+AARCH64_CXX ?= aarch64-linux-gnu-g++
+QEMU_AARCH64 ?= qemu-aarch64
+
+KERNEL_SRCS := kernels/dot_float.cpp kernels/matmul.cpp
+MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp
+LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
+
+# Tests that need only the kernels: built for the host and for aarch64.
+KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp
+# Everything else.
+TEST_SRCS := tests/test_main.cpp $(filter-out $(KERNEL_TEST_SRCS),$(wildcard tests/test_*.cpp))
+
+.PHONY: all deps demo test test-host test-neon bench clean
+all: run quantize
+
+build/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+run: build/run.o $(LIB_OBJS)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+quantize: build/quantize.o $(LIB_OBJS)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $^ -o $@
+
+# Two aarch64 builds: with the dotprod extension and without, each run on a CPU model
+# that has (max) or lacks (cortex-a53) it.
+AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -static -Wall -Wextra
+build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h)
+	@mkdir -p $(dir $@)
+	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod $(filter %.cpp,$^) -o $@
+build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h)
+	@mkdir -p $(dir $@)
+	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8-a $(filter %.cpp,$^) -o $@
+
+deps:
+	@tools/install_deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	./run models/tiny-shakespeare.hearth -p "ROMEO:" -n 200 --seed 42
+
+test: deps
+	@$(MAKE) --no-print-directory all build/tests/unit_tests build/tests/kernel_tests \
+		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain
+	@tools/run_tests.sh \
+		"host: unit tests" "build/tests/unit_tests" \
+		"host: kernel tests" "build/tests/kernel_tests" \
+		"aarch64 with dotprod (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_dotprod" \
+		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
+
+bench: deps
+	@$(MAKE) --no-print-directory all build/membw
+	tools/bench.sh
+
+build/membw: tools/membw.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $< -o $@
+
+clean:
+	rm -rf build run quantize
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,98 @@
+#include "dot_float.h"
+#include "fp16.h"
+
+#if defined(HEARTH_HAVE_AVX2)
+#include <immintrin.h>
+#endif
+#if defined(HEARTH_HAVE_NEON)
+#include <arm_neon.h>
+#endif
+
+float dot_f32_scalar(const float* w, const float* x, int n) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += w[i] * x[i];
+    return sum;
+}
+
+float dot_f16_scalar(const uint16_t* w, const float* x, int n) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += fp16_to_fp32(w[i]) * x[i];
+    return sum;
+}
+
+#if defined(HEARTH_HAVE_AVX2)
+static inline float hsum_avx2(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Four independent accumulators: one FMA chain would stall on its 4-cycle latency.
+float dot_f32_avx2(const float* w, const float* x, int n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
+    float sum = hsum_avx2(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++) sum += w[i] * x[i];
+    return sum;
+}
+
+float dot_f16_avx2(const uint16_t* w, const float* x, int n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    auto load_f16 = [](const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); };
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(load_f16(w + i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(load_f16(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(load_f16(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(load_f16(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(load_f16(w + i), _mm256_loadu_ps(x + i), a0);
+    float sum = hsum_avx2(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++) sum += fp16_to_fp32(w[i]) * x[i];
+    return sum;
+}
+#endif
+
+#if defined(HEARTH_HAVE_NEON)
+float dot_f32_neon(const float* w, const float* x, int n) {
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = vfmaq_f32(a0, vld1q_f32(w + i), vld1q_f32(x + i));
+        a1 = vfmaq_f32(a1, vld1q_f32(w + i + 4), vld1q_f32(x + i + 4));
+        a2 = vfmaq_f32(a2, vld1q_f32(w + i + 8), vld1q_f32(x + i + 8));
+        a3 = vfmaq_f32(a3, vld1q_f32(w + i + 12), vld1q_f32(x + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, vld1q_f32(w + i), vld1q_f32(x + i));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    for (; i < n; i++) sum += w[i] * x[i];
+    return sum;
+}
+
+// fcvtl widens fp16 to fp32 in base ARMv8; no fp16 arithmetic extension needed.
+float dot_f16_neon(const uint16_t* w, const float* x, int n) {
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        float16x8_t h0 = vreinterpretq_f16_u16(vld1q_u16(w + i));
+        float16x8_t h1 = vreinterpretq_f16_u16(vld1q_u16(w + i + 8));
+        a0 = vfmaq_f32(a0, vcvt_f32_f16(vget_low_f16(h0)), vld1q_f32(x + i));
+        a1 = vfmaq_f32(a1, vcvt_high_f32_f16(h0), vld1q_f32(x + i + 4));
+        a2 = vfmaq_f32(a2, vcvt_f32_f16(vget_low_f16(h1)), vld1q_f32(x + i + 8));
+        a3 = vfmaq_f32(a3, vcvt_high_f32_f16(h1), vld1q_f32(x + i + 12));
+    }
+    for (; i + 4 <= n; i += 4)
+        a0 = vfmaq_f32(a0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w + i))), vld1q_f32(x + i));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    for (; i < n; i++) sum += fp16_to_fp32(w[i]) * x[i];
+    return sum;
+}
+#endif

@@ -1,0 +1,38 @@
+// Dot products of an fp32 activation vector with an fp32 or fp16 weight row.
+// Each SIMD version has a scalar twin; tests/test_dot_float.cpp holds them together.
+#pragma once
+#include <cstdint>
+
+float dot_f32_scalar(const float* w, const float* x, int n);
+float dot_f16_scalar(const uint16_t* w, const float* x, int n);
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define HEARTH_HAVE_AVX2 1
+float dot_f32_avx2(const float* w, const float* x, int n);
+float dot_f16_avx2(const uint16_t* w, const float* x, int n);
+#endif
+#if defined(__ARM_NEON)
+#define HEARTH_HAVE_NEON 1
+float dot_f32_neon(const float* w, const float* x, int n);
+float dot_f16_neon(const uint16_t* w, const float* x, int n);
+#endif
+
+// The best version for the target this file is compiled for.
+inline float dot_f32(const float* w, const float* x, int n) {
+#if defined(HEARTH_HAVE_AVX2)
+    return dot_f32_avx2(w, x, n);
+#elif defined(HEARTH_HAVE_NEON)
+    return dot_f32_neon(w, x, n);
+#else
+    return dot_f32_scalar(w, x, n);
+#endif
+}
+
+inline float dot_f16(const uint16_t* w, const float* x, int n) {
+#if defined(HEARTH_HAVE_AVX2)
+    return dot_f16_avx2(w, x, n);
+#elif defined(HEARTH_HAVE_NEON)
+    return dot_f16_neon(w, x, n);
+#else
+    return dot_f16_scalar(w, x, n);
+#endif
+}

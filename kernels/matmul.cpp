@@ -1,0 +1,71 @@
+#include "matmul.h"
+
+#include <omp.h>
+#include <vector>
+
+#include "dot_float.h"
+#include "fp16.h"
+#include "tensor_type.h"
+
+bool matmul_supports(uint32_t type) { return type == TYPE_F32 || type == TYPE_F16; }
+
+void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out) {
+    switch (type) {
+        case TYPE_F32: {
+            const float* p = static_cast<const float*>(w) + row * cols;
+            for (int i = 0; i < cols; i++) out[i] = p[i];
+            break;
+        }
+        case TYPE_F16: {
+            const uint16_t* p = static_cast<const uint16_t*>(w) + row * cols;
+            for (int i = 0; i < cols; i++) out[i] = fp16_to_fp32(p[i]);
+            break;
+        }
+        case TYPE_BF16: {
+            const uint16_t* p = static_cast<const uint16_t*>(w) + row * cols;
+            for (int i = 0; i < cols; i++) out[i] = bf16_to_fp32(p[i]);
+            break;
+        }
+    }
+}
+
+// The share of rows [r0, r1) of thread ith out of nth. Chunks are whole multiples of 16
+// rows, so that no two threads write into the same 64-byte line of `out`.
+static void thread_rows(int rows, int ith, int nth, int* r0, int* r1) {
+    int chunk = (rows + nth - 1) / nth;
+    chunk = (chunk + 15) / 16 * 16;
+    *r0 = std::min(rows, ith * chunk);
+    *r1 = std::min(rows, *r0 + chunk);
+}
+
+static void matmul_f32_rows(float* out, const float* w, int rows, int cols, const float* x, int n_tokens,
+                            int r0, int r1) {
+    for (int r = r0; r < r1; r++)
+        for (int t = 0; t < n_tokens; t++) out[int64_t(t) * rows + r] = dot_f32(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
+}
+
+// With several tokens the row is widened to fp32 once and reused from L1 for each token.
+static void matmul_f16_rows(float* out, const uint16_t* w, int rows, int cols, const float* x, int n_tokens,
+                            int r0, int r1) {
+    if (n_tokens == 1) {
+        for (int r = r0; r < r1; r++) out[r] = dot_f16(w + int64_t(r) * cols, x, cols);
+        return;
+    }
+    std::vector<float> row(cols);
+    for (int r = r0; r < r1; r++) {
+        dequantize_row(TYPE_F16, w, cols, r, row.data());
+        for (int t = 0; t < n_tokens; t++) out[int64_t(t) * rows + r] = dot_f32(row.data(), x + int64_t(t) * cols, cols);
+    }
+}
+
+void matmul(float* out, uint32_t type, const void* w, int rows, int cols, const float* x, int n_tokens) {
+#pragma omp parallel
+    {
+        int r0, r1;
+        thread_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
+        switch (type) {
+            case TYPE_F32: matmul_f32_rows(out, static_cast<const float*>(w), rows, cols, x, n_tokens, r0, r1); break;
+            case TYPE_F16: matmul_f16_rows(out, static_cast<const uint16_t*>(w), rows, cols, x, n_tokens, r0, r1); break;
+        }
+    }
+}

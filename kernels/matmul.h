@@ -1,0 +1,14 @@
+// Matrix × activations for every weight type run supports, threaded with OpenMP.
+#pragma once
+#include <cstdint>
+
+// True when matmul() has a kernel for weights of this type.
+bool matmul_supports(uint32_t type);
+
+// out[t * rows + r] = dot(row r of W, x + t * cols) for t < n_tokens, r < rows.
+// W is `rows` rows of `cols` elements of `type`, stored contiguously.
+// Rows are split across the OpenMP threads in chunks of whole cache lines of `out`.
+void matmul(float* out, uint32_t type, const void* w, int rows, int cols, const float* x, int n_tokens);
+
+// Row `row` of W as fp32 (the token embedding lookup).
+void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out);

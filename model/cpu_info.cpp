@@ -1,0 +1,32 @@
+#include "cpu_info.h"
+
+#include <fstream>
+#include <sched.h>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+int physical_core_count() {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+        int n = int(std::thread::hardware_concurrency());
+        return n > 0 ? n : 1;
+    }
+    // Hardware threads this process may use, grouped by the core they belong to.
+    std::set<std::pair<int, int>> cores;  // (package, core)
+    int threads = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        threads++;
+        std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+        std::ifstream core_file(base + "core_id"), package_file(base + "physical_package_id");
+        int core = -1, package = 0;
+        if (!(core_file >> core)) core = cpu;  // no topology: count the thread as a core
+        if (!(package_file >> package)) package = 0;
+        cores.insert({package, core});
+    }
+    int n = cores.empty() ? threads : int(cores.size());
+    return n > 0 ? n : 1;
+}

@@ -1,0 +1,235 @@
+#include "import.h"
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "../kernels/matmul.h"
+#include "../kernels/tensor_type.h"
+#include "../tokenizer/tokenizer.h"
+
+using json = nlohmann::json;
+
+uint64_t SourceTensor::rows() const {
+    uint64_t r = 1;
+    for (int i = 0; i + 1 < n_dims; i++) r *= shape[i];
+    return r;
+}
+
+std::vector<std::pair<std::string, std::vector<uint64_t>>> llama_tensor_shapes(const ModelConfig& c) {
+    const uint64_t dim = c.dim, hidden = c.hidden_dim, vocab = c.vocab_size;
+    const uint64_t q_dim = uint64_t(c.n_heads) * c.head_dim, kv_dim = uint64_t(c.n_kv_heads) * c.head_dim;
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> v;
+    v.push_back({"token_embd.weight", {vocab, dim}});
+    for (int l = 0; l < c.n_layers; l++) {
+        std::string p = "blk." + std::to_string(l) + ".";
+        v.push_back({p + "attn_norm.weight", {dim}});
+        v.push_back({p + "attn_q.weight", {q_dim, dim}});
+        v.push_back({p + "attn_k.weight", {kv_dim, dim}});
+        v.push_back({p + "attn_v.weight", {kv_dim, dim}});
+        v.push_back({p + "attn_output.weight", {dim, q_dim}});
+        v.push_back({p + "ffn_norm.weight", {dim}});
+        v.push_back({p + "ffn_gate.weight", {hidden, dim}});
+        v.push_back({p + "ffn_up.weight", {hidden, dim}});
+        v.push_back({p + "ffn_down.weight", {dim, hidden}});
+    }
+    v.push_back({"output_norm.weight", {dim}});
+    if (!c.tied_embeddings) v.push_back({"output.weight", {vocab, dim}});
+    return v;
+}
+
+static std::string read_file(const std::string& path, std::string* out) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "cannot read " + path;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *out = ss.str();
+    return "";
+}
+
+static bool exists(const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0;
+}
+
+// Hugging Face's name for each hearth tensor.
+static std::string hf_name(const std::string& name) {
+    static const std::map<std::string, std::string> top = {{"token_embd.weight", "model.embed_tokens.weight"},
+                                                           {"output_norm.weight", "model.norm.weight"},
+                                                           {"output.weight", "lm_head.weight"}};
+    static const std::map<std::string, std::string> layer = {
+        {"attn_norm.weight", "input_layernorm.weight"},  {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_k.weight", "self_attn.k_proj.weight"},    {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+        {"ffn_gate.weight", "mlp.gate_proj.weight"},     {"ffn_up.weight", "mlp.up_proj.weight"},
+        {"ffn_down.weight", "mlp.down_proj.weight"}};
+    auto it = top.find(name);
+    if (it != top.end()) return it->second;
+    size_t dot = name.find('.', 4);  // "blk.N.rest"
+    return "model.layers." + name.substr(4, dot - 4) + "." + layer.at(name.substr(dot + 1));
+}
+
+static std::string config_from_hf(const json& j, ModelConfig* c) {
+    auto get_int = [&](const char* key, int fallback) -> int {
+        if (!j.contains(key) || j[key].is_null()) {
+            if (fallback < 0) throw std::runtime_error(std::string("config.json has no ") + key);
+            return fallback;
+        }
+        return j[key].get<int>();
+    };
+    std::string arch = j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty()
+                           ? j["architectures"][0].get<std::string>() : "";
+    std::string model_type = j.value("model_type", "");
+    if (arch != "LlamaForCausalLM" && model_type != "llama")
+        return "config.json describes " + (arch.empty() ? model_type : arch) + ", not a Llama model (LlamaForCausalLM)";
+    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) return "rope_scaling is not supported yet";
+    if (j.value("attention_bias", false) || j.value("mlp_bias", false)) return "biases in attention/MLP are not supported";
+    if (j.value("hidden_act", std::string("silu")) != "silu") return "hidden_act " + j["hidden_act"].get<std::string>() + " is not supported (only silu)";
+    c->arch = "llama";
+    c->dim = get_int("hidden_size", -1);
+    c->hidden_dim = get_int("intermediate_size", -1);
+    c->n_layers = get_int("num_hidden_layers", -1);
+    c->n_heads = get_int("num_attention_heads", -1);
+    c->n_kv_heads = get_int("num_key_value_heads", c->n_heads);
+    c->head_dim = get_int("head_dim", c->n_heads > 0 ? c->dim / c->n_heads : 0);
+    c->vocab_size = get_int("vocab_size", -1);
+    c->max_seq_len = get_int("max_position_embeddings", 2048);
+    c->rms_eps = j.contains("rms_norm_eps") ? j["rms_norm_eps"].get<float>() : 1e-6f;  // LlamaConfig's default
+    c->rope_theta = j.contains("rope_theta") ? j["rope_theta"].get<float>() : 10000.0f;
+    c->tied_embeddings = j.value("tie_word_embeddings", false);
+    // Some configs give a list of EOS ids; the first is the end of a turn.
+    auto token_id = [&](const char* key, int fallback) {
+        if (!j.contains(key) || j[key].is_null()) return fallback;
+        if (j[key].is_array()) return j[key].empty() ? fallback : j[key][0].get<int>();
+        return j[key].get<int>();
+    };
+    c->bos_id = token_id("bos_token_id", 1);
+    c->eos_id = token_id("eos_token_id", 2);
+    return validate_config(*c);
+}
+
+static uint32_t type_from_dtype(const std::string& dtype) {
+    if (dtype == "F32") return TYPE_F32;
+    if (dtype == "F16") return TYPE_F16;
+    if (dtype == "BF16") return TYPE_BF16;
+    return UINT32_MAX;
+}
+
+std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
+    std::string text, err;
+    if (!(err = read_file(dir + "/config.json", &text)).empty()) return err + " (is " + dir + " a Hugging Face model folder?)";
+    try {
+        err = config_from_hf(json::parse(text), &out->config);
+    } catch (const std::exception& e) {
+        return dir + "/config.json: " + e.what();
+    }
+    if (!err.empty()) return dir + "/config.json: " + err;
+
+    // Which safetensors files hold the weights.
+    std::vector<std::string> files;
+    if (exists(dir + "/model.safetensors.index.json")) {
+        if (!(err = read_file(dir + "/model.safetensors.index.json", &text)).empty()) return err;
+        try {
+            std::set<std::string> unique;
+            const json index = json::parse(text);  // must outlive the loop over its items
+            for (auto& [name, file] : index.at("weight_map").items()) {
+                std::string f = file.get<std::string>();
+                if (f.find('/') != std::string::npos) return "model.safetensors.index.json names a file outside the folder: " + f;
+                unique.insert(f);
+            }
+            files.assign(unique.begin(), unique.end());
+        } catch (const std::exception& e) {
+            return dir + "/model.safetensors.index.json: " + e.what();
+        }
+    } else if (exists(dir + "/model.safetensors")) {
+        files.push_back("model.safetensors");
+    } else {
+        return dir + " has neither model.safetensors nor model.safetensors.index.json";
+    }
+    std::map<std::string, const SafeTensor*> all;
+    for (const std::string& f : files) {
+        out->safetensors.emplace_back(new SafetensorsFile);
+        if (!(err = out->safetensors.back()->open(dir + "/" + f)).empty()) return err;
+        for (auto& [name, t] : out->safetensors.back()->tensors()) all[name] = &t;
+    }
+
+    if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer)).empty())
+        return err + " (hearth needs the SentencePiece tokenizer.model)";
+    Tokenizer tok;
+    if (!(err = tok.load(out->tokenizer.data(), out->tokenizer.size())).empty()) return dir + "/tokenizer.model: " + err;
+    if (tok.vocab_size() > out->config.vocab_size)
+        return "tokenizer.model has " + std::to_string(tok.vocab_size()) + " pieces but the model only " + std::to_string(out->config.vocab_size);
+
+    const ModelConfig& c = out->config;
+    for (auto& [name, shape] : llama_tensor_shapes(c)) {
+        std::string hf = hf_name(name);
+        auto it = all.find(hf);
+        if (it == all.end()) return "tensor " + hf + " is missing from the safetensors files";
+        const SafeTensor& st = *it->second;
+        if (st.shape != shape) {
+            std::string got, want;
+            for (auto d : st.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
+            for (auto d : shape) want += (want.empty() ? "" : ",") + std::to_string(d);
+            return "tensor " + hf + " has shape [" + got + "], config.json implies [" + want + "]";
+        }
+        SourceTensor s;
+        s.name = name;
+        s.type = type_from_dtype(st.dtype);
+        if (s.type == UINT32_MAX) return "tensor " + hf + " has dtype " + st.dtype + " (F32, F16 or BF16 expected)";
+        s.n_dims = int(shape.size());
+        for (size_t d = 0; d < shape.size(); d++) s.shape[d] = shape[d];
+        s.data = st.data;
+        if (name.find("attn_q.weight") != std::string::npos) s.hf_rope_heads = c.n_heads;
+        if (name.find("attn_k.weight") != std::string::npos) s.hf_rope_heads = c.n_kv_heads;
+        out->tensors.push_back(s);
+    }
+    return "";
+}
+
+std::string import_hearth_file(const std::string& path, ImportedCheckpoint* out) {
+    out->mapped.reset(new MappedFile);
+    std::string err = out->mapped->open(path);
+    if (!err.empty()) return err;
+    ParsedCheckpoint parsed;
+    err = parse_checkpoint(out->mapped->data(), out->mapped->size(), &parsed);
+    if (!err.empty()) return path + ": " + err;
+    out->config = parsed.config;
+    out->tokenizer.assign(static_cast<const char*>(parsed.tokenizer), parsed.tokenizer_bytes);
+    std::map<std::string, const TensorView*> by_name;
+    for (const TensorView& t : parsed.tensors) by_name[t.name] = &t;
+    for (auto& [name, shape] : llama_tensor_shapes(out->config)) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) return path + ": tensor " + name + " is missing";
+        const TensorView& t = *it->second;
+        if (t.type != TYPE_F32 && t.type != TYPE_F16 && t.type != TYPE_BF16)
+            return path + ": tensor " + name + " is " + type_name(t.type) + "; convert from an f32 or f16 file";
+        SourceTensor s;
+        s.name = name;
+        s.type = t.type;
+        s.n_dims = t.n_dims;
+        for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
+        if (s.n_dims != int(shape.size()) || s.shape[0] != shape[0] || (shape.size() > 1 && s.shape[1] != shape[1]))
+            return path + ": tensor " + name + " has the wrong shape";
+        s.data = static_cast<const uint8_t*>(t.data);
+        out->tensors.push_back(s);
+    }
+    return "";
+}
+
+// Hugging Face's q/k weights hold, for each head, the first halves of all rotation pairs
+// and then the second halves (its RoPE rotates x[i] with x[i + head_dim/2]). hearth
+// rotates adjacent pairs (x[2i], x[2i+1]), so output row 2i+j of a head is HF row
+// j*head_dim/2 + i.
+static uint64_t source_row(const SourceTensor& t, uint64_t row) {
+    if (t.hf_rope_heads <= 0) return row;
+    const uint64_t head_dim = t.shape[0] / uint64_t(t.hf_rope_heads);
+    const uint64_t head = row / head_dim, r = row % head_dim;
+    return head * head_dim + (r % 2) * (head_dim / 2) + r / 2;
+}
+
+void read_source_row(const SourceTensor& t, uint64_t row, float* out) {
+    dequantize_row(t.type, t.data, int(t.cols()), int64_t(source_row(t, row)), out);
+}

@@ -1,0 +1,46 @@
+// Reads the checkpoints people have into one in-memory description that quantize
+// converts: a configuration, the tokenizer bytes, and source tensors under hearth names.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "format.h"
+#include "mapped_file.h"
+#include "safetensors.h"
+
+struct SourceTensor {
+    std::string name;  // hearth name, e.g. "blk.0.attn_q.weight"
+    uint32_t type = 0; // element type of `data` (TensorType)
+    int n_dims = 0;
+    uint64_t shape[kMaxDims] = {1, 1, 1, 1};
+    const uint8_t* data = nullptr;
+    // > 0: the rows are in Hugging Face's rotate-half order for this many heads and are
+    // reordered into hearth's adjacent-pair order as they are read (see docs/format.md).
+    int hf_rope_heads = 0;
+    uint64_t rows() const;
+    uint64_t cols() const { return shape[n_dims - 1]; }
+};
+
+struct ImportedCheckpoint {
+    ModelConfig config;
+    std::string tokenizer;  // SentencePiece model bytes
+    std::vector<SourceTensor> tensors;
+    // Owners of the memory `data` points into.
+    std::vector<std::unique_ptr<SafetensorsFile>> safetensors;
+    std::unique_ptr<MappedFile> mapped;
+};
+
+// A Hugging Face folder: config.json (LlamaForCausalLM), model.safetensors or shards
+// listed in model.safetensors.index.json, tokenizer.model. "" on success.
+std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out);
+
+// A hearth checkpoint (to convert it to another type).
+std::string import_hearth_file(const std::string& path, ImportedCheckpoint* out);
+
+// Row `row` of the tensor as it belongs in the hearth file, converted to fp32.
+void read_source_row(const SourceTensor& t, uint64_t row, float* out);
+
+// The standard tensor list of a Llama model in file order, with their shapes.
+std::vector<std::pair<std::string, std::vector<uint64_t>>> llama_tensor_shapes(const ModelConfig& c);

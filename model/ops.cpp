@@ -1,0 +1,56 @@
+#include "ops.h"
+
+#include <cmath>
+
+void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
+    float ss = 0.0f;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    float scale = 1.0f / std::sqrt(ss / float(n) + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
+}
+
+void softmax(float* x, int n) {
+    float max = x[0];
+    for (int i = 1; i < n; i++) max = std::fmax(max, x[i]);
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = std::exp(x[i] - max);
+        sum += x[i];
+    }
+    float inv = 1.0f / sum;
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+RopeTable make_rope_table(int head_dim, int n_pos, float theta) {
+    RopeTable t;
+    t.head_dim = head_dim;
+    t.n_pos = n_pos;
+    const int half = head_dim / 2;
+    t.cos.resize(size_t(n_pos) * half);
+    t.sin.resize(size_t(n_pos) * half);
+    for (int i = 0; i < half; i++) {
+        double freq = std::pow(double(theta), -2.0 * i / head_dim);
+        for (int p = 0; p < n_pos; p++) {
+            double angle = p * freq;
+            t.cos[size_t(p) * half + i] = float(std::cos(angle));
+            t.sin[size_t(p) * half + i] = float(std::sin(angle));
+        }
+    }
+    return t;
+}
+
+void apply_rope(float* x, int n_heads, const RopeTable& rope, int pos) {
+    const int half = rope.head_dim / 2;
+    const float* c = &rope.cos[size_t(pos) * half];
+    const float* s = &rope.sin[size_t(pos) * half];
+    for (int h = 0; h < n_heads; h++) {
+        float* v = x + size_t(h) * rope.head_dim;
+        for (int i = 0; i < half; i++) {
+            float a = v[2 * i], b = v[2 * i + 1];
+            v[2 * i] = a * c[i] - b * s[i];
+            v[2 * i + 1] = a * s[i] + b * c[i];
+        }
+    }
+}

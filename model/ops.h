@@ -1,0 +1,25 @@
+// The small fp32 operations of the Llama forward pass.
+#pragma once
+#include <vector>
+
+// out = x / sqrt(mean(x^2) + eps) * weight, accumulated in fp32 (out may alias x).
+void rmsnorm(float* out, const float* x, const float* weight, int n, float eps);
+
+// In place, numerically stable (the maximum is subtracted first).
+void softmax(float* x, int n);
+
+// x * sigmoid(x)
+float silu(float x);
+
+// cos/sin of pos * theta^(-2i/head_dim) for every position of the context and every
+// pair i < head_dim/2, computed once at load (in double, then rounded once).
+struct RopeTable {
+    int head_dim = 0;
+    int n_pos = 0;
+    std::vector<float> cos, sin;  // [n_pos][head_dim/2]
+};
+RopeTable make_rope_table(int head_dim, int n_pos, float theta);
+
+// Rotates each adjacent pair (x[2i], x[2i+1]) of every head by its angle for `pos`.
+// This is the GGUF/Meta convention; quantize permutes Hugging Face's q/k rows into it.
+void apply_rope(float* x, int n_heads, const RopeTable& rope, int pos);

@@ -1,0 +1,54 @@
+#include "safetensors.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+static uint64_t dtype_bytes(const std::string& dtype) {
+    if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+    if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+    if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+    if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+    return 0;
+}
+
+std::string SafetensorsFile::open(const std::string& path) {
+    std::string err = map_.open(path);
+    if (!err.empty()) return err;
+    const uint8_t* base = static_cast<const uint8_t*>(map_.data());
+    const uint64_t size = map_.size();
+    if (size < 8) return path + ": too short for a safetensors file";
+    uint64_t header_len;
+    std::memcpy(&header_len, base, 8);
+    if (header_len < 2 || header_len > size - 8 || header_len > (uint64_t(100) << 20))
+        return path + ": safetensors header length " + std::to_string(header_len) + " does not fit the file";
+    const uint8_t* data = base + 8 + header_len;
+    const uint64_t data_size = size - 8 - header_len;
+    try {
+        auto header = nlohmann::json::parse(base + 8, base + 8 + header_len);
+        if (!header.is_object()) return path + ": safetensors header is not a JSON object";
+        for (auto& [name, info] : header.items()) {
+            if (name == "__metadata__") continue;
+            SafeTensor t;
+            t.dtype = info.at("dtype").get<std::string>();
+            uint64_t numel = 1;
+            for (auto& d : info.at("shape")) {
+                uint64_t n = d.get<uint64_t>();
+                if (n != 0 && numel > (uint64_t(1) << 48) / n) return path + ": tensor " + name + " has an absurd shape";
+                numel *= n;
+                t.shape.push_back(n);
+            }
+            auto offsets = info.at("data_offsets");
+            uint64_t begin = offsets.at(0).get<uint64_t>(), end = offsets.at(1).get<uint64_t>();
+            if (begin > end || end > data_size) return path + ": tensor " + name + " lies outside the file (truncated?)";
+            uint64_t elem = dtype_bytes(t.dtype);
+            if (elem == 0) return path + ": tensor " + name + " has unknown dtype " + t.dtype;
+            if (end - begin != numel * elem) return path + ": tensor " + name + " byte range does not match its shape";
+            t.data = data + begin;
+            t.bytes = end - begin;
+            tensors_[name] = std::move(t);
+        }
+    } catch (const std::exception& e) {
+        return path + ": bad safetensors header: " + e.what();
+    }
+    return "";
+}

@@ -1,0 +1,50 @@
+// Picks the next token from the logits: greedy, or llama.cpp's default chain
+// (repetition penalty, top-k, top-p, min-p, temperature, then a random draw).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+struct SamplerParams {
+    float temperature = 0.8f;     // 0: greedy
+    int top_k = 40;               // 0: off
+    float top_p = 0.95f;          // 1: off
+    float min_p = 0.05f;          // 0: off
+    float repeat_penalty = 1.0f;  // 1: off
+    int repeat_last_n = 64;       // how many recent tokens the penalty looks at
+    uint64_t seed = 0;
+};
+
+// A small, fully specified generator (xorshift64*), so that a seed gives the same
+// tokens on every platform and standard library.
+struct Rng {
+    uint64_t state;
+    explicit Rng(uint64_t seed) : state(seed ? seed : 0x9e3779b97f4a7c15ull) {}
+    uint64_t next_u64();
+    float next_float();  // uniform in [0, 1)
+};
+
+struct Candidate {
+    int id;
+    float logit;
+    float p;
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
+    // `recent` is the token history the repetition penalty looks at (its tail).
+    int sample(const float* logits, int vocab, const std::vector<int>& recent);
+
+    // The steps, public so tests can check each one's effect on a distribution.
+    // Each keeps `c` sorted by logit, highest first (after top_k/top_p/min_p/softmax).
+    static void apply_repeat_penalty(std::vector<Candidate>& c, const std::vector<int>& recent, int last_n, float penalty);
+    static void keep_top_k(std::vector<Candidate>& c, int k);
+    static void softmax_with_temperature(std::vector<Candidate>& c, float temperature);  // fills p, sorts
+    static void keep_top_p(std::vector<Candidate>& c, float top_p);                     // needs p
+    static void keep_min_p(std::vector<Candidate>& c, float min_p);                     // needs p
+    static int argmax(const float* logits, int vocab);
+
+private:
+    SamplerParams params_;
+    Rng rng_;
+};

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs the Debian packages hearth needs to build and test, if any is missing.
+# The PyTorch reference scripts need more: tools/install_deps.sh --reference
+set -e
+PKGS="g++ make libsentencepiece-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
+if [ "$1" = "--reference" ]; then
+    PKGS="$PKGS python3-torch python3-numpy python3-sentencepiece libopenblas0-pthread"
+fi
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
