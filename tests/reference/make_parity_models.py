@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""Make small random-weight Hugging Face Llama folders plus golden outputs.
+
+Writes tests/data/parity/<variant>/ with config.json, model.safetensors (or two
+shards + model.safetensors.index.json), tokenizer.model and golden.json.
+golden.json = {"prompt_ids", "logits" (one row per prompt position),
+"greedy_ids" (32 greedy continuations)}, computed in float32 by hf_llama.py
+from the weights exactly as stored (i.e. after F16/BF16 rounding).
+
+Everything is deterministic (fixed seeds, single-threaded tokenizer training).
+Run from anywhere:
+    /usr/bin/python3 tests/reference/make_parity_models.py [--out tests/data/parity]
+"""
+import argparse
+import io
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+import sentencepiece as spm
+import torch
+
+torch.set_num_threads(2)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import hf_llama  # noqa: E402
+
+CORPUS = "/work/shared/data/tinyshakespeare.txt"
+EOS = 2
+N_GREEDY = 32
+
+# name: shape and storage options. vocab 512 = tokenizer size unless noted.
+VARIANTS = {
+    "mha": dict(hidden=64, inter=128, layers=2, heads=4, kv=4, vocab=512, dtype="F32", tied=False,
+                theta=10000.0, eps=1e-5, seed=1000,
+                prompt="First Citizen: Before we proceed any further"),
+    "gqa": dict(hidden=64, inter=172, layers=2, heads=8, kv=2, vocab=520, dtype="F32", tied=False,
+                theta=10000.0, eps=1e-5, seed=2000,
+                prompt="ROMEO: But, soft! what light through yonder window"),
+    "tied": dict(hidden=64, inter=192, layers=3, heads=2, kv=2, vocab=512, dtype="F16", tied=True,
+                 theta=10000.0, eps=1e-5, seed=3000,
+                 prompt="KING RICHARD III: Now is the winter of our"),
+    "theta500k": dict(hidden=64, inter=128, layers=2, heads=4, kv=2, vocab=512, dtype="F32", tied=False,
+                      theta=500000.0, eps=1e-5, seed=4000,
+                      prompt="HAMLET: To be, or not to be, that is"),
+    "bf16": dict(hidden=96, inter=192, layers=2, heads=3, kv=3, vocab=512, dtype="BF16", tied=False,
+                 theta=10000.0, eps=1e-5, seed=5000,
+                 prompt="JULIET: O Romeo, Romeo! wherefore art thou"),
+    "odd": dict(hidden=128, inter=172, layers=2, heads=2, kv=1, vocab=512, dtype="F16", tied=False,
+                theta=10000.0, eps=1e-6, seed=6000, shards=2, explicit_head_dim=True,
+                prompt="MACBETH: Is this a dagger which I see 1605"),
+}
+
+TORCH_DTYPE_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+TORCH_DTYPE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+# ---------------------------------------------------------------- tokenizer
+
+def train_tokenizer():
+    with open(CORPUS, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    w = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=w,
+        vocab_size=512, model_type="bpe", byte_fallback=True, split_digits=True,
+        character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+        normalization_rule_name="identity", remove_extra_whitespaces=False,
+        add_dummy_prefix=True, allow_whitespace_only_pieces=True,
+        num_threads=1, minloglevel=2)
+    return w.getvalue()
+
+
+# ---------------------------------------------------------------- safetensors
+
+def tensor_bytes(t, dtype):
+    t = t.to(TORCH_DTYPE[dtype]).contiguous()
+    if dtype == "BF16":
+        return t.view(torch.int16).numpy().astype("<i2").tobytes()
+    if dtype == "F16":
+        return t.numpy().astype("<f2").tobytes()
+    return t.numpy().astype("<f4").tobytes()
+
+
+def write_safetensors(path, tensors, dtype, metadata=None):
+    """tensors: ordered list of (name, float32 tensor). Returns data-section size."""
+    header, blobs, off = {}, [], 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, t in tensors:
+        b = tensor_bytes(t, dtype)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    h += b" " * (-len(h) % 8)  # the safetensors library pads the header to 8 bytes
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+    return off
+
+
+# ---------------------------------------------------------------- weights
+
+def make_weights(v, seed):
+    g = torch.Generator().manual_seed(seed)
+    H, I, V = v["hidden"], v["inter"], v["vocab"]
+    hd = H // v["heads"]
+
+    def rnd(*shape, std):
+        return torch.randn(*shape, generator=g) * std
+
+    def norm_w(n):
+        return 1.0 + rnd(n, std=0.2)
+
+    ws = [("model.embed_tokens.weight", rnd(V, H, std=0.1))]
+    for i in range(v["layers"]):
+        p = f"model.layers.{i}."
+        ws += [
+            (p + "input_layernorm.weight", norm_w(H)),
+            (p + "self_attn.q_proj.weight", rnd(v["heads"] * hd, H, std=0.1)),
+            (p + "self_attn.k_proj.weight", rnd(v["kv"] * hd, H, std=0.1)),
+            (p + "self_attn.v_proj.weight", rnd(v["kv"] * hd, H, std=0.1)),
+            (p + "self_attn.o_proj.weight", rnd(H, v["heads"] * hd, std=0.08)),
+            (p + "post_attention_layernorm.weight", norm_w(H)),
+            (p + "mlp.gate_proj.weight", rnd(I, H, std=0.1)),
+            (p + "mlp.up_proj.weight", rnd(I, H, std=0.1)),
+            (p + "mlp.down_proj.weight", rnd(H, I, std=0.08)),
+        ]
+    ws.append(("model.norm.weight", norm_w(H)))
+    if not v["tied"]:
+        ws.append(("lm_head.weight", rnd(V, H, std=0.15)))
+    return ws
+
+
+def config_for(v):
+    c = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": v["hidden"],
+        "intermediate_size": v["inter"],
+        "num_hidden_layers": v["layers"],
+        "num_attention_heads": v["heads"],
+        "num_key_value_heads": v["kv"],
+        "vocab_size": v["vocab"],
+        "rms_norm_eps": v["eps"],
+        "rope_theta": v["theta"],
+        "max_position_embeddings": 256,
+        "tie_word_embeddings": v["tied"],
+        "hidden_act": "silu",
+        "torch_dtype": TORCH_DTYPE_NAME[v["dtype"]],
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+    if v.get("explicit_head_dim"):
+        c["head_dim"] = v["hidden"] // v["heads"]
+    return c
+
+
+def write_model(folder, v, weights):
+    for fn in os.listdir(folder):
+        if fn.endswith(".safetensors") or fn == "model.safetensors.index.json":
+            os.remove(os.path.join(folder, fn))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config_for(v), f, indent=2)
+        f.write("\n")
+    meta = {"format": "pt"}
+    nshards = v.get("shards", 1)
+    if nshards == 1:
+        write_safetensors(os.path.join(folder, "model.safetensors"), weights, v["dtype"], meta)
+        return
+    # Split roughly in half by tensor count, in order; like real HF checkpoints
+    # this can cut a layer in two (its attention in one shard, MLP in the next).
+    per = -(-len(weights) // nshards)
+    weight_map, total = {}, 0
+    for s in range(nshards):
+        part = weights[s * per:(s + 1) * per]
+        fn = f"model-{s + 1:05d}-of-{nshards:05d}.safetensors"
+        total += write_safetensors(os.path.join(folder, fn), part, v["dtype"], meta)
+        for name, _ in part:
+            weight_map[name] = fn
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+        f.write("\n")
+
+
+# ---------------------------------------------------------------- goldens
+
+def check_greedy(model, prompt, n, tok_vocab):
+    """Greedy decode; returns (ids, None) or (None, reason) if not robust."""
+    ids = list(prompt)
+    out = []
+    check_greedy.min_rel_gap = float("inf")
+    for step in range(n):
+        row = hf_llama.logits(model, ids)[-1]
+        top2 = torch.topk(row, 2)
+        gap = float(top2.values[0] - top2.values[1])
+        thr = 1e-3 * float(row.abs().max())
+        nxt = int(top2.indices[0])
+        check_greedy.min_rel_gap = min(check_greedy.min_rel_gap, gap / float(row.abs().max()))
+        if gap <= thr:
+            return None, f"step {step}: top-1/top-2 gap {gap:.3g} <= {thr:.3g}"
+        if nxt == EOS:
+            return None, f"step {step}: greedy picked EOS"
+        if nxt >= tok_vocab:
+            return None, f"step {step}: greedy picked padded-vocab id {nxt} (no tokenizer piece)"
+        ids.append(nxt)
+        out.append(nxt)
+    return out, None
+
+
+def fmt(x):
+    return "%.9g" % x
+
+
+def write_golden(path, prompt_text, prompt, seed, lg, greedy_ids):
+    rows = ",\n    ".join("[" + ",".join(fmt(x) for x in row.tolist()) + "]" for row in lg)
+    s = ("{\n"
+         f'  "prompt_text": {json.dumps(prompt_text)},\n'
+         f'  "seed": {seed},\n'
+         f'  "prompt_ids": {json.dumps(prompt)},\n'
+         f'  "greedy_ids": {json.dumps(greedy_ids)},\n'
+         f'  "logits": [\n    {rows}\n  ]\n'
+         "}\n")
+    json.loads(s)  # sanity
+    with open(path, "w") as f:
+        f.write(s)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "tests", "data", "parity"))
+    ap.add_argument("--only", help="comma-separated variant names")
+    a = ap.parse_args()
+
+    tok = train_tokenizer()
+    sp = spm.SentencePieceProcessor(model_proto=tok)
+    tok_vocab = sp.vocab_size()
+    os.makedirs(a.out, exist_ok=True)
+
+    names = a.only.split(",") if a.only else list(VARIANTS)
+    for name in names:
+        v = VARIANTS[name]
+        folder = os.path.join(a.out, name)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "tokenizer.model"), "wb") as f:
+            f.write(tok)
+        # BOS + the first tokens of the prompt text: 8..12 ids in total.
+        prompt = [1] + sp.encode(v["prompt"], out_type=int)[:11]
+        assert 8 <= len(prompt) <= 12, (name, len(prompt))
+        seed = v["seed"]
+        while True:
+            write_model(folder, v, make_weights(v, seed))
+            model = hf_llama.load_model(folder)
+            greedy_ids, why = check_greedy(model, prompt, N_GREEDY, tok_vocab)
+            if greedy_ids is not None:
+                break
+            print(f"{name}: seed {seed} rejected ({why}); trying seed {seed + 1}")
+            seed += 1
+        lg = hf_llama.logits(model, prompt)
+        write_golden(os.path.join(folder, "golden.json"), v["prompt"], prompt, seed, lg, greedy_ids)
+        size = sum(os.path.getsize(os.path.join(folder, fn)) for fn in os.listdir(folder))
+        print(f"{name}: seed {seed}, prompt {prompt}, greedy {greedy_ids[:8]}..., "
+              f"min greedy gap/max|logit| {check_greedy.min_rel_gap:.2e}, "
+              f"logit range [{float(lg.min()):.3f}, {float(lg.max()):.3f}], {size} bytes")
+
+
+if __name__ == "__main__":
+    main()
