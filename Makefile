@@ -73,9 +73,9 @@ bench: deps
 	@$(MAKE) --no-print-directory all build/membw
 	tools/bench.sh
 
-build/membw: tools/membw.cpp
+build/membw: tools/membw.cpp model/cpu_info.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $< -o $@
+	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@
 
 clean:
 	rm -rf build run quantize

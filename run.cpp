@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "model/bench.h"
 #include "model/cpu_info.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -40,6 +41,13 @@ static const char* kUsage =
     "      --min-p X            drop tokens less likely than X times the top one (default 0.05, 0 = off)\n"
     "      --temp X             temperature (default 0.8); 0 is greedy: always the most likely token\n"
     "  -s, --seed N             random seed, for reproducible sampling (default: from the clock)\n"
+    "\n"
+    "benchmark (instead of generating):\n"
+    "      --bench              print prompt processing (ppN) and generation (tgN) speed in tok/s,\n"
+    "                           medians of --bench-reps runs, and the weight bandwidth of tg\n"
+    "      --bench-pp N         prompt tokens evaluated in one batch (default 512)\n"
+    "      --bench-tg N         tokens generated one by one (default 128)\n"
+    "      --bench-reps N       repetitions (default 3)\n"
     "\n"
     "  -h, --help               this text\n"
     "\n"
@@ -91,6 +99,8 @@ int main(int argc, char** argv) {
     long n_predict = 256, n_ctx = 0, n_threads = physical_core_count();
     SamplerParams sp;
     bool seed_given = false;
+    bool bench = false;
+    long bench_pp = 512, bench_tg = 128, bench_reps = 3;
 
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -151,6 +161,12 @@ int main(int argc, char** argv) {
             if (errno || end == v || *end || v[0] == '-') return bad(v);
             sp.seed = s;
             seed_given = true;
+        } else if (a == "--bench") {
+            bench = true;
+        } else if (a == "--bench-pp" || a == "--bench-tg" || a == "--bench-reps") {
+            const char* v = value("a number");
+            long* target = a == "--bench-pp" ? &bench_pp : a == "--bench-tg" ? &bench_tg : &bench_reps;
+            if (!parse_long(v, a == "--bench-reps" ? 1 : 0, 1 << 20, target)) return bad(v);
         } else if (a == "--print-ids") {
             print_ids = true;
         } else if (a == "--ignore-eos") {
@@ -177,6 +193,15 @@ int main(int argc, char** argv) {
     const ModelConfig& c = model.config;
     if (tok.vocab_size() > c.vocab_size) return fail(model_path + ": tokenizer is larger than the model's vocabulary");
 
+    if (bench) {
+        BenchResult b;
+        if (!(err = bench_model(model, int(bench_pp), int(bench_tg), int(bench_reps), &b)).empty()) return fail(err);
+        std::printf("model: %s, %.1f MB of weights per generated token, %ld threads\n", model_path.c_str(), b.bytes_per_token / 1e6, n_threads);
+        if (bench_pp > 0) std::printf("pp%ld: %.2f tok/s\n", bench_pp, b.pp_tok_s);
+        if (bench_tg > 0) std::printf("tg%ld: %.2f tok/s (%.2f GB/s of weights)\n", bench_tg, b.tg_tok_s, b.tg_tok_s * b.bytes_per_token / 1e9);
+        return 0;
+    }
+
     std::vector<int> tokens;
     if (have_prompt_ids) {
         const char* p = prompt_ids_arg.c_str();
@@ -184,8 +209,10 @@ int main(int argc, char** argv) {
             char* end = nullptr;
             errno = 0;
             long id = std::strtol(p, &end, 10);
-            if (errno || end == p || id < 0 || id >= c.vocab_size)
-                return fail("--prompt-ids: '" + prompt_ids_arg + "' is not a list of ids in 0.." + std::to_string(c.vocab_size - 1));
+            if (errno || end == p || *p == '-' || *p == '+' || *p == ' ')
+                return fail("--prompt-ids: '" + prompt_ids_arg + "' is not a comma-separated list of ids");
+            if (id >= c.vocab_size)
+                return fail("--prompt-ids: id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(c.vocab_size - 1));
             tokens.push_back(int(id));
             p = end;
             if (*p == ',') p++;

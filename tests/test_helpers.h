@@ -1,0 +1,41 @@
+// Small helpers shared by the tests that drive ./run and ./quantize as a user would.
+#pragma once
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+struct CommandResult {
+    int exit_code;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+// Runs a shell command from the repository root and captures stdout and stderr.
+inline CommandResult run_command(const std::string& cmd) {
+    static int counter = 0;
+    std::string err_path = "build/tests/stderr-" + std::to_string(counter++) + ".txt";
+    FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
+    CommandResult r{-1, "", ""};
+    if (!p) return r;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::ifstream e(err_path);
+    std::stringstream ss;
+    ss << e.rdbuf();
+    r.err = ss.str();
+    std::remove(err_path.c_str());
+    return r;
+}
+
+inline std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
