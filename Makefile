@@ -20,7 +20,8 @@ LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 # Tests that need only the kernels: built for the host and for aarch64.
 KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp
 # Everything else.
-TEST_SRCS := tests/test_main.cpp $(filter-out $(KERNEL_TEST_SRCS),$(wildcard tests/test_*.cpp))
+TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
+             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp
 
 .PHONY: all deps demo test test-host test-neon bench clean
 all: run quantize
