@@ -14,6 +14,7 @@
 #include "model/cpu_info.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/perplexity.h"
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,6 +42,10 @@ static const char* kUsage =
     "      --min-p X            drop tokens less likely than X times the top one (default 0.05, 0 = off)\n"
     "      --temp X             temperature (default 0.8); 0 is greedy: always the most likely token\n"
     "  -s, --seed N             random seed, for reproducible sampling (default: from the clock)\n"
+    "\n"
+    "perplexity (instead of generating):\n"
+    "      --perplexity FILE    perplexity of a text file, as llama.cpp computes it: windows of -c\n"
+    "                           tokens (default 512), the second half of each window scored\n"
     "\n"
     "benchmark (instead of generating):\n"
     "      --bench              print prompt processing (ppN) and generation (tgN) speed in tok/s,\n"
@@ -100,6 +105,7 @@ int main(int argc, char** argv) {
     SamplerParams sp;
     bool seed_given = false;
     bool bench = false;
+    std::string perplexity_file;
     long bench_pp = 512, bench_tg = 128, bench_reps = 3;
 
     for (int i = 1; i < argc; i++) {
@@ -161,6 +167,8 @@ int main(int argc, char** argv) {
             if (errno || end == v || *end || v[0] == '-') return bad(v);
             sp.seed = s;
             seed_given = true;
+        } else if (a == "--perplexity") {
+            perplexity_file = value("a text file");
         } else if (a == "--bench") {
             bench = true;
         } else if (a == "--bench-pp" || a == "--bench-tg" || a == "--bench-reps") {
@@ -192,6 +200,29 @@ int main(int argc, char** argv) {
     if (!(err = tok.load(model.tokenizer, model.tokenizer_bytes)).empty()) return fail(model_path + ": embedded tokenizer: " + err);
     const ModelConfig& c = model.config;
     if (tok.vocab_size() > c.vocab_size) return fail(model_path + ": tokenizer is larger than the model's vocabulary");
+
+    if (!perplexity_file.empty()) {
+        std::FILE* f = std::fopen(perplexity_file.c_str(), "rb");
+        if (!f) return fail("cannot read " + perplexity_file);
+        std::string text;
+        char buf[65536];
+        for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
+        std::fclose(f);
+        const int window = int(n_ctx ? n_ctx : std::min(512, c.max_seq_len));
+        if (window > c.max_seq_len) std::fprintf(stderr, "run: warning: -c %d is longer than the model's context of %d\n", window, c.max_seq_len);
+        std::vector<int> ids = tok.encode(text, true);
+        std::fprintf(stderr, "run: %zu tokens, %zu windows of %d\n", ids.size(), ids.size() / window, window);
+        PerplexityResult r;
+        auto t0 = std::chrono::steady_clock::now();
+        err = compute_perplexity(model, ids, window, &r, [&](int w, int total, double ppl) {
+            std::fprintf(stderr, "\r[%d/%d] perplexity %.4f, %.1f s", w, total, ppl, seconds_since(t0));
+            if (w == total) std::fputc('\n', stderr);
+        });
+        if (!err.empty()) return fail(err);
+        std::printf("perplexity: %.4f (%ld tokens scored in %d windows of %d; mean NLL %.5f nats)\n", r.perplexity, r.scored,
+                    r.windows, window, r.mean_nll);
+        return 0;
+    }
 
     if (bench) {
         BenchResult b;

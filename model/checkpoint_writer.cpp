@@ -4,7 +4,7 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "../kernels/tensor_type.h"
+#include "../kernels/quant_types.h"
 
 // Paths of unfinished temporary files, for remove_unfinished_checkpoints(). A fixed array of
 // fixed buffers, because a signal handler may not allocate.

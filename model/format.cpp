@@ -4,7 +4,7 @@
 #include <cstring>
 #include <set>
 
-#include "../kernels/tensor_type.h"
+#include "../kernels/quant_types.h"
 
 uint64_t TensorView::rows() const {
     uint64_t r = 1;
@@ -13,7 +13,7 @@ uint64_t TensorView::rows() const {
 }
 
 uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape) {
-    if (n_dims < 1 || n_dims > kMaxDims || !type_is_known(type)) return 0;
+    if (n_dims < 1 || n_dims > kMaxDims || !type_is_storage(type)) return 0;
     const uint64_t limit = uint64_t(1) << 40;  // 1 TiB: no real tensor is larger
     uint64_t rows = 1;
     for (int i = 0; i + 1 < n_dims; i++) {
@@ -115,7 +115,7 @@ std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* ou
         std::string where = "tensor " + std::to_string(i) + " ('" + t.name + "')";
         if (t.name.empty() || t.name.size() == sizeof e.name) return where + " has no valid name";
         if (!seen.insert(t.name).second) return where + " appears twice";
-        if (!type_is_known(e.type)) return where + " has unknown element type " + std::to_string(e.type);
+        if (!type_is_storage(e.type)) return where + " has unknown element type " + std::to_string(e.type);
         if (e.n_dims < 1 || e.n_dims > kMaxDims) return where + " has " + std::to_string(e.n_dims) + " dimensions";
         t.type = e.type;
         t.n_dims = int(e.n_dims);

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "../kernels/matmul.h"
-#include "../kernels/tensor_type.h"
+#include "../kernels/quant_types.h"
 #include "../tokenizer/tokenizer.h"
 
 using json = nlohmann::json;

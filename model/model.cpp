@@ -3,7 +3,7 @@
 #include <map>
 
 #include "../kernels/matmul.h"
-#include "../kernels/tensor_type.h"
+#include "../kernels/quant_types.h"
 
 static std::string shape_string(const TensorView& t) {
     std::string s = "[";

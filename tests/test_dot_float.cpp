@@ -9,7 +9,7 @@
 #include "../kernels/dot_float.h"
 #include "../kernels/fp16.h"
 #include "../kernels/matmul.h"
-#include "../kernels/tensor_type.h"
+#include "../kernels/quant_types.h"
 
 static std::vector<float> random_floats(int n, uint32_t seed) {
     std::mt19937 rng(seed);

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../kernels/tensor_type.h"
+#include "../kernels/quant_types.h"
 #include "../model/checkpoint_writer.h"
 #include "../model/format.h"
 #include "../model/import.h"

@@ -1,0 +1,170 @@
+#include "convert.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "../kernels/fp16.h"
+#include "../kernels/matmul.h"
+#include "../kernels/quant.h"
+#include "../kernels/quant_types.h"
+#include "checkpoint_writer.h"
+
+static const struct {
+    const char* name;
+    OutputMix mix;
+} kMixes[] = {{"f32", OutputMix::F32},   {"f16", OutputMix::F16},   {"q8_0", OutputMix::Q8_0},    {"q4_0", OutputMix::Q4_0},
+              {"q4_k", OutputMix::Q4_K}, {"q6_k", OutputMix::Q6_K}, {"q4_k_m", OutputMix::Q4_K_M}};
+
+bool parse_output_mix(const std::string& name, OutputMix* out) {
+    std::string lower;
+    for (char c : name) lower += char(std::tolower(static_cast<unsigned char>(c)));
+    for (auto& m : kMixes)
+        if (lower == m.name) {
+            *out = m.mix;
+            return true;
+        }
+    return false;
+}
+
+const char* output_mix_name(OutputMix mix) {
+    for (auto& m : kMixes)
+        if (m.mix == mix) return m.name;
+    return "?";
+}
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers, and every third
+// one between, get more bits in attn_v and ffn_down under Q4_K_M.
+static bool use_more_bits(int layer, int n_layers) {
+    return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+static int layer_of(const std::string& name) {
+    if (name.compare(0, 4, "blk.") != 0) return -1;
+    return std::atoi(name.c_str() + 4);
+}
+
+static bool ends_with(const std::string& s, const char* suffix) {
+    size_t n = std::strlen(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers) {
+    if (t.n_dims == 1) return TYPE_F32;
+    uint32_t want = TYPE_F16;
+    switch (mix) {
+        case OutputMix::F32: want = TYPE_F32; break;
+        case OutputMix::F16: want = TYPE_F16; break;
+        case OutputMix::Q8_0: want = TYPE_Q8_0; break;
+        case OutputMix::Q4_0: want = TYPE_Q4_0; break;
+        case OutputMix::Q4_K: want = TYPE_Q4_K; break;
+        case OutputMix::Q6_K: want = TYPE_Q6_K; break;
+        case OutputMix::Q4_K_M: {
+            want = TYPE_Q4_K;
+            const int layer = layer_of(t.name);
+            if (t.name == "output.weight" || t.name == "token_embd.weight") want = TYPE_Q6_K;
+            if ((ends_with(t.name, "attn_v.weight") || ends_with(t.name, "ffn_down.weight")) && use_more_bits(layer, n_layers))
+                want = TYPE_Q6_K;
+            break;
+        }
+    }
+    const uint64_t cols = t.cols();
+    if (cols % type_block_size(want) == 0) return want;
+    if (cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32) return TYPE_Q8_0;
+    return TYPE_F16;
+}
+
+// Converts rows [r0, r1) of a tensor into `out` (row_bytes each) and accumulates the
+// squared error of the stored values against the source values.
+static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint64_t r1, uint8_t* out, double* err2, double* ref2) {
+    const int cols = int(t.cols());
+    const size_t row_bytes = type_row_bytes(type, cols);
+    std::vector<float> row(cols), back(cols);
+    double e2 = 0, x2 = 0;
+    for (uint64_t r = r0; r < r1; r++) {
+        read_source_row(t, r, row.data());
+        uint8_t* dst = out + (r - r0) * row_bytes;
+        switch (type) {
+            case TYPE_F32: std::memcpy(dst, row.data(), row_bytes); break;
+            case TYPE_F16: {
+                uint16_t* h = reinterpret_cast<uint16_t*>(dst);
+                for (int j = 0; j < cols; j++) h[j] = fp32_to_fp16(row[j]);
+                break;
+            }
+            default: quant_kernels(type)->quantize(row.data(), dst, cols); break;
+        }
+        dequantize_row(type, dst, cols, 0, back.data());
+        for (int j = 0; j < cols; j++) {
+            e2 += double(back[j] - row[j]) * (back[j] - row[j]);
+            x2 += double(row[j]) * row[j];
+        }
+    }
+    *err2 += e2;
+    *ref2 += x2;
+}
+
+std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, OutputMix mix, bool quiet) {
+    const ModelConfig& c = src.config;
+    std::vector<TensorSpec> specs;
+    for (const SourceTensor& t : src.tensors) {
+        TensorSpec s;
+        s.name = t.name;
+        s.type = tensor_type_for(mix, t, c.n_layers);
+        s.n_dims = t.n_dims;
+        for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
+        specs.push_back(s);
+    }
+    CheckpointWriter writer;
+    std::string err = writer.open(out_path, c, src.tokenizer, specs);
+    if (!err.empty()) return err;
+
+    std::fprintf(stderr, "quantize: -> %s (%s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
+                 out_path.c_str(), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
+                 c.vocab_size);
+    const auto start = std::chrono::steady_clock::now();
+    uint64_t bytes_in = 0, bytes_out = 0, elements = 0;
+    double err2_all = 0, ref2_all = 0;
+    std::vector<uint8_t> buf;
+    for (size_t i = 0; i < src.tensors.size(); i++) {
+        const SourceTensor& t = src.tensors[i];
+        const uint32_t type = specs[i].type;
+        const auto t0 = std::chrono::steady_clock::now();
+        const uint64_t rows = t.rows(), cols = t.cols();
+        const size_t row_bytes = type_row_bytes(type, int64_t(cols));
+        // Rows are converted in parallel, a chunk at a time, and written in order.
+        const uint64_t chunk = std::max<uint64_t>(1, (uint64_t(16) << 20) / std::max<size_t>(row_bytes, 1));
+        double err2 = 0, ref2 = 0;
+        for (uint64_t r = 0; r < rows; r += chunk) {
+            const uint64_t n = std::min(chunk, rows - r);
+            buf.resize(n * row_bytes);
+            const int n_parts = 64;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : err2, ref2)
+            for (int part = 0; part < n_parts; part++) {
+                const uint64_t p0 = r + n * part / n_parts, p1 = r + n * (part + 1) / n_parts;
+                if (p0 < p1) convert_rows(t, type, p0, p1, buf.data() + (p0 - r) * row_bytes, &err2, &ref2);
+            }
+            if (!(err = writer.write(buf.data(), buf.size())).empty()) return err;
+        }
+        const uint64_t in = rows * type_row_bytes(t.type, int64_t(cols)), out = rows * row_bytes;
+        bytes_in += in;
+        bytes_out += out;
+        elements += rows * cols;
+        err2_all += err2;
+        ref2_all += ref2;
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!quiet)
+            std::fprintf(stderr, "[%4zu/%4zu] %-26s %-4s -> %-4s %9.2f -> %8.2f MB  rel. RMS error %.2e  %6.0f MB/s\n", i + 1,
+                         src.tensors.size(), t.name.c_str(), type_name(t.type), type_name(type), in / 1e6, out / 1e6,
+                         ref2 > 0 ? std::sqrt(err2 / ref2) : 0.0, in / 1e6 / std::max(secs, 1e-6));
+    }
+    if (!(err = writer.commit()).empty()) return err;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr,
+                 "quantize: wrote %s in %.1f s: tensors %.2f MB -> %.2f MB, relative RMS error %.2e, %.3f bits per weight\n",
+                 out_path.c_str(), secs, bytes_in / 1e6, bytes_out / 1e6, ref2_all > 0 ? std::sqrt(err2_all / ref2_all) : 0.0,
+                 8.0 * bytes_out / std::max<uint64_t>(elements, 1));
+    return "";
+}

@@ -1,0 +1,45 @@
+#include "perplexity.h"
+
+#include <cmath>
+
+#include "forward.h"
+
+std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, PerplexityResult* out,
+                               const std::function<void(int, int, double)>& progress) {
+    const int vocab = m.config.vocab_size;
+    if (n_ctx < 2) return "perplexity needs a context of at least 2 tokens";
+    const int windows = int(tokens.size() / size_t(n_ctx));
+    if (windows < 1)
+        return "the text is " + std::to_string(tokens.size()) + " tokens, less than one window of " + std::to_string(n_ctx) +
+               " (lower -c)";
+    RunState s;
+    std::string err = make_run_state(m.config, n_ctx, &s);
+    if (!err.empty()) return err;
+    std::vector<float> logits(size_t(n_ctx) * vocab);
+    std::vector<int> window(n_ctx);
+    double nll = 0;
+    long scored = 0;
+    const int first = n_ctx / 2;
+    for (int w = 0; w < windows; w++) {
+        window.assign(tokens.begin() + size_t(w) * n_ctx, tokens.begin() + size_t(w + 1) * n_ctx);
+        if (m.config.bos_id >= 0) window[0] = m.config.bos_id;
+        if (!(err = forward(m, s, window.data(), n_ctx, 0, logits.data(), true)).empty()) return err;
+        // The logits at position j predict token j + 1 of the original text.
+        for (int j = first; j < n_ctx - 1; j++) {
+            const float* row = &logits[size_t(j) * vocab];
+            const int target = tokens[size_t(w) * n_ctx + j + 1];
+            double max = row[0];
+            for (int v = 1; v < vocab; v++) max = std::max(max, double(row[v]));
+            double sum = 0;
+            for (int v = 0; v < vocab; v++) sum += std::exp(double(row[v]) - max);
+            nll += std::log(sum) + max - row[target];
+            scored++;
+        }
+        if (progress) progress(w + 1, windows, std::exp(nll / scored));
+    }
+    out->mean_nll = nll / scored;
+    out->perplexity = std::exp(out->mean_nll);
+    out->scored = scored;
+    out->windows = windows;
+    return "";
+}
