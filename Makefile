@@ -21,7 +21,7 @@ LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp
 # Everything else.
 TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
-             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp
+             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_quantize.cpp
 
 .PHONY: all deps demo test test-host test-neon bench clean
 all: run quantize

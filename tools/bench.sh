@@ -1,52 +1,94 @@
 #!/bin/bash
-# make bench: memory bandwidth, then prompt and generation speed of the default model and
-# of a random-weight model of TinyLlama-1.1B's shape, in f32 and f16, with 1 and 2 threads.
-# The random model is made here (tools/make_random_model.py) and kept in build/bench.
-# Results go to stdout and build/bench/results.md, ready for docs/benchmarks.md.
+# make bench: the figures of docs/benchmarks.md.
+#   1. memory read bandwidth (build/membw), 1 and 2 threads
+#   2. core: default model and a random TinyLlama-1.1B-shape model, f32 and f16, 1 and 2 threads
+#   3. quant: TinyLlama-1.1B and Llama-2-7B shapes, f16 q8_0 q4_0 q4_k_m, 2 threads, pp512 tg128
+#   4. quality: perplexity of the default model on its held-out text, per type
+# Random-weight models are made here (tools/make_random_model.py) and kept in build/bench
+# (never committed). Choose parts with BENCH_PARTS="core quant quality" (default: all) and
+# shapes with BENCH_SHAPES="tinyllama llama2-7b". Results: stdout and build/bench/results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/bench
 mkdir -p "$dir"
-PP=${BENCH_PP:-128}
-TG=${BENCH_TG:-64}
+PARTS=${BENCH_PARTS:-"core quant quality"}
+SHAPES=${BENCH_SHAPES:-"tinyllama llama2-7b"}
 REPS=${BENCH_REPS:-3}
-THREADS=${BENCH_THREADS:-"1 2"}
 out=$dir/results.md
+
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+
+# A hearth file of the given shape and type, made once.
+model() {
+    local shape=$1 type=$2 f="$dir/$1.$2.hearth"
+    if [ ! -f "$f" ]; then
+        if [ ! -f "$dir/$shape-hf/model.safetensors" ]; then
+            tools/install_deps.sh --bench >&2
+            /usr/bin/python3 tools/make_random_model.py "$dir/$shape-hf" --shape "$shape" >&2
+        fi
+        ./quantize "$dir/$shape-hf" "$f" "$type" -q >&2
+    fi
+    echo "$f"
+}
+
+# One ./run --bench as a table row: model label, type, threads, pp and tg sizes.
+bench_row() {
+    local label=$1 file=$2 type=$3 threads=$4 pp=$5 tg=$6
+    local r mb ppv tgv gbs
+    r=$(./run "$file" --bench --bench-pp "$pp" --bench-tg "$tg" --bench-reps "$REPS" -t "$threads")
+    mb=$(echo "$r" | sed -nE 's/.*, ([0-9.]+) MB of weights.*/\1/p')
+    ppv=$(echo "$r" | sed -nE 's/^pp[0-9]+: ([0-9.]+) tok\/s.*/\1/p')
+    tgv=$(echo "$r" | sed -nE 's/^tg[0-9]+: ([0-9.]+) tok\/s.*/\1/p')
+    gbs=$(echo "$r" | sed -nE 's/.*\(([0-9.]+) GB\/s.*/\1/p')
+    echo "| $label | $type | $mb | $threads | $ppv | $tgv | $gbs |" | tee -a "$out"
+}
 
 {
     echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' 2>/dev/null || echo ' (uncommitted changes)'), $(date -u +%Y-%m-%d)"
-    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB"
+    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB; medians of $REPS runs"
     echo
     build/membw 2048 | sed 's/^/    /'
     echo
 } | tee "$out"
 
-if [ ! -f "$dir/tinyllama.f16.hearth" ] || [ ! -f "$dir/tinyllama.f32.hearth" ]; then
-    if [ ! -f "$dir/tinyllama-hf/model.safetensors" ]; then
-        tools/install_deps.sh --bench
-        /usr/bin/python3 tools/make_random_model.py "$dir/tinyllama-hf" --shape tinyllama
-    fi
-    ./quantize "$dir/tinyllama-hf" "$dir/tinyllama.f16.hearth" --type f16 -q
-    ./quantize "$dir/tinyllama-hf" "$dir/tinyllama.f32.hearth" --type f32 -q
-fi
-[ -f "$dir/tiny-shakespeare.f32.hearth" ] || ./quantize models/tiny-shakespeare.hearth "$dir/tiny-shakespeare.f32.hearth" --type f32 -q
-
-bw2=$(build/membw 2048 | awk '/2 threads/ {print $(NF-7)}' | head -1)
-{
-    echo "| model | type | MB/token | threads | pp$PP tok/s | tg$TG tok/s | weight GB/s |"
-    echo "|---|---|---|---|---|---|---|"
-} | tee -a "$out"
-for m in "default models/tiny-shakespeare.hearth f16" "default $dir/tiny-shakespeare.f32.hearth f32" \
-         "TinyLlama-1.1B-shape $dir/tinyllama.f16.hearth f16" "TinyLlama-1.1B-shape $dir/tinyllama.f32.hearth f32"; do
-    set -- $m
-    for t in $THREADS; do
-        r=$(./run "$2" --bench --bench-pp "$PP" --bench-tg "$TG" --bench-reps "$REPS" -t "$t")
-        mb=$(echo "$r" | sed -nE 's/.*, ([0-9.]+) MB of weights.*/\1/p')
-        pp=$(echo "$r" | sed -nE 's/^pp[0-9]+: ([0-9.]+) tok\/s.*/\1/p')
-        tg=$(echo "$r" | sed -nE 's/^tg[0-9]+: ([0-9.]+) tok\/s.*/\1/p')
-        gbs=$(echo "$r" | sed -nE 's/.*\(([0-9.]+) GB\/s.*/\1/p')
-        echo "| $1 | $3 | $mb | $t | $pp | $tg | $gbs |" | tee -a "$out"
+if has core; then
+    f32_default="$dir/tiny-shakespeare.f32.hearth"
+    [ -f "$f32_default" ] || ./quantize models/tiny-shakespeare.hearth "$f32_default" f32 -q
+    echo "| model | type | MB/token | threads | pp128 tok/s | tg64 tok/s | weight GB/s |" | tee -a "$out"
+    echo "|---|---|---|---|---|---|---|" | tee -a "$out"
+    for t in 1 2; do bench_row default models/tiny-shakespeare.hearth f16 $t 128 64; done
+    for t in 1 2; do bench_row default "$f32_default" f32 $t 128 64; done
+    for type in f16 f32; do
+        f=$(model tinyllama $type)
+        for t in 1 2; do bench_row "TinyLlama-1.1B shape" "$f" $type $t 128 64; done
     done
-done
-echo | tee -a "$out"
-echo "measured read bandwidth with 2 threads: $bw2 GB/s" | tee -a "$out"
+    echo | tee -a "$out"
+fi
+
+if has quant; then
+    for shape in $SHAPES; do
+        tg=128
+        [ "$shape" = llama2-7b ] && tg=64
+        echo "| model | type | MB/token | threads | pp512 tok/s | tg$tg tok/s | weight GB/s |" | tee -a "$out"
+        echo "|---|---|---|---|---|---|---|" | tee -a "$out"
+        for type in f16 q8_0 q4_0 q4_k_m; do
+            bench_row "$shape" "$(model "$shape" $type)" $type 2 512 $tg
+        done
+        echo | tee -a "$out"
+    done
+fi
+
+if has quality; then
+    valid=tests/data/tinyshakespeare-valid.txt
+    f32_default="$dir/tiny-shakespeare.f32.hearth"
+    [ -f "$f32_default" ] || ./quantize models/tiny-shakespeare.hearth "$f32_default" f32 -q
+    echo "| default model | bits/weight | perplexity on held-out text (-c 256) |" | tee -a "$out"
+    echo "|---|---|---|" | tee -a "$out"
+    for type in f32 f16 q8_0 q6_k q4_k_m q4_0; do
+        f="$dir/tiny-shakespeare.$type.hearth"
+        bpw=$(./quantize "$f32_default" "$f" "$type" -q 2>&1 | sed -nE 's/.* ([0-9.]+) bits per weight/\1/p')
+        ppl=$(./run "$f" --perplexity "$valid" -c 256 -t 2 2>/dev/null | sed -nE 's/^perplexity: ([0-9.]+).*/\1/p')
+        echo "| $type | $bpw | $ppl |" | tee -a "$out"
+    done
+    echo | tee -a "$out"
+fi

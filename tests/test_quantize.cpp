@@ -1,0 +1,104 @@
+// quantize's choice of type per tensor, and quantized models against their f32 logits.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "../kernels/quant_types.h"
+#include "../model/convert.h"
+#include "../model/forward.h"
+#include "../model/model.h"
+#include "test_helpers.h"
+
+static SourceTensor matrix(const std::string& name, uint64_t rows, uint64_t cols) {
+    SourceTensor t;
+    t.name = name;
+    t.n_dims = 2;
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    return t;
+}
+
+TEST_CASE("quantize: q4_k_m gives q6_k to the layers llama.cpp's use_more_bits picks") {
+    // llama.cpp (llama-quant.cpp): use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2.
+    // For 32 layers that is 0-3, 28-31 and 6, 9, ..., 27, written out here by hand.
+    const std::set<int> more = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
+    for (int l = 0; l < 32; l++) {
+        std::string p = "blk." + std::to_string(l) + ".";
+        uint32_t expect = more.count(l) ? TYPE_Q6_K : TYPE_Q4_K;
+        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_v.weight", 4096, 4096), 32) == expect);
+        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_down.weight", 4096, 11008 / 256 * 256), 32) == expect);
+        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_q.weight", 4096, 4096), 32) == TYPE_Q4_K);
+        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_up.weight", 11008, 4096), 32) == TYPE_Q4_K);
+    }
+    CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix("output.weight", 32000, 4096), 32) == TYPE_Q6_K);
+    CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix("token_embd.weight", 32000, 4096), 32) == TYPE_Q6_K);
+}
+
+TEST_CASE("quantize: norms stay f32 and rows the block size does not divide fall back") {
+    SourceTensor norm;
+    norm.name = "blk.0.attn_norm.weight";
+    norm.n_dims = 1;
+    norm.shape[0] = 4096;
+    CHECK(tensor_type_for(OutputMix::Q4_0, norm, 2) == TYPE_F32);
+    CHECK(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_up.weight", 172, 64), 2) == TYPE_Q8_0);   // 64 % 256 != 0
+    CHECK(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_down.weight", 64, 172), 2) == TYPE_F16);  // 172 % 32 != 0
+    CHECK(tensor_type_for(OutputMix::Q8_0, matrix("blk.0.ffn_down.weight", 64, 172), 2) == TYPE_F16);
+    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.ffn_up.weight", 172, 64), 2) == TYPE_Q4_0);
+    OutputMix m;
+    CHECK(parse_output_mix("Q4_K_M", &m));
+    CHECK(m == OutputMix::Q4_K_M);
+    CHECK(!parse_output_mix("q5_k", &m));
+}
+
+// Logits of the default model's golden prompt, for a checkpoint file.
+static std::vector<float> prompt_logits(const std::string& path, const std::vector<int>& ids, int* vocab) {
+    Model m;
+    REQUIRE(load_model(path, &m) == "");
+    RunState s;
+    REQUIRE(make_run_state(m.config, 256, &s) == "");
+    *vocab = m.config.vocab_size;
+    std::vector<float> logits(ids.size() * *vocab);
+    REQUIRE(forward(m, s, ids.data(), int(ids.size()), 0, logits.data(), true) == "");
+    return logits;
+}
+
+TEST_CASE("quantize: quantized default models stay close to the f32 logits") {
+    const std::vector<int> ids =
+        nlohmann::json::parse(read_text("tests/data/default_model_golden.json")).at("prompt_ids").get<std::vector<int>>();
+    REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth build/tests/ts-f32.hearth f32 -q").exit_code == 0);
+    int vocab = 0;
+    std::vector<float> ref = prompt_logits("build/tests/ts-f32.hearth", ids, &vocab);
+    // Bounds on max |logit - f32 logit| relative to max |f32 logit|, by bits per weight.
+    struct Case {
+        const char* type;
+        double max_rel;
+    } cases[] = {{"q8_0", 0.02}, {"q6_k", 0.04}, {"q4_k_m", 0.10}, {"q4_k", 0.12}, {"q4_0", 0.15}};
+    for (const Case& c : cases) {
+        const std::string out = std::string("build/tests/ts-") + c.type + ".hearth";
+        CommandResult q = run_command("./quantize build/tests/ts-f32.hearth " + out + " " + c.type + " -q");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        int v2 = 0;
+        std::vector<float> got = prompt_logits(out, ids, &v2);
+        REQUIRE(v2 == vocab);
+        double max_diff = 0, max_ref = 0;
+        int same_argmax = 0;
+        for (size_t t = 0; t < ids.size(); t++) {
+            int a = 0, b = 0;
+            for (int v = 0; v < vocab; v++) {
+                max_diff = std::max(max_diff, std::fabs(double(got[t * vocab + v]) - ref[t * vocab + v]));
+                max_ref = std::max(max_ref, std::fabs(double(ref[t * vocab + v])));
+                if (ref[t * vocab + v] > ref[t * vocab + a]) a = v;
+                if (got[t * vocab + v] > got[t * vocab + b]) b = v;
+            }
+            same_argmax += a == b;
+        }
+        MESSAGE(c.type << ": max |diff| / max |logit| = " << max_diff / max_ref << ", argmax agrees at " << same_argmax << "/"
+                       << ids.size());
+        CHECK(max_diff / max_ref <= c.max_rel);
+        CHECK(max_diff > 0);
+        if (std::string(c.type) == "q8_0") CHECK(same_argmax >= int(ids.size()) - 1);
+    }
+}
