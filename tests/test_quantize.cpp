@@ -95,7 +95,7 @@ TEST_CASE("quantize: quantized default models stay close to the f32 logits") {
             }
             same_argmax += a == b;
         }
-        MESSAGE(c.type << ": max |diff| / max |logit| = " << max_diff / max_ref << ", argmax agrees at " << same_argmax << "/"
+        MESSAGE(std::string(c.type) << ": max |diff| / max |logit| = " << max_diff / max_ref << ", argmax agrees at " << same_argmax << "/"
                        << ids.size());
         CHECK(max_diff / max_ref <= c.max_rel);
         CHECK(max_diff > 0);

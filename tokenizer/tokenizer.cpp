@@ -96,9 +96,10 @@ std::string TextStreamer::push(int id) {
     }
     std::string piece = tok_.piece(id);
     static const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+    // Only the very first piece loses its leading space, even if that leaves it empty.
     if (at_start_ && piece.compare(0, kSpace.size(), kSpace) == 0) piece.erase(0, kSpace.size());
+    at_start_ = false;
     for (size_t at; (at = piece.find(kSpace)) != std::string::npos;) piece.replace(at, kSpace.size(), " ");
-    if (!piece.empty()) at_start_ = false;
     return out + piece;
 }
 

@@ -29,7 +29,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import hf_llama  # noqa: E402
 
-CORPUS = "/work/shared/data/tinyshakespeare.txt"
+CORPUS = os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt")
 EOS = 2
 N_GREEDY = 32
 
