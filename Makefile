@@ -7,7 +7,7 @@
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
 CXXFLAGS += -std=c++17 -fopenmp -Wall -Wextra -MMD -MP
-LDLIBS   += -lsentencepiece -lpthread
+LDLIBS   += -lsentencepiece -lpthread -ledit -lutil
 
 # The cross toolchain for the NEON kernels; their tests run under qemu-user.
 AARCH64_CXX ?= aarch64-linux-gnu-g++
@@ -21,7 +21,8 @@ LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp
 # Everything else.
 TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
-             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_quantize.cpp
+             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp \
+             tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp
 
 .PHONY: all deps demo test test-host test-neon bench clean
 all: run quantize

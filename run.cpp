@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/bench.h"
+#include "model/chat.h"
 #include "model/cpu_info.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -53,6 +54,17 @@ static const char* kUsage =
     "      --bench-pp N         prompt tokens evaluated in one batch (default 512)\n"
     "      --bench-tg N         tokens generated one by one (default 128)\n"
     "      --bench-reps N       repetitions (default 3)\n"
+    "\n"
+    "chat (instead of a single prompt):\n"
+    "  -i, --chat               a conversation: read a message, write the reply, again, keeping the\n"
+    "                           KV cache between turns. In a terminal: line editing, history, /help\n"
+    "                           for commands; Ctrl-C stops a reply, Ctrl-D leaves. From a pipe: one\n"
+    "                           message a line (`echo question | run MODEL --chat`). -n caps a reply.\n"
+    "      --template NAME      chat template: llama2, zephyr, chatml, vicuna or raw (default: the one\n"
+    "                           quantize stored; when none, raw, or chatml if the vocabulary has its\n"
+    "                           tokens)\n"
+    "      --system TEXT        the system prompt\n"
+    "      --verbose            print each reply's timing (prompt, time to first token, tok/s) on stderr\n"
     "\n"
     "  -h, --help               this text\n"
     "\n"
@@ -107,6 +119,8 @@ int main(int argc, char** argv) {
     bool bench = false;
     std::string perplexity_file;
     long bench_pp = 512, bench_tg = 128, bench_reps = 3;
+    bool chat = false;
+    ChatOptions chat_opt;
 
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -175,6 +189,14 @@ int main(int argc, char** argv) {
             const char* v = value("a number");
             long* target = a == "--bench-pp" ? &bench_pp : a == "--bench-tg" ? &bench_tg : &bench_reps;
             if (!parse_long(v, a == "--bench-reps" ? 1 : 0, 1 << 20, target)) return bad(v);
+        } else if (a == "-i" || a == "--chat") {
+            chat = true;
+        } else if (a == "--template") {
+            chat_opt.template_name = value("a template name");
+        } else if (a == "--system") {
+            chat_opt.system_prompt = value("text");
+        } else if (a == "--verbose") {
+            chat_opt.verbose = true;
         } else if (a == "--print-ids") {
             print_ids = true;
         } else if (a == "--ignore-eos") {
@@ -188,6 +210,7 @@ int main(int argc, char** argv) {
         }
     }
     if (have_prompt && have_prompt_ids) return fail("give either --prompt or --prompt-ids, not both");
+    if (chat && (have_prompt || have_prompt_ids)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
     if (model_path.empty()) model_path = default_model_path();
     if (!seed_given) sp.seed = uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
     omp_set_num_threads(int(n_threads));
@@ -200,6 +223,14 @@ int main(int argc, char** argv) {
     if (!(err = tok.load(model.tokenizer, model.tokenizer_bytes)).empty()) return fail(model_path + ": embedded tokenizer: " + err);
     const ModelConfig& c = model.config;
     if (tok.vocab_size() > c.vocab_size) return fail(model_path + ": tokenizer is larger than the model's vocabulary");
+
+    if (chat) {
+        chat_opt.n_ctx = int(n_ctx ? n_ctx : std::min(c.max_seq_len, 4096));
+        chat_opt.n_predict = int(n_predict);
+        chat_opt.sampler = sp;
+        chat_opt.ignore_eos = ignore_eos;
+        return run_chat(model, tok, chat_opt);
+    }
 
     if (!perplexity_file.empty()) {
         std::FILE* f = std::fopen(perplexity_file.c_str(), "rb");

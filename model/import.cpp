@@ -10,6 +10,7 @@
 #include "../kernels/matmul.h"
 #include "../kernels/quant_types.h"
 #include "../tokenizer/tokenizer.h"
+#include "chat_template.h"
 
 using json = nlohmann::json;
 
@@ -162,6 +163,10 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     if (!(err = tok.load(out->tokenizer.data(), out->tokenizer.size())).empty()) return dir + "/tokenizer.model: " + err;
     if (tok.vocab_size() > out->config.vocab_size)
         return "tokenizer.model has " + std::to_string(tok.vocab_size()) + " pieces but the model only " + std::to_string(out->config.vocab_size);
+
+    // The chat template, when tokenizer_config.json's is one hearth has built in.
+    if (exists(dir + "/tokenizer_config.json") && read_file(dir + "/tokenizer_config.json", &text).empty())
+        out->config.chat_template = chat_template_from_tokenizer_config(text);
 
     const ModelConfig& c = out->config;
     for (auto& [name, shape] : llama_tensor_shapes(c)) {

@@ -1,0 +1,229 @@
+#include "chat_template.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "../tokenizer/tokenizer.h"
+
+const char* const kVicunaDefaultSystem =
+    "A chat between a curious user and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the user's questions.";
+
+const std::vector<std::string>& chat_template_names() {
+    static const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "vicuna", "raw"};
+    return names;
+}
+
+bool is_chat_template(const std::string& name) {
+    for (const std::string& n : chat_template_names())
+        if (n == name) return true;
+    return false;
+}
+
+std::string detect_chat_template(const std::string& t) {
+    if (is_chat_template(t)) return t;
+    auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
+    if (has("<|im_start|>") && has("<|im_end|>")) return "chatml";
+    // Llama-2-chat's template; Mistral's [INST] without <<SYS>> formats differently.
+    if (has("[INST]") && has("[/INST]") && has("<<SYS>>")) return "llama2";
+    // TinyLlama-Chat (Zephyr's recipe): the turn ends with eos_token. Phi-3 (<|end|>) and
+    // StableLM-Zephyr (<|endoftext|>) use the same role markers with other ends.
+    if (has("<|user|>") && has("<|assistant|>") && (has("eos_token") || has("</s>")) && !has("<|end|>") &&
+        !has("<|endoftext|>"))
+        return "zephyr";
+    if (has("USER: ") && has("ASSISTANT:") && !has("SYSTEM: ")) return "vicuna";
+    return "";
+}
+
+std::string chat_template_from_tokenizer_config(const std::string& json_text) {
+    try {
+        const nlohmann::json j = nlohmann::json::parse(json_text);
+        if (!j.contains("chat_template")) return "";
+        const nlohmann::json& t = j["chat_template"];
+        if (t.is_string()) return detect_chat_template(t.get<std::string>());
+        if (t.is_array())
+            for (const nlohmann::json& e : t)
+                if (e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
+                    return detect_chat_template(e["template"].get<std::string>());
+    } catch (const std::exception&) {
+        // A damaged tokenizer_config.json only costs the template: `run --template` can name it.
+    }
+    return "";
+}
+
+int marker_token(const Tokenizer& tok, const std::string& marker) {
+    for (int id = 0; id < tok.vocab_size(); id++)
+        if (!tok.is_byte(id) && tok.piece(id) == marker) return id;
+    return -1;
+}
+
+namespace {
+
+// Python's str.strip(), which Meta's code applies to every message.
+std::string strip(const std::string& s) {
+    const char* ws = " \t\n\r\v\f";
+    size_t b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Collects ids: text accumulates into one piece that SentencePiece encodes when an id
+// (a special token or a generated reply) interrupts it, so that text between two
+// special tokens is encoded as one string, as a Hugging Face tokenizer does.
+struct IdBuilder {
+    const Tokenizer& tok;
+    std::vector<int>* ids;
+    std::string text;
+    std::map<std::string, int> markers;  // marker_token scans the vocabulary: once per marker
+
+    void add_text(const std::string& s) { text += s; }
+    void flush() {
+        if (text.empty()) return;
+        std::vector<int> v = tok.encode(text, false);
+        ids->insert(ids->end(), v.begin(), v.end());
+        text.clear();
+    }
+    void add_id(int id) {
+        flush();
+        if (id >= 0) ids->push_back(id);
+    }
+    void add_ids(const std::vector<int>& v) {
+        flush();
+        ids->insert(ids->end(), v.begin(), v.end());
+    }
+    // A marker is its token when the vocabulary has it as one piece, else plain text.
+    void add_marker(const std::string& marker) {
+        auto it = markers.find(marker);
+        if (it == markers.end()) it = markers.emplace(marker, marker_token(tok, marker)).first;
+        if (it->second >= 0) add_id(it->second);
+        else add_text(marker);
+    }
+};
+
+// Meta's chat_completion: the system prompt is folded into the first user message; each
+// (user, answer) pair is BOS + encode("[INST] {user} [/INST] {answer} ") + EOS; the last
+// user message is BOS + encode("[INST] {user} [/INST]").
+void format_llama2(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system) {
+    const int bos = b.tok.bos_id(), eos = b.tok.eos_id();
+    for (size_t i = first; i < d.size(); i += 2) {
+        std::string user = d[i].content;
+        if (i == first && !system.empty()) user = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + user;
+        b.add_id(bos);
+        if (i + 1 < d.size()) {
+            const ChatMessage& a = d[i + 1];
+            if (a.ids.empty()) {
+                b.add_text("[INST] " + strip(user) + " [/INST] " + strip(a.content) + " ");
+            } else {
+                // The model's own tokens follow "[/INST]" (their first piece carries the space).
+                b.add_text("[INST] " + strip(user) + " [/INST]");
+                b.add_ids(a.ids);
+            }
+            b.add_id(eos);
+        } else {
+            b.add_text("[INST] " + strip(user) + " [/INST]");
+        }
+    }
+}
+
+// TinyLlama-Chat's Jinja (rendered with trim_blocks, as transformers does): each message
+// is "<|role|>\n" + content + eos_token + "\n"; the generation prompt "<|assistant|>\n".
+void format_zephyr(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    const int eos = b.tok.eos_id();
+    for (const ChatMessage& m : d) {
+        b.add_text("<|" + m.role + "|>\n");
+        if (m.ids.empty()) b.add_text(m.content);
+        else b.add_ids(m.ids);
+        b.add_id(eos);
+        b.add_text("\n");
+    }
+    if (gen) b.add_text("<|assistant|>\n");
+}
+
+void format_chatml(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    for (const ChatMessage& m : d) {
+        b.add_marker("<|im_start|>");
+        b.add_text(m.role + "\n");
+        if (m.ids.empty()) b.add_text(m.content);
+        else b.add_ids(m.ids);
+        b.add_marker("<|im_end|>");
+        b.add_text("\n");
+    }
+    if (gen) {
+        b.add_marker("<|im_start|>");
+        b.add_text("assistant\n");
+    }
+}
+
+// FastChat's SeparatorStyle.ADD_COLON_TWO with sep " " and sep2 "</s>":
+// system + " " + "USER: " + msg + " " + "ASSISTANT: " + reply + "</s>" ..., ending "ASSISTANT:".
+void format_vicuna(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system, bool gen) {
+    b.add_text((system.empty() ? std::string(kVicunaDefaultSystem) : system) + " ");
+    for (size_t i = first; i < d.size(); i++) {
+        const ChatMessage& m = d[i];
+        if (m.role == "user") {
+            b.add_text("USER: " + m.content + " ");
+        } else if (m.ids.empty()) {
+            b.add_text("ASSISTANT: " + m.content);
+            b.add_marker("</s>");
+        } else {
+            b.add_text("ASSISTANT:");  // the reply's first piece carries the space
+            b.add_ids(m.ids);
+            b.add_marker("</s>");
+        }
+    }
+    if (gen) b.add_text("ASSISTANT:");
+}
+
+// No template: each message's text on its own, so that what the user types continues
+// the text exactly as `run -p` would.
+void format_raw(IdBuilder& b, const std::vector<ChatMessage>& d) {
+    for (const ChatMessage& m : d) {
+        if (m.ids.empty()) b.add_text(m.content);
+        else b.add_ids(m.ids);
+        b.flush();
+    }
+}
+
+}  // namespace
+
+std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& d,
+                        bool add_generation_prompt, std::vector<int>* ids) {
+    if (!is_chat_template(name)) return "unknown chat template '" + name + "'";
+    size_t first = 0;
+    std::string system;
+    if (!d.empty() && d[0].role == "system") {
+        system = d[0].content;
+        first = 1;
+    }
+    for (size_t i = first; i < d.size(); i++) {
+        const char* want = (i - first) % 2 == 0 ? "user" : "assistant";
+        if (d[i].role != want) return "the dialog must alternate user and assistant messages after an optional system message";
+    }
+    if (add_generation_prompt && (d.size() == first || d.back().role != "user"))
+        return "a generation prompt needs the dialog to end with a user message";
+
+    ids->clear();
+    IdBuilder b{tok, ids, "", {}};
+    if (name == "llama2") {
+        format_llama2(b, d, first, system);
+    } else {
+        // The Hugging Face tokenizer adds BOS in front of the formatted text.
+        b.add_id(tok.bos_id());
+        if (name == "zephyr") format_zephyr(b, d, add_generation_prompt);
+        else if (name == "chatml") format_chatml(b, d, add_generation_prompt);
+        else if (name == "vicuna") format_vicuna(b, d, first, system, add_generation_prompt);
+        else format_raw(b, d);
+    }
+    b.flush();
+    return "";
+}
+
+std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok) {
+    std::vector<int> ids;
+    if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
+    if (name == "chatml") {
+        int id = marker_token(tok, "<|im_end|>");
+        if (id >= 0) ids.push_back(id);
+    }
+    return ids;
+}

@@ -1,0 +1,53 @@
+// Chat templates: how a dialog becomes the token ids a chat model was trained on.
+//
+// Each built-in template follows its published definition:
+//   llama2  Meta's llama/generation.py chat_completion (what Llama-2-chat was trained on)
+//   zephyr  TinyLlama-1.1B-Chat-v1.0's chat_template: <|user|>\n...</s>\n<|assistant|>\n
+//   chatml  <|im_start|>role\n...<|im_end|>\n
+//   vicuna  FastChat's vicuna_v1.1: "{system} USER: {msg} ASSISTANT: {reply}</s>"
+//   raw     no template: the messages' texts one after another
+// A template's markers that are single tokens of the model's vocabulary (</s>,
+// <|im_end|>, ...) become those ids, never text; BOS and EOS are always ids. The text
+// between markers is encoded with SentencePiece one piece at a time, as Meta's code and
+// Hugging Face's tokenizers (which split the text at special tokens) do.
+#pragma once
+#include <string>
+#include <vector>
+
+class Tokenizer;
+
+struct ChatMessage {
+    std::string role;     // "system", "user" or "assistant"
+    std::string content;  // the text
+    // Only for a reply the model generated: its token ids. When set they are used as they
+    // are instead of encoding `content`, so a reply already in the KV cache is never
+    // re-tokenized (which can split it differently and force evaluating it again).
+    std::vector<int> ids;
+};
+
+// The built-in templates' names, in the order --help lists them.
+const std::vector<std::string>& chat_template_names();
+bool is_chat_template(const std::string& name);
+
+// The built-in template that a Hugging Face `chat_template` (a Jinja string, or one of
+// our names) is, recognised by its markers as llama.cpp does; "" when none is.
+std::string detect_chat_template(const std::string& jinja);
+// The same for the text of a tokenizer_config.json, whose chat_template is a string or a
+// list of {name, template} (then the one named "default"). "" when absent or unknown.
+std::string chat_template_from_tokenizer_config(const std::string& json_text);
+
+// Formats `dialog` (an optional system message, then user and assistant alternating)
+// into token ids. With add_generation_prompt, the dialog must end with a user message and
+// the ids end where the assistant's reply begins. "" on success, else why not.
+std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
+                        bool add_generation_prompt, std::vector<int>* ids);
+
+// The ids that end an assistant's turn: EOS, and the template's end marker when it is a
+// single token (<|im_end|> for chatml).
+std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok);
+
+// The id of the vocabulary piece spelled exactly `marker`, or -1.
+int marker_token(const Tokenizer& tok, const std::string& marker);
+
+// FastChat's vicuna_v1.1 system message, used when the dialog has none.
+extern const char* const kVicunaDefaultSystem;
