@@ -20,7 +20,17 @@ float dot_f16_scalar(const uint16_t* w, const float* x, int n) {
     return sum;
 }
 
+void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n) {
+    for (int i = 0; i < n; i++) out[i] = fp16_to_fp32(h[i]);
+}
+
 #if defined(HEARTH_HAVE_AVX2)
+void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(h + i))));
+    for (; i < n; i++) out[i] = fp16_to_fp32(h[i]);
+}
+
 static inline float hsum_avx2(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -62,6 +72,12 @@ float dot_f16_avx2(const uint16_t* w, const float* x, int n) {
 #endif
 
 #if defined(HEARTH_HAVE_NEON)
+void f16_to_f32_row_neon(const uint16_t* h, float* out, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
+    for (; i < n; i++) out[i] = fp16_to_fp32(h[i]);
+}
+
 float dot_f32_neon(const float* w, const float* x, int n) {
     float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
     int i = 0;

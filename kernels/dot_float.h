@@ -5,15 +5,18 @@
 
 float dot_f32_scalar(const float* w, const float* x, int n);
 float dot_f16_scalar(const uint16_t* w, const float* x, int n);
+void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n);
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define HEARTH_HAVE_AVX2 1
 float dot_f32_avx2(const float* w, const float* x, int n);
 float dot_f16_avx2(const uint16_t* w, const float* x, int n);
+void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n);
 #endif
 #if defined(__ARM_NEON)
 #define HEARTH_HAVE_NEON 1
 float dot_f32_neon(const float* w, const float* x, int n);
 float dot_f16_neon(const uint16_t* w, const float* x, int n);
+void f16_to_f32_row_neon(const uint16_t* h, float* out, int n);
 #endif
 
 // The best version for the target this file is compiled for.
@@ -34,5 +37,16 @@ inline float dot_f16(const uint16_t* w, const float* x, int n) {
     return dot_f16_neon(w, x, n);
 #else
     return dot_f16_scalar(w, x, n);
+#endif
+}
+
+// Widens a row of fp16 values to fp32 (weights used by several tokens at once).
+inline void f16_to_f32_row(const uint16_t* h, float* out, int n) {
+#if defined(HEARTH_HAVE_AVX2)
+    f16_to_f32_row_avx2(h, out, n);
+#elif defined(HEARTH_HAVE_NEON)
+    f16_to_f32_row_neon(h, out, n);
+#else
+    f16_to_f32_row_scalar(h, out, n);
 #endif
 }

@@ -11,7 +11,8 @@ inline float fp16_to_fp32(uint16_t h) {
     uint32_t sign = uint32_t(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f;
     uint32_t mant = h & 0x3ff;
-    if (exp == 0x1f) return fp32_from_bits(sign | 0x7f800000u | (mant << 13));  // inf/nan
+    if (exp == 0x1f)  // inf, or nan made quiet as F16C and ARM's fcvt do
+        return fp32_from_bits(sign | 0x7f800000u | (mant ? 0x00400000u : 0) | (mant << 13));
     if (exp == 0) {
         if (mant == 0) return fp32_from_bits(sign);
         // subnormal half: value = mant * 2^-24, exactly representable in fp32

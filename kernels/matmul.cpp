@@ -19,11 +19,7 @@ void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* 
             for (int i = 0; i < cols; i++) out[i] = p[i];
             break;
         }
-        case TYPE_F16: {
-            const uint16_t* p = static_cast<const uint16_t*>(w) + row * cols;
-            for (int i = 0; i < cols; i++) out[i] = fp16_to_fp32(p[i]);
-            break;
-        }
+        case TYPE_F16: f16_to_f32_row(static_cast<const uint16_t*>(w) + row * cols, out, cols); break;
         case TYPE_BF16: {
             const uint16_t* p = static_cast<const uint16_t*>(w) + row * cols;
             for (int i = 0; i < cols; i++) out[i] = bf16_to_fp32(p[i]);

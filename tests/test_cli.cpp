@@ -61,6 +61,12 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
     }
 }
 
+TEST_CASE("cli: padding ids past the tokenizer (vocab 520, 512 pieces) print as nothing") {
+    make_cli_model();
+    CommandResult r = run_command("./run " + kModel + " --prompt-ids 1,515,519 -n 4 --temp 0 --ignore-eos");
+    CHECK(r.exit_code == 0);
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);

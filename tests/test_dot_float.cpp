@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -73,6 +74,18 @@ TEST_CASE("matmul: f32 and f16 weights, 1 and several tokens, odd row counts, eq
             }
         }
     }
+}
+
+TEST_CASE("f16_to_f32_row: the SIMD version converts every half value as the scalar one") {
+    std::vector<uint16_t> all(65536 + 5);
+    for (size_t i = 0; i < all.size(); i++) all[i] = uint16_t(i * 40503u);  // a permutation, plus a tail
+    for (uint32_t h = 0; h < 65536; h++) all[h] = uint16_t(h);
+    std::vector<float> a(all.size()), b(all.size());
+    f16_to_f32_row_scalar(all.data(), a.data(), int(all.size()));
+    f16_to_f32_row(all.data(), b.data(), int(all.size()));
+    int differ = 0;
+    for (size_t i = 0; i < all.size(); i++) differ += std::memcmp(&a[i], &b[i], 4) != 0;
+    CHECK(differ == 0);
 }
 
 TEST_CASE("fp16 conversion: every half value round-trips, and rounding is to nearest even") {

@@ -67,6 +67,16 @@ TEST_CASE("tokenizer: streaming holds back an incomplete UTF-8 character until i
     CHECK(streamer.push(3 + 0xA9) == "\xC3\xA9");
 }
 
+TEST_CASE("tokenizer: ids past the tokenizer's pieces (a padded vocabulary) decode to nothing") {
+    Tokenizer tok;
+    REQUIRE(tok.load_file("tests/data/parity/gqa/tokenizer.model") == "");
+    REQUIRE(tok.vocab_size() == 512);
+    TextStreamer streamer(tok);
+    CHECK(streamer.push(3 + 0xC3) == "");
+    CHECK(streamer.push(515) == "\xEF\xBF\xBD");  // the pending byte is flushed as invalid
+    CHECK(streamer.push(519) == "");
+}
+
 TEST_CASE("tokenizer: bytes that are not a SentencePiece model are refused") {
     Tokenizer tok;
     std::string junk = "this is not a protobuf";

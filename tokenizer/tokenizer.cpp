@@ -82,6 +82,8 @@ std::string TextStreamer::drain_bytes(bool at_end) {
 }
 
 std::string TextStreamer::push(int id) {
+    // Models may pad their vocabulary past the tokenizer's pieces; such ids have no text.
+    if (id < 0 || id >= tok_.vocab_size()) return drain_bytes(true);
     if (tok_.is_byte(id)) {
         const std::string& p = tok_.piece(id);  // "<0xAB>"
         pending_bytes_ += char(std::stoi(p.substr(3, 2), nullptr, 16));
