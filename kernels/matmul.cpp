@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "dot_float.h"
+#include "matmul_float.h"
 #include "fp16.h"
 #include "quant.h"
 #include "quant_types.h"
@@ -43,26 +44,6 @@ static void thread_rows(int rows, int ith, int nth, int* r0, int* r1) {
     *r1 = std::min(rows, *r0 + chunk);
 }
 
-static void matmul_f32_rows(float* out, const float* w, int rows, int cols, const float* x, int n_tokens,
-                            int r0, int r1) {
-    for (int r = r0; r < r1; r++)
-        for (int t = 0; t < n_tokens; t++) out[int64_t(t) * rows + r] = dot_f32(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
-}
-
-// With several tokens the row is widened to fp32 once and reused from L1 for each token.
-static void matmul_f16_rows(float* out, const uint16_t* w, int rows, int cols, const float* x, int n_tokens,
-                            int r0, int r1) {
-    if (n_tokens == 1) {
-        for (int r = r0; r < r1; r++) out[r] = dot_f16(w + int64_t(r) * cols, x, cols);
-        return;
-    }
-    std::vector<float> row(cols);
-    for (int r = r0; r < r1; r++) {
-        dequantize_row(TYPE_F16, w, cols, r, row.data());
-        for (int t = 0; t < n_tokens; t++) out[int64_t(t) * rows + r] = dot_f32(row.data(), x + int64_t(t) * cols, cols);
-    }
-}
-
 // Quantized weights: the activations are quantized once (to Q8_0 or Q8_K blocks, as the
 // kernels want), shared by all threads, then each thread runs the tiled kernel on its rows.
 static void matmul_quantized(float* out, uint32_t type, const void* w, int rows, int cols, const float* x, int n_tokens) {
@@ -91,8 +72,8 @@ void matmul(float* out, uint32_t type, const void* w, int rows, int cols, const 
         int r0, r1;
         thread_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
         switch (type) {
-            case TYPE_F32: matmul_f32_rows(out, static_cast<const float*>(w), rows, cols, x, n_tokens, r0, r1); break;
-            case TYPE_F16: matmul_f16_rows(out, static_cast<const uint16_t*>(w), rows, cols, x, n_tokens, r0, r1); break;
+            case TYPE_F32: matmul_f32_rows(static_cast<const float*>(w), cols, x, n_tokens, out, rows, r0, r1); break;
+            case TYPE_F16: matmul_f16_rows(static_cast<const uint16_t*>(w), cols, x, n_tokens, out, rows, r0, r1); break;
         }
     }
 }

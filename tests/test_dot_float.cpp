@@ -10,6 +10,7 @@
 #include "../kernels/dot_float.h"
 #include "../kernels/fp16.h"
 #include "../kernels/matmul.h"
+#include "../kernels/matmul_float.h"
 #include "../kernels/quant_types.h"
 
 static std::vector<float> random_floats(int n, uint32_t seed) {
@@ -100,4 +101,37 @@ TEST_CASE("fp16 conversion: every half value round-trips, and rounding is to nea
     CHECK(fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
     CHECK(fp32_to_fp16(70000.0f) == 0x7c00);  // overflow is infinity
     CHECK(bf16_to_fp32(fp32_to_bf16(3.140625f)) == 3.140625f);
+}
+
+TEST_CASE("matmul_f32_rows / matmul_f16_rows: the tiled version equals the scalar twin, on ragged tiles") {
+    for (int rows : {1, 2, 3, 4, 7, 31}) {
+        for (int cols : {1, 7, 8, 9, 64, 172}) {
+            for (int tokens : {1, 3, 4, 5, 8, 9, 67}) {
+                std::vector<float> w = random_floats(rows * cols, rows + cols), x = random_floats(tokens * cols, tokens);
+                std::vector<uint16_t> h(w.size());
+                for (size_t i = 0; i < w.size(); i++) h[i] = fp32_to_fp16(w[i]);
+                // out_stride > rows and r0 > 0: only [r0, rows) x tokens may be written.
+                const int stride = rows + 5, r0 = rows > 1 ? 1 : 0;
+                std::vector<float> a32(size_t(stride) * tokens, -7.0f), b32 = a32, a16 = a32, b16 = a32;
+                matmul_f32_rows_scalar(w.data(), cols, x.data(), tokens, a32.data(), stride, r0, rows);
+                matmul_f32_rows(w.data(), cols, x.data(), tokens, b32.data(), stride, r0, rows);
+                matmul_f16_rows_scalar(h.data(), cols, x.data(), tokens, a16.data(), stride, r0, rows);
+                matmul_f16_rows(h.data(), cols, x.data(), tokens, b16.data(), stride, r0, rows);
+                for (int t = 0; t < tokens; t++)
+                    for (int r = 0; r < stride; r++) {
+                        const size_t i = size_t(t) * stride + r;
+                        INFO(rows << "x" << cols << ", " << tokens << " tokens, row " << r << " token " << t);
+                        if (r < r0 || r >= rows) {
+                            CHECK(b32[i] == -7.0f);
+                            CHECK(b16[i] == -7.0f);
+                            continue;
+                        }
+                        double mag = 0;
+                        for (int c = 0; c < cols; c++) mag += std::fabs(double(w[r * cols + c]) * x[t * cols + c]);
+                        CHECK(std::fabs(a32[i] - b32[i]) <= 1e-6 * mag * 8 + 1e-30);
+                        CHECK(std::fabs(a16[i] - b16[i]) <= 1e-6 * mag * 8 + 1e-30);
+                    }
+            }
+        }
+    }
 }
