@@ -59,11 +59,11 @@ deps:
 	@tools/install_deps.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	./run models/tiny-shakespeare.hearth -p "ROMEO:" -n 200 --seed 42
 
 test: deps
-	@$(MAKE) --no-print-directory all build/tests/unit_tests build/tests/kernel_tests \
+	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests \
 		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
@@ -72,7 +72,7 @@ test: deps
 		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
 
 bench: deps
-	@$(MAKE) --no-print-directory all build/membw
+	@$(MAKE) --no-print-directory -j$$(nproc) all build/membw
 	tools/bench.sh
 
 build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS))

@@ -85,7 +85,7 @@ if has quality; then
     echo "| default model | bits/weight | perplexity on held-out text (-c 256) |" | tee -a "$out"
     echo "|---|---|---|" | tee -a "$out"
     for type in f32 f16 q8_0 q6_k q4_k_m q4_0; do
-        f="$dir/tiny-shakespeare.$type.hearth"
+        f="$dir/ppl-tiny-shakespeare.$type.hearth"
         bpw=$(./quantize "$f32_default" "$f" "$type" -q 2>&1 | sed -nE 's/.* ([0-9.]+) bits per weight/\1/p')
         ppl=$(./run "$f" --perplexity "$valid" -c 256 -t 2 2>/dev/null | sed -nE 's/^perplexity: ([0-9.]+).*/\1/p')
         echo "| $type | $bpw | $ppl |" | tee -a "$out"
