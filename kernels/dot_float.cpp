@@ -2,7 +2,7 @@
 #include "fp16.h"
 
 #if defined(HEARTH_HAVE_AVX2)
-#include <immintrin.h>
+#include "avx2_util.h"
 #endif
 #if defined(HEARTH_HAVE_NEON)
 #include <arm_neon.h>
@@ -29,13 +29,6 @@ void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(h + i))));
     for (; i < n; i++) out[i] = fp16_to_fp32(h[i]);
-}
-
-static inline float hsum_avx2(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 // Four independent accumulators: one FMA chain would stall on its 4-cycle latency.

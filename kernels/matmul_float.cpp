@@ -6,7 +6,7 @@
 #include "fp16.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
+#include "avx2_util.h"
 #endif
 
 // The scalar twins use the best dot product of the build (NEON on aarch64): on ARM they
@@ -30,13 +30,6 @@ inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 inline float to_float(float v) { return v; }
 inline float to_float(uint16_t h) { return fp16_to_fp32(h); }
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 // Rows r..r+2 against tokens t..t+3: 12 accumulators, 3 weight vectors and 1 activation
 // vector fill the 16 ymm registers.
@@ -64,9 +57,9 @@ void tile_3x4(const W* w, int cols, const float* x, float* out, int out_stride, 
         xv = _mm256_loadu_ps(x3 + c);
         a03 = _mm256_fmadd_ps(v0, xv, a03), a13 = _mm256_fmadd_ps(v1, xv, a13), a23 = _mm256_fmadd_ps(v2, xv, a23);
     }
-    float s[3][4] = {{hsum(a00), hsum(a01), hsum(a02), hsum(a03)},
-                     {hsum(a10), hsum(a11), hsum(a12), hsum(a13)},
-                     {hsum(a20), hsum(a21), hsum(a22), hsum(a23)}};
+    float s[3][4] = {{hsum_avx2(a00), hsum_avx2(a01), hsum_avx2(a02), hsum_avx2(a03)},
+                     {hsum_avx2(a10), hsum_avx2(a11), hsum_avx2(a12), hsum_avx2(a13)},
+                     {hsum_avx2(a20), hsum_avx2(a21), hsum_avx2(a22), hsum_avx2(a23)}};
     const W* wr[3] = {w0, w1, w2};
     const float* xt[4] = {x0, x1, x2, x3};
     for (; c < cols; c++)
