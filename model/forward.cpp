@@ -45,15 +45,10 @@ static void attention(const ModelConfig& c, RunState& s, const float* k_cache, c
         const int n_seen = pos + t + 1;  // this token sees itself and everything before it
         const float* q = &s.q[size_t(t) * q_dim + size_t(h) * hd];
         float* att = &s.att[size_t(omp_get_thread_num()) * s.n_ctx];
-        for (int p = 0; p < n_seen; p++) att[p] = dot_f32(q, k_cache + size_t(p) * kv_dim + size_t(kvh) * hd, hd) * scale;
+        dot_f32_rows(q, k_cache + size_t(kvh) * hd, kv_dim, n_seen, hd, att);
+        for (int p = 0; p < n_seen; p++) att[p] *= scale;
         softmax(att, n_seen);
-        float* out = &s.xb2[size_t(t) * q_dim + size_t(h) * hd];
-        std::memset(out, 0, sizeof(float) * hd);
-        for (int p = 0; p < n_seen; p++) {
-            const float* v = v_cache + size_t(p) * kv_dim + size_t(kvh) * hd;
-            const float a = att[p];
-            for (int i = 0; i < hd; i++) out[i] += a * v[i];
-        }
+        weighted_sum_rows(att, v_cache + size_t(kvh) * hd, kv_dim, n_seen, hd, &s.xb2[size_t(t) * q_dim + size_t(h) * hd]);
     }
 }
 

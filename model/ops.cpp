@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "../kernels/softmax.h"
+
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
     float ss = 0.0f;
     for (int i = 0; i < n; i++) ss += x[i] * x[i];
@@ -9,17 +11,7 @@ void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) 
     for (int i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
 }
 
-void softmax(float* x, int n) {
-    float max = x[0];
-    for (int i = 1; i < n; i++) max = std::fmax(max, x[i]);
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        x[i] = std::exp(x[i] - max);
-        sum += x[i];
-    }
-    float inv = 1.0f / sum;
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
+void softmax(float* x, int n) { softmax_f32(x, n); }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 

@@ -1,0 +1,16 @@
+// In-place softmax of fp32 values (attention scores, sampling), with an AVX2 version
+// whose exp is a polynomial (Cephes' expf, about 2 ulp) instead of a libm call per value.
+#pragma once
+
+void softmax_f32_scalar(float* x, int n);
+#if defined(__AVX2__) && defined(__FMA__)
+void softmax_f32_avx2(float* x, int n);
+#endif
+
+inline void softmax_f32(float* x, int n) {
+#if defined(__AVX2__) && defined(__FMA__)
+    softmax_f32_avx2(x, n);
+#else
+    softmax_f32_scalar(x, n);
+#endif
+}
