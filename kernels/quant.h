@@ -109,6 +109,13 @@ HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
+// Single-token kernels (kernels/gemv_avx2.cpp), used by matmul_{q8_0,q4_0}_rows_avx2 when n_tokens == 1:
+//   out[r] = dot(W row r, A)   for r in [r0, r1); A is one activation row.
+#define HEARTH_DECLARE_GEMV(name) \
+    void name(const void* W, size_t w_row_bytes, const void* A, int n_cols, float* out, int r0, int r1);
+HEARTH_DECLARE_GEMV(gemv_q8_0_rows_avx2)
+HEARTH_DECLARE_GEMV(gemv_q4_0_rows_avx2)
+#undef HEARTH_DECLARE_GEMV
 #define HEARTH_QSEL(name) name##_avx2
 #elif defined(HEARTH_QUANT_NEON)
 void quantize_row_q8_0_neon(const float* x, void* y, int64_t n);

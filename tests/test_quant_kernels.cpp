@@ -425,7 +425,10 @@ TEST_CASE("matmul_rows equals per-row vec_dot (scalar and best), any rows / toke
     };
     for (const DotCase& dc : dot_cases()) {
         const int bs = type_block_size(dc.w);
-        std::vector<Shape> shapes = {{1, 1, 0, 1}, {2, 13, 0, 13}, {3, 13, 2, 11}, {1, 6, 1, 6}};
+        // (single-token kernels work on groups of 4 rows and pairs of blocks: cover odd block
+        // counts, exact multiples of 4 rows and groups starting at unaligned r0)
+        std::vector<Shape> shapes = {{1, 1, 0, 1}, {2, 13, 0, 13}, {3, 13, 2, 11}, {1, 6, 1, 6},
+                                     {2, 4, 0, 4}, {5, 10, 1, 10}};
         if (bs == 32) shapes.push_back({128, 37, 0, 37});  // 4096 columns: several row chunks
         else shapes.push_back({16, 19, 3, 19});
         for (const Shape& sh : shapes) {
