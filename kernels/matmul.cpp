@@ -6,6 +6,7 @@
 #include "dot_float.h"
 #include "matmul_float.h"
 #include "fp16.h"
+#include "gemm_avx2.h"
 #include "quant.h"
 #include "quant_types.h"
 
@@ -52,13 +53,21 @@ static void matmul_quantized(float* out, uint32_t type, const void* w, int rows,
     static thread_local std::vector<uint8_t> act;
     if (act.size() < a_row_bytes * n_tokens) act.resize(a_row_bytes * n_tokens);
     uint8_t* a = act.data();
+    matmul_rows_fn mm = k->matmul_rows;
+#if defined(HEARTH_GEMM_AVX2)
+    // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
+    if (n_tokens >= kGemmMinTokens) {
+        if (type == TYPE_Q4_0) mm = matmul_q4_0_gemm_avx2;
+        else if (type == TYPE_Q8_0) mm = matmul_q8_0_gemm_avx2;
+    }
+#endif
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
         for (int t = 0; t < n_tokens; t++) k->quantize_act(x + int64_t(t) * cols, a + a_row_bytes * t, cols);
         int r0, r1;
         thread_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-        if (r0 < r1) k->matmul_rows(w, w_row_bytes, a, a_row_bytes, cols, n_tokens, out, rows, r0, r1);
+        if (r0 < r1) mm(w, w_row_bytes, a, a_row_bytes, cols, n_tokens, out, rows, r0, r1);
     }
 }
 

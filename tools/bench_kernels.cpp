@@ -21,6 +21,7 @@
 #include <omp.h>
 #endif
 
+#include "kernels/gemm_avx2.h"
 #include "kernels/quant.h"
 
 namespace {
@@ -174,6 +175,36 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
                        out[size_t(t) * rows + r] = ti.k->vec_dot(cols, W.data() + size_t(r) * wrb, A.data() + size_t(t) * arb);
            }),
            nt);
+#if defined(HEARTH_GEMM_AVX2)
+    // Row-interleaved GEMM (kernels/gemm_avx2.h), 8 and 64 tokens, against matmul_rows at 64.
+    if (ti.w == TYPE_Q4_0 || ti.w == TYPE_Q8_0) {
+        const matmul_rows_fn gemm = ti.w == TYPE_Q4_0 ? matmul_q4_0_gemm_avx2 : matmul_q8_0_gemm_avx2;
+        const int nt64 = 64;
+        std::vector<uint8_t> A64(arb * nt64);
+        for (int t = 0; t < nt64; ++t) std::memcpy(A64.data() + size_t(t) * arb, A.data() + size_t(t % nt) * arb, arb);
+        std::vector<float> out64(size_t(rows) * nt64);
+        const int rg = std::min(rows, 1024);  // 64 tokens x all rows would take long
+        auto report_rg = [&](const char* nm, double t, int tokens) {
+            std::printf("  %-40s %9s %9.2f %12.3e\n", nm, "", double(rg) * cols * tokens / t / 1e9, double(rg) * tokens / t);
+        };
+        report("gemm 8 tokens, 1 thread",
+               best_time([&] { gemm(W.data(), wrb, A.data(), arb, cols, nt, out.data(), rows, 0, rows); }), nt);
+        std::snprintf(name, sizeof name, "gemm 64 tokens, %d rows, 1 thread", rg);
+        report_rg(name, best_time([&] { gemm(W.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg); }), nt64);
+        std::snprintf(name, sizeof name, "matmul_rows 64 tokens, %d rows, 1 thr", rg);
+        report_rg(name, best_time([&] {
+                      ti.k->matmul_rows(W.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg);
+                  }), nt64);
+        if (nth > 1) {
+            std::snprintf(name, sizeof name, "gemm 64 tokens, %d rows, %d threads", rg, nth);
+            report_rg(name, best_time([&] {
+                          parallel_rows(rg, nth, [&](int r0, int r1) {
+                              gemm(W.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, r0, r1);
+                          });
+                      }, 0.2, 5, true), nt64);
+        }
+    }
+#endif
     // Cache-resident (first 128 rows, ~L2 sized): compute ceiling of the kernels.
     const int rs = std::min(rows, 128);
     const double sbytes = double(wrb) * rs;

@@ -1,0 +1,246 @@
+// GEMM for Q4_0 / Q8_0 weights x Q8_0 activations (AVX2 + FMA + F16C, no AVX-512).
+//
+// Weights are repacked, a panel of 8 rows x a chunk of kChunk blocks at a time, into a small
+// L1-resident buffer in row-interleaved order: for block b, step j (0..7) is one 32-byte vector
+// holding elements 4j..4j+3 of each of the 8 rows (row i in bytes 4i..4i+3), and the 8 rows'
+// block scales are one float vector. For a token, 4 activation bytes are broadcast
+// (_mm256_set1_epi32) and _mm256_maddubs_epi16 gives the 8 rows' partial dot products at once,
+// so a block of 32 costs 8 maddubs per token, then one madd / cvt / mul / fma for all 8 rows.
+// Each packed step is used for kTile tokens in a row (kTile int accumulators + kTile float
+// accumulators in registers), and the packed chunk for all tokens of a token block.
+//
+//  - Q4_0: nibbles kept unsigned (0..15); the -8 is folded into a per-(token, block) term
+//    8*sum(a), subtracted from the block's int32 sums. The 8 maddubs of a block are summed
+//    in int16: |pair sum| <= 2*15*128 = 3840, 8 of them <= 30720 < 32767 (no saturation).
+//  - Q8_0: sign trick, maddubs(|w|, sign(a, w)) (activations are never -128, so the pair
+//    sums are <= 2*127*127 < 32767), widened with madd every step.
+// Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
+// -> K chunks (packed once per token block) -> tiles of kTile tokens.
+#include "gemm_avx2.h"
+
+#if defined(HEARTH_GEMM_AVX2)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "quant_types.h"
+
+namespace {
+
+constexpr int kChunk = 64;      // blocks per packed chunk: 16 KB of quants + 2 KB of scales
+constexpr int kTokBlock = 64;   // tokens per activation block
+constexpr int kTile = 4;        // tokens per register tile
+
+// A packed chunk: per block, 8 steps x 32 bytes of quants, then the 8 rows' scales.
+constexpr int kPackedBlock = 256 + 32;
+
+uint8_t* packed_buf() {
+    alignas(64) thread_local uint8_t buf[kChunk * kPackedBlock];
+    return buf;
+}
+
+// Activations of a tile of kTile tokens, one block: quants of each token, their scales and
+// 8 * sum of the quants (Q4_0's -8 offset).
+struct alignas(32) ActBlock {
+    int8_t q[kTile][32];
+    float d[kTile];
+    int32_t s8[kTile];
+};
+static_assert(sizeof(ActBlock) == 160, "ActBlock layout");
+
+ActBlock* act_buf(size_t n) {
+    thread_local std::vector<ActBlock> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
+inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+inline __m256i bcast32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// 8x8 transpose of 32-bit lanes: v[i] lane k -> v[k] lane i.
+inline void transpose8(__m256i v[8]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    const __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
+    const __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
+    const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+    const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+    v[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+    v[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+    v[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+    v[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+    v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+    v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+    v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+    v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
+// The 32 quants of a block in element order, as bytes.
+inline __m256i quants(const block_q4_0& b) {
+    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    return _mm256_and_si256(_mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+}
+inline __m256i quants(const block_q8_0& b) { return loadu(b.qs); }
+
+// Pack blocks [kb, kb+kn) of rows row[0..7] into p.
+template <typename WBlock>
+void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
+    for (int b = 0; b < kn; ++b, p += kPackedBlock) {
+        __m256i v[8];
+        alignas(16) uint16_t h[8];
+        for (int i = 0; i < 8; ++i) {
+            const WBlock& blk = row[i][kb + b];
+            v[i] = quants(blk);
+            h[i] = blk.d;
+        }
+        transpose8(v);
+        for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
+        _mm256_store_ps(reinterpret_cast<float*>(p + 256),
+                        _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
+    }
+}
+
+// Activation tiles of tokens [t0, te): tile g holds tokens t0 + kTile*g + i (the last tile
+// repeats its last token), nb blocks each.
+void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int g = t0; g < te; g += kTile) {
+        const block_q8_0* a[kTile];
+        for (int i = 0; i < kTile; ++i)
+            a[i] = reinterpret_cast<const block_q8_0*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int b = 0; b < nb; ++b, ++out) {
+            __m256i s[kTile];
+            for (int i = 0; i < kTile; ++i) {
+                const __m256i q = loadu(a[i][b].qs);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out->q[i]), q);
+                out->d[i] = _cvtsh_ss(a[i][b].d);
+                s[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);  // 8 partial sums
+            }
+            // 4 tokens x 8 partial sums -> 4 sums
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+            const __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            _mm_store_si128(reinterpret_cast<__m128i*>(out->s8), _mm_slli_epi32(t, 3));
+        }
+    }
+}
+
+// kn blocks of the packed weight chunk pw x the activation tile ab: res[t][i] = partial dot of
+// row i with token t.
+template <bool kQ4>
+void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+           acc3 = _mm256_setzero_ps();
+    for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
+        const __m256i* q = reinterpret_cast<const __m256i*>(pw);
+        __m256i s0, s1, s2, s3;
+        if (kQ4) {
+            __m256i w = _mm256_load_si256(q);
+            s0 = _mm256_maddubs_epi16(w, bcast32(ab->q[0]));
+            s1 = _mm256_maddubs_epi16(w, bcast32(ab->q[1]));
+            s2 = _mm256_maddubs_epi16(w, bcast32(ab->q[2]));
+            s3 = _mm256_maddubs_epi16(w, bcast32(ab->q[3]));
+            for (int j = 1; j < 8; ++j) {
+                w = _mm256_load_si256(q + j);
+                s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w, bcast32(ab->q[0] + 4 * j)));
+                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w, bcast32(ab->q[1] + 4 * j)));
+                s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(w, bcast32(ab->q[2] + 4 * j)));
+                s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(w, bcast32(ab->q[3] + 4 * j)));
+            }
+            s0 = _mm256_sub_epi32(_mm256_madd_epi16(s0, ones), _mm256_set1_epi32(ab->s8[0]));
+            s1 = _mm256_sub_epi32(_mm256_madd_epi16(s1, ones), _mm256_set1_epi32(ab->s8[1]));
+            s2 = _mm256_sub_epi32(_mm256_madd_epi16(s2, ones), _mm256_set1_epi32(ab->s8[2]));
+            s3 = _mm256_sub_epi32(_mm256_madd_epi16(s3, ones), _mm256_set1_epi32(ab->s8[3]));
+        } else {
+            auto step = [&](const __m256i& aw, const __m256i& w, const int8_t* a) {
+                return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast32(a), w)), ones);
+            };
+            __m256i w = _mm256_load_si256(q), aw = _mm256_sign_epi8(w, w);
+            s0 = step(aw, w, ab->q[0]);
+            s1 = step(aw, w, ab->q[1]);
+            s2 = step(aw, w, ab->q[2]);
+            s3 = step(aw, w, ab->q[3]);
+            for (int j = 1; j < 8; ++j) {
+                w = _mm256_load_si256(q + j);
+                aw = _mm256_sign_epi8(w, w);
+                s0 = _mm256_add_epi32(s0, step(aw, w, ab->q[0] + 4 * j));
+                s1 = _mm256_add_epi32(s1, step(aw, w, ab->q[1] + 4 * j));
+                s2 = _mm256_add_epi32(s2, step(aw, w, ab->q[2] + 4 * j));
+                s3 = _mm256_add_epi32(s3, step(aw, w, ab->q[3] + 4 * j));
+            }
+        }
+        const __m256 dw = _mm256_load_ps(reinterpret_cast<const float*>(pw + 256));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[0])), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[1])), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[2])), acc2);
+        acc3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s3), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[3])), acc3);
+    }
+    _mm256_storeu_ps(res[0], acc0);
+    _mm256_storeu_ps(res[1], acc1);
+    _mm256_storeu_ps(res[2], acc2);
+    _mm256_storeu_ps(res[3], acc3);
+}
+
+template <typename WBlock, bool kQ4>
+void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
+          int r0, int r1) {
+    static_assert(kTile == 4, "tile() is written for 4 tokens");
+    if (r0 >= r1 || n_tokens <= 0) return;
+    const int nb = n_cols / 32;
+    const char* Wc = static_cast<const char*>(W);
+    uint8_t* pw = packed_buf();
+    ActBlock* acts = act_buf(size_t(kTokBlock / kTile) * nb);
+    for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
+        const int te = std::min(n_tokens, t0 + kTokBlock);
+        pack_acts(static_cast<const char*>(A), arb, nb, t0, te, acts);
+        for (int r = r0; r < r1; r += 8) {
+            const int nr = std::min(8, r1 - r);
+            const WBlock* row[8];
+            for (int i = 0; i < 8; ++i)
+                row[i] = reinterpret_cast<const WBlock*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
+            for (int kb = 0; kb < nb; kb += kChunk) {
+                const int kn = std::min(kChunk, nb - kb);
+                pack_weights(row, kb, kn, pw);
+                for (int t = t0; t < te; t += kTile) {
+                    const int nt = std::min(kTile, te - t);
+                    alignas(32) float res[kTile][8];
+                    tile<kQ4>(pw, acts + size_t((t - t0) / kTile) * nb + kb, kn, res);
+                    for (int i = 0; i < nt; ++i) {
+                        float* o = out + size_t(t + i) * os + r;
+                        if (nr == 8) {
+                            const __m256 v = _mm256_load_ps(res[i]);
+                            _mm256_storeu_ps(o, kb == 0 ? v : _mm256_add_ps(v, _mm256_loadu_ps(o)));
+                        } else {
+                            for (int k = 0; k < nr; ++k) o[k] = kb == 0 ? res[i][k] : o[k] + res[i][k];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm<block_q4_0, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm<block_q8_0, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+#endif  // HEARTH_GEMM_AVX2
