@@ -109,11 +109,10 @@ HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
-// Single-token kernels (kernels/gemv_avx2.cpp), used by matmul_{q8_0,q4_0}_rows_avx2 when n_tokens == 1:
+// Single-token kernel (kernels/gemv_avx2.cpp), used by matmul_q4_0_rows_avx2 when n_tokens == 1:
 //   out[r] = dot(W row r, A)   for r in [r0, r1); A is one activation row.
 #define HEARTH_DECLARE_GEMV(name) \
     void name(const void* W, size_t w_row_bytes, const void* A, int n_cols, float* out, int r0, int r1);
-HEARTH_DECLARE_GEMV(gemv_q8_0_rows_avx2)
 HEARTH_DECLARE_GEMV(gemv_q4_0_rows_avx2)
 #undef HEARTH_DECLARE_GEMV
 #define HEARTH_QSEL(name) name##_avx2

@@ -656,7 +656,6 @@ void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, in
 
 void matmul_q8_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
-    if (n_tokens == 1) return gemv_q8_0_rows_avx2(W, w_row_bytes, A, n_cols, out, r0, r1);
     matmul<KQ8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, QK8_0, n_tokens, out, out_stride, r0, r1);
 }
 
