@@ -13,6 +13,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "quant_types.h"
 
@@ -69,6 +70,19 @@ inline void q4k_get_scale_min(int j, const uint8_t* s, uint8_t* sc, uint8_t* m) 
         *sc = uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
         *m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
     }
+}
+
+// All 8 scales (out[0..1]) and 8 mins (out[2..3]) of a Q4_K block's 12 packed bytes at once,
+// one byte each, for the SIMD kernels.
+inline void q4k_unpack_scales(const uint8_t* s, uint32_t out[4]) {
+    uint32_t u0, u1, u2;
+    std::memcpy(&u0, s, 4);
+    std::memcpy(&u1, s + 4, 4);
+    std::memcpy(&u2, s + 8, 4);
+    out[0] = u0 & 0x3f3f3f3f;
+    out[1] = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+    out[2] = u1 & 0x3f3f3f3f;
+    out[3] = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
 }
 
 // ---------------------------------------------------------------------------------------

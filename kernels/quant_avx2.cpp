@@ -77,18 +77,6 @@ inline __m256i pack32(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
 
 inline __m256 fabs8(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
 
-// Q4_K: unpack the 12 packed bytes to 8 scale bytes (out[0..1]) and 8 min bytes (out[2..3]).
-inline void q4k_unpack_scales(const uint8_t* s, uint32_t out[4]) {
-    uint32_t u0, u1, u2;
-    std::memcpy(&u0, s, 4);
-    std::memcpy(&u1, s + 4, 4);
-    std::memcpy(&u2, s + 8, 4);
-    out[0] = u0 & 0x3f3f3f3f;
-    out[1] = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
-    out[2] = u1 & 0x3f3f3f3f;
-    out[3] = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
-}
-
 // Broadcast int16 lane j of a 128-bit-duplicated vector to all 16 lanes.
 inline __m256i bcast_i16(__m256i v, int j) {
     return _mm256_shuffle_epi8(v, _mm256_set1_epi16(int16_t((2 * j) | ((2 * j + 1) << 8))));

@@ -50,17 +50,6 @@ inline int8x16_t pack16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
     return vcombine_s8(vmovn_s16(lo), vmovn_s16(hi));
 }
 
-inline void q4k_unpack_scales(const uint8_t* s, uint32_t out[4]) {
-    uint32_t u0, u1, u2;
-    std::memcpy(&u0, s, 4);
-    std::memcpy(&u1, s + 4, 4);
-    std::memcpy(&u2, s + 8, 4);
-    out[0] = u0 & 0x3f3f3f3f;
-    out[1] = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
-    out[2] = u1 & 0x3f3f3f3f;
-    out[3] = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
-}
-
 // Q4_0 block -> 2 x int8x16 (elements 0..15, 16..31), values q-8.
 inline void q4_0_unpack(const uint8_t* qs, int8x16_t& lo, int8x16_t& hi) {
     const uint8x16_t v = vld1q_u8(qs);
