@@ -52,7 +52,7 @@ static void attention(const ModelConfig& c, RunState& s, const float* k_cache, c
     }
 }
 
-// One chunk of at most max_batch tokens.
+// One chunk of at most max_batch tokens; logits may be null when none are wanted.
 static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
     const ModelConfig& c = m.config;
     const int dim = c.dim, hidden = c.hidden_dim, q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
@@ -91,6 +91,7 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
     }
 
     // Only the tokens whose logits are wanted go through the (large) output projection.
+    if (!logits) return;
     const int first = all_logits ? 0 : n - 1;
     for (int t = first; t < n; t++)
         rmsnorm(&s.xb[size_t(t - first) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(m.output_norm.data), dim, c.rms_eps);
@@ -109,12 +110,9 @@ std::string forward(const Model& m, RunState& s, const int* tokens, int n, int p
         const bool last = done + chunk == n;
         if (all_logits) {
             forward_chunk(m, s, tokens + done, chunk, pos + done, logits + size_t(done) * m.config.vocab_size, true);
-        } else if (last) {
-            forward_chunk(m, s, tokens + done, chunk, pos + done, logits, false);
         } else {
-            // Earlier chunks only fill the cache; their logits are computed and dropped.
-            std::vector<float> unused(m.config.vocab_size);
-            forward_chunk(m, s, tokens + done, chunk, pos + done, unused.data(), false);
+            // Earlier chunks only fill the cache: no output projection for them.
+            forward_chunk(m, s, tokens + done, chunk, pos + done, last ? logits : nullptr, false);
         }
     }
     return "";

@@ -112,3 +112,24 @@ TEST_CASE("parity: an f16 conversion stays close to the f32 reference") {
     CHECK(max_diff <= 1e-2 * max_ref);
     CHECK(max_diff > 0);  // the weights really were rounded
 }
+
+TEST_CASE("forward: a prompt spanning several batches gives the logits of evaluating it token by token") {
+    Model m;
+    REQUIRE(load_model("models/tiny-shakespeare.hearth", &m) == "");
+    const int vocab = m.config.vocab_size;
+    std::vector<int> ids = {1};
+    for (int i = 0; ids.size() < 150; i++) ids.push_back(3 + (i * 37) % (vocab - 3));  // > 2 batches of 64
+    RunState a, b;
+    REQUIRE(make_run_state(m.config, 256, &a) == "");
+    REQUIRE(make_run_state(m.config, 256, &b) == "");
+    REQUIRE(a.max_batch < int(ids.size()) / 2);
+    std::vector<float> batched(vocab), stepped(vocab);
+    REQUIRE(forward(m, a, ids.data(), int(ids.size()), 0, batched.data()) == "");
+    for (size_t t = 0; t < ids.size(); t++) REQUIRE(forward(m, b, &ids[t], 1, int(t), stepped.data()) == "");
+    double max_diff = 0, max_ref = 0;
+    for (int v = 0; v < vocab; v++) {
+        max_diff = std::max(max_diff, std::fabs(double(batched[v]) - stepped[v]));
+        max_ref = std::max(max_ref, std::fabs(double(stepped[v])));
+    }
+    CHECK(max_diff <= 1e-4 * max_ref);
+}
