@@ -15,6 +15,7 @@
 // Q8_0 keeps the tiled kernel of quant_avx2.cpp: a 4-row GEMV in this style measured 13%
 // slower end to end (tg64, TinyLlama shape, 2 threads, A/B in one sitting). Q4_K / Q6_K
 // keep theirs too, for now.
+#include "prefetch.h"
 #include "quant.h"
 
 #if defined(HEARTH_QUANT_AVX2)
@@ -124,13 +125,14 @@ inline __m256i reduce_rows4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
 }
 
 template <bool kTwo>
-inline void q4_0_pair(const block_q4_0* const* w, const Q40Pair& P, int b, __m256& acc) {
+inline void q4_0_pair(const block_q4_0* const* w, const Q40Pair& P, int b, size_t pf, __m256& acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256 S = _mm256_mul_ps(scales_rows(w, b, kTwo ? b + 1 : b), _mm256_load_ps(P.d));
     const __m256i alo = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.lo));
     const __m256i ahi = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.hi));
     __m256i s[4];
     for (int i = 0; i < 4; ++i) {
+        prefetch_ahead<2 * sizeof(block_q4_0)>(&w[i][b], pf);
         const __m128i x0 = loadu128(w[i][b].qs);
         // odd tail: the high half repeats block b against zero activations (and zero scale)
         const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), kTwo ? loadu128(w[i][b + 1].qs) : x0, 1);
@@ -142,11 +144,11 @@ inline void q4_0_pair(const block_q4_0* const* w, const Q40Pair& P, int b, __m25
     acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(s32), acc);
 }
 
-void gemv_q4_0_group(const block_q4_0* const* w, const Q40Pair* P, int nb, __m128& res) {
+void gemv_q4_0_group(const block_q4_0* const* w, const Q40Pair* P, int nb, size_t pf, __m128& res) {
     __m256 acc = _mm256_setzero_ps();
     int p = 0;
-    for (; 2 * p + 1 < nb; ++p) q4_0_pair<true>(w, P[p], 2 * p, acc);
-    if (2 * p < nb) q4_0_pair<false>(w, P[p], 2 * p, acc);
+    for (; 2 * p + 1 < nb; ++p) q4_0_pair<true>(w, P[p], 2 * p, pf, acc);
+    if (2 * p < nb) q4_0_pair<false>(w, P[p], 2 * p, pf, acc);
     res = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
 }
 
@@ -157,11 +159,12 @@ void gemv_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, int n
     const int nb = n_cols / QK4_0;
     Q40Pair* P = scratch<Q40Pair>(size_t(nb + 1) / 2);
     prepare_q4_0(static_cast<const block_q8_0*>(A), nb, P);
+    const size_t pf = prefetch_distance(4 * w_row_bytes);
     for (int r = r0; r < r1; r += 4) {
         const block_q4_0* w[4];
         const int n = group_rows(W, w_row_bytes, r, r1, w);
         __m128 s;
-        gemv_q4_0_group(w, P, nb, s);
+        gemv_q4_0_group(w, P, nb, pf, s);
         store_rows(out, r, n, s);
     }
 }

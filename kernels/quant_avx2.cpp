@@ -10,6 +10,7 @@
 //                  and Q6_K's -32 offset go through the q8 block sums (bsums).
 // No int16 saturation is possible: max pair sums are 2*128*127 (Q8_0), 2*15*128 (Q4),
 // 2*63*128 (Q6).
+#include "prefetch.h"
 #include "quant.h"
 
 #if defined(HEARTH_QUANT_AVX2)
@@ -422,6 +423,7 @@ struct KQ8_0 {
     static void tile(const Ctx& c, const Span& s) {
         const block_q8_0* w[NR];
         for (int i = 0; i < NR; ++i) w[i] = wrow<block_q8_0>(c, s.r + i);
+        const size_t pf = prefetch_distance(NR * c.wrb);
         const int8_t* aq = panel_q(c, s);
         const float* tb = panel_t(c, s);
         Acc<NR, NT> A0 = init_tile<NR, NT>(s);
@@ -432,6 +434,7 @@ struct KQ8_0 {
             __m256i qw[NR], aw[NR];
             __m256 dw[NR];
             for (int i = 0; i < NR; ++i) {
+                prefetch_ahead<sizeof(block_q8_0)>(&w[i][b], pf);
                 qw[i] = loadu(w[i][b].qs);
                 aw[i] = _mm256_sign_epi8(qw[i], qw[i]);
                 dw[i] = bcast_f16(&w[i][b].d);
@@ -464,6 +467,7 @@ struct KQ4_0 {
     static void tile(const Ctx& c, const Span& s) {
         const block_q4_0* w[NR];
         for (int i = 0; i < NR; ++i) w[i] = wrow<block_q4_0>(c, s.r + i);
+        const size_t pf = prefetch_distance(NR * c.wrb);
         const int8_t* aq = panel_q(c, s);
         const float* tb = panel_t(c, s);
         Acc<NR, NT> A0 = init_tile<NR, NT>(s);
@@ -475,6 +479,7 @@ struct KQ4_0 {
             __m256i q[NR];
             __m256 d4[NR];
             for (int i = 0; i < NR; ++i) {
+                prefetch_ahead<sizeof(block_q4_0)>(&w[i][b], pf);
                 q[i] = unpack_nibbles16(w[i][b].qs);
                 d4[i] = bcast_f16(&w[i][b].d);
             }
@@ -516,6 +521,7 @@ struct KQ4_K {
     static void tile(const Ctx& c, const Span& s) {
         static_assert(NR == 1, "one row per tile");
         const block_q4_K* w = wrow<block_q4_K>(c, s.r);
+        const size_t pf = prefetch_distance(c.wrb);
         const int8_t* aq = panel_q(c, s);
         const float* tb = panel_t(c, s);
         Acc<1, NT> A0 = init_tile<1, NT>(s);
@@ -523,6 +529,7 @@ struct KQ4_K {
         for (int t = 0; t < NT; ++t) acc[0][t] = A0.v[0][t];
         const __m256i m4 = _mm256_set1_epi8(0x0F);
         for (int b = s.kb; b < s.ke; ++b) {
+            prefetch_ahead<sizeof(block_q4_K)>(&w[b], pf);
             uint32_t u[4];
             q4k_unpack_scales(w[b].scales, u);
             const __m256i sc = _mm256_broadcastsi128_si256(
@@ -575,6 +582,7 @@ struct KQ6_K {
     static void tile(const Ctx& c, const Span& s) {
         static_assert(NR == 1, "one row per tile");
         const block_q6_K* w = wrow<block_q6_K>(c, s.r);
+        const size_t pf = prefetch_distance(c.wrb);
         const int8_t* aq = panel_q(c, s);
         const float* tb = panel_t(c, s);
         Acc<1, NT> A0 = init_tile<1, NT>(s);
@@ -582,6 +590,7 @@ struct KQ6_K {
         for (int t = 0; t < NT; ++t) acc[0][t] = A0.v[0][t];
         const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
         for (int b = s.kb; b < s.ke; ++b) {
+            prefetch_ahead<sizeof(block_q6_K)>(&w[b], pf);
             const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
             const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
             const int8_t* ab = aq + size_t(b) * NT * QK_K;
