@@ -45,44 +45,126 @@ static void thread_rows(int rows, int ith, int nth, int* r0, int* r1) {
     *r1 = std::min(rows, *r0 + chunk);
 }
 
-// Quantized weights: the activations are quantized once (to Q8_0 or Q8_K blocks, as the
-// kernels want), shared by all threads, then each thread runs the tiled kernel on its rows.
-static void matmul_quantized(float* out, uint32_t type, const void* w, int rows, int cols, const float* x, int n_tokens) {
-    const QuantKernels* k = quant_kernels(type);
-    const size_t a_row_bytes = type_row_bytes(k->act_type, cols), w_row_bytes = type_row_bytes(type, cols);
-    static thread_local std::vector<uint8_t> act;
-    if (act.size() < a_row_bytes * n_tokens) act.resize(a_row_bytes * n_tokens);
-    uint8_t* a = act.data();
-    matmul_rows_fn mm = k->matmul_rows;
-#if defined(HEARTH_GEMM_AVX2)
-    // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
-    if (n_tokens >= kGemmMinTokens) {
-        if (type == TYPE_Q4_0) mm = matmul_q4_0_gemm_avx2;
-        else if (type == TYPE_Q8_0) mm = matmul_q8_0_gemm_avx2;
+namespace {
+
+// One matrix of a matmul_many call, resolved to its kernel.
+struct Job {
+    MatmulJob m;
+    const QuantKernels* k;  // null for f32 / f16
+    matmul_rows_fn mm;
+    size_t w_row_bytes, a_row_bytes;
+    uint8_t* act;  // this job's quantized activations (shared with jobs of its activation type)
+};
+
+// A piece of work: rows [r0, r1) of job j.
+struct Piece {
+    int j, r0, r1;
+};
+
+// Rows [r0, r1) of one job, for all tokens.
+void run_rows(const Job& J, int cols, const float* x, int n_tokens, int r0, int r1) {
+    if (r0 >= r1) return;
+    switch (J.m.type) {
+        case TYPE_F32:
+            matmul_f32_rows(static_cast<const float*>(J.m.w), cols, x, n_tokens, J.m.out, J.m.rows, r0, r1);
+            break;
+        case TYPE_F16:
+            matmul_f16_rows(static_cast<const uint16_t*>(J.m.w), cols, x, n_tokens, J.m.out, J.m.rows, r0, r1);
+            break;
+        default:
+            J.mm(J.m.w, J.w_row_bytes, J.act, J.a_row_bytes, cols, n_tokens, J.m.out, J.m.rows, r0, r1);
+            break;
     }
+}
+
+// Weight bytes per piece of single-token work: large enough that the prefetch of a piece's
+// first rows is a small share of it and the queue is touched rarely, small enough that a thread
+// that was descheduled for a while leaves little for the other to wait on.
+constexpr size_t kPieceBytes = 96 << 10;
+
+}  // namespace
+
+// Single-token calls (generation) are memory-bound and short: the rows of all jobs are cut
+// into pieces of ~kPieceBytes that the threads take on demand, so a thread that runs slower
+// (a shared machine's vCPUs do not run evenly) does not hold the other at the final barrier.
+// Multi-token calls are compute-bound and pay per call to pack their activations, so each
+// thread takes one equal share of every job's rows, all in one parallel region.
+void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens) {
+    static thread_local std::vector<Job> J;
+    static thread_local std::vector<Piece> pieces;
+    static thread_local std::vector<uint8_t> act;
+    J.assign(size_t(n_jobs), Job{});
+    // Quantized activations, once per distinct activation type among the jobs.
+    size_t act_bytes[2] = {0, 0};  // Q8_0, Q8_K
+    for (int j = 0; j < n_jobs; j++) {
+        Job& b = J[size_t(j)];
+        b.m = jobs[j];
+        if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
+        b.k = quant_kernels(b.m.type);
+        b.mm = b.k->matmul_rows;
+#if defined(HEARTH_GEMM_AVX2)
+        // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
+        if (n_tokens >= kGemmMinTokens) {
+            if (b.m.type == TYPE_Q4_0) b.mm = matmul_q4_0_gemm_avx2;
+            else if (b.m.type == TYPE_Q8_0) b.mm = matmul_q8_0_gemm_avx2;
+        }
 #endif
+        b.w_row_bytes = type_row_bytes(b.m.type, cols);
+        b.a_row_bytes = type_row_bytes(b.k->act_type, cols);
+        act_bytes[b.k->act_type == TYPE_Q8_K] = b.a_row_bytes * size_t(n_tokens);
+    }
+    if (act.size() < act_bytes[0] + act_bytes[1]) act.resize(act_bytes[0] + act_bytes[1]);
+    uint8_t* act_q8_0 = act.data();
+    uint8_t* act_q8_k = act.data() + act_bytes[0];
+    for (Job& b : J)
+        if (b.k) b.act = b.k->act_type == TYPE_Q8_K ? act_q8_k : act_q8_0;
+
+    pieces.clear();
+    if (n_tokens == 1) {
+        for (int j = 0; j < n_jobs; j++) {
+            const size_t row_bytes = J[size_t(j)].k ? J[size_t(j)].w_row_bytes : size_t(cols) * (jobs[j].type == TYPE_F32 ? 4 : 2);
+            int step = int(std::max<size_t>(1, kPieceBytes / std::max<size_t>(row_bytes, 1)));
+            step = std::max(16, step / 16 * 16);
+            for (int r = 0; r < jobs[j].rows; r += step) pieces.push_back({j, r, std::min(jobs[j].rows, r + step)});
+        }
+    }
+    // The buffers above are the calling thread's; the team reaches them through these.
+    const Job* jb = J.data();
+    const Piece* pc = pieces.data();
+    const int n_pieces = int(pieces.size());
+    // One job per activation type in use: the one whose quantize_act fills that buffer.
+    const Job* quant_by[2];
+    int n_quant = 0;
+    for (int which = 0; which < 2; which++)
+        for (int j = 0; j < n_jobs; j++)
+            if (jb[j].k && (jb[j].k->act_type == TYPE_Q8_K) == (which == 1)) {
+                quant_by[n_quant++] = &jb[j];
+                break;
+            }
+
 #pragma omp parallel
     {
+        // Quantize the activations once per activation type in use (rows split across threads).
 #pragma omp for schedule(static)
-        for (int t = 0; t < n_tokens; t++) k->quantize_act(x + int64_t(t) * cols, a + a_row_bytes * t, cols);
-        int r0, r1;
-        thread_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-        if (r0 < r1) mm(w, w_row_bytes, a, a_row_bytes, cols, n_tokens, out, rows, r0, r1);
+        for (int i = 0; i < n_quant * n_tokens; i++) {
+            const Job& q = *quant_by[i / n_tokens];
+            const int t = i % n_tokens;
+            q.k->quantize_act(x + int64_t(t) * cols, q.act + q.a_row_bytes * t, cols);
+        }
+        if (n_tokens == 1) {
+#pragma omp for schedule(dynamic, 1)
+            for (int p = 0; p < n_pieces; p++) run_rows(jb[pc[p].j], cols, x, n_tokens, pc[p].r0, pc[p].r1);
+        } else {
+            for (int j = 0; j < n_jobs; j++) {
+                int r0, r1;
+                thread_rows(jobs[j].rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
+                run_rows(jb[j], cols, x, n_tokens, r0, r1);
+            }
+        }
     }
 }
 
 void matmul(float* out, uint32_t type, const void* w, int rows, int cols, const float* x, int n_tokens) {
-    if (type != TYPE_F32 && type != TYPE_F16) {
-        matmul_quantized(out, type, w, rows, cols, x, n_tokens);
-        return;
-    }
-#pragma omp parallel
-    {
-        int r0, r1;
-        thread_rows(rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-        switch (type) {
-            case TYPE_F32: matmul_f32_rows(static_cast<const float*>(w), cols, x, n_tokens, out, rows, r0, r1); break;
-            case TYPE_F16: matmul_f16_rows(static_cast<const uint16_t*>(w), cols, x, n_tokens, out, rows, r0, r1); break;
-        }
-    }
+    const MatmulJob job{out, type, w, rows};
+    matmul_many(&job, 1, cols, x, n_tokens);
 }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 #include <omp.h>
 
 #include "../kernels/dot_float.h"
@@ -31,6 +33,17 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s) {
 
 static void matmul_tensor(float* out, const TensorView& w, const float* x, int n_tokens) {
     matmul(out, w.type, w.data, int(w.rows()), int(w.cols()), x, n_tokens);
+}
+
+// Several weight matrices with the same input (q/k/v, gate/up): one parallel region.
+static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorView*>> outs, const float* x, int n_tokens) {
+    MatmulJob jobs[3];
+    int n_jobs = 0, cols = 0;
+    for (const auto& o : outs) {
+        jobs[n_jobs++] = MatmulJob{o.first, o.second->type, o.second->data, int(o.second->rows())};
+        cols = int(o.second->cols());
+    }
+    matmul_many(jobs, n_jobs, cols, x, n_tokens);
 }
 
 // Causal grouped-query attention for `n` tokens at positions pos.., reading the cache
@@ -67,9 +80,7 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
         // Attention block: x += wo · attention(rope(wq · norm(x)), rope(wk · norm(x)), wv · norm(x))
         for (int t = 0; t < n; t++)
             rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
-        matmul_tensor(s.q.data(), L.wq, s.xb.data(), n);
-        matmul_tensor(s.k.data(), L.wk, s.xb.data(), n);
-        matmul_tensor(s.v.data(), L.wv, s.xb.data(), n);
+        matmul_tensors({{s.q.data(), &L.wq}, {s.k.data(), &L.wk}, {s.v.data(), &L.wv}}, s.xb.data(), n);
         for (int t = 0; t < n; t++) {
             apply_rope(&s.q[size_t(t) * q_dim], c.n_heads, s.rope, pos + t);
             apply_rope(&s.k[size_t(t) * kv_dim], c.n_kv_heads, s.rope, pos + t);
@@ -83,8 +94,7 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
         // Feed-forward block: x += w_down · (silu(w_gate · norm(x)) * (w_up · norm(x)))
         for (int t = 0; t < n; t++)
             rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.ffn_norm.data), dim, c.rms_eps);
-        matmul_tensor(s.hb.data(), L.w_gate, s.xb.data(), n);
-        matmul_tensor(s.hb2.data(), L.w_up, s.xb.data(), n);
+        matmul_tensors({{s.hb.data(), &L.w_gate}, {s.hb2.data(), &L.w_up}}, s.xb.data(), n);
         for (size_t i = 0; i < size_t(n) * hidden; i++) s.hb[i] = silu(s.hb[i]) * s.hb2[i];
         matmul_tensor(s.xb.data(), L.w_down, s.hb.data(), n);
         for (size_t i = 0; i < size_t(n) * dim; i++) s.x[i] += s.xb[i];
