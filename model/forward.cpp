@@ -8,6 +8,7 @@
 
 #include "../kernels/dot_float.h"
 #include "../kernels/matmul.h"
+#include "../kernels/swiglu.h"
 
 std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s) {
     if (n_ctx < 1) return "context length must be at least 1";
@@ -95,7 +96,7 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
         for (int t = 0; t < n; t++)
             rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.ffn_norm.data), dim, c.rms_eps);
         matmul_tensors({{s.hb.data(), &L.w_gate}, {s.hb2.data(), &L.w_up}}, s.xb.data(), n);
-        for (size_t i = 0; i < size_t(n) * hidden; i++) s.hb[i] = silu(s.hb[i]) * s.hb2[i];
+        swiglu_f32(s.hb.data(), s.hb2.data(), size_t(n) * hidden);
         matmul_tensor(s.xb.data(), L.w_down, s.hb.data(), n);
         for (size_t i = 0; i < size_t(n) * dim; i++) s.x[i] += s.xb[i];
     }

@@ -13,8 +13,6 @@ void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) 
 
 void softmax(float* x, int n) { softmax_f32(x, n); }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
 RopeTable make_rope_table(int head_dim, int n_pos, float theta) {
     RopeTable t;
     t.head_dim = head_dim;

@@ -8,9 +8,6 @@ void rmsnorm(float* out, const float* x, const float* weight, int n, float eps);
 // In place, numerically stable (the maximum is subtracted first).
 void softmax(float* x, int n);
 
-// x * sigmoid(x)
-float silu(float x);
-
 // cos/sin of pos * theta^(-2i/head_dim) for every position of the context and every
 // pair i < head_dim/2, computed once at load (in double, then rounded once).
 struct RopeTable {
