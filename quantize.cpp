@@ -23,6 +23,7 @@ static const char* kUsage =
     "        first), and an existing file of that name is replaced only on success\n"
     "TYPE    f32, f16 (default), q8_0, q4_0, q4_k, q6_k, or the mix q4_k_m: q4_k with q6_k for\n"
     "        the embedding, the output and half of attn_v/ffn_down, as llama.cpp's Q4_K_M.\n"
+    "        q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does.\n"
     "        Norm weights always stay f32; a matrix whose rows the block size does not\n"
     "        divide falls back to q8_0, then f16.\n"
     "\n"

@@ -59,7 +59,10 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers) {
         case OutputMix::F32: want = TYPE_F32; break;
         case OutputMix::F16: want = TYPE_F16; break;
         case OutputMix::Q8_0: want = TYPE_Q8_0; break;
-        case OutputMix::Q4_0: want = TYPE_Q4_0; break;
+        case OutputMix::Q4_0:
+            // As llama.cpp's Q4_0: the output projection, the most sensitive matrix, in Q6_K.
+            want = t.name == "output.weight" ? TYPE_Q6_K : TYPE_Q4_0;
+            break;
         case OutputMix::Q4_K: want = TYPE_Q4_K; break;
         case OutputMix::Q6_K: want = TYPE_Q6_K; break;
         case OutputMix::Q4_K_M: {

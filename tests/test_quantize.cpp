@@ -34,6 +34,10 @@ TEST_CASE("quantize: q4_k_m gives q6_k to the layers llama.cpp's use_more_bits p
     }
     CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix("output.weight", 32000, 4096), 32) == TYPE_Q6_K);
     CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix("token_embd.weight", 32000, 4096), 32) == TYPE_Q6_K);
+    // q4_0 as llama.cpp's Q4_0: output in Q6_K, everything else (embedding included) Q4_0
+    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32) == TYPE_Q6_K);
+    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32) == TYPE_Q4_0);
+    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32) == TYPE_Q4_0);
 }
 
 TEST_CASE("quantize: norms stay f32 and rows the block size does not divide fall back") {
