@@ -13,7 +13,7 @@ LDLIBS   += -lsentencepiece -lpthread -ledit -lutil
 AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
-KERNEL_SRCS := kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/swiglu.cpp
+KERNEL_SRCS := kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp
 MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 

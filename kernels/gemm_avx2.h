@@ -2,21 +2,38 @@
 //
 // Same contract as matmul_*_rows (kernels/quant.h):
 //   out[t*out_stride + r] = dot(W row r, A row t)   for r in [r0, r1), t in [0, n_tokens)
-// single-threaded (the caller splits rows), A = n_tokens rows of block_q8_0; only those out
-// entries are written. Any n_tokens >= 1 and any row range work; they pay off from
-// kGemmMinTokens tokens on (below that, the tiled matmul_*_rows kernels are faster).
+// single-threaded (the caller splits rows), A = n_tokens rows of block_q8_0 (block_q8_K for the
+// K types); only those out entries are written. Any n_tokens >= 1 and any row range work; they
+// pay off from gemm_min_tokens(type) tokens on (below that, the tiled matmul_*_rows kernels are
+// faster: packing 8 rows costs more than the few tokens gain from it).
 //
 // Built only with AVX2 + FMA + F16C; on other targets this header declares nothing.
 #pragma once
 #include <cstddef>
 
+#include "quant_types.h"
+
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define HEARTH_GEMM_AVX2 1
 
-constexpr int kGemmMinTokens = 4;
+// Break-even batch sizes, from tools/bench_kernels (Q4_K/Q6_K pack more per row than Q4_0/Q8_0).
+inline int gemm_min_tokens(uint32_t type) {
+    switch (type) {
+        case TYPE_Q4_0:
+        case TYPE_Q8_0: return 4;
+        case TYPE_Q4_K: return 8;
+        case TYPE_Q6_K: return 16;
+        default: return 0;  // no GEMM for this type
+    }
+}
 
 void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1);
 void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1);
+// Q4_K / Q6_K weights x Q8_K activations (kernels/gemm_k_avx2.cpp).
+void matmul_q4_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1);
+void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1);
 #endif

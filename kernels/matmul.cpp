@@ -104,9 +104,14 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         b.mm = b.k->matmul_rows;
 #if defined(HEARTH_GEMM_AVX2)
         // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
-        if (n_tokens >= kGemmMinTokens) {
-            if (b.m.type == TYPE_Q4_0) b.mm = matmul_q4_0_gemm_avx2;
-            else if (b.m.type == TYPE_Q8_0) b.mm = matmul_q8_0_gemm_avx2;
+        const int min_tokens = gemm_min_tokens(b.m.type);
+        if (min_tokens > 0 && n_tokens >= min_tokens) {
+            switch (b.m.type) {
+                case TYPE_Q4_0: b.mm = matmul_q4_0_gemm_avx2; break;
+                case TYPE_Q8_0: b.mm = matmul_q8_0_gemm_avx2; break;
+                case TYPE_Q4_K: b.mm = matmul_q4_k_gemm_avx2; break;
+                case TYPE_Q6_K: b.mm = matmul_q6_k_gemm_avx2; break;
+            }
         }
 #endif
         b.w_row_bytes = type_row_bytes(b.m.type, cols);

@@ -1,5 +1,5 @@
-// Tests for kernels/gemm_avx2 (Q4_0 / Q8_0 weights x Q8_0 activations, row-interleaved GEMM)
-// against the scalar matmul kernels on random data. On targets without AVX2 the GEMM is not
+// Tests for kernels/gemm_avx2 (Q4_0 / Q8_0 weights x Q8_0 activations, and Q4_K / Q6_K weights x
+// Q8_K activations, row-interleaved GEMM) against the scalar matmul kernels on random data. On targets without AVX2 the GEMM is not
 // built and only a trivial case runs.
 #include <doctest/doctest.h>
 
@@ -92,6 +92,116 @@ struct GemmCase {
     matmul_rows_fn gemm, scalar;
 };
 
+// ---- K types: Q4_K / Q6_K weights x Q8_K activations ----
+
+// Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
+// gaussian data, all bytes 0xFF (largest quants, Q4_K scales and mins 63, Q6_K scales -1), all
+// quant bytes 0 with the extreme scales (Q4_K 63, Q6_K -128; Q6_K quants at -32).
+Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    const size_t rb = type_row_bytes(t, n);
+    Bytes w(rb * size_t(rows));
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int r = 0; r < rows; ++r) {
+        uint8_t* row = w.data() + size_t(r) * rb;
+        if (r % 4 == 1) {
+            for (auto& v : x) v = nd(rng);
+            if (t == TYPE_Q4_K) quantize_row_q4_k(x.data(), row, n);
+            else quantize_row_q6_k(x.data(), row, n);
+            continue;
+        }
+        for (size_t i = 0; i < rb; ++i) row[i] = r % 4 == 0 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
+        for (int b = 0; b < n / QK_K; ++b) {
+            const uint16_t d = fp32_to_fp16(ud(rng)), dmin = fp32_to_fp16(ud(rng));
+            if (t == TYPE_Q4_K) {
+                block_q4_K& k = reinterpret_cast<block_q4_K*>(row)[b];
+                k.d = d;
+                k.dmin = dmin;
+                if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
+            } else {
+                block_q6_K& k = reinterpret_cast<block_q6_K*>(row)[b];
+                k.d = d;
+                if (r % 4 == 3) std::memset(k.scales, 0x80, sizeof k.scales);
+            }
+        }
+    }
+    return w;
+}
+
+// Q8_K activation rows by t % 5 (coprime with the kernels' tiles of 4 tokens): quantized
+// gaussian data with outliers (twice), random quant bytes (-128 included) with a random scale,
+// all quants +127 (quantized ones), all quants -128. bsums always match the quants.
+Bytes random_acts_k(int tokens, int n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::uniform_real_distribution<float> ud(0.f, 1.f);
+    std::uniform_int_distribution<int> byte(-128, 127);
+    const size_t rb = type_row_bytes(TYPE_Q8_K, n);
+    Bytes a(rb * size_t(tokens));
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int t = 0; t < tokens; ++t) {
+        uint8_t* row = a.data() + size_t(t) * rb;
+        const int kind = t % 5;
+        if (kind <= 1 || kind == 3) {
+            for (int i = 0; i < n; ++i) {
+                x[size_t(i)] = kind == 3 ? 1.f : nd(rng);
+                if (kind <= 1 && ud(rng) < 0.01f) x[size_t(i)] *= 20.f;
+            }
+            quantize_row_q8_k_scalar(x.data(), row, n);
+            continue;
+        }
+        for (int b = 0; b < n / QK_K; ++b) {
+            block_q8_K& k = reinterpret_cast<block_q8_K*>(row)[b];
+            k.d = 0.001f + 0.01f * ud(rng);
+            for (int i = 0; i < QK_K; ++i) k.qs[i] = int8_t(kind == 2 ? byte(rng) : -128);
+            for (int g = 0; g < QK_K / 16; ++g) {
+                int sum = 0;
+                for (int i = 0; i < 16; ++i) sum += k.qs[16 * g + i];
+                k.bsums[g] = int16_t(sum);
+            }
+        }
+    }
+    return a;
+}
+
+// Sum over super-blocks of the magnitudes of the terms (scale products x integer sums of |w*a|):
+// bounds every partial sum, so it scales the float rounding tolerance.
+double magnitude_k(TensorType t, const uint8_t* w, const uint8_t* a, int nsb) {
+    double m = 0;
+    for (int b = 0; b < nsb; ++b) {
+        const block_q8_K& ab = reinterpret_cast<const block_q8_K*>(a)[b];
+        if (t == TYPE_Q4_K) {
+            const block_q4_K& wb = reinterpret_cast<const block_q4_K*>(w)[b];
+            double s = 0, smin = 0;
+            for (int j = 0; j < 8; ++j) {
+                uint8_t sc, mn;
+                q4k_get_scale_min(j, wb.scales, &sc, &mn);
+                for (int l = 0; l < 32; ++l) {
+                    const int e = 32 * j + l, c = e / 64, lo = (e % 64) < 32;
+                    const int q = lo ? wb.qs[32 * c + l] & 15 : wb.qs[32 * c + l] >> 4;
+                    s += double(sc) * q * std::abs(int(ab.qs[e]));
+                    smin += double(mn) * std::abs(int(ab.qs[e]));
+                }
+            }
+            m += std::fabs(double(fp16_to_fp32(wb.d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(wb.dmin)) * ab.d) * smin;
+        } else {
+            // dequantized with d = 1: sc_g * (q - 32) per element
+            block_q6_K wb = reinterpret_cast<const block_q6_K*>(w)[b];
+            const float d = fp16_to_fp32(wb.d);
+            wb.d = fp32_to_fp16(1.f);
+            float x[QK_K];
+            dequantize_row_q6_k(&wb, x, QK_K);
+            double s = 0;
+            for (int e = 0; e < QK_K; ++e) s += std::fabs(double(x[e])) * std::abs(int(ab.qs[e]));
+            m += std::fabs(double(d) * ab.d) * s;
+        }
+    }
+    return m;
+}
+
 }  // namespace
 
 TEST_CASE("GEMM (AVX2) equals the scalar matmul: tokens, rows, blocks, row ranges") {
@@ -155,6 +265,81 @@ TEST_CASE("GEMM (AVX2): a wrong result is detected (sanity of the comparison)") 
     std::vector<float> out(4, 0.f);
     matmul_q4_0_gemm_avx2(&w, sizeof w, a.data(), sizeof(block_q8_0), 32, 4, out.data(), 1, 0, 1);
     for (float v : out) CHECK(v == 32 * 7 * 0.5f * 0.25f);
+}
+
+TEST_CASE("GEMM (AVX2) for Q4_K / Q6_K equals the scalar matmul: tokens, rows, super-blocks, row ranges") {
+    const GemmCase cases[] = {{TYPE_Q4_K, matmul_q4_k_gemm_avx2, matmul_q4_k_rows_scalar},
+                              {TYPE_Q6_K, matmul_q6_k_gemm_avx2, matmul_q6_k_rows_scalar}};
+    struct Range {
+        int r0, r1;
+    };
+    for (const GemmCase& gc : cases) {
+        for (int n : {256, 2048, 2816}) {  // 1, 8 (one packed chunk) and 11 super-blocks
+            const int nsb = n / QK_K;
+            const size_t wrb = type_row_bytes(gc.w, n), arb = type_row_bytes(TYPE_Q8_K, n);
+            for (Range rg : {Range{3, 21}, Range{5, 6}, Range{0, 8}, Range{0, 33}}) {
+                const int total_rows = rg.r1 + 3;
+                const Bytes W = random_weights_k(gc.w, total_rows, n, 3000 + n + rg.r0 * 100 + rg.r1);
+                for (int nt : {1, 3, 4, 5, 64, 70}) {  // 70: past the block of 64 tokens
+                    CAPTURE(std::string(type_name(gc.w)));
+                    CAPTURE(n);
+                    CAPTURE(rg.r0);
+                    CAPTURE(rg.r1);
+                    CAPTURE(nt);
+                    const Bytes A = random_acts_k(nt, n, 4000 + nt + n);
+                    const int os = total_rows + 5;
+                    const float sentinel = 12345.f;
+                    std::vector<float> out(size_t(os) * nt + 7, sentinel), ref(size_t(os) * nt + 7, sentinel);
+                    gc.gemm(W.data(), wrb, A.data(), arb, n, nt, out.data(), os, rg.r0, rg.r1);
+                    gc.scalar(W.data(), wrb, A.data(), arb, n, nt, ref.data(), os, rg.r0, rg.r1);
+                    int bad = 0, touched = 0;
+                    for (size_t i = 0; i < out.size(); ++i) {
+                        const int t = int(i / size_t(os)), r = int(i % size_t(os));
+                        if (t >= nt || r < rg.r0 || r >= rg.r1) {
+                            if (std::memcmp(&out[i], &sentinel, 4) != 0) ++touched;
+                            continue;
+                        }
+                        // Integer super-block sums are exact; only the float operations differ.
+                        const double mag = magnitude_k(gc.w, W.data() + size_t(r) * wrb, A.data() + size_t(t) * arb, nsb);
+                        const double tol = 1e-6 * (nsb + 4) * mag + 1e-30;
+                        if (!(std::fabs(double(out[i]) - double(ref[i])) <= tol)) {
+                            if (bad < 5) MESSAGE("t=" << t << " r=" << r << " gemm=" << out[i] << " ref=" << ref[i]);
+                            ++bad;
+                        }
+                    }
+                    CHECK(bad == 0);
+                    CHECK(touched == 0);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("GEMM (AVX2) for Q4_K / Q6_K: exact values of constant blocks") {
+    // Activations all 1 with d = 1 (bsums 16), 4 tokens.
+    std::vector<block_q8_K> a(4);
+    for (auto& b : a) {
+        b.d = 1.f;
+        std::memset(b.qs, 1, sizeof b.qs);
+        for (auto& s : b.bsums) s = 16;
+    }
+    std::vector<float> out(4, 0.f);
+    // Q4_K: q = 15, scales and mins 1, d = 0.5, dmin = 0.25: 256 * (0.5*15 - 0.25) = 1856.
+    block_q4_K w4;
+    w4.d = fp32_to_fp16(0.5f);
+    w4.dmin = fp32_to_fp16(0.25f);
+    const uint8_t scales[12] = {1, 1, 1, 1, 1, 1, 1, 1, 0x11, 0x11, 0x11, 0x11};
+    std::memcpy(w4.scales, scales, 12);
+    std::memset(w4.qs, 0xFF, sizeof w4.qs);
+    matmul_q4_k_gemm_avx2(&w4, sizeof w4, a.data(), sizeof(block_q8_K), QK_K, 4, out.data(), 1, 0, 1);
+    for (float v : out) CHECK(v == 1856.f);
+    // Q6_K: q = 0 (value -32), scales -2, d = 0.5: 256 * 0.5 * -2 * -32 = 8192.
+    block_q6_K w6;
+    std::memset(&w6, 0, sizeof w6);
+    std::memset(w6.scales, 0xFE, sizeof w6.scales);
+    w6.d = fp32_to_fp16(0.5f);
+    matmul_q6_k_gemm_avx2(&w6, sizeof w6, a.data(), sizeof(block_q8_K), QK_K, 4, out.data(), 1, 0, 1);
+    for (float v : out) CHECK(v == 8192.f);
 }
 
 #else

@@ -177,8 +177,12 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
            nt);
 #if defined(HEARTH_GEMM_AVX2)
     // Row-interleaved GEMM (kernels/gemm_avx2.h), 8 and 64 tokens, against matmul_rows at 64.
-    if (ti.w == TYPE_Q4_0 || ti.w == TYPE_Q8_0) {
-        const matmul_rows_fn gemm = ti.w == TYPE_Q4_0 ? matmul_q4_0_gemm_avx2 : matmul_q8_0_gemm_avx2;
+    const matmul_rows_fn gemm = ti.w == TYPE_Q4_0   ? matmul_q4_0_gemm_avx2
+                                : ti.w == TYPE_Q8_0 ? matmul_q8_0_gemm_avx2
+                                : ti.w == TYPE_Q4_K ? matmul_q4_k_gemm_avx2
+                                : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx2
+                                                    : nullptr;
+    if (gemm) {
         const int nt64 = 64;
         std::vector<uint8_t> A64(arb * nt64);
         for (int t = 0; t < nt64; ++t) std::memcpy(A64.data() + size_t(t) * arb, A.data() + size_t(t % nt) * arb, arb);
