@@ -27,6 +27,7 @@
 #include <cstring>
 #include <vector>
 
+#include "avx2_util.h"
 #include "quant_types.h"
 
 namespace {
@@ -60,31 +61,13 @@ ActBlock* act_buf(size_t n) {
 
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+
 inline __m256i bcast32(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
 }
 
-// 8x8 transpose of 32-bit lanes: v[i] lane k -> v[k] lane i.
-inline void transpose8(__m256i v[8]) {
-    const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
-    const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
-    const __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
-    const __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
-    const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-    const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-    const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-    const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-    v[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-    v[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-    v[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-    v[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-    v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-    v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-    v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-    v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
-}
 
 // The 32 quants of a block in element order, as bytes.
 inline __m256i quants(const block_q4_0& b) {
@@ -157,6 +140,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
                 s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w, bcast32(ab->q[1] + 4 * j)));
                 s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(w, bcast32(ab->q[2] + 4 * j)));
                 s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(w, bcast32(ab->q[3] + 4 * j)));
+                keep_step_order(s0, s1, s2, s3);
             }
             s0 = _mm256_sub_epi32(_mm256_madd_epi16(s0, ones), _mm256_set1_epi32(ab->s8[0]));
             s1 = _mm256_sub_epi32(_mm256_madd_epi16(s1, ones), _mm256_set1_epi32(ab->s8[1]));
@@ -178,6 +162,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
                 s1 = _mm256_add_epi32(s1, step(aw, w, ab->q[1] + 4 * j));
                 s2 = _mm256_add_epi32(s2, step(aw, w, ab->q[2] + 4 * j));
                 s3 = _mm256_add_epi32(s3, step(aw, w, ab->q[3] + 4 * j));
+                keep_step_order(s0, s1, s2, s3);
             }
         }
         const __m256 dw = _mm256_load_ps(reinterpret_cast<const float*>(pw + 256));

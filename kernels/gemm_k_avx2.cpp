@@ -39,6 +39,7 @@
 #include <cstring>
 #include <vector>
 
+#include "avx2_util.h"
 #include "prefetch.h"
 #include "quant.h"
 
@@ -91,26 +92,6 @@ inline __m256i bcast32(const void* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
-}
-
-// 8x8 transpose of 32-bit lanes: v[i] lane k -> v[k] lane i.
-inline void transpose8(__m256i v[8]) {
-    const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
-    const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
-    const __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
-    const __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
-    const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-    const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-    const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-    const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-    v[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-    v[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-    v[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-    v[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-    v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-    v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-    v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-    v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
 // 8 rows' 32 consecutive elements (one vector per row) -> 8 steps of 32 bytes at dst.
@@ -171,14 +152,13 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
             __m256i s1 = _mm256_maddubs_epi16(w, bcast32(a + 256));
             __m256i s2 = _mm256_maddubs_epi16(w, bcast32(a + 512));
             __m256i s3 = _mm256_maddubs_epi16(w, bcast32(a + 768));
-            // Unrolled completely, GCC loads all broadcasts first and spills with 16 registers.
-#pragma GCC unroll 4
             for (int j = 1; j < 8; ++j) {
                 w = load(pw->q[s][j]);
                 s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w, bcast32(a + 4 * j)));
                 s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w, bcast32(a + 256 + 4 * j)));
                 s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(w, bcast32(a + 512 + 4 * j)));
                 s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(w, bcast32(a + 768 + 4 * j)));
+                keep_step_order(s0, s1, s2, s3);
             }
             const __m256i sc = load(pw->scale[s]);
             i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(s0, sc));
@@ -293,6 +273,7 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
                 i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(s1, sc));
                 i2 = _mm256_add_epi32(i2, _mm256_madd_epi16(s2, sc));
                 i3 = _mm256_add_epi32(i3, _mm256_madd_epi16(s3, sc));
+                keep_step_order(i0, i1, i2, i3);
             }
         }
         const __m256 d = _mm256_load_ps(pw->d);
