@@ -31,16 +31,20 @@ model() {
     echo "$f"
 }
 
-# One ./run --bench as a table row: model label, type, threads, pp and tg sizes.
+# One ./run --bench as a table row: model label, type, threads, pp and tg sizes. The read
+# bandwidth of this shared VM drifts (2x within one make bench), so it is measured again right
+# before each row, with the row's thread count, and tg's weight GB/s is given as a share of it.
 bench_row() {
     local label=$1 file=$2 type=$3 threads=$4 pp=$5 tg=$6
-    local r mb ppv tgv gbs
+    local r mb ppv tgv gbs bw pct
+    bw=$(build/membw 512 | sed -nE "s/.*, $threads threads?: ([0-9.]+) GB\/s.*/\1/p")
     r=$(./run "$file" --bench --bench-pp "$pp" --bench-tg "$tg" --bench-reps "$REPS" -t "$threads")
     mb=$(echo "$r" | sed -nE 's/.*, ([0-9.]+) MB of weights.*/\1/p')
     ppv=$(echo "$r" | sed -nE 's/^pp[0-9]+: ([0-9.]+) tok\/s.*/\1/p')
     tgv=$(echo "$r" | sed -nE 's/^tg[0-9]+: ([0-9.]+) tok\/s.*/\1/p')
     gbs=$(echo "$r" | sed -nE 's/.*\(([0-9.]+) GB\/s.*/\1/p')
-    echo "| $label | $type | $mb | $threads | $ppv | $tgv | $gbs |" | tee -a "$out"
+    pct=$(awk -v a="$gbs" -v b="$bw" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "?" }')
+    echo "| $label | $type | $mb | $threads | $ppv | $tgv | $gbs | $bw | $pct |" | tee -a "$out"
 }
 
 {
@@ -54,8 +58,8 @@ bench_row() {
 if has core; then
     f32_default="$dir/tiny-shakespeare.f32.hearth"
     [ -f "$f32_default" ] || ./quantize models/tiny-shakespeare.hearth "$f32_default" f32 -q
-    echo "| model | type | MB/token | threads | pp128 tok/s | tg64 tok/s | weight GB/s |" | tee -a "$out"
-    echo "|---|---|---|---|---|---|---|" | tee -a "$out"
+    echo "| model | type | MB/token | threads | pp128 tok/s | tg64 tok/s | weight GB/s | membw GB/s | tg share |" | tee -a "$out"
+    echo "|---|---|---|---|---|---|---|---|---|" | tee -a "$out"
     for t in 1 2; do bench_row default models/tiny-shakespeare.hearth f16 $t 128 64; done
     for t in 1 2; do bench_row default "$f32_default" f32 $t 128 64; done
     for type in f16 f32; do
@@ -69,8 +73,8 @@ if has quant; then
     for shape in $SHAPES; do
         tg=128
         [ "$shape" = llama2-7b ] && tg=64
-        echo "| model | type | MB/token | threads | pp512 tok/s | tg$tg tok/s | weight GB/s |" | tee -a "$out"
-        echo "|---|---|---|---|---|---|---|" | tee -a "$out"
+        echo "| model | type | MB/token | threads | pp512 tok/s | tg$tg tok/s | weight GB/s | membw GB/s | tg share |" | tee -a "$out"
+        echo "|---|---|---|---|---|---|---|---|---|" | tee -a "$out"
         for type in f16 q8_0 q4_0 q4_k_m; do
             bench_row "$shape" "$(model "$shape" $type)" $type 2 512 $tg
         done
