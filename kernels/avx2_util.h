@@ -2,6 +2,8 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cstddef>
+
 // The sum of the 8 lanes.
 inline float hsum_avx2(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -36,4 +38,18 @@ inline void transpose8(__m256i v[8]) {
 // registers: 54 spills per block with AVX2's 16 ymm registers (18 with AVX-512's 32).
 inline void keep_step_order(__m256i& a, __m256i& b, __m256i& c, __m256i& d) {
     asm("" : "+x"(a), "+x"(b), "+x"(c), "+x"(d));
+}
+
+// A GEMM tile's partial results res[i][0..nr) (token t+i, rows r..r+nr) into out: written for the
+// first K chunk, added for the later ones.
+inline void store_gemm_tile(float* out, size_t os, int r, int nr, int t, int nt, const float (*res)[8], bool first) {
+    for (int i = 0; i < nt; ++i) {
+        float* o = out + size_t(t + i) * os + r;
+        if (nr == 8) {
+            const __m256 v = _mm256_loadu_ps(res[i]);
+            _mm256_storeu_ps(o, first ? v : _mm256_add_ps(v, _mm256_loadu_ps(o)));
+        } else {
+            for (int k = 0; k < nr; ++k) o[k] = first ? res[i][k] : o[k] + res[i][k];
+        }
+    }
 }

@@ -354,15 +354,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                     const int nt = std::min(kTile, te - t);
                     alignas(32) float res[kTile][8];
                     K::tile(pw, acts + size_t((t - t0) / kTile) * nsb + kb, kn, res);
-                    for (int i = 0; i < nt; ++i) {
-                        float* o = out + size_t(t + i) * os + r;
-                        if (nr == 8) {
-                            const __m256 v = _mm256_load_ps(res[i]);
-                            _mm256_storeu_ps(o, kb == 0 ? v : _mm256_add_ps(v, _mm256_loadu_ps(o)));
-                        } else {
-                            for (int k = 0; k < nr; ++k) o[k] = kb == 0 ? res[i][k] : o[k] + res[i][k];
-                        }
-                    }
+                    store_gemm_tile(out, size_t(os), r, nr, t, nt, res, kb == 0);
                 }
             }
         }
