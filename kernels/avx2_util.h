@@ -3,6 +3,26 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// 4 bytes at p in every 32-bit lane (one activation step of a GEMM tile).
+inline __m256i bcast32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// The sum of 32 int8 values (a Q8 block's quants), for the -8 / -32 offset terms.
+inline int32_t sum_i8x32(const int8_t* q) {
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), loadu(q)), _mm256_set1_epi16(1));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+    return _mm_cvtsi128_si32(s4);
+}
 
 // The sum of the 8 lanes.
 inline float hsum_avx2(__m256 v) {

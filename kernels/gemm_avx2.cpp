@@ -59,14 +59,8 @@ ActBlock* act_buf(size_t n) {
     return buf.data();
 }
 
-inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 
-inline __m256i bcast32(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
 
 
 // The 32 quants of a block in element order, as bytes.

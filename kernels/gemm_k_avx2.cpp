@@ -84,15 +84,9 @@ ActSuper* act_buf(size_t n) {
     return buf.data();
 }
 
-inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m256i load(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
 inline void store(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>(p), v); }
 
-inline __m256i bcast32(const void* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
 
 // 8 rows' 32 consecutive elements (one vector per row) -> 8 steps of 32 bytes at dst.
 inline void store_steps(__m256i v[8], void* dst) {

@@ -26,9 +26,10 @@
 #include <cstring>
 #include <vector>
 
+#include "avx2_util.h"
+
 namespace {
 
-inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
 template <typename T>
@@ -72,14 +73,6 @@ struct alignas(32) Q40Pair {
 };
 static_assert(sizeof(Q40Pair) == 128, "Q40Pair");
 
-inline int32_t sum_q8(const int8_t* q) {
-    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), loadu(q)), _mm256_set1_epi16(1));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
-    return _mm_cvtsi128_si32(s4);
-}
-
 void prepare_q4_0(const block_q8_0* a, int nb, Q40Pair* P) {
     for (int p = 0; 2 * p < nb; ++p) {
         const int b = 2 * p;
@@ -90,7 +83,7 @@ void prepare_q4_0(const block_q8_0* a, int nb, Q40Pair* P) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(P[p].lo), _mm256_set_m128i(l1, l0));
         _mm256_store_si256(reinterpret_cast<__m256i*>(P[p].hi), _mm256_set_m128i(h1, h0));
         const float d0 = _cvtsh_ss(a[b].d), d1 = two ? _cvtsh_ss(a[b + 1].d) : 0.f;
-        const int32_t c0 = 8 * sum_q8(a[b].qs), c1 = two ? 8 * sum_q8(a[b + 1].qs) : 0;
+        const int32_t c0 = 8 * sum_i8x32(a[b].qs), c1 = two ? 8 * sum_i8x32(a[b + 1].qs) : 0;
         for (int k = 0; k < 4; ++k) {
             P[p].d[k] = d0;
             P[p].d[k + 4] = d1;

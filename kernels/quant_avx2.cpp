@@ -22,16 +22,11 @@
 #include <cstring>
 #include <vector>
 
+#include "avx2_util.h"
+
 namespace {
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 inline float hsum128(__m128 s) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -46,7 +41,6 @@ inline float hmax(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // 16 bytes of packed nibbles -> 32 bytes 0..15 in element order (low nibbles first).
 inline __m256i unpack_nibbles16(const uint8_t* qs) {
@@ -193,7 +187,7 @@ float vec_dot_q8_0_q8_0_avx2(int n, const void* vw, const void* va) {
     }
     if (b < nb)
         acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(a[b].d)), dot_ss(loadu(w[b].qs), loadu(a[b].qs)), acc0);
-    return hsum(_mm256_add_ps(acc0, acc1));
+    return hsum_avx2(_mm256_add_ps(acc0, acc1));
 }
 
 float vec_dot_q4_0_q8_0_avx2(int n, const void* vw, const void* va) {
@@ -213,7 +207,7 @@ float vec_dot_q4_0_q8_0_avx2(int n, const void* vw, const void* va) {
         const __m256i q0 = _mm256_sub_epi8(unpack_nibbles16(w[b].qs), m8);
         acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(a[b].d)), dot_ss(q0, loadu(a[b].qs)), acc0);
     }
-    return hsum(_mm256_add_ps(acc0, acc1));
+    return hsum_avx2(_mm256_add_ps(acc0, acc1));
 }
 
 float vec_dot_q4_k_q8_k_avx2(int n, const void* vw, const void* va) {
@@ -244,7 +238,7 @@ float vec_dot_q4_k_q8_k_avx2(int n, const void* vw, const void* va) {
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * a[b].d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return hsum(acc) + hsum128(accm);
+    return hsum_avx2(acc) + hsum128(accm);
 }
 
 float vec_dot_q6_k_q8_k_avx2(int n, const void* vw, const void* va) {
@@ -267,7 +261,7 @@ float vec_dot_q6_k_q8_k_avx2(int n, const void* vw, const void* va) {
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * a[b].d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return hsum(acc);
+    return hsum_avx2(acc);
 }
 
 // =========================================================================================
@@ -346,7 +340,7 @@ inline void finish_tile(const Ctx& c, const Span& s, Acc<NR, NT> a) {
         return;
     }
     for (int t = 0; t < NT; ++t)
-        for (int i = 0; i < NR; ++i) c.out[size_t(s.t0 + t) * c.os + s.r + i] = hsum(a.v[i][t]);
+        for (int i = 0; i < NR; ++i) c.out[size_t(s.t0 + t) * c.os + s.r + i] = hsum_avx2(a.v[i][t]);
 }
 
 template <typename K, int NT>
@@ -502,14 +496,9 @@ struct KQ4_0 {
     }
     static void pack(Ctx& c, const void* A, size_t arb, int n_tokens) {
         pack_panels<block_q8_0>(c, A, arb, n_tokens, QK8_0, 2, [](const block_q8_0& a, float* e) {
-            const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), loadu(a.qs)),
-                                                _mm256_set1_epi16(1));
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
             const float d8 = f16(a.d);
             e[0] = d8;
-            e[1] = -d8 * float(_mm_cvtsi128_si32(s4));  // each of the 8 lanes adds it: -8*d8*sum/8
+            e[1] = -d8 * float(sum_i8x32(a.qs));  // each of the 8 lanes adds it: -8*d8*sum/8
         });
     }
 };
