@@ -94,11 +94,14 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
     static thread_local std::vector<Piece> pieces;
     static thread_local std::vector<uint8_t> act;
     J.assign(size_t(n_jobs), Job{});
-    // Quantized activations, once per distinct activation type among the jobs.
-    size_t act_bytes[2] = {0, 0};  // Q8_0, Q8_K
+    // Quantized activations, once per activation type among the jobs: quant_by[1] is the
+    // first job wanting Q8_K, quant_by[0] the first wanting Q8_0.
+    size_t act_bytes[2] = {0, 0};
+    const Job* quant_by[2] = {nullptr, nullptr};
     for (int j = 0; j < n_jobs; j++) {
         Job& b = J[size_t(j)];
         b.m = jobs[j];
+        b.w_row_bytes = type_row_bytes(b.m.type, cols);
         if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
         b.k = quant_kernels(b.m.type);
         b.mm = b.k->matmul_rows;
@@ -114,21 +117,24 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
             }
         }
 #endif
-        b.w_row_bytes = type_row_bytes(b.m.type, cols);
         b.a_row_bytes = type_row_bytes(b.k->act_type, cols);
-        act_bytes[b.k->act_type == TYPE_Q8_K] = b.a_row_bytes * size_t(n_tokens);
+        const int which = b.k->act_type == TYPE_Q8_K;
+        act_bytes[which] = b.a_row_bytes * size_t(n_tokens);
+        if (!quant_by[which]) quant_by[which] = &b;
     }
     if (act.size() < act_bytes[0] + act_bytes[1]) act.resize(act_bytes[0] + act_bytes[1]);
-    uint8_t* act_q8_0 = act.data();
-    uint8_t* act_q8_k = act.data() + act_bytes[0];
     for (Job& b : J)
-        if (b.k) b.act = b.k->act_type == TYPE_Q8_K ? act_q8_k : act_q8_0;
+        if (b.k) b.act = act.data() + (b.k->act_type == TYPE_Q8_K ? act_bytes[0] : 0);
+    // The jobs that quantize, packed for the loop below.
+    const Job* quant[2];
+    int n_quant = 0;
+    for (const Job* q : quant_by)
+        if (q) quant[n_quant++] = q;
 
     pieces.clear();
     if (n_tokens == 1) {
         for (int j = 0; j < n_jobs; j++) {
-            const size_t row_bytes = J[size_t(j)].k ? J[size_t(j)].w_row_bytes : size_t(cols) * (jobs[j].type == TYPE_F32 ? 4 : 2);
-            int step = int(std::max<size_t>(1, kPieceBytes / std::max<size_t>(row_bytes, 1)));
+            int step = int(std::max<size_t>(1, kPieceBytes / std::max<size_t>(J[size_t(j)].w_row_bytes, 1)));
             step = std::max(16, step / 16 * 16);
             for (int r = 0; r < jobs[j].rows; r += step) pieces.push_back({j, r, std::min(jobs[j].rows, r + step)});
         }
@@ -137,22 +143,13 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
     const Job* jb = J.data();
     const Piece* pc = pieces.data();
     const int n_pieces = int(pieces.size());
-    // One job per activation type in use: the one whose quantize_act fills that buffer.
-    const Job* quant_by[2];
-    int n_quant = 0;
-    for (int which = 0; which < 2; which++)
-        for (int j = 0; j < n_jobs; j++)
-            if (jb[j].k && (jb[j].k->act_type == TYPE_Q8_K) == (which == 1)) {
-                quant_by[n_quant++] = &jb[j];
-                break;
-            }
 
 #pragma omp parallel
     {
         // Quantize the activations once per activation type in use (rows split across threads).
 #pragma omp for schedule(static)
         for (int i = 0; i < n_quant * n_tokens; i++) {
-            const Job& q = *quant_by[i / n_tokens];
+            const Job& q = *quant[i / n_tokens];
             const int t = i % n_tokens;
             q.k->quantize_act(x + int64_t(t) * cols, q.act + q.a_row_bytes * t, cols);
         }
