@@ -14,6 +14,8 @@
 //    in int16: |pair sum| <= 2*15*128 = 3840, 8 of them <= 30720 < 32767 (no saturation).
 //  - Q8_0: sign trick, maddubs(|w|, sign(a, w)) (activations are never -128, so the pair
 //    sums are <= 2*127*127 < 32767), widened with madd every step.
+// TYPE_Q4_0_X8 weights (kernels/q4_0x8.h) are stored interleaved already: their packing only
+// splits the nibbles.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
 #include "gemm_avx2.h"
@@ -85,6 +87,21 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
         _mm256_store_ps(reinterpret_cast<float*>(p + 256),
                         _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
+    }
+}
+
+// Pack blocks [kb, kb+kn) of a TYPE_Q4_0_X8 group (kernels/q4_0x8.h) into p: its records
+// already hold the 8 rows' bytes side by side, so packing is only the nibble split.
+void pack_weights_x8(const uint8_t* group, int kb, int kn, uint8_t* p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const uint8_t* rec = group + size_t(kb) * 8 * sizeof(block_q4_0);
+    for (int b = 0; b < kn; ++b, p += kPackedBlock, rec += 8 * sizeof(block_q4_0)) {
+        for (int k = 0; k < 4; ++k) {
+            const __m256i w = loadu(rec + 16 + 32 * k);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * k), _mm256_and_si256(w, m4));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * (k + 4)), _mm256_and_si256(_mm256_srli_epi16(w, 4), m4));
+        }
+        _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
     }
 }
 
@@ -171,7 +188,8 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
     _mm256_storeu_ps(res[3], acc3);
 }
 
-template <typename WBlock, bool kQ4>
+// kX8: W is TYPE_Q4_0_X8 and [r0, r1) are whole groups of 8 rows.
+template <typename WBlock, bool kQ4, bool kX8 = false>
 void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
           int r0, int r1) {
     static_assert(kTile == 4, "tile() is written for 4 tokens");
@@ -190,7 +208,10 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                 row[i] = reinterpret_cast<const WBlock*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
             for (int kb = 0; kb < nb; kb += kChunk) {
                 const int kn = std::min(kChunk, nb - kb);
-                pack_weights(row, kb, kn, pw);
+                if (kX8)
+                    pack_weights_x8(reinterpret_cast<const uint8_t*>(Wc + size_t(r) * wrb), kb, kn, pw);
+                else
+                    pack_weights(row, kb, kn, pw);
                 for (int t = t0; t < te; t += kTile) {
                     const int nt = std::min(kTile, te - t);
                     alignas(32) float res[kTile][8];
@@ -207,6 +228,11 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
 void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm<block_q4_0, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm<block_q4_0, true, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,

@@ -1,4 +1,8 @@
-// Single-token (matrix x vector) AVX2 kernel: the n_tokens == 1 path of matmul_q4_0_rows_avx2.
+// Single-token (matrix x vector) AVX2 kernel: the n_tokens == 1 path of matmul_q4_0_rows_avx2,
+// for Q4_0 in the plain layout. run repacks Q4_0 matrices to TYPE_Q4_0_X8 at load and uses
+// kernels/q4_0x8_avx2.cpp instead (1.4x the tokens/s); this kernel still serves the rows % 8
+// tail of a repacked matrix, a Q4_0 token embedding used as the output matrix, and callers that
+// do not repack.
 //
 // Generation multiplies every weight matrix by one activation row, so these kernels decide the
 // token rate. They work on 4 weight rows at once (each activation block is loaded / prepared

@@ -7,11 +7,13 @@
 #include "matmul_float.h"
 #include "fp16.h"
 #include "gemm_avx2.h"
+#include "q4_0x8.h"
 #include "quant.h"
 #include "quant_types.h"
 
 bool matmul_supports(uint32_t type) {
-    return type == TYPE_F32 || type == TYPE_F16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr);
+    return type == TYPE_F32 || type == TYPE_F16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr) ||
+           (type == TYPE_Q4_0_X8 && q4_0x8_kernels_built());
 }
 
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out) {
@@ -103,8 +105,11 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         b.m = jobs[j];
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
         if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
-        b.k = quant_kernels(b.m.type);
+        b.k = quant_kernels(b.m.type == TYPE_Q4_0_X8 ? TYPE_Q4_0 : b.m.type);
         b.mm = b.k->matmul_rows;
+#if defined(HEARTH_QUANT_AVX2)
+        if (b.m.type == TYPE_Q4_0_X8) b.mm = matmul_q4_0x8_rows_avx2;  // both paths, and its plain tail
+#endif
 #if defined(HEARTH_GEMM_AVX2)
         // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
         const int min_tokens = gemm_min_tokens(b.m.type);

@@ -32,6 +32,9 @@ enum TensorType : uint32_t {
     TYPE_Q6_K = 14,
     TYPE_Q8_K = 15,  // activations only, never stored
     TYPE_BF16 = 30,
+    // In memory only, never in a file: Q4_0 with rows interleaved by 8 for the AVX2 kernels
+    // (kernels/q4_0x8.h). The loader repacks Q4_0 matrices to it; same bytes per row as Q4_0.
+    TYPE_Q4_0_X8 = 1002,
 };
 
 constexpr int QK8_0 = 32;
@@ -88,7 +91,8 @@ constexpr bool type_is_storage(uint32_t t) { return type_is_valid(t) && t != TYP
 // Elements per block (1 for the plain float types).
 constexpr int type_block_size(uint32_t t) {
     switch (t) {
-        case TYPE_Q4_0: return QK4_0;
+        case TYPE_Q4_0:
+        case TYPE_Q4_0_X8: return QK4_0;
         case TYPE_Q8_0: return QK8_0;
         case TYPE_Q4_K:
         case TYPE_Q6_K:
@@ -103,7 +107,8 @@ constexpr size_t type_block_bytes(uint32_t t) {
         case TYPE_F32:  return 4;
         case TYPE_F16:  return 2;
         case TYPE_BF16: return 2;
-        case TYPE_Q4_0: return sizeof(block_q4_0);
+        case TYPE_Q4_0:
+        case TYPE_Q4_0_X8: return sizeof(block_q4_0);
         case TYPE_Q8_0: return sizeof(block_q8_0);
         case TYPE_Q4_K: return sizeof(block_q4_K);
         case TYPE_Q6_K: return sizeof(block_q6_K);
@@ -124,6 +129,7 @@ constexpr const char* type_name(uint32_t t) {
         case TYPE_F16:  return "f16";
         case TYPE_BF16: return "bf16";
         case TYPE_Q4_0: return "q4_0";
+        case TYPE_Q4_0_X8: return "q4_0x8";
         case TYPE_Q8_0: return "q8_0";
         case TYPE_Q4_K: return "q4_K";
         case TYPE_Q6_K: return "q6_K";
@@ -142,6 +148,7 @@ constexpr bool type_is_quantized(uint32_t t) {
 constexpr uint32_t type_vec_dot_type(uint32_t t) {
     switch (t) {
         case TYPE_Q4_0:
+        case TYPE_Q4_0_X8:
         case TYPE_Q8_0: return TYPE_Q8_0;
         case TYPE_Q4_K:
         case TYPE_Q6_K: return TYPE_Q8_K;

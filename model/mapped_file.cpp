@@ -1,6 +1,7 @@
 #include "mapped_file.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -32,6 +33,31 @@ std::string MappedFile::open(const std::string& path) {
         size_ = 0;
         return "cannot map " + path + ": " + std::strerror(err);
     }
+    return "";
+}
+
+void MappedFile::release(const void* p, size_t n) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+    if (begin < end && begin >= lo && end <= hi) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+AnonymousMemory::~AnonymousMemory() {
+    if (data_) munmap(data_, size_);
+}
+
+std::string AnonymousMemory::allocate(size_t bytes) {
+    if (data_) munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+    if (bytes == 0) return "";
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return "cannot allocate " + std::to_string(bytes >> 20) + " MB: " + std::strerror(errno);
+    madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fine if the kernel has no THP
+    data_ = p;
+    size_ = bytes;
     return "";
 }
 

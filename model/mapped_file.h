@@ -14,6 +14,26 @@ public:
     std::string open(const std::string& path);
     const void* data() const { return data_; }
     size_t size() const { return size_; }
+    // Drops this process's pages of [p, p + n) (whole pages only): for data copied elsewhere.
+    // A later read would page it in again from the file.
+    void release(const void* p, size_t n);
+
+private:
+    void* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+// Zeroed anonymous memory (for weights repacked at load), with transparent huge pages asked
+// for: fewer page faults while filling it and fewer TLB misses while streaming it.
+class AnonymousMemory {
+public:
+    AnonymousMemory() = default;
+    AnonymousMemory(const AnonymousMemory&) = delete;
+    AnonymousMemory& operator=(const AnonymousMemory&) = delete;
+    ~AnonymousMemory();
+    // "" on success, else a one-line reason. Replaces (frees) what was held before.
+    std::string allocate(size_t bytes);
+    void* data() const { return data_; }
 
 private:
     void* data_ = nullptr;

@@ -1,5 +1,5 @@
 // A loaded hearth checkpoint: configuration, tokenizer bytes and views of every weight,
-// all pointing into the memory map.
+// pointing into the memory map (or, for weights repacked at load, into `repacked`).
 #pragma once
 #include <string>
 #include <vector>
@@ -17,6 +17,7 @@ struct LayerWeights {
 
 struct Model {
     MappedFile file;
+    AnonymousMemory repacked;  // weights repacked at load for this build's kernels, if any
     ModelConfig config;
     const void* tokenizer = nullptr;  // SentencePiece model bytes, inside the map
     size_t tokenizer_bytes = 0;
@@ -27,7 +28,8 @@ struct Model {
     std::vector<TensorView> all_tensors;
 };
 
-// Maps and checks the file. "" on success, else a one-line reason.
+// Maps and checks the file, and repacks weights for this build's kernels where they want
+// another layout (TensorView::type then says so). "" on success, else a one-line reason.
 std::string load_model(const std::string& path, Model* model);
-// The same checks on a checkpoint already in memory (the loader tests use this).
+// The same checks on a checkpoint already in memory (the loader tests use this); no repacking.
 std::string bind_model(const ParsedCheckpoint& parsed, Model* model);
