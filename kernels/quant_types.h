@@ -32,9 +32,12 @@ enum TensorType : uint32_t {
     TYPE_Q6_K = 14,
     TYPE_Q8_K = 15,  // activations only, never stored
     TYPE_BF16 = 30,
-    // In memory only, never in a file: Q4_0 with rows interleaved by 8 for the AVX2 kernels
-    // (kernels/q4_0x8.h). The loader repacks Q4_0 matrices to it; same bytes per row as Q4_0.
+    // In memory only, never in a file: rows interleaved by 8 for the AVX2 kernels (1000 + the
+    // type's id; kernels/q4_0x8.h, q8_0x8.h, q4_kx8.h). The loader repacks matrices to them;
+    // same bytes per row as the plain type.
     TYPE_Q4_0_X8 = 1002,
+    TYPE_Q8_0_X8 = 1008,
+    TYPE_Q4_K_X8 = 1012,
 };
 
 constexpr int QK8_0 = 32;
@@ -93,8 +96,10 @@ constexpr int type_block_size(uint32_t t) {
     switch (t) {
         case TYPE_Q4_0:
         case TYPE_Q4_0_X8: return QK4_0;
-        case TYPE_Q8_0: return QK8_0;
+        case TYPE_Q8_0:
+        case TYPE_Q8_0_X8: return QK8_0;
         case TYPE_Q4_K:
+        case TYPE_Q4_K_X8:
         case TYPE_Q6_K:
         case TYPE_Q8_K: return QK_K;
         default: return 1;
@@ -109,8 +114,10 @@ constexpr size_t type_block_bytes(uint32_t t) {
         case TYPE_BF16: return 2;
         case TYPE_Q4_0:
         case TYPE_Q4_0_X8: return sizeof(block_q4_0);
-        case TYPE_Q8_0: return sizeof(block_q8_0);
-        case TYPE_Q4_K: return sizeof(block_q4_K);
+        case TYPE_Q8_0:
+        case TYPE_Q8_0_X8: return sizeof(block_q8_0);
+        case TYPE_Q4_K:
+        case TYPE_Q4_K_X8: return sizeof(block_q4_K);
         case TYPE_Q6_K: return sizeof(block_q6_K);
         case TYPE_Q8_K: return sizeof(block_q8_K);
     }
@@ -130,6 +137,8 @@ constexpr const char* type_name(uint32_t t) {
         case TYPE_BF16: return "bf16";
         case TYPE_Q4_0: return "q4_0";
         case TYPE_Q4_0_X8: return "q4_0x8";
+        case TYPE_Q8_0_X8: return "q8_0x8";
+        case TYPE_Q4_K_X8: return "q4_Kx8";
         case TYPE_Q8_0: return "q8_0";
         case TYPE_Q4_K: return "q4_K";
         case TYPE_Q6_K: return "q6_K";
@@ -149,8 +158,10 @@ constexpr uint32_t type_vec_dot_type(uint32_t t) {
     switch (t) {
         case TYPE_Q4_0:
         case TYPE_Q4_0_X8:
-        case TYPE_Q8_0: return TYPE_Q8_0;
+        case TYPE_Q8_0:
+        case TYPE_Q8_0_X8: return TYPE_Q8_0;
         case TYPE_Q4_K:
+        case TYPE_Q4_K_X8:
         case TYPE_Q6_K: return TYPE_Q8_K;
         default: return TYPE_F32;
     }
