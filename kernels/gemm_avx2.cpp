@@ -14,8 +14,8 @@
 //    in int16: |pair sum| <= 2*15*128 = 3840, 8 of them <= 30720 < 32767 (no saturation).
 //  - Q8_0: sign trick, maddubs(|w|, sign(a, w)) (activations are never -128, so the pair
 //    sums are <= 2*127*127 < 32767), widened with madd every step.
-// TYPE_Q4_0_X8 weights (kernels/q4_0x8.h) are stored interleaved already: their packing only
-// splits the nibbles.
+// TYPE_Q4_0_X8 / TYPE_Q8_0_X8 weights (kernels/rows_x8.h) are stored interleaved already: their
+// packing only splits the nibbles or copies.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
 #include "gemm_avx2.h"
@@ -90,16 +90,24 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
     }
 }
 
-// Pack blocks [kb, kb+kn) of a TYPE_Q4_0_X8 group (kernels/q4_0x8.h) into p: its records
-// already hold the 8 rows' bytes side by side, so packing is only the nibble split.
+// Pack blocks [kb, kb+kn) of an interleaved group (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h)
+// into p: its records already hold the 8 rows' bytes side by side in the steps' order, so packing
+// is the nibble split (Q4_0) or a copy (Q8_0), and the scales' conversion.
+template <typename WBlock>
 void pack_weights_x8(const uint8_t* group, int kb, int kn, uint8_t* p) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const uint8_t* rec = group + size_t(kb) * 8 * sizeof(block_q4_0);
-    for (int b = 0; b < kn; ++b, p += kPackedBlock, rec += 8 * sizeof(block_q4_0)) {
+    const uint8_t* rec = group + size_t(kb) * 8 * sizeof(WBlock);
+    for (int b = 0; b < kn; ++b, p += kPackedBlock, rec += 8 * sizeof(WBlock)) {
         for (int k = 0; k < 4; ++k) {
-            const __m256i w = loadu(rec + 16 + 32 * k);
-            _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * k), _mm256_and_si256(w, m4));
-            _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * (k + 4)), _mm256_and_si256(_mm256_srli_epi16(w, 4), m4));
+            __m256i* q = reinterpret_cast<__m256i*>(p);
+            if (sizeof(WBlock) == sizeof(block_q4_0)) {
+                const __m256i w = loadu(rec + 16 + 32 * k);
+                _mm256_store_si256(q + k, _mm256_and_si256(w, m4));
+                _mm256_store_si256(q + k + 4, _mm256_and_si256(_mm256_srli_epi16(w, 4), m4));
+            } else {
+                _mm256_store_si256(q + 2 * k, loadu(rec + 16 + 64 * k));
+                _mm256_store_si256(q + 2 * k + 1, loadu(rec + 48 + 64 * k));
+            }
         }
         _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
     }
@@ -188,7 +196,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
     _mm256_storeu_ps(res[3], acc3);
 }
 
-// kX8: W is TYPE_Q4_0_X8 and [r0, r1) are whole groups of 8 rows.
+// kX8: W is interleaved (TYPE_Q4_0_X8 / TYPE_Q8_0_X8) and [r0, r1) are whole groups of 8 rows.
 template <typename WBlock, bool kQ4, bool kX8 = false>
 void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
           int r0, int r1) {
@@ -209,7 +217,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
             for (int kb = 0; kb < nb; kb += kChunk) {
                 const int kn = std::min(kChunk, nb - kb);
                 if (kX8)
-                    pack_weights_x8(reinterpret_cast<const uint8_t*>(Wc + size_t(r) * wrb), kb, kn, pw);
+                    pack_weights_x8<WBlock>(reinterpret_cast<const uint8_t*>(Wc + size_t(r) * wrb), kb, kn, pw);
                 else
                     pack_weights(row, kb, kn, pw);
                 for (int t = t0; t < te; t += kTile) {
@@ -233,6 +241,11 @@ void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q4_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm<block_q4_0, true, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q8_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm<block_q8_0, false, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,

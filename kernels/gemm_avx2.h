@@ -29,8 +29,10 @@ inline int gemm_min_tokens(uint32_t type) {
 
 void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1);
-// TYPE_Q4_0_X8 weights (kernels/q4_0x8.h); [r0, r1) must be whole groups of 8 rows.
+// TYPE_Q4_0_X8 / TYPE_Q8_0_X8 weights (kernels/rows_x8.h); [r0, r1) must be whole groups of 8 rows.
 void matmul_q4_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1);
+void matmul_q8_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1);
 void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1);

@@ -1,6 +1,6 @@
 // Single-token (matrix x vector) AVX2 kernel: the n_tokens == 1 path of matmul_q4_0_rows_avx2,
 // for Q4_0 in the plain layout. run repacks Q4_0 matrices to TYPE_Q4_0_X8 at load and uses
-// kernels/q4_0x8_avx2.cpp instead (1.4x the tokens/s); this kernel still serves the rows % 8
+// kernels/rows_x8_avx2.cpp instead (1.4x the tokens/s); this kernel still serves the rows % 8
 // tail of a repacked matrix, a Q4_0 token embedding used as the output matrix, and callers that
 // do not repack.
 //

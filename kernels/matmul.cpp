@@ -7,13 +7,13 @@
 #include "matmul_float.h"
 #include "fp16.h"
 #include "gemm_avx2.h"
-#include "q4_0x8.h"
 #include "quant.h"
 #include "quant_types.h"
+#include "rows_x8.h"
 
 bool matmul_supports(uint32_t type) {
     return type == TYPE_F32 || type == TYPE_F16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr) ||
-           (type == TYPE_Q4_0_X8 && q4_0x8_kernels_built());
+           (type == TYPE_Q4_0_X8 && x8_type_for(TYPE_Q4_0) == type) || (type == TYPE_Q8_0_X8 && x8_type_for(TYPE_Q8_0) == type);
 }
 
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out) {
@@ -105,10 +105,13 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         b.m = jobs[j];
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
         if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
-        b.k = quant_kernels(b.m.type == TYPE_Q4_0_X8 ? TYPE_Q4_0 : b.m.type);
+        // Interleaved types: the plain type's activations, their own kernel (any token count).
+        const uint32_t x8 = b.m.type;
+        b.k = quant_kernels(x8 == TYPE_Q4_0_X8 ? TYPE_Q4_0 : x8 == TYPE_Q8_0_X8 ? TYPE_Q8_0 : x8);
         b.mm = b.k->matmul_rows;
 #if defined(HEARTH_QUANT_AVX2)
-        if (b.m.type == TYPE_Q4_0_X8) b.mm = matmul_q4_0x8_rows_avx2;  // both paths, and its plain tail
+        if (x8 == TYPE_Q4_0_X8) b.mm = matmul_q4_0x8_rows_avx2;
+        if (x8 == TYPE_Q8_0_X8) b.mm = matmul_q8_0x8_rows_avx2;
 #endif
 #if defined(HEARTH_GEMM_AVX2)
         // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).

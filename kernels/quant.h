@@ -128,9 +128,6 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
 #define HEARTH_DECLARE_GEMV(name) \
     void name(const void* W, size_t w_row_bytes, const void* A, int n_cols, float* out, int r0, int r1);
 HEARTH_DECLARE_GEMV(gemv_q4_0_rows_avx2)
-// TYPE_Q4_0_X8 weights (kernels/q4_0x8.h, kernels/q4_0x8_avx2.cpp), any number of tokens.
-// r0 must be a multiple of 8, and r1 too unless it is the matrix's row count.
-HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
 #undef HEARTH_DECLARE_GEMV
 #define HEARTH_QSEL(name) name##_avx2
 #elif defined(HEARTH_QUANT_NEON)

@@ -33,7 +33,7 @@ enum TensorType : uint32_t {
     TYPE_Q8_K = 15,  // activations only, never stored
     TYPE_BF16 = 30,
     // In memory only, never in a file: rows interleaved by 8 for the AVX2 kernels (1000 + the
-    // type's id; kernels/q4_0x8.h, q8_0x8.h, q4_kx8.h). The loader repacks matrices to them;
+    // type's id; kernels/rows_x8.h, q4_kx8.h). The loader repacks matrices to them;
     // same bytes per row as the plain type.
     TYPE_Q4_0_X8 = 1002,
     TYPE_Q8_0_X8 = 1008,

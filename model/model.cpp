@@ -3,7 +3,7 @@
 #include <map>
 
 #include "../kernels/matmul.h"
-#include "../kernels/q4_0x8.h"
+#include "../kernels/rows_x8.h"
 #include "../kernels/quant_types.h"
 
 static std::string shape_string(const TensorView& t) {
@@ -62,38 +62,38 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
     return err;
 }
 
-// Q4_0 matrices into the row-interleaved layout of this build's kernels (kernels/q4_0x8.h),
-// copied into one anonymous buffer; the file's pages of them are then dropped. The token
-// embedding stays plain Q4_0: its rows are looked up one at a time (and with tied embeddings it
-// is the output matrix too).
+// Q4_0 / Q8_0 matrices into the row-interleaved layout of this build's kernels
+// (kernels/rows_x8.h), copied into one anonymous buffer; the file's pages of them are then
+// dropped. The token embedding stays plain: its rows are looked up one at a time (and with tied
+// embeddings it is the output matrix too).
 static std::string repack_for_kernels(Model* m) {
-    if (!q4_0x8_kernels_built()) return "";
     std::vector<TensorView*> views;
     for (LayerWeights& L : m->layers)
         for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(t);
     views.push_back(&m->output);
+    auto wanted = [&](const TensorView* t) { return x8_type_for(t->type) != 0 && t->data != m->token_embd.data; };
     // Offsets in the buffer by source data: a tensor seen twice is repacked once.
     std::map<const void*, size_t> offset;
     std::vector<const TensorView*> sources;
     size_t total = 0;
     for (TensorView* t : views) {
-        if (t->type != TYPE_Q4_0 || t->data == m->token_embd.data || offset.count(t->data)) continue;
+        if (!wanted(t) || offset.count(t->data)) continue;
         offset[t->data] = total;
         sources.push_back(t);
         total += (t->bytes + 63) / 64 * 64;
     }
     if (total == 0) return "";
     std::string err = m->repacked.allocate(total);
-    if (!err.empty()) return "repacking the q4_0 weights: " + err;
+    if (!err.empty()) return "repacking weights for the kernels: " + err;
     char* base = static_cast<char*>(m->repacked.data());
     for (const TensorView* t : sources) {
-        repack_q4_0_to_x8(t->data, base + offset[t->data], int64_t(t->rows()), int64_t(t->cols()));
+        repack_rows_to_x8(t->type, t->data, base + offset[t->data], int64_t(t->rows()), int64_t(t->cols()));
         m->file.release(t->data, t->bytes);
     }
     for (TensorView* t : views) {
-        if (t->type != TYPE_Q4_0 || !offset.count(t->data)) continue;
+        if (!wanted(t)) continue;
         t->data = base + offset[t->data];
-        t->type = TYPE_Q4_0_X8;
+        t->type = x8_type_for(t->type);
     }
     return "";
 }

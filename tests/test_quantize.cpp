@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "../kernels/q4_0x8.h"
+#include "../kernels/rows_x8.h"
 #include "../kernels/quant_types.h"
 #include "../model/convert.h"
 #include "../model/forward.h"
@@ -123,7 +123,7 @@ TEST_CASE("load_model: Q4_0 matrices repacked for the kernels give the logits of
     REQUIRE(bind_model(parsed, &plain) == "");
     CHECK(plain.layers[0].w_up.type == TYPE_Q4_0);
     CHECK(loaded.token_embd.type == TYPE_Q4_0);  // looked up by row: never repacked
-    CHECK(loaded.layers[0].w_up.type == (q4_0x8_kernels_built() ? TYPE_Q4_0_X8 : TYPE_Q4_0));
+    CHECK(loaded.layers[0].w_up.type == (x8_type_for(TYPE_Q4_0) ? TYPE_Q4_0_X8 : TYPE_Q4_0));
 
     const std::vector<int> ids = {1, 5, 9, 40, 3, 77, 12, 8, 2, 30};
     std::vector<float> a, b;

@@ -1,0 +1,41 @@
+// Rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8): the in-memory layout of Q4_0 and Q8_0
+// matrices for the AVX2 kernels. Files keep GGUF's layout; the loader repacks at load time
+// (model/model.cpp) to x8_type_for(type); docs/format.md describes the layout too.
+//
+// Why: a single-token kernel on plain rows must gather 8 rows' fp16 scales one 16-bit insert at
+// a time and reduce each row's products horizontally. With 8 rows interleaved, one 16-byte load
+// holds the 8 rows' scales of a block, and each 32-bit lane of a 32-byte load holds 4 bytes of
+// one row, so _mm256_maddubs_epi16 against 4 broadcast activation bytes gives the 8 rows'
+// partial sums in 8 lanes, with no horizontal work at all.
+//
+// Layout of a matrix of R rows x C columns (nb = C / 32 blocks per row; a block is an fp16
+// scale d and Q quant bytes qs, Q = 16 for Q4_0, 32 for Q8_0): the rows are taken in groups of
+// 8; a whole group is nb records of 8 * (2 + Q) bytes, record b being block b of the 8 rows:
+//   bytes 0..15            the 8 rows' scales d (row i at 2i)
+//   then Q/4 chunks of 32  chunk k holds qs[4k .. 4k+3] of row i at 16 + 32k + 4i
+// For Q4_0 the low nibbles of chunk k are elements 4k..4k+3 and the high nibbles elements
+// 16+4k..16+4k+3; for Q8_0 chunk k is elements 4k..4k+3. The R % 8 rows after the last whole
+// group stay plain. A group takes the bytes of 8 plain rows, so the matrix keeps its size and
+// every group starts where its first row started.
+#pragma once
+#include <cstdint>
+
+#include "quant.h"
+
+// The interleaved type this build has kernels for, for weights of `type`: TYPE_Q4_0_X8 for
+// TYPE_Q4_0 and TYPE_Q8_0_X8 for TYPE_Q8_0 on AVX2; 0 otherwise (keep the plain layout).
+uint32_t x8_type_for(uint32_t type);
+
+// A rows x cols matrix of `type` (Q4_0 or Q8_0) from the plain layout at src to the
+// interleaved one at dst, and back. src and dst do not overlap; cols is a multiple of 32.
+// Threaded with OpenMP over groups.
+void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
+void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
+
+#if defined(HEARTH_QUANT_AVX2)
+// Matmul kernels for the interleaved types (kernels/rows_x8_avx2.cpp), any number of tokens,
+// the contract of matmul_*_rows (kernels/quant.h) plus: r0 is a multiple of 8, and so is r1
+// unless it is the matrix's row count.
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
+#endif
