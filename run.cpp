@@ -110,6 +110,7 @@ static double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 int main(int argc, char** argv) {
+    bound_openmp_spin_wait(argv);
     std::string model_path, prompt;
     std::string prompt_ids_arg;
     bool have_prompt = false, have_prompt_ids = false, print_ids = false, ignore_eos = false;

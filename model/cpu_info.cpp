@@ -1,10 +1,12 @@
 #include "cpu_info.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sched.h>
 #include <set>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 
 int physical_core_count() {
@@ -29,4 +31,11 @@ int physical_core_count() {
     }
     int n = cores.empty() ? threads : int(cores.size());
     return n > 0 ? n : 1;
+}
+
+void bound_openmp_spin_wait(char** argv) {
+    if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+    setenv("GOMP_SPINCOUNT", "1000", 1);
+    execv("/proc/self/exe", argv);
+    // exec failed (no /proc): carry on with libgomp's defaults
 }
