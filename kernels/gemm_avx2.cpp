@@ -216,12 +216,25 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                 row[i] = reinterpret_cast<const WBlock*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
             for (int kb = 0; kb < nb; kb += kChunk) {
                 const int kn = std::min(kChunk, nb - kb);
-                if (kX8)
-                    pack_weights_x8<WBlock>(reinterpret_cast<const uint8_t*>(Wc + size_t(r) * wrb), kb, kn, pw);
-                else
+                // Interleaved weights: the chunk this loop packs next starts where this one ends
+                // (a group's last record is followed by the next group's first), so its lines are
+                // asked for a few per tile while the tiles compute on this one; packing then
+                // finds them in cache instead of waiting on DRAM.
+                const char* next = nullptr;
+                size_t lines_per_tile = 0;
+                if (kX8) {
+                    const char* chunk = Wc + size_t(r) * wrb + size_t(kb) * 8 * sizeof(WBlock);
+                    pack_weights_x8<WBlock>(reinterpret_cast<const uint8_t*>(chunk), 0, kn, pw);
+                    next = chunk + size_t(kn) * 8 * sizeof(WBlock);
+                    const size_t n_tiles = size_t(te - t0 + kTile - 1) / kTile;
+                    lines_per_tile = (size_t(kChunk) * 8 * sizeof(WBlock) / 64 + n_tiles - 1) / n_tiles;
+                } else {
                     pack_weights(row, kb, kn, pw);
+                }
                 for (int t = t0; t < te; t += kTile) {
                     const int nt = std::min(kTile, te - t);
+                    for (size_t i = 0; i < lines_per_tile; ++i)
+                        __builtin_prefetch(next + 64 * (size_t((t - t0) / kTile) * lines_per_tile + i), 0, 3);
                     alignas(32) float res[kTile][8];
                     tile<kQ4>(pw, acts + size_t((t - t0) / kTile) * nb + kb, kn, res);
                     store_gemm_tile(out, size_t(os), r, nr, t, nt, res, kb == 0);

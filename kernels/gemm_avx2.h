@@ -39,6 +39,9 @@ void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 // Q4_K / Q6_K weights x Q8_K activations (kernels/gemm_k_avx2.cpp).
 void matmul_q4_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1);
+// TYPE_Q4_K_X8 weights (kernels/q4_kx8.h); [r0, r1) must be whole groups of 8 rows.
+void matmul_q4_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1);
 void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1);
 #endif

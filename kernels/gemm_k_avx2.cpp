@@ -25,6 +25,7 @@
 //    steps (8 elements) are summed in int16 (<= 32640 < 32767) before the madd with the scale.
 //    Per super-block: |sum| <= 256*255*32*128 < 2^28 and |correction| <= 128*256*32*128 = 2^27,
 //    so the int32 accumulator, which starts at -correction, stays below 2^29.
+// TYPE_Q4_K_X8 weights (kernels/q4_kx8.h) pack from their records without transposes.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
 #include "gemm_avx2.h"
@@ -132,6 +133,35 @@ void pack_q4k(const block_q4_K* const row[8], int sb, PanelQ4K& p) {
     for (int j = 0; j < 6; ++j) store(reinterpret_cast<__m256i*>(p.min_pair) + j, rest[j]);
 }
 
+// The same panel from a TYPE_Q4_K_X8 record (kernels/q4_kx8.h), which already holds the 8 rows'
+// quants step by step and their packed scales one row per 32-bit lane: no transposes.
+void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m6 = _mm256_set1_epi8(0x3F), m30 = _mm256_set1_epi8(0x30);
+    for (int c = 0; c < 4; ++c)
+        for (int k = 0; k < 8; ++k) {
+            const __m256i bits = loadu(rec + 128 + 256 * c + 32 * k);
+            store(p.q[2 * c][k], _mm256_and_si256(bits, m4));
+            store(p.q[2 * c + 1][k], _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4));
+        }
+    // q4k_unpack_scales on the 8 rows at once: byte j of a lane is sub-block j (or 4 + j) of its row.
+    const __m256i u0 = loadu(rec + 32), u1 = loadu(rec + 64), u2 = loadu(rec + 96);
+    const __m256i sc_lo = _mm256_and_si256(u0, m6);
+    const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30));
+    const __m256i mn_lo = _mm256_and_si256(u1, m6);
+    const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30));
+    // Byte m of each lane, zero-extended, into both int16 halves; bytes m and m+1 into the two halves.
+    auto twice = [](int m) { return _mm256_set1_epi32(int32_t(0x80008000u | uint32_t(m) << 16 | uint32_t(m))); };
+    auto pair = [](int m) { return _mm256_set1_epi32(int32_t(0x80008000u | uint32_t(m + 1) << 16 | uint32_t(m))); };
+    const __m256i lane_base = _mm256_setr_epi32(0, 0x00040004, 0x00080008, 0x000C000C, 0, 0x00040004, 0x00080008, 0x000C000C);
+    for (int j = 0; j < 8; ++j)
+        store(p.scale[j], _mm256_shuffle_epi8(j < 4 ? sc_lo : sc_hi, _mm256_add_epi32(twice(j % 4), lane_base)));
+    for (int k = 0; k < 4; ++k)
+        store(p.min_pair[k], _mm256_shuffle_epi8(k < 2 ? mn_lo : mn_hi, _mm256_add_epi32(pair(2 * k % 4), lane_base)));
+    _mm256_store_ps(p.d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
+    _mm256_store_ps(p.neg_dmin, _mm256_xor_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16))),
+                                              _mm256_set1_ps(-0.f)));
+}
+
 // kn packed super-blocks x the activation tile ab: res[t][i] = partial dot of row i with token t.
 void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8]) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
@@ -191,6 +221,21 @@ struct Q4K {
     static constexpr bool kActsPlus128 = false;
     static void pack(const Block* const row[8], int sb, Panel& p) { pack_q4k(row, sb, p); }
     static void tile(const Panel* pw, const ActSuper* ab, int kn, float res[kTile][8]) { tile_q4k(pw, ab, kn, res); }
+    // The next panel's super-block sb (row[] points at this panel's rows, wrb bytes apart).
+    static void prefetch_next(const Block* const row[8], int sb, size_t wrb) {
+        for (int i = 0; i < 8; ++i) prefetch_ahead<sizeof(Block)>(row[i] + sb, 8 * wrb);
+    }
+};
+
+// TYPE_Q4_K_X8: whole groups of 8 rows; row[0] is the group, whose record sb is super-block sb
+// of its 8 rows, and the next group follows it.
+struct Q4KX8 : Q4K {
+    static void pack(const Block* const row[8], int sb, Panel& p) {
+        pack_q4k_x8(reinterpret_cast<const uint8_t*>(row[0] + 8 * size_t(sb)), p);
+    }
+    static void prefetch_next(const Block* const row[8], int sb, size_t wrb) {
+        prefetch_ahead<8 * sizeof(Block)>(row[0] + 8 * size_t(sb), 8 * wrb);
+    }
 };
 
 // ---- Q6_K ----
@@ -288,6 +333,9 @@ struct Q6K {
     static constexpr bool kActsPlus128 = true;
     static void pack(const Block* const row[8], int sb, Panel& p) { pack_q6k(row, sb, p); }
     static void tile(const Panel* pw, const ActSuper* ab, int kn, float res[kTile][8]) { tile_q6k(pw, ab, kn, res); }
+    static void prefetch_next(const Block* const row[8], int sb, size_t wrb) {
+        for (int i = 0; i < 8; ++i) prefetch_ahead<sizeof(Block)>(row[i] + sb, 8 * wrb);
+    }
 };
 
 // ---- driver ----
@@ -341,8 +389,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                     K::pack(row, kb + b, pw[b]);
                     // The next panel's rows, so that its packing does not wait on memory (with
                     // few tokens, packing is a large part of the time).
-                    if (r + 8 < r1)
-                        for (int i = 0; i < 8; ++i) prefetch_ahead<sizeof(typename K::Block)>(row[i] + kb + b, 8 * wrb);
+                    if (r + 8 < r1) K::prefetch_next(row, kb + b, wrb);
                 }
                 for (int t = t0; t < te; t += kTile) {
                     const int nt = std::min(kTile, te - t);
@@ -360,6 +407,11 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
 void matmul_q4_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm<Q4K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm<Q4KX8>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,

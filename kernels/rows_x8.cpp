@@ -6,9 +6,10 @@
 
 namespace {
 
-// One group of 8 rows of Block (nb blocks each) between the two layouts.
+// Q4_0 / Q8_0: one group of 8 rows of Block (nb blocks each) between the two layouts.
 template <typename Block>
 void group_to_x8(const uint8_t* src, uint8_t* dst, int64_t nb) {
+    static_assert(sizeof(Block) == 2 + sizeof(Block::qs) && sizeof(Block::qs) % 4 == 0, "an fp16 scale, then the quants");
     constexpr int kQs = int(sizeof(Block::qs));
     const Block* rows = reinterpret_cast<const Block*>(src);
     for (int64_t b = 0; b < nb; ++b) {
@@ -35,21 +36,55 @@ void group_from_x8(const uint8_t* src, uint8_t* dst, int64_t nb) {
     }
 }
 
-// Whole groups converted, the rows % 8 tail copied as it is.
-template <typename Block, bool kToX8>
+// Q4_K (kernels/q4_kx8.h): records of 1152 bytes, super-block b of 8 rows.
+constexpr size_t kQ4kRecordBytes = 8 * sizeof(block_q4_K);
+constexpr size_t kDOffset = 0, kDminOffset = 16, kScalesOffset = 32, kQsOffset = 128;
+static_assert(kQsOffset + 4 * 8 * 32 == kQ4kRecordBytes, "one record: d, dmin, 3 x 32 scale bytes, 1024 quant bytes");
+
+// Byte offsets inside a Q4_K record (q4_kx8.h): scale byte s (0..11) of row i, and qs[j] of row i.
+inline size_t scale_offset(int i, int s) { return kScalesOffset + 32 * size_t(s / 4) + 4 * size_t(i) + size_t(s % 4); }
+inline size_t qs_offset(int i, int j) { return kQsOffset + 32 * size_t(j / 4) + 4 * size_t(i) + size_t(j % 4); }
+
+// One group of 8 rows (nb super-blocks each) between the two layouts. The unit of the
+// scatter is 4 bytes: every 4-byte piece of a row keeps its place in a 32-bit lane.
+void q4_k_group_to_x8(const uint8_t* src, uint8_t* dst, int64_t nb) {
+    const block_q4_K* rows = reinterpret_cast<const block_q4_K*>(src);
+    for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* rec = dst + size_t(b) * kQ4kRecordBytes;
+        for (int i = 0; i < 8; ++i) {
+            const block_q4_K& blk = rows[size_t(i) * nb + b];
+            std::memcpy(rec + kDOffset + 2 * i, &blk.d, 2);
+            std::memcpy(rec + kDminOffset + 2 * i, &blk.dmin, 2);
+            for (int s = 0; s < 12; s += 4) std::memcpy(rec + scale_offset(i, s), blk.scales + s, 4);
+            for (int j = 0; j < QK_K / 2; j += 4) std::memcpy(rec + qs_offset(i, j), blk.qs + j, 4);
+        }
+    }
+}
+
+void q4_k_group_from_x8(const uint8_t* src, uint8_t* dst, int64_t nb) {
+    block_q4_K* rows = reinterpret_cast<block_q4_K*>(dst);
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* rec = src + size_t(b) * kQ4kRecordBytes;
+        for (int i = 0; i < 8; ++i) {
+            block_q4_K& blk = rows[size_t(i) * nb + b];
+            std::memcpy(&blk.d, rec + kDOffset + 2 * i, 2);
+            std::memcpy(&blk.dmin, rec + kDminOffset + 2 * i, 2);
+            for (int s = 0; s < 12; s += 4) std::memcpy(blk.scales + s, rec + scale_offset(i, s), 4);
+            for (int j = 0; j < QK_K / 2; j += 4) std::memcpy(blk.qs + j, rec + qs_offset(i, j), 4);
+        }
+    }
+}
+
+// Whole groups converted with kGroup (one group of 8 rows of nb blocks of Block), the rows % 8
+// tail copied as it is.
+template <typename Block, int kBlockElems, void (*kGroup)(const uint8_t*, uint8_t*, int64_t)>
 void convert(const void* src, void* dst, int64_t rows, int64_t cols) {
-    static_assert(sizeof(Block) == 2 + sizeof(Block::qs) && sizeof(Block::qs) % 4 == 0, "an fp16 scale, then the quants");
-    const int64_t nb = cols / 32, groups = rows / 8;
+    const int64_t nb = cols / kBlockElems, groups = rows / 8;
     const size_t group_bytes = size_t(nb) * 8 * sizeof(Block);
     const auto* s = static_cast<const uint8_t*>(src);
     auto* d = static_cast<uint8_t*>(dst);
 #pragma omp parallel for schedule(static)
-    for (int64_t g = 0; g < groups; ++g) {
-        if (kToX8)
-            group_to_x8<Block>(s + size_t(g) * group_bytes, d + size_t(g) * group_bytes, nb);
-        else
-            group_from_x8<Block>(s + size_t(g) * group_bytes, d + size_t(g) * group_bytes, nb);
-    }
+    for (int64_t g = 0; g < groups; ++g) kGroup(s + size_t(g) * group_bytes, d + size_t(g) * group_bytes, nb);
     const size_t done = size_t(groups) * group_bytes;
     std::memcpy(d + done, s + done, size_t(rows % 8) * size_t(nb) * sizeof(Block));
 }
@@ -60,17 +95,24 @@ uint32_t x8_type_for(uint32_t type) {
 #if defined(HEARTH_QUANT_AVX2)
     if (type == TYPE_Q4_0) return TYPE_Q4_0_X8;
     if (type == TYPE_Q8_0) return TYPE_Q8_0_X8;
+    if (type == TYPE_Q4_K) return TYPE_Q4_K_X8;
 #endif
     (void)type;
     return 0;
 }
 
 void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols) {
-    if (type == TYPE_Q4_0) convert<block_q4_0, true>(src, dst, rows, cols);
-    if (type == TYPE_Q8_0) convert<block_q8_0, true>(src, dst, rows, cols);
+    switch (type) {
+        case TYPE_Q4_0: convert<block_q4_0, QK4_0, group_to_x8<block_q4_0>>(src, dst, rows, cols); break;
+        case TYPE_Q8_0: convert<block_q8_0, QK8_0, group_to_x8<block_q8_0>>(src, dst, rows, cols); break;
+        case TYPE_Q4_K: convert<block_q4_K, QK_K, q4_k_group_to_x8>(src, dst, rows, cols); break;
+    }
 }
 
 void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols) {
-    if (type == TYPE_Q4_0) convert<block_q4_0, false>(src, dst, rows, cols);
-    if (type == TYPE_Q8_0) convert<block_q8_0, false>(src, dst, rows, cols);
+    switch (type) {
+        case TYPE_Q4_0: convert<block_q4_0, QK4_0, group_from_x8<block_q4_0>>(src, dst, rows, cols); break;
+        case TYPE_Q8_0: convert<block_q8_0, QK8_0, group_from_x8<block_q8_0>>(src, dst, rows, cols); break;
+        case TYPE_Q4_K: convert<block_q4_K, QK_K, q4_k_group_from_x8>(src, dst, rows, cols); break;
+    }
 }

@@ -1,5 +1,5 @@
-// Rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8): the in-memory layout of Q4_0 and Q8_0
-// matrices for the AVX2 kernels. Files keep GGUF's layout; the loader repacks at load time
+// Rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8; TYPE_Q4_K_X8 in kernels/q4_kx8.h): the
+// in-memory layout of Q4_0, Q8_0 (and Q4_K) matrices for the AVX2 kernels. Files keep GGUF's layout; the loader repacks at load time
 // (model/model.cpp) to x8_type_for(type); docs/format.md describes the layout too.
 //
 // Why: a single-token kernel on plain rows must gather 8 rows' fp16 scales one 16-bit insert at
@@ -22,13 +22,14 @@
 
 #include "quant.h"
 
-// The interleaved type this build has kernels for, for weights of `type`: TYPE_Q4_0_X8 for
-// TYPE_Q4_0 and TYPE_Q8_0_X8 for TYPE_Q8_0 on AVX2; 0 otherwise (keep the plain layout).
+// The interleaved type this build has kernels for, for weights of `type`: on AVX2,
+// TYPE_Q4_0_X8, TYPE_Q8_0_X8 and TYPE_Q4_K_X8 (kernels/q4_kx8.h) for Q4_0, Q8_0 and Q4_K;
+// 0 otherwise (keep the plain layout).
 uint32_t x8_type_for(uint32_t type);
 
-// A rows x cols matrix of `type` (Q4_0 or Q8_0) from the plain layout at src to the
-// interleaved one at dst, and back. src and dst do not overlap; cols is a multiple of 32.
-// Threaded with OpenMP over groups.
+// A rows x cols matrix of `type` (Q4_0, Q8_0 or Q4_K) from the plain layout at src to the
+// interleaved one at dst, and back. src and dst do not overlap; cols is a multiple of the
+// block size. Threaded with OpenMP over groups.
 void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 

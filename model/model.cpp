@@ -62,7 +62,7 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
     return err;
 }
 
-// Q4_0 / Q8_0 matrices into the row-interleaved layout of this build's kernels
+// Q4_0 / Q8_0 / Q4_K matrices into the row-interleaved layout of this build's kernels
 // (kernels/rows_x8.h), copied into one anonymous buffer; the file's pages of them are then
 // dropped. The token embedding stays plain: its rows are looked up one at a time (and with tied
 // embeddings it is the output matrix too).
