@@ -1,6 +1,7 @@
 #include "model.h"
 
 #include <map>
+#include <tuple>
 
 #include "../kernels/matmul.h"
 #include "../kernels/rows_x8.h"
@@ -72,13 +73,17 @@ static std::string repack_for_kernels(Model* m) {
         for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(t);
     views.push_back(&m->output);
     auto wanted = [&](const TensorView* t) { return x8_type_for(t->type) != 0 && t->data != m->token_embd.data; };
-    // Offsets in the buffer by source data: a tensor seen twice is repacked once.
-    std::map<const void*, size_t> offset;
+    // Offsets in the buffer by source: a tensor seen twice (the same data, type and shape) is
+    // repacked once. Views that share data otherwise (a file may overlap tensors) get copies
+    // of their own, so that none reads past its region.
+    using Source = std::tuple<const void*, uint32_t, uint64_t, uint64_t>;  // data, type, rows, cols
+    auto source = [](const TensorView* t) { return Source{t->data, t->type, t->rows(), t->cols()}; };
+    std::map<Source, size_t> offset;
     std::vector<const TensorView*> sources;
     size_t total = 0;
     for (TensorView* t : views) {
-        if (!wanted(t) || offset.count(t->data)) continue;
-        offset[t->data] = total;
+        if (!wanted(t) || offset.count(source(t))) continue;
+        offset[source(t)] = total;
         sources.push_back(t);
         total += (t->bytes + 63) / 64 * 64;
     }
@@ -86,13 +91,12 @@ static std::string repack_for_kernels(Model* m) {
     std::string err = m->repacked.allocate(total);
     if (!err.empty()) return "repacking weights for the kernels: " + err;
     char* base = static_cast<char*>(m->repacked.data());
-    for (const TensorView* t : sources) {
-        repack_rows_to_x8(t->type, t->data, base + offset[t->data], int64_t(t->rows()), int64_t(t->cols()));
-        m->file.release(t->data, t->bytes);
-    }
+    for (const TensorView* t : sources)
+        repack_rows_to_x8(t->type, t->data, base + offset[source(t)], int64_t(t->rows()), int64_t(t->cols()));
+    for (const TensorView* t : sources) m->file.release(t->data, t->bytes);  // after all copies: sources may overlap
     for (TensorView* t : views) {
         if (!wanted(t)) continue;
-        t->data = base + offset[t->data];
+        t->data = base + offset[source(t)];
         t->type = x8_type_for(t->type);
     }
     return "";
