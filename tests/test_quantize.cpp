@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -110,49 +111,113 @@ TEST_CASE("quantize: quantized default models stay close to the f32 logits") {
     }
 }
 
+// Logits of a few tokens from a checkpoint loaded by load_model (weights repacked for this
+// build's kernels) and from the same bytes bound in place without repacking (bind_model):
+// all tokens at once (the batched kernels), then one more token alone (the single-token ones).
+struct LoadedVsPlain {
+    double max_diff = 0, mean_diff = 0, max_ref = 0;
+    uint32_t stored_type = 0, loaded_type = 0, embd_stored = 0, embd_loaded = 0;  // of blk.0.ffn_up, token_embd
+};
+static LoadedVsPlain loaded_vs_plain(const std::string& path) {
+    LoadedVsPlain r;
+    Model loaded;
+    REQUIRE(load_model(path, &loaded) == "");
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ParsedCheckpoint parsed;
+    REQUIRE(parse_checkpoint(bytes.data(), bytes.size(), &parsed) == "");
+    Model plain;
+    REQUIRE(bind_model(parsed, &plain) == "");
+    r.stored_type = plain.layers[0].w_up.type;
+    r.loaded_type = loaded.layers[0].w_up.type;
+    r.embd_stored = plain.token_embd.type;
+    r.embd_loaded = loaded.token_embd.type;
+    const std::vector<int> ids = {1, 5, 9, 40, 3, 77, 12, 8, 2, 30};
+    std::vector<float> a, b;
+    for (Model* m : {&loaded, &plain}) {
+        RunState s;
+        REQUIRE(make_run_state(m->config, 64, &s) == "");
+        std::vector<float>& out = m == &loaded ? a : b;
+        out.resize(ids.size() * m->config.vocab_size);
+        REQUIRE(forward(*m, s, ids.data(), int(ids.size()) - 1, 0, out.data(), true) == "");
+        REQUIRE(forward(*m, s, &ids.back(), 1, int(ids.size()) - 1, out.data() + (ids.size() - 1) * m->config.vocab_size, false) == "");
+    }
+    double sum = 0;
+    for (size_t i = 0; i < a.size(); i++) {
+        const double d = std::fabs(double(a[i]) - b[i]);
+        r.max_diff = std::max(r.max_diff, std::isfinite(d) ? d : 1e30);
+        r.max_ref = std::max(r.max_ref, std::fabs(double(b[i])));
+        sum += std::isfinite(d) ? d : 1e30;
+    }
+    r.mean_diff = sum / double(a.size());
+    return r;
+}
+
 TEST_CASE("load_model: matrices repacked for the kernels give the logits of the plain layout") {
     for (const std::string type : {"q4_0", "q8_0", "q4_k"}) {
         CAPTURE(type);
         const std::string path = "build/tests/ts-repack-" + type + ".hearth";
         REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + path + " " + type + " -q").exit_code == 0);
-        Model loaded;
-        REQUIRE(load_model(path, &loaded) == "");
-        // The same file read into memory and bound without repacking.
-        std::ifstream in(path, std::ios::binary);
-        const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        ParsedCheckpoint parsed;
-        REQUIRE(parse_checkpoint(bytes.data(), bytes.size(), &parsed) == "");
-        Model plain;
-        REQUIRE(bind_model(parsed, &plain) == "");
-        const uint32_t stored = plain.layers[0].w_up.type;
-        CHECK(type_is_quantized(stored));
-        CHECK(loaded.token_embd.type == plain.token_embd.type);  // looked up by row: never repacked
-        CHECK(loaded.layers[0].w_up.type == (x8_type_for(stored) ? x8_type_for(stored) : stored));
-
-        const std::vector<int> ids = {1, 5, 9, 40, 3, 77, 12, 8, 2, 30};
-        std::vector<float> a, b;
-        for (Model* m : {&loaded, &plain}) {
-            RunState s;
-            REQUIRE(make_run_state(m->config, 64, &s) == "");
-            std::vector<float>& out = m == &loaded ? a : b;
-            out.resize(ids.size() * m->config.vocab_size);
-            // all tokens at once (the batched kernels), then one more token alone (single-token ones)
-            REQUIRE(forward(*m, s, ids.data(), int(ids.size()) - 1, 0, out.data(), true) == "");
-            REQUIRE(forward(*m, s, &ids.back(), 1, int(ids.size()) - 1, out.data() + (ids.size() - 1) * m->config.vocab_size, false) == "");
-        }
-        double max_diff = 0, max_ref = 0, sum_diff = 0;
-        for (size_t i = 0; i < a.size(); i++) {
-            max_diff = std::max(max_diff, std::fabs(double(a[i]) - b[i]));
-            max_ref = std::max(max_ref, std::fabs(double(b[i])));
-            sum_diff += std::fabs(double(a[i]) - b[i]);
-        }
+        const LoadedVsPlain r = loaded_vs_plain(path);
+        CHECK(type_is_quantized(r.stored_type));
+        CHECK(r.embd_loaded == r.embd_stored);  // looked up by row: never repacked
+        CHECK(r.loaded_type == (x8_type_for(r.stored_type) ? x8_type_for(r.stored_type) : r.stored_type));
         // Same integer sums per block; only the order of the float sums differs, by an ulp or so.
         // That can move an activation across a rounding boundary of the next layer's 8-bit
         // quantization, one code step, which shows in later logits (q4_k here: 0.4% of the largest
         // logit at one position, everything else within 1e-6). A wrong layout or kernel gives
         // differences of the order of the logits themselves.
-        MESSAGE(type << ": max |diff| " << max_diff << ", mean |diff| " << sum_diff / a.size() << ", max |logit| " << max_ref);
-        CHECK(max_diff <= 0.02 * max_ref);
-        CHECK(sum_diff / a.size() <= 1e-3 * max_ref);
+        MESSAGE(type << ": max |diff| " << r.max_diff << ", mean |diff| " << r.mean_diff << ", max |logit| " << r.max_ref);
+        CHECK(r.max_diff <= 0.02 * r.max_ref);
+        CHECK(r.mean_diff <= 1e-3 * r.max_ref);
     }
+}
+
+TEST_CASE("load_model: a file whose tensors overlap is repacked without reading past a tensor") {
+    // The format does not forbid two tensor entries over the same bytes. Here the output matrix
+    // (1024 rows) starts where blk.0.attn_q (256 rows) does: the repacked copy of each must hold
+    // its own rows.
+    const std::string src = "build/tests/ts-overlap-src.hearth", path = "build/tests/ts-overlap.hearth";
+    REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + src + " q8_0 -q").exit_code == 0);
+    std::string bytes = read_text(src);
+    FileHeader h;
+    std::memcpy(&h, bytes.data(), sizeof h);
+    auto entry_at = [&](const char* name) -> size_t {
+        for (uint64_t i = 0; i < h.n_tensors; i++) {
+            const size_t at = h.tensor_table_offset + i * sizeof(TensorEntry);
+            if (std::strncmp(bytes.data() + at, name, kTensorNameBytes) == 0) return at;
+        }
+        FAIL("no tensor " << name);
+        return 0;
+    };
+    TensorEntry q, out;
+    std::memcpy(&q, bytes.data() + entry_at("blk.0.attn_q.weight"), sizeof q);
+    std::memcpy(&out, bytes.data() + entry_at("output.weight"), sizeof out);
+    REQUIRE(q.type == out.type);
+    REQUIRE(out.bytes > q.bytes);
+    out.offset = q.offset;
+    std::memcpy(&bytes[entry_at("output.weight")], &out, sizeof out);
+    {
+        std::ofstream f(path, std::ios::binary);
+        f.write(bytes.data(), std::streamsize(bytes.size()));
+    }
+    Model m;
+    REQUIRE(load_model(path, &m) == "");
+    // Each view, put back into the plain layout, is the file's bytes at its own offset and length.
+    for (const auto& [view, e] : {std::pair<const TensorView*, TensorEntry>{&m.layers[0].wq, q}, {&m.output, out}}) {
+        CAPTURE(view->name);
+        std::string plain(view->bytes, '\0');
+        if (view->type == e.type)
+            std::memcpy(&plain[0], view->data, view->bytes);
+        else
+            repack_x8_to_rows(e.type, view->data, &plain[0], int64_t(view->rows()), int64_t(view->cols()));
+        CHECK(view->bytes == e.bytes);
+        CHECK(plain == bytes.substr(e.offset, e.bytes));
+    }
+    // And the model runs (the values are nonsense: the output matrix reads other tensors' bytes).
+    RunState s;
+    REQUIRE(make_run_state(m.config, 16, &s) == "");
+    std::vector<float> logits(m.config.vocab_size);
+    const int ids[3] = {1, 5, 9};
+    CHECK(forward(m, s, ids, 3, 0, logits.data(), false) == "");
 }
