@@ -90,13 +90,12 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
     }
 }
 
-// Pack blocks [kb, kb+kn) of an interleaved group (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h)
-// into p: its records already hold the 8 rows' bytes side by side in the steps' order, so packing
+// Pack kn records of an interleaved group (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h),
+// starting at rec, into p: the records already hold the 8 rows' bytes side by side in the steps' order, so packing
 // is the nibble split (Q4_0) or a copy (Q8_0), and the scales' conversion.
 template <typename WBlock>
-void pack_weights_x8(const uint8_t* group, int kb, int kn, uint8_t* p) {
+void pack_weights_x8(const uint8_t* rec, int kn, uint8_t* p) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const uint8_t* rec = group + size_t(kb) * 8 * sizeof(WBlock);
     for (int b = 0; b < kn; ++b, p += kPackedBlock, rec += 8 * sizeof(WBlock)) {
         for (int k = 0; k < 4; ++k) {
             __m256i* q = reinterpret_cast<__m256i*>(p);
@@ -224,7 +223,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                 size_t lines_per_tile = 0;
                 if (kX8) {
                     const char* chunk = Wc + size_t(r) * wrb + size_t(kb) * 8 * sizeof(WBlock);
-                    pack_weights_x8<WBlock>(reinterpret_cast<const uint8_t*>(chunk), 0, kn, pw);
+                    pack_weights_x8<WBlock>(reinterpret_cast<const uint8_t*>(chunk), kn, pw);
                     next = chunk + size_t(kn) * 8 * sizeof(WBlock);
                     const size_t n_tiles = size_t(te - t0 + kTile - 1) / kTile;
                     lines_per_tile = (size_t(kChunk) * 8 * sizeof(WBlock) / 64 + n_tiles - 1) / n_tiles;
