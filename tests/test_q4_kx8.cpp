@@ -13,10 +13,11 @@
 #include "../kernels/q4_kx8.h"
 #include "../kernels/quant.h"
 #include "../kernels/rows_x8.h"
+#include "kernel_test_data_k.h"
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using kernel_test::Bytes;
 
 // rows x cols of Q4_K with every byte random: fp16 d and dmin random bit patterns (finite: an
 // all-ones exponent loses its top bit), any scale and quant bytes.
@@ -81,88 +82,9 @@ TEST_CASE("q4_Kx8 kernels: built exactly on AVX2") {
 }
 
 #if defined(HEARTH_QUANT_AVX2)
-namespace {
-
-// Weight rows for the kernel tests, by r % 4 (as tests/test_gemm_kernels.cpp): random bytes with
-// small random scales; quantized gaussian data; all bytes 0xFF (quants 15, scales and mins 63);
-// all quants 0 with the scales and mins at 63.
-Bytes kernel_weights(int rows, int cols, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
-    std::normal_distribution<float> nd(0.f, 0.02f);
-    const size_t rb = type_row_bytes(TYPE_Q4_K, cols);
-    Bytes w(rb * size_t(rows));
-    std::vector<float> x(static_cast<size_t>(cols));
-    for (int r = 0; r < rows; r++) {
-        uint8_t* row = w.data() + size_t(r) * rb;
-        if (r % 4 == 1) {
-            for (float& v : x) v = nd(rng);
-            quantize_row_q4_k(x.data(), row, cols);
-            continue;
-        }
-        for (size_t i = 0; i < rb; i++) row[i] = r % 4 == 0 ? uint8_t(rng()) : r % 4 == 2 ? 0xFF : 0;
-        for (int b = 0; b < cols / QK_K; b++) {
-            block_q4_K& k = reinterpret_cast<block_q4_K*>(row)[b];
-            k.d = fp32_to_fp16(ud(rng));
-            k.dmin = fp32_to_fp16(ud(rng));
-            if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
-        }
-    }
-    return w;
-}
-
-// Q8_K activation rows by t % 3: quantized gaussian data with a few outliers; quantized
-// gaussian; all quants -128 (below what the quantizer makes: the int16 bound of the kernel's
-// comment), scale 0.01. bsums always match the quants.
-Bytes kernel_acts(int tokens, int cols, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::uniform_real_distribution<float> ud(0.f, 1.f);
-    const size_t rb = type_row_bytes(TYPE_Q8_K, cols);
-    Bytes a(rb * size_t(tokens));
-    std::vector<float> x(static_cast<size_t>(cols));
-    for (int t = 0; t < tokens; t++) {
-        uint8_t* row = a.data() + size_t(t) * rb;
-        if (t % 3 != 2) {
-            for (float& v : x) v = nd(rng) * (t % 3 == 0 && ud(rng) < 0.01f ? 20.f : 1.f);
-            quantize_row_q8_k_scalar(x.data(), row, cols);
-            continue;
-        }
-        for (int b = 0; b < cols / QK_K; b++) {
-            block_q8_K& k = reinterpret_cast<block_q8_K*>(row)[b];
-            k.d = 0.01f;
-            std::memset(k.qs, 0x80, sizeof k.qs);
-            for (int16_t& s : k.bsums) s = -16 * 128;
-        }
-    }
-    return a;
-}
-
-// Sum over super-blocks of the magnitudes of the terms: |d*d_a| * sum |sc_j * q * a| +
-// |dmin*d_a| * sum |m_j * a|. It bounds every partial sum of either kernel, so it scales the
-// float rounding tolerance.
-double magnitude(const uint8_t* w, const uint8_t* a, int nsb) {
-    double m = 0;
-    for (int b = 0; b < nsb; b++) {
-        const block_q4_K& wb = reinterpret_cast<const block_q4_K*>(w)[b];
-        const block_q8_K& ab = reinterpret_cast<const block_q8_K*>(a)[b];
-        double s = 0, smin = 0;
-        for (int j = 0; j < 8; j++) {
-            uint8_t sc, mn;
-            q4k_get_scale_min(j, wb.scales, &sc, &mn);
-            for (int l = 0; l < 32; l++) {
-                const int e = 32 * j + l, c = j / 2;
-                const int q = j % 2 == 0 ? wb.qs[32 * c + l] & 15 : wb.qs[32 * c + l] >> 4;
-                s += double(sc) * q * std::abs(int(ab.qs[e]));
-                smin += double(mn) * std::abs(int(ab.qs[e]));
-            }
-        }
-        m += std::fabs(double(fp16_to_fp32(wb.d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(wb.dmin)) * ab.d) * smin;
-    }
-    return m;
-}
-
-}  // namespace
+using kernel_test::magnitude_k;
+using kernel_test::random_acts_k;
+using kernel_test::random_weights_k;
 
 // Tolerance: both kernels compute each super-block's integer sums exactly (the int16 / int32
 // bounds are in kernels/q4_kx8_avx2.cpp) and differ only in float operations: a few roundings
@@ -181,16 +103,16 @@ TEST_CASE("q4_Kx8 matmul: equals the scalar Q4_K kernel on the plain layout") {
             CAPTURE(rows);
             CAPTURE(cols);
             const int nsb = cols / QK_K;
-            const Bytes plain = kernel_weights(rows, cols, uint32_t(7 * rows + cols));
+            const Bytes plain = random_weights_k(TYPE_Q4_K, rows, cols, uint32_t(7 * rows + cols));
             Bytes x8(plain.size());
             repack_rows_to_x8(TYPE_Q4_K, plain.data(), x8.data(), rows, cols);
             const size_t rb = type_row_bytes(TYPE_Q4_K, cols), arb = type_row_bytes(TYPE_Q8_K, cols);
-            // 1..4 tokens: one pass; 7..31: passes over chunks of the group; 32 and 70: the GEMM
-            // on groups converted back to plain rows (kernels/q4_kx8_avx2.cpp).
+            // 1..4 tokens: one pass; 7..31: passes over chunks of the group; 32 and 70: the GEMM,
+            // packing from the records (kernels/gemm_k_avx2.cpp).
             for (int n_tokens : {1, 2, 3, 7, 8, 9, 31, 32, 70}) {
                 if (rows == 2999 && n_tokens > 9) continue;  // keep the scalar reference short
                 CAPTURE(n_tokens);
-                const Bytes a = kernel_acts(n_tokens, cols, uint32_t(100 + n_tokens + cols));
+                const Bytes a = random_acts_k(n_tokens, cols, uint32_t(100 + n_tokens + cols));
                 const int os = rows + 5;
                 const float sentinel = 12345.f;
                 std::vector<float> ref(size_t(os) * n_tokens, sentinel), got(ref.size(), sentinel);
@@ -204,7 +126,7 @@ TEST_CASE("q4_Kx8 matmul: equals the scalar Q4_K kernel on the plain layout") {
                             touched += g != sentinel;
                             continue;
                         }
-                        const double mag = magnitude(plain.data() + size_t(r) * rb, a.data() + size_t(t) * arb, nsb);
+                        const double mag = magnitude_k(TYPE_Q4_K, plain.data() + size_t(r) * rb, a.data() + size_t(t) * arb, nsb);
                         if (!(std::fabs(double(g) - double(e)) <= 1e-6 * (nsb + 4) * mag + 1e-30)) {
                             if (bad < 5) MESSAGE("t=" << t << " r=" << r << " x8=" << g << " ref=" << e);
                             ++bad;
@@ -219,13 +141,13 @@ TEST_CASE("q4_Kx8 matmul: equals the scalar Q4_K kernel on the plain layout") {
 
 TEST_CASE("q4_Kx8 matmul: a range of whole groups writes those rows only") {
     const int rows = 37, cols = 2816, nsb = cols / QK_K;
-    const Bytes plain = kernel_weights(rows, cols, 5);
+    const Bytes plain = random_weights_k(TYPE_Q4_K, rows, cols, 5);
     Bytes x8(plain.size());
     repack_rows_to_x8(TYPE_Q4_K, plain.data(), x8.data(), rows, cols);
     const size_t rb = type_row_bytes(TYPE_Q4_K, cols), arb = type_row_bytes(TYPE_Q8_K, cols);
     for (int n_tokens : {1, 5, 40}) {  // one pass, two passes, the GEMM
         CAPTURE(n_tokens);
-        const Bytes a = kernel_acts(n_tokens, cols, 11);
+        const Bytes a = random_acts_k(n_tokens, cols, 11);
         std::vector<float> ref(size_t(n_tokens) * rows), got(ref.size(), -7.f);
         matmul_q4_k_rows_scalar(plain.data(), rb, a.data(), arb, cols, n_tokens, ref.data(), rows, 0, rows);
         // rows 8..23 (two groups), then 32..36 (the plain tail)
@@ -236,7 +158,7 @@ TEST_CASE("q4_Kx8 matmul: a range of whole groups writes those rows only") {
             for (int r = 0; r < rows; r++) {
                 const float g = got[size_t(t) * rows + r], e = ref[size_t(t) * rows + r];
                 const bool written = (r >= 8 && r < 24) || r >= 32;
-                const double tol = 1e-6 * (nsb + 4) * magnitude(plain.data() + size_t(r) * rb, a.data() + size_t(t) * arb, nsb);
+                const double tol = 1e-6 * (nsb + 4) * magnitude_k(TYPE_Q4_K, plain.data() + size_t(r) * rb, a.data() + size_t(t) * arb, nsb);
                 if (written ? !(std::fabs(double(g) - double(e)) <= tol + 1e-30) : g != -7.f) ++bad;
             }
         CHECK(bad == 0);
