@@ -9,23 +9,11 @@
 #include "gemm_avx2.h"
 #include "quant.h"
 #include "quant_types.h"
-#include "q4_kx8.h"
 #include "rows_x8.h"
-
-// The stored type an interleaved type (kernels/rows_x8.h) was repacked from; others unchanged.
-static uint32_t plain_type(uint32_t type) {
-    switch (type) {
-        case TYPE_Q4_0_X8: return TYPE_Q4_0;
-        case TYPE_Q8_0_X8: return TYPE_Q8_0;
-        case TYPE_Q4_K_X8: return TYPE_Q4_K;
-        default: return type;
-    }
-}
 
 bool matmul_supports(uint32_t type) {
     if (type == TYPE_F32 || type == TYPE_F16) return true;
-    const uint32_t plain = plain_type(type);
-    if (plain != type) return x8_type_for(plain) == type;  // interleaved: only where built
+    if (x8_plain_type(type) != type) return x8_matmul_kernel(type) != nullptr;  // interleaved: only where built
     return type != TYPE_Q8_K && quant_kernels(type) != nullptr;
 }
 
@@ -119,13 +107,9 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
         if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
         // Interleaved types: the plain type's activations, their own kernel (any token count).
-        b.k = quant_kernels(plain_type(b.m.type));
+        b.k = quant_kernels(x8_plain_type(b.m.type));
         b.mm = b.k->matmul_rows;
-#if defined(HEARTH_QUANT_AVX2)
-        if (b.m.type == TYPE_Q4_0_X8) b.mm = matmul_q4_0x8_rows_avx2;
-        if (b.m.type == TYPE_Q8_0_X8) b.mm = matmul_q8_0x8_rows_avx2;
-        if (b.m.type == TYPE_Q4_K_X8) b.mm = matmul_q4_kx8_rows_avx2;
-#endif
+        if (const matmul_rows_fn x8 = x8_matmul_kernel(b.m.type)) b.mm = x8;
 #if defined(HEARTH_GEMM_AVX2)
         // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
         const int min_tokens = gemm_min_tokens(b.m.type);

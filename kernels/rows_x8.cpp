@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "q4_kx8.h"
 #include "quant_types.h"
 
 namespace {
@@ -99,6 +100,27 @@ uint32_t x8_type_for(uint32_t type) {
 #endif
     (void)type;
     return 0;
+}
+
+uint32_t x8_plain_type(uint32_t type) {
+    switch (type) {
+        case TYPE_Q4_0_X8: return TYPE_Q4_0;
+        case TYPE_Q8_0_X8: return TYPE_Q8_0;
+        case TYPE_Q4_K_X8: return TYPE_Q4_K;
+        default: return type;
+    }
+}
+
+matmul_rows_fn x8_matmul_kernel(uint32_t type) {
+#if defined(HEARTH_QUANT_AVX2)
+    switch (type) {
+        case TYPE_Q4_0_X8: return matmul_q4_0x8_rows_avx2;
+        case TYPE_Q8_0_X8: return matmul_q8_0x8_rows_avx2;
+        case TYPE_Q4_K_X8: return matmul_q4_kx8_rows_avx2;
+    }
+#endif
+    (void)type;
+    return nullptr;
 }
 
 void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols) {
