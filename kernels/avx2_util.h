@@ -52,6 +52,32 @@ inline void transpose8(__m256i v[8]) {
     v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
+// The 6-bit scales and mins of 8 Q4_K rows, one row per 32-bit lane: q4k_unpack_scales
+// (kernels/quant.h) for 8 rows at once. `packed` is 96 bytes: the rows' scales[0..3] (row i at
+// 4i), then their scales[4..7], then scales[8..11] (the q4_Kx8 record, kernels/q4_kx8.h).
+// Byte j of a lane of sc_lo is its row's scale of sub-block j, of sc_hi that of sub-block 4 + j;
+// mn_lo / mn_hi likewise hold the mins.
+struct Q4kScalesX8 {
+    __m256i sc_lo, sc_hi, mn_lo, mn_hi;
+};
+inline Q4kScalesX8 q4k_unpack_scales_x8(const void* packed) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m6 = _mm256_set1_epi8(0x3F), m30 = _mm256_set1_epi8(0x30);
+    const uint8_t* p = static_cast<const uint8_t*>(packed);
+    const __m256i u0 = loadu(p), u1 = loadu(p + 32), u2 = loadu(p + 64);
+    return {_mm256_and_si256(u0, m6),
+            _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30)),
+            _mm256_and_si256(u1, m6),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30))};
+}
+
+// _mm256_shuffle_epi8 control that puts byte lo of each 32-bit lane, zero-extended, into the
+// lane's low int16 and byte hi into its high int16 (lo == hi: a byte in both halves, the form
+// _mm256_madd_epi16 wants a per-row factor in).
+inline __m256i lane_bytes_to_int16(int lo, int hi) {
+    const __m256i lane_base = _mm256_setr_epi32(0, 0x00040004, 0x00080008, 0x000C000C, 0, 0x00040004, 0x00080008, 0x000C000C);
+    return _mm256_add_epi32(lane_base, _mm256_set1_epi32(int32_t(0x80008000u | uint32_t(hi) << 16 | uint32_t(lo))));
+}
+
 // An empty asm that "changes" 4 integer accumulators, called after each step of a GEMM tile:
 // GCC may then no longer reassociate the adds of the steps before and after it. Without it GCC 12
 // computes all 32 maddubs of a Q4_0 block first and sums them as a tree, which needs 32 live

@@ -136,27 +136,18 @@ void pack_q4k(const block_q4_K* const row[8], int sb, PanelQ4K& p) {
 // The same panel from a TYPE_Q4_K_X8 record (kernels/q4_kx8.h), which already holds the 8 rows'
 // quants step by step and their packed scales one row per 32-bit lane: no transposes.
 void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m6 = _mm256_set1_epi8(0x3F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int c = 0; c < 4; ++c)
         for (int k = 0; k < 8; ++k) {
             const __m256i bits = loadu(rec + 128 + 256 * c + 32 * k);
             store(p.q[2 * c][k], _mm256_and_si256(bits, m4));
             store(p.q[2 * c + 1][k], _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4));
         }
-    // q4k_unpack_scales on the 8 rows at once: byte j of a lane is sub-block j (or 4 + j) of its row.
-    const __m256i u0 = loadu(rec + 32), u1 = loadu(rec + 64), u2 = loadu(rec + 96);
-    const __m256i sc_lo = _mm256_and_si256(u0, m6);
-    const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30));
-    const __m256i mn_lo = _mm256_and_si256(u1, m6);
-    const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30));
-    // Byte m of each lane, zero-extended, into both int16 halves; bytes m and m+1 into the two halves.
-    auto twice = [](int m) { return _mm256_set1_epi32(int32_t(0x80008000u | uint32_t(m) << 16 | uint32_t(m))); };
-    auto pair = [](int m) { return _mm256_set1_epi32(int32_t(0x80008000u | uint32_t(m + 1) << 16 | uint32_t(m))); };
-    const __m256i lane_base = _mm256_setr_epi32(0, 0x00040004, 0x00080008, 0x000C000C, 0, 0x00040004, 0x00080008, 0x000C000C);
+    const Q4kScalesX8 s = q4k_unpack_scales_x8(rec + 32);
     for (int j = 0; j < 8; ++j)
-        store(p.scale[j], _mm256_shuffle_epi8(j < 4 ? sc_lo : sc_hi, _mm256_add_epi32(twice(j % 4), lane_base)));
-    for (int k = 0; k < 4; ++k)
-        store(p.min_pair[k], _mm256_shuffle_epi8(k < 2 ? mn_lo : mn_hi, _mm256_add_epi32(pair(2 * k % 4), lane_base)));
+        store(p.scale[j], _mm256_shuffle_epi8(j < 4 ? s.sc_lo : s.sc_hi, lane_bytes_to_int16(j % 4, j % 4)));
+    for (int k = 0; k < 4; ++k)  // (m_2k, m_2k+1)
+        store(p.min_pair[k], _mm256_shuffle_epi8(k < 2 ? s.mn_lo : s.mn_hi, lane_bytes_to_int16(2 * k % 4, 2 * k % 4 + 1)));
     _mm256_store_ps(p.d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
     _mm256_store_ps(p.neg_dmin, _mm256_xor_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16))),
                                               _mm256_set1_ps(-0.f)));

@@ -81,14 +81,6 @@ void fill_act_terms(const char* A, size_t arb, int nb, int n_tokens, ActTerms* a
     }
 }
 
-// _mm256_shuffle_epi8 control that puts byte m of each 32-bit lane, zero-extended, into both
-// int16 halves of the lane (shuffles stay within 128-bit halves: lane L's bytes are 4L..4L+3).
-inline __m256i pick_byte(int m) {
-    const __m256i lane_base = _mm256_setr_epi32(0x80008000, 0x80048004, 0x80088008, 0x800C800C,
-                                                0x80008000, 0x80048004, 0x80088008, 0x800C800C);
-    return _mm256_add_epi32(lane_base, _mm256_set1_epi32(m * 0x00010001));
-}
-
 // An empty asm that "changes" the int16 accumulators after each step (as keep_step_order in
 // avx2_util.h): otherwise GCC computes all maddubs of a chunk first and sums them as a tree,
 // with many more live registers than AVX2 has (spills in every chunk). "v" rather than "x":
@@ -102,20 +94,16 @@ inline void keep_order(__m256i (&lo)[NT], __m256i (&hi)[NT]) {
 template <int NT>
 void dot_group(const uint8_t* g, const block_q8_K* const a[NT], const ActTerms* const at[NT], int nb, size_t pf,
                __m256 out[NT]) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m6 = _mm256_set1_epi8(0x3F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i low_byte = _mm256_set1_epi16(0x00FF);
-    const __m256i pick[4] = {pick_byte(0), pick_byte(1), pick_byte(2), pick_byte(3)};
+    const __m256i pick[4] = {lane_bytes_to_int16(0, 0), lane_bytes_to_int16(1, 1), lane_bytes_to_int16(2, 2),
+                             lane_bytes_to_int16(3, 3)};
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; ++b, g += kRecordBytes) {
         prefetch_ahead<kQsOffset>(g, pf);
-        // q4k_unpack_scales of the 8 rows, one per lane.
-        const __m256i u0 = loadu(g + kScalesOffset), u1 = loadu(g + kScalesOffset + 32), u2 = loadu(g + kScalesOffset + 64);
-        const __m256i sc_lo = _mm256_and_si256(u0, m6);
-        const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30));
-        const __m256i mn_lo = _mm256_and_si256(u1, m6);
-        const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4),
-                                              _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30));
+        const Q4kScalesX8 scales = q4k_unpack_scales_x8(g + kScalesOffset);
+        const __m256i sc_lo = scales.sc_lo, sc_hi = scales.sc_hi, mn_lo = scales.mn_lo, mn_hi = scales.mn_hi;
         // Mins as int16 pairs (m0, m2), (m1, m3), (m4, m6), (m5, m7): the order of sum_pairs.
         const __m256i mn02 = _mm256_and_si256(mn_lo, low_byte), mn13 = _mm256_srli_epi16(mn_lo, 8);
         const __m256i mn46 = _mm256_and_si256(mn_hi, low_byte), mn57 = _mm256_srli_epi16(mn_hi, 8);
