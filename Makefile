@@ -6,8 +6,8 @@
 
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
-CXXFLAGS += -std=c++17 -fopenmp -Wall -Wextra -MMD -MP
-LDLIBS   += -lsentencepiece -lpthread -ledit -lutil
+override CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
+override LDLIBS += -lsentencepiece -lpthread -ledit -lutil
 
 # The cross toolchain for the NEON kernels; their tests run under qemu-user.
 AARCH64_CXX ?= aarch64-linux-gnu-g++
@@ -27,7 +27,7 @@ TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests
 .PHONY: all deps demo test test-host test-neon bench clean
 all: run quantize
 
-build/%.o: %.cpp
+build/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
@@ -47,7 +47,7 @@ build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNE
 
 # Two aarch64 builds: with the dotprod extension and without, each run on a CPU model
 # that has (max) or lacks (cortex-a53) it.
-AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -static -Wall -Wextra
+AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra
 build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod $(filter %.cpp,$^) -o $@
