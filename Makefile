@@ -55,6 +55,17 @@ build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard 
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8-a $(filter %.cpp,$^) -o $@
 
+# With VNNI on the host (AVX512-VNNI or AVX-VNNI), the native build's GEMM tiles use it
+# (kernels/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
+HOST_VNNI := $(shell $(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) -dM -E -x c++ /dev/null 2>/dev/null | grep -cE '__AVX512VNNI__|__AVXVNNI__')
+build/tests/kernel_tests_avx2: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -march=haswell -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra $(filter %.cpp,$^) -o $@
+ifneq ($(HOST_VNNI),0)
+AVX2_TEST_BIN := build/tests/kernel_tests_avx2
+AVX2_TEST_RUN := "host, plain AVX2 build (no VNNI): kernel tests" "build/tests/kernel_tests_avx2"
+endif
+
 deps:
 	@tools/install_deps.sh
 
@@ -64,10 +75,10 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests \
-		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain
+		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN)
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
-		"host: kernel tests" "build/tests/kernel_tests" \
+		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \
 		"aarch64 with dotprod (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_dotprod" \
 		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
 

@@ -8,6 +8,20 @@
 
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// VNNI (AVX512-VNNI with AVX512VL, or AVX-VNNI): where the host has it, the GEMM tiles multiply
+// u8 x s8 with one instruction that also sums each 4 products into an int32 lane, instead of
+// maddubs (int16 pair sums), int16 adds and a madd to widen. Like NEON's dotprod, it is chosen
+// at compile time (-march=native); the plain AVX2 tiles stay, and are tested in a second build
+// (Makefile: kernel_tests_avx2).
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define HEARTH_AVX_VNNI 1
+// acc + sum of the 4 products u[4i+k] * s[4i+k] in lane i; u unsigned bytes, s signed.
+inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+#elif defined(__AVXVNNI__)
+#define HEARTH_AVX_VNNI 1
+inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+#endif
+
 // 4 bytes at p in every 32-bit lane (one activation step of a GEMM tile).
 inline __m256i bcast32(const void* p) {
     int32_t v;

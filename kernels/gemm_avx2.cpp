@@ -14,6 +14,9 @@
 //    in int16: |pair sum| <= 2*15*128 = 3840, 8 of them <= 30720 < 32767 (no saturation).
 //  - Q8_0: sign trick, maddubs(|w|, sign(a, w)) (activations are never -128, so the pair
 //    sums are <= 2*127*127 < 32767), widened with madd every step.
+// With VNNI (kernels/avx2_util.h) a step is one dpbusd per token into int32 lanes. Q4_0 keeps
+// the -8 term; Q8_0 drops the sign trick: activations + 128 (unsigned) x weights (signed), minus
+// 128 * the row's weight sum, computed once when the block is packed.
 // TYPE_Q4_0_X8 / TYPE_Q8_0_X8 weights (kernels/rows_x8.h) are stored interleaved already: their
 // packing only splits the nibbles or copies.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
@@ -34,12 +37,17 @@
 
 namespace {
 
-constexpr int kChunk = 64;      // blocks per packed chunk: 16 KB of quants + 2 KB of scales
+constexpr int kChunk = 64;      // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
 constexpr int kTokBlock = 64;   // tokens per activation block
 constexpr int kTile = 4;        // tokens per register tile
 
-// A packed chunk: per block, 8 steps x 32 bytes of quants, then the 8 rows' scales.
+// A packed chunk: per block, 8 steps x 32 bytes of quants, then the 8 rows' scales (and, for
+// Q8_0 under VNNI, the rows' weight sums x 128: store_row_sums_x128).
+#if defined(HEARTH_AVX_VNNI)
+constexpr int kPackedBlock = 256 + 32 + 32;
+#else
 constexpr int kPackedBlock = 256 + 32;
+#endif
 
 uint8_t* packed_buf() {
     alignas(64) thread_local uint8_t buf[kChunk * kPackedBlock];
@@ -65,6 +73,20 @@ ActBlock* act_buf(size_t n) {
 
 
 
+#if defined(HEARTH_AVX_VNNI)
+// Q8_0 under VNNI: the tile takes the activations as a + 128 (unsigned bytes, the u8 operand of
+// dpbusd) and the weights as they are (signed), so a row's sum carries 128 * (the sum of its
+// 32 weights), which depends on the row only: computed here, once per packed block, and
+// subtracted by the tile. |sum| <= 32*128, so the int16 pair sums cannot saturate.
+inline void store_row_sums_x128(uint8_t* p) {
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    __m256i s = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j)
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(ones8, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32 * j))));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(p + 288), _mm256_slli_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), 7));
+}
+#endif
+
 // The 32 quants of a block in element order, as bytes.
 inline __m256i quants(const block_q4_0& b) {
     const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
@@ -87,6 +109,9 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
         _mm256_store_ps(reinterpret_cast<float*>(p + 256),
                         _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
+#if defined(HEARTH_AVX_VNNI)
+        if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
+#endif
     }
 }
 
@@ -109,13 +134,18 @@ void pack_weights_x8(const uint8_t* rec, int kn, uint8_t* p) {
             }
         }
         _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
+#if defined(HEARTH_AVX_VNNI)
+        if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
+#endif
     }
 }
 
 // Activation tiles of tokens [t0, te): tile g holds tokens t0 + kTile*g + i (the last tile
-// repeats its last token), nb blocks each.
+// repeats its last token), nb blocks each. kPlus128: the quants are stored + 128, as unsigned
+// bytes (Q8_0 weights under VNNI).
+template <bool kPlus128>
 void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out) {
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), bias = _mm256_set1_epi8(char(0x80));
     for (int g = t0; g < te; g += kTile) {
         const block_q8_0* a[kTile];
         for (int i = 0; i < kTile; ++i)
@@ -124,7 +154,7 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
             __m256i s[kTile];
             for (int i = 0; i < kTile; ++i) {
                 const __m256i q = loadu(a[i][b].qs);
-                _mm256_store_si256(reinterpret_cast<__m256i*>(out->q[i]), q);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out->q[i]), kPlus128 ? _mm256_xor_si256(q, bias) : q);
                 out->d[i] = _cvtsh_ss(a[i][b].d);
                 s[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);  // 8 partial sums
             }
@@ -140,12 +170,49 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
 // row i with token t.
 template <bool kQ4>
 void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
+#if !defined(HEARTH_AVX_VNNI)
     const __m256i ones = _mm256_set1_epi16(1);
+#endif
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
            acc3 = _mm256_setzero_ps();
     for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
         const __m256i* q = reinterpret_cast<const __m256i*>(pw);
         __m256i s0, s1, s2, s3;
+#if defined(HEARTH_AVX_VNNI)
+        // One dpbusd per step and token, straight into int32 lanes. Q4_0: nibbles (unsigned) x
+        // activations; Q8_0: activations + 128 (unsigned) x weights. Two chains per token (even
+        // and odd steps), as each dpbusd waits on the one before it in its chain.
+        auto dot = [](__m256i acc, __m256i w, const int8_t* a) {
+            return kQ4 ? dot4_u8s8_add(acc, w, bcast32(a)) : dot4_u8s8_add(acc, bcast32(a), w);
+        };
+        const __m256i z = _mm256_setzero_si256();
+        __m256i e0 = z, e1 = z, e2 = z, e3 = z, o0 = z, o1 = z, o2 = z, o3 = z;
+        for (int j = 0; j < 8; j += 2) {
+            const __m256i w0 = _mm256_load_si256(q + j), w1 = _mm256_load_si256(q + j + 1);
+            e0 = dot(e0, w0, ab->q[0] + 4 * j);
+            e1 = dot(e1, w0, ab->q[1] + 4 * j);
+            e2 = dot(e2, w0, ab->q[2] + 4 * j);
+            e3 = dot(e3, w0, ab->q[3] + 4 * j);
+            o0 = dot(o0, w1, ab->q[0] + 4 * j + 4);
+            o1 = dot(o1, w1, ab->q[1] + 4 * j + 4);
+            o2 = dot(o2, w1, ab->q[2] + 4 * j + 4);
+            o3 = dot(o3, w1, ab->q[3] + 4 * j + 4);
+        }
+        // What the unsigned operand's offset added: Q4_0 8 * sum(a) per token, Q8_0
+        // 128 * sum(w) per row.
+        if (kQ4) {
+            s0 = _mm256_sub_epi32(_mm256_add_epi32(e0, o0), _mm256_set1_epi32(ab->s8[0]));
+            s1 = _mm256_sub_epi32(_mm256_add_epi32(e1, o1), _mm256_set1_epi32(ab->s8[1]));
+            s2 = _mm256_sub_epi32(_mm256_add_epi32(e2, o2), _mm256_set1_epi32(ab->s8[2]));
+            s3 = _mm256_sub_epi32(_mm256_add_epi32(e3, o3), _mm256_set1_epi32(ab->s8[3]));
+        } else {
+            const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(pw + 288));
+            s0 = _mm256_sub_epi32(_mm256_add_epi32(e0, o0), corr);
+            s1 = _mm256_sub_epi32(_mm256_add_epi32(e1, o1), corr);
+            s2 = _mm256_sub_epi32(_mm256_add_epi32(e2, o2), corr);
+            s3 = _mm256_sub_epi32(_mm256_add_epi32(e3, o3), corr);
+        }
+#else
         if (kQ4) {
             __m256i w = _mm256_load_si256(q);
             s0 = _mm256_maddubs_epi16(w, bcast32(ab->q[0]));
@@ -183,6 +250,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
                 keep_step_order(s0, s1, s2, s3);
             }
         }
+#endif
         const __m256 dw = _mm256_load_ps(reinterpret_cast<const float*>(pw + 256));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[0])), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[1])), acc1);
@@ -207,7 +275,11 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
     ActBlock* acts = act_buf(size_t(kTokBlock / kTile) * nb);
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
-        pack_acts(static_cast<const char*>(A), arb, nb, t0, te, acts);
+#if defined(HEARTH_AVX_VNNI)
+        pack_acts<!kQ4>(static_cast<const char*>(A), arb, nb, t0, te, acts);
+#else
+        pack_acts<false>(static_cast<const char*>(A), arb, nb, t0, te, acts);
+#endif
         for (int r = r0; r < r1; r += 8) {
             const int nr = std::min(8, r1 - r);
             const WBlock* row[8];

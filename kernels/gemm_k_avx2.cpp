@@ -25,6 +25,10 @@
 //    steps (8 elements) are summed in int16 (<= 32640 < 32767) before the madd with the scale.
 //    Per super-block: |sum| <= 256*255*32*128 < 2^28 and |correction| <= 128*256*32*128 = 2^27,
 //    so the int32 accumulator, which starts at -correction, stays below 2^29.
+// With VNNI (kernels/avx2_util.h) the steps of a sub-block (Q4_K) or group (Q6_K) go straight
+// into int32 lanes by dpbusd, one per step and token, and the scale is applied with an int32
+// multiply; the operands and offsets are the same. The int32 bounds: Q4_K as above; Q6_K a
+// group's sum <= 16*255*32, times |sc| <= 128, 16 groups and the correction: < 2^29.
 // TYPE_Q4_K_X8 weights (kernels/q4_kx8.h) pack from their records without transposes.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
@@ -162,6 +166,22 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
                 i3 = _mm256_setzero_si256();
         for (int s = 0; s < 8; ++s) {
             const uint8_t* a = &ab->q[0][32 * s];
+#if defined(HEARTH_AVX_VNNI)
+            const __m256i z = _mm256_setzero_si256();
+            __m256i s0 = z, s1 = z, s2 = z, s3 = z;
+            for (int j = 0; j < 8; ++j) {
+                const __m256i w = load(pw->q[s][j]);
+                s0 = dot4_u8s8_add(s0, w, bcast32(a + 4 * j));
+                s1 = dot4_u8s8_add(s1, w, bcast32(a + 256 + 4 * j));
+                s2 = dot4_u8s8_add(s2, w, bcast32(a + 512 + 4 * j));
+                s3 = dot4_u8s8_add(s3, w, bcast32(a + 768 + 4 * j));
+            }
+            const __m256i sc = _mm256_srai_epi32(load(pw->scale[s]), 16);  // the int16 scale as int32
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(s0, sc));
+            i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(s1, sc));
+            i2 = _mm256_add_epi32(i2, _mm256_mullo_epi32(s2, sc));
+            i3 = _mm256_add_epi32(i3, _mm256_mullo_epi32(s3, sc));
+#else
             __m256i w = load(pw->q[s][0]);
             __m256i s0 = _mm256_maddubs_epi16(w, bcast32(a));
             __m256i s1 = _mm256_maddubs_epi16(w, bcast32(a + 256));
@@ -180,6 +200,7 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
             i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(s1, sc));
             i2 = _mm256_add_epi32(i2, _mm256_madd_epi16(s2, sc));
             i3 = _mm256_add_epi32(i3, _mm256_madd_epi16(s3, sc));
+#endif
         }
         __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256(), m2 = _mm256_setzero_si256(),
                 m3 = _mm256_setzero_si256();
@@ -287,6 +308,23 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
         __m256i i0 = load(pw->neg_corr), i1 = i0, i2 = i0, i3 = i0;
         for (int g = 0; g < 16; ++g) {
+#if defined(HEARTH_AVX_VNNI)
+            const uint8_t* a = &ab->q[0][16 * g];
+            const __m256i z = _mm256_setzero_si256();
+            __m256i s0 = z, s1 = z, s2 = z, s3 = z;
+            for (int j = 0; j < 4; ++j) {
+                const __m256i w = load(pw->q[g][j]);
+                s0 = dot4_u8s8_add(s0, bcast32(a + 4 * j), w);
+                s1 = dot4_u8s8_add(s1, bcast32(a + 256 + 4 * j), w);
+                s2 = dot4_u8s8_add(s2, bcast32(a + 512 + 4 * j), w);
+                s3 = dot4_u8s8_add(s3, bcast32(a + 768 + 4 * j), w);
+            }
+            const __m256i sc = _mm256_srai_epi32(load(pw->scale[g]), 16);  // the int16 scale as int32
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(s0, sc));
+            i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(s1, sc));
+            i2 = _mm256_add_epi32(i2, _mm256_mullo_epi32(s2, sc));
+            i3 = _mm256_add_epi32(i3, _mm256_mullo_epi32(s3, sc));
+#else
             const __m256i sc = load(pw->scale[g]);
             for (int h = 0; h < 2; ++h) {  // two steps (8 elements) in int16, then scaled
                 const uint8_t* a = &ab->q[0][16 * g + 8 * h];
@@ -305,6 +343,7 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
                 i3 = _mm256_add_epi32(i3, _mm256_madd_epi16(s3, sc));
                 keep_step_order(i0, i1, i2, i3);
             }
+#endif
         }
         const __m256 d = _mm256_load_ps(pw->d);
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[0])), acc0);

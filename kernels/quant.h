@@ -19,7 +19,11 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define HEARTH_QUANT_AVX2 1
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define HEARTH_QUANT_IMPL "avx2+vnni"  // the GEMM tiles use VNNI (kernels/avx2_util.h)
+#else
 #define HEARTH_QUANT_IMPL "avx2"
+#endif
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define HEARTH_QUANT_NEON 1
 #if defined(__ARM_FEATURE_DOTPROD)
