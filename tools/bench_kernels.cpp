@@ -23,6 +23,7 @@
 
 #include "kernels/gemm_avx2.h"
 #include "kernels/quant.h"
+#include "kernels/rows_x8.h"
 
 namespace {
 
@@ -209,6 +210,27 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
         }
     }
 #endif
+    // Rows interleaved by 8 (kernels/rows_x8.h), as the loader repacks them: the kernels
+    // generation uses for Q4_0, Q8_0 and Q4_K.
+    if (const uint32_t x8 = x8_type_for(ti.w)) {
+        std::vector<uint8_t> W8(W.size());
+        repack_rows_to_x8(ti.w, W.data(), W8.data(), rows, cols);
+        const matmul_rows_fn mm8 = x8_matmul_kernel(x8);
+        report("x8 rows 1 token, 1 thread",
+               best_time([&] { mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rows); }), 1);
+        if (nth > 1) {
+            std::snprintf(name, sizeof name, "x8 rows 1 token, %d threads", nth);
+            report(name, best_time([&] {
+                       parallel_rows(rows, nth, [&](int r0, int r1) {
+                           mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, r0 / 8 * 8, r1 == rows ? r1 : r1 / 8 * 8);
+                       });
+                   }, 0.2, 5, true),
+                   1);
+        }
+        const int rs8 = std::min(rows, 128);
+        const double t8c = best_time([&] { mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rs8); });
+        std::printf("  x8 rows cache-resident %d rows, 1 thread: 1 token %.2f GB/s\n", rs8, double(wrb) * rs8 / t8c / 1e9);
+    }
     // Cache-resident (first 128 rows, ~L2 sized): compute ceiling of the kernels.
     const int rs = std::min(rows, 128);
     const double sbytes = double(wrb) * rs;
