@@ -83,6 +83,7 @@ test: deps
 		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
 
 bench: deps
+	@tools/install_deps.sh --bench
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/membw
 	tools/bench.sh
 

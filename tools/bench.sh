@@ -34,9 +34,30 @@ model() {
 # One ./run --bench as a table row: model label, type, threads, pp and tg sizes. The read
 # bandwidth of this shared VM drifts (2x within one make bench), so it is measured again right
 # before each row, with the row's thread count, and tg's weight GB/s is given as a share of it.
+#
+# The row's file must be in the page cache, or generation measures the disk: the files made
+# here (a 13 GB f16 7B beside the others) outgrow RAM, and the kernel kept the newest file only
+# partly cached (7B f16 tg ran at 1.3 tok/s, 2.6 once the file was wholly cached). So the other
+# files' cached pages are dropped (dd iflag=nocache, no root needed), the row's file is read
+# once, and a row whose file was not wholly cached after its runs says how much was.
+cache_only() {
+    local keep=$1 f
+    for f in "$dir"/*.hearth "$dir"/*-hf/*.safetensors; do
+        [ -f "$f" ] && [ "$f" != "$keep" ] && dd if="$f" iflag=nocache count=0 status=none
+    done
+    cat "$keep" > /dev/null
+}
+cached_note() {
+    local pct
+    pct=$(fincore --bytes --noheadings --output RES,SIZE "$1" 2>/dev/null | awk '{ printf "%d", 100 * $1 / $2 }')
+    [ -n "$pct" ] && [ "$pct" -lt 99 ] && echo " (file ${pct}% in page cache)"
+    return 0
+}
+
 bench_row() {
     local label=$1 file=$2 type=$3 threads=$4 pp=$5 tg=$6
     local r mb ppv tgv gbs bw pct
+    cache_only "$file"
     bw=$(build/membw 512 | sed -nE "s/.*, $threads threads?: ([0-9.]+) GB\/s.*/\1/p")
     r=$(./run "$file" --bench --bench-pp "$pp" --bench-tg "$tg" --bench-reps "$REPS" -t "$threads")
     mb=$(echo "$r" | sed -nE 's/.*, ([0-9.]+) MB of weights.*/\1/p')
@@ -44,7 +65,7 @@ bench_row() {
     tgv=$(echo "$r" | sed -nE 's/^tg[0-9]+: ([0-9.]+) tok\/s.*/\1/p')
     gbs=$(echo "$r" | sed -nE 's/.*\(([0-9.]+) GB\/s.*/\1/p')
     pct=$(awk -v a="$gbs" -v b="$bw" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "?" }')
-    echo "| $label | $type | $mb | $threads | $ppv | $tgv | $gbs | $bw | $pct |" | tee -a "$out"
+    echo "| $label$(cached_note "$file") | $type | $mb | $threads | $ppv | $tgv | $gbs | $bw | $pct |" | tee -a "$out"
 }
 
 {

@@ -6,7 +6,7 @@ PKGS="g++ make libsentencepiece-dev libedit-dev doctest-dev nlohmann-json3-dev g
 if [ "${1:-}" = "--reference" ]; then
     PKGS="$PKGS python3-torch python3-numpy python3-sentencepiece libopenblas0-pthread"
 elif [ "${1:-}" = "--bench" ]; then
-    PKGS="$PKGS python3-numpy"
+    PKGS="$PKGS python3-numpy util-linux-extra"
 fi
 missing=""
 for p in $PKGS; do
