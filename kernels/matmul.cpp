@@ -84,9 +84,9 @@ void run_rows(const Job& J, int cols, const float* x, int n_tokens, int r0, int 
 // for a while leaves little for the other to wait on, large enough that the threads stream long
 // runs. On the AMD EPYC machine, pieces of 96 KB left generation at ~60% of the 2-thread read
 // bandwidth; 384 KB to 2 MB ran 20-25% faster (TinyLlama q4_0/q8_0/q4_k_m, Llama-2-7B q4_0;
-// docs/benchmarks.md), 4 MB slower again (too few pieces to balance TinyLlama's matrices). Part
-// of it is that a piece's prefetches, software and hardware, run past its end into rows the
-// other thread reads; the rest could not be told apart without hardware counters.
+// docs/benchmarks.md), 4 MB slower again (too few pieces to balance TinyLlama's matrices). Why
+// was not measured (the VM has no hardware counters); a likely part is that a piece's
+// prefetches, software and hardware, run past its end into rows the other thread reads.
 constexpr size_t kPieceBytes = 512 << 10;
 
 }  // namespace
