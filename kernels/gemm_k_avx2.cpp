@@ -92,6 +92,35 @@ ActSuper* act_buf(size_t n) {
 inline __m256i load(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
 inline void store(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>(p), v); }
 
+#if defined(HEARTH_AVX_VNNI)
+// One sub-block (Q4_K) or group (Q6_K) of kSteps steps for the kTile tokens of a tile, under
+// VNNI: i_t += sc * sum_j dpbusd(step j of w, the 4 bytes of token t at a + 256 t + 4 j).
+// kWeightsUnsigned: Q4_K's nibbles are dpbusd's unsigned operand; for Q6_K the activations
+// (+ 128) are. sc_pair is the int16 scale twice per lane (the madd form the AVX2 tile uses);
+// its high half, shifted down, is the scale as int32.
+template <int kSteps, bool kWeightsUnsigned>
+inline void add_scaled_steps_vnni(const uint8_t (*w)[32], const uint8_t* a, const void* sc_pair, __m256i& i0,
+                                  __m256i& i1, __m256i& i2, __m256i& i3) {
+    auto dot = [](__m256i acc, __m256i wv, const uint8_t* at) {
+        return kWeightsUnsigned ? dot4_u8s8_add(acc, wv, bcast32(at)) : dot4_u8s8_add(acc, bcast32(at), wv);
+    };
+    const __m256i z = _mm256_setzero_si256();
+    __m256i s0 = z, s1 = z, s2 = z, s3 = z;
+    for (int j = 0; j < kSteps; ++j) {
+        const __m256i wv = load(w[j]);
+        s0 = dot(s0, wv, a + 4 * j);
+        s1 = dot(s1, wv, a + 256 + 4 * j);
+        s2 = dot(s2, wv, a + 512 + 4 * j);
+        s3 = dot(s3, wv, a + 768 + 4 * j);
+    }
+    const __m256i sc = _mm256_srai_epi32(load(sc_pair), 16);
+    i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(s0, sc));
+    i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(s1, sc));
+    i2 = _mm256_add_epi32(i2, _mm256_mullo_epi32(s2, sc));
+    i3 = _mm256_add_epi32(i3, _mm256_mullo_epi32(s3, sc));
+}
+#endif
+
 
 // 8 rows' 32 consecutive elements (one vector per row) -> 8 steps of 32 bytes at dst.
 inline void store_steps(__m256i v[8], void* dst) {
@@ -167,20 +196,7 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
         for (int s = 0; s < 8; ++s) {
             const uint8_t* a = &ab->q[0][32 * s];
 #if defined(HEARTH_AVX_VNNI)
-            const __m256i z = _mm256_setzero_si256();
-            __m256i s0 = z, s1 = z, s2 = z, s3 = z;
-            for (int j = 0; j < 8; ++j) {
-                const __m256i w = load(pw->q[s][j]);
-                s0 = dot4_u8s8_add(s0, w, bcast32(a + 4 * j));
-                s1 = dot4_u8s8_add(s1, w, bcast32(a + 256 + 4 * j));
-                s2 = dot4_u8s8_add(s2, w, bcast32(a + 512 + 4 * j));
-                s3 = dot4_u8s8_add(s3, w, bcast32(a + 768 + 4 * j));
-            }
-            const __m256i sc = _mm256_srai_epi32(load(pw->scale[s]), 16);  // the int16 scale as int32
-            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(s0, sc));
-            i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(s1, sc));
-            i2 = _mm256_add_epi32(i2, _mm256_mullo_epi32(s2, sc));
-            i3 = _mm256_add_epi32(i3, _mm256_mullo_epi32(s3, sc));
+            add_scaled_steps_vnni<8, true>(pw->q[s], a, pw->scale[s], i0, i1, i2, i3);
 #else
             __m256i w = load(pw->q[s][0]);
             __m256i s0 = _mm256_maddubs_epi16(w, bcast32(a));
@@ -309,21 +325,8 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
         __m256i i0 = load(pw->neg_corr), i1 = i0, i2 = i0, i3 = i0;
         for (int g = 0; g < 16; ++g) {
 #if defined(HEARTH_AVX_VNNI)
-            const uint8_t* a = &ab->q[0][16 * g];
-            const __m256i z = _mm256_setzero_si256();
-            __m256i s0 = z, s1 = z, s2 = z, s3 = z;
-            for (int j = 0; j < 4; ++j) {
-                const __m256i w = load(pw->q[g][j]);
-                s0 = dot4_u8s8_add(s0, bcast32(a + 4 * j), w);
-                s1 = dot4_u8s8_add(s1, bcast32(a + 256 + 4 * j), w);
-                s2 = dot4_u8s8_add(s2, bcast32(a + 512 + 4 * j), w);
-                s3 = dot4_u8s8_add(s3, bcast32(a + 768 + 4 * j), w);
-            }
-            const __m256i sc = _mm256_srai_epi32(load(pw->scale[g]), 16);  // the int16 scale as int32
-            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(s0, sc));
-            i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(s1, sc));
-            i2 = _mm256_add_epi32(i2, _mm256_mullo_epi32(s2, sc));
-            i3 = _mm256_add_epi32(i3, _mm256_mullo_epi32(s3, sc));
+            add_scaled_steps_vnni<4, false>(reinterpret_cast<const uint8_t(*)[32]>(pw->q[g]), &ab->q[0][16 * g], pw->scale[g],
+                                            i0, i1, i2, i3);
 #else
             const __m256i sc = load(pw->scale[g]);
             for (int h = 0; h < 2; ++h) {  // two steps (8 elements) in int16, then scaled
