@@ -13,7 +13,7 @@
 
 bool matmul_supports(uint32_t type) {
     if (type == TYPE_F32 || type == TYPE_F16) return true;
-    if (x8_plain_type(type) != type) return x8_matmul_kernel(type) != nullptr;  // interleaved: only where built
+    if (type_plain(type) != type) return x8_matmul_kernel(type) != nullptr;  // interleaved: only where built
     return type != TYPE_Q8_K && quant_kernels(type) != nullptr;
 }
 
@@ -111,7 +111,7 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
         if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
         // Interleaved types: the plain type's activations, their own kernel (any token count).
-        b.k = quant_kernels(x8_plain_type(b.m.type));
+        b.k = quant_kernels(type_plain(b.m.type));
         b.mm = b.k->matmul_rows;
         if (const matmul_rows_fn x8 = x8_matmul_kernel(b.m.type)) b.mm = x8;
 #if defined(HEARTH_GEMM_AVX2)

@@ -21,16 +21,26 @@
 #include <cstddef>
 #include <cstdint>
 
-// Element types of stored tensors. The numbers are ggml's (GGUF's), so a GGUF type id
-// means the same thing here. A plain enum: type ids live in uint32_t fields of files.
+// Element types. The numbers are ggml's (GGUF's), so a GGUF type id means the same thing
+// here. A plain enum: type ids live in uint32_t fields of files. kTypeTraits below has a row
+// for every type GGUF knows, so that any GGUF tensor can be sized and named; the TYPE_ names
+// are the types hearth computes with.
 enum TensorType : uint32_t {
     TYPE_F32 = 0,
     TYPE_F16 = 1,
     TYPE_Q4_0 = 2,
+    TYPE_Q4_1 = 3,
+    TYPE_Q5_0 = 6,
+    TYPE_Q5_1 = 7,
     TYPE_Q8_0 = 8,
+    TYPE_Q2_K = 10,
+    TYPE_Q3_K = 11,
     TYPE_Q4_K = 12,
+    TYPE_Q5_K = 13,
     TYPE_Q6_K = 14,
     TYPE_Q8_K = 15,  // activations only, never stored
+    TYPE_IQ4_NL = 20,
+    TYPE_IQ4_XS = 23,
     TYPE_BF16 = 30,
     // In memory only, never in a file: rows interleaved by 8 for the AVX2 kernels (1000 + the
     // type's id; kernels/rows_x8.h, q4_kx8.h). The loader repacks matrices to them;
@@ -84,68 +94,73 @@ static_assert(offsetof(block_q6_K, qh) == 128 && offsetof(block_q6_K, scales) ==
               offsetof(block_q6_K, d) == 208, "q6_K layout");
 static_assert(offsetof(block_q8_K, qs) == 4 && offsetof(block_q8_K, bsums) == 260, "q8_K layout");
 
-constexpr bool type_is_valid(uint32_t t) {
-    return t == 0 || t == 1 || t == 2 || t == 8 || t == 12 || t == 14 || t == 15 || t == 30;
+// One row of facts per type: ggml's name, block size and bytes, and what hearth does with it.
+enum TypeUse : uint8_t {
+    USE_NONE = 0,    // known to GGUF only: sized and named, never computed with
+    USE_STORE = 1,   // a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)
+    USE_DEQUANT = 2, // quantize can read it (dequantized and re-quantized), run cannot
+    USE_ACT = 3,     // activations only (q8_K)
+    USE_MEMORY = 4,  // interleaved rows, in memory only (kernels/rows_x8.h)
+};
+struct TypeTraits {
+    uint32_t id;
+    const char* name;    // ggml's ("q4_K", "f16", ...)
+    int block_size;      // elements per block (1 for plain numbers)
+    int block_bytes;
+    TypeUse use;
+    uint32_t plain;      // the stored type an interleaved type was repacked from; else id
+};
+inline constexpr TypeTraits kTypeTraits[] = {
+    {0, "f32", 1, 4, USE_STORE, 0},           {1, "f16", 1, 2, USE_STORE, 1},
+    {2, "q4_0", 32, 18, USE_STORE, 2},        {3, "q4_1", 32, 20, USE_DEQUANT, 3},
+    {6, "q5_0", 32, 22, USE_DEQUANT, 6},      {7, "q5_1", 32, 24, USE_DEQUANT, 7},
+    {8, "q8_0", 32, 34, USE_STORE, 8},        {9, "q8_1", 32, 36, USE_NONE, 9},
+    {10, "q2_K", 256, 84, USE_DEQUANT, 10},   {11, "q3_K", 256, 110, USE_DEQUANT, 11},
+    {12, "q4_K", 256, 144, USE_STORE, 12},    {13, "q5_K", 256, 176, USE_DEQUANT, 13},
+    {14, "q6_K", 256, 210, USE_STORE, 14},    {15, "q8_K", 256, 292, USE_ACT, 15},
+    {16, "iq2_xxs", 256, 66, USE_NONE, 16},   {17, "iq2_xs", 256, 74, USE_NONE, 17},
+    {18, "iq3_xxs", 256, 98, USE_NONE, 18},   {19, "iq1_s", 256, 50, USE_NONE, 19},
+    {20, "iq4_nl", 32, 18, USE_DEQUANT, 20},  {21, "iq3_s", 256, 110, USE_NONE, 21},
+    {22, "iq2_s", 256, 82, USE_NONE, 22},     {23, "iq4_xs", 256, 136, USE_DEQUANT, 23},
+    {24, "i8", 1, 1, USE_NONE, 24},           {25, "i16", 1, 2, USE_NONE, 25},
+    {26, "i32", 1, 4, USE_NONE, 26},          {27, "i64", 1, 8, USE_NONE, 27},
+    {28, "f64", 1, 8, USE_NONE, 28},          {29, "iq1_m", 256, 56, USE_NONE, 29},
+    {30, "bf16", 1, 2, USE_STORE, 30},        {34, "tq1_0", 256, 54, USE_NONE, 34},
+    {35, "tq2_0", 256, 66, USE_NONE, 35},     {39, "mxfp4", 32, 17, USE_NONE, 39},
+    {1002, "q4_0x8", 32, 18, USE_MEMORY, 2},  {1008, "q8_0x8", 32, 34, USE_MEMORY, 8},
+    {1012, "q4_Kx8", 256, 144, USE_MEMORY, 12},
+};
+
+// The row of type t, or nullptr for an id no one knows.
+constexpr const TypeTraits* type_traits(uint32_t t) {
+    for (const TypeTraits& r : kTypeTraits)
+        if (r.id == t) return &r;
+    return nullptr;
 }
 
-// Types a checkpoint may store tensors in (Q8_K exists only for activations).
-constexpr bool type_is_storage(uint32_t t) { return type_is_valid(t) && t != TYPE_Q8_K; }
+// Any type GGUF defines (a tensor of it can be sized), or one of hearth's in-memory types.
+constexpr bool type_is_known(uint32_t t) { return type_traits(t) != nullptr; }
 
-// Elements per block (1 for the plain float types).
-constexpr int type_block_size(uint32_t t) {
-    switch (t) {
-        case TYPE_Q4_0:
-        case TYPE_Q4_0_X8: return QK4_0;
-        case TYPE_Q8_0:
-        case TYPE_Q8_0_X8: return QK8_0;
-        case TYPE_Q4_K:
-        case TYPE_Q4_K_X8:
-        case TYPE_Q6_K:
-        case TYPE_Q8_K: return QK_K;
-        default: return 1;
-    }
-}
+// Types a hearth checkpoint may store tensors in.
+constexpr bool type_is_storage(uint32_t t) { return type_is_known(t) && type_traits(t)->use == USE_STORE; }
+
+// Elements per block (1 for the plain number types; 0 for an unknown type).
+constexpr int type_block_size(uint32_t t) { return type_is_known(t) ? type_traits(t)->block_size : 0; }
 
 // Bytes per block (0 for an unknown type).
-constexpr size_t type_block_bytes(uint32_t t) {
-    switch (t) {
-        case TYPE_F32:  return 4;
-        case TYPE_F16:  return 2;
-        case TYPE_BF16: return 2;
-        case TYPE_Q4_0:
-        case TYPE_Q4_0_X8: return sizeof(block_q4_0);
-        case TYPE_Q8_0:
-        case TYPE_Q8_0_X8: return sizeof(block_q8_0);
-        case TYPE_Q4_K:
-        case TYPE_Q4_K_X8: return sizeof(block_q4_K);
-        case TYPE_Q6_K: return sizeof(block_q6_K);
-        case TYPE_Q8_K: return sizeof(block_q8_K);
-    }
-    return 0;
-}
+constexpr size_t type_block_bytes(uint32_t t) { return type_is_known(t) ? size_t(type_traits(t)->block_bytes) : 0; }
 
 // Bytes of a row of n elements; n must be a multiple of type_block_size(t).
 constexpr size_t type_row_bytes(uint32_t t, int64_t n) {
     return size_t(n / type_block_size(t)) * type_block_bytes(t);
 }
 
-// ggml's names ("q4_K", "f16", ...).
-constexpr const char* type_name(uint32_t t) {
-    switch (t) {
-        case TYPE_F32:  return "f32";
-        case TYPE_F16:  return "f16";
-        case TYPE_BF16: return "bf16";
-        case TYPE_Q4_0: return "q4_0";
-        case TYPE_Q4_0_X8: return "q4_0x8";
-        case TYPE_Q8_0_X8: return "q8_0x8";
-        case TYPE_Q4_K_X8: return "q4_Kx8";
-        case TYPE_Q8_0: return "q8_0";
-        case TYPE_Q4_K: return "q4_K";
-        case TYPE_Q6_K: return "q6_K";
-        case TYPE_Q8_K: return "q8_K";
-    }
-    return "unknown";
-}
+// ggml's names ("q4_K", "f16", ...), "unknown" for an id no one knows.
+constexpr const char* type_name(uint32_t t) { return type_is_known(t) ? type_traits(t)->name : "unknown"; }
+
+// The stored type an interleaved type was repacked from (TYPE_Q4_0 for TYPE_Q4_0_X8, ...);
+// any other type unchanged.
+constexpr uint32_t type_plain(uint32_t t) { return type_is_known(t) ? type_traits(t)->plain : t; }
 
 constexpr bool type_is_quantized(uint32_t t) {
     return t == TYPE_Q4_0 || t == TYPE_Q8_0 || t == TYPE_Q4_K ||

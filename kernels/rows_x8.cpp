@@ -102,15 +102,6 @@ uint32_t x8_type_for(uint32_t type) {
     return 0;
 }
 
-uint32_t x8_plain_type(uint32_t type) {
-    switch (type) {
-        case TYPE_Q4_0_X8: return TYPE_Q4_0;
-        case TYPE_Q8_0_X8: return TYPE_Q8_0;
-        case TYPE_Q4_K_X8: return TYPE_Q4_K;
-        default: return type;
-    }
-}
-
 matmul_rows_fn x8_matmul_kernel(uint32_t type) {
 #if defined(HEARTH_QUANT_AVX2)
     switch (type) {

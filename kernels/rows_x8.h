@@ -27,10 +27,6 @@
 // 0 otherwise (keep the plain layout).
 uint32_t x8_type_for(uint32_t type);
 
-// The stored type an interleaved type was repacked from (TYPE_Q4_0 for TYPE_Q4_0_X8, ...);
-// any other type unchanged.
-uint32_t x8_plain_type(uint32_t type);
-
 // The matmul kernel (any number of tokens) of an interleaved type this build has kernels for;
 // nullptr for any other type.
 matmul_rows_fn x8_matmul_kernel(uint32_t type);

@@ -205,8 +205,10 @@ TEST_CASE("type helpers and block layouts") {
     CHECK(type_vec_dot_type(TYPE_Q8_0) == TYPE_Q8_0);
     CHECK(type_vec_dot_type(TYPE_Q4_K) == TYPE_Q8_K);
     CHECK(type_vec_dot_type(TYPE_Q6_K) == TYPE_Q8_K);
-    CHECK(type_is_valid(14));
-    CHECK(!type_is_valid(3));
+    CHECK(type_is_storage(14));
+    CHECK(type_is_known(3));
+    CHECK(!type_is_storage(3));
+    CHECK(!type_is_known(4));
     for (TensorType t : {TYPE_Q8_0, TYPE_Q4_0, TYPE_Q4_K, TYPE_Q6_K}) {
         const QuantKernels* k = quant_kernels(t);
         REQUIRE(k != nullptr);
