@@ -21,7 +21,7 @@ LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp
 # Everything else.
 TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
-             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp \
+             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_metadata.cpp \
              tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp
 
 .PHONY: all deps demo test test-host test-neon bench clean

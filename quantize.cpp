@@ -45,7 +45,7 @@ static void on_signal(int sig) {
 int main(int argc, char** argv) {
     std::vector<std::string> positional;
     OutputMix mix = OutputMix::F16;
-    bool quiet = false;
+    bool type_given = false, quiet = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "-h" || a == "--help") {
@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
         } else if (a == "-t" || a == "--type") {
             if (i + 1 >= argc) return fail(a + " needs a type (see --help)");
             if (!parse_output_mix(argv[++i], &mix)) return fail(std::string("unknown type '") + argv[i] + "' (see --help)");
+            type_given = true;
         } else if (a == "-q" || a == "--quiet") {
             quiet = true;
         } else if (a.size() > 1 && a[0] == '-') {
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
     }
     if (positional.size() == 3) {
         if (!parse_output_mix(positional[2], &mix)) return fail("unknown type '" + positional[2] + "' (see --help)");
+        type_given = true;
         positional.pop_back();
     }
     if (positional.size() != 2) {
@@ -84,8 +86,10 @@ int main(int argc, char** argv) {
         FILE* f = std::fopen(in_path.c_str(), "rb");
         size_t got = f ? std::fread(magic, 1, sizeof magic, f) : 0;
         if (f) std::fclose(f);
-        if (got == sizeof magic && std::memcmp(magic, kCheckpointMagic, sizeof magic) == 0)
+        if (got == sizeof magic && std::memcmp(magic, kCheckpointMagic, sizeof magic) == 0) {
             err = import_hearth_file(in_path, &src);
+            if (!type_given) mix = OutputMix::Keep;
+        }
         else if (got >= 4 && std::memcmp(magic, "GGUF", 4) == 0)
             err = in_path + " is a GGUF file; GGUF input is not supported yet";
         else

@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
     std::string err = load_model(model_path, &model);
     if (!err.empty()) return fail(err);
     Tokenizer tok;
-    if (!(err = tok.load(model.tokenizer, model.tokenizer_bytes)).empty()) return fail(model_path + ": embedded tokenizer: " + err);
+    if (!(err = tok.load(model.tokenizer)).empty()) return fail(model_path + ": embedded tokenizer: " + err);
     const ModelConfig& c = model.config;
     if (tok.vocab_size() > c.vocab_size) return fail(model_path + ": tokenizer is larger than the model's vocabulary");
 

@@ -17,6 +17,10 @@ bool matmul_supports(uint32_t type) {
     return type != TYPE_Q8_K && quant_kernels(type) != nullptr;
 }
 
+bool dequantize_supports(uint32_t type) {
+    return type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr);
+}
+
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out) {
     switch (type) {
         case TYPE_F32: {

@@ -23,6 +23,9 @@ struct MatmulJob {
 // one barrier at the end instead of one per matrix.
 void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens);
 
+// True when dequantize_row() reads this type.
+bool dequantize_supports(uint32_t type);
+
 // Row `row` of W as fp32 (the token embedding lookup). Not for the interleaved types
 // (kernels/rows_x8.h): the loader never repacks the token embedding.
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out);

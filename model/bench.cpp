@@ -6,17 +6,6 @@
 
 #include "forward.h"
 
-uint64_t weight_bytes_per_token(const Model& m) {
-    uint64_t bytes = m.token_embd.bytes / m.token_embd.rows();
-    if (!m.config.tied_embeddings) bytes += m.output.bytes;
-    else bytes += m.token_embd.bytes;
-    bytes += m.output_norm.bytes;
-    for (const LayerWeights& L : m.layers)
-        for (const TensorView* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down})
-            bytes += t->bytes;
-    return bytes;
-}
-
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];

@@ -12,8 +12,6 @@ struct BenchResult {
     uint64_t bytes_per_token = 0;  // weight bytes one generated token reads
 };
 
-// Weight bytes read to generate one token: every matrix once, one row of the embedding.
-uint64_t weight_bytes_per_token(const Model& m);
 
 // "" on success. n_pp or n_tg may be 0 to skip that part.
 std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, BenchResult* out);

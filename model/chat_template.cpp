@@ -35,16 +35,16 @@ std::string detect_chat_template(const std::string& t) {
     return "";
 }
 
-std::string chat_template_from_tokenizer_config(const std::string& json_text) {
+std::string chat_template_jinja(const std::string& json_text) {
     try {
         const nlohmann::json j = nlohmann::json::parse(json_text);
-        if (!j.contains("chat_template")) return "";
+        if (!j.is_object() || !j.contains("chat_template")) return "";
         const nlohmann::json& t = j["chat_template"];
-        if (t.is_string()) return detect_chat_template(t.get<std::string>());
+        if (t.is_string()) return t.get<std::string>();
         if (t.is_array())
             for (const nlohmann::json& e : t)
-                if (e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
-                    return detect_chat_template(e["template"].get<std::string>());
+                if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
+                    return e["template"].get<std::string>();
     } catch (const std::exception&) {
         // A damaged tokenizer_config.json only costs the template: `run --template` can name it.
     }

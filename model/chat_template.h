@@ -32,9 +32,9 @@ bool is_chat_template(const std::string& name);
 // The built-in template that a Hugging Face `chat_template` (a Jinja string, or one of
 // our names) is, recognised by its markers as llama.cpp does; "" when none is.
 std::string detect_chat_template(const std::string& jinja);
-// The same for the text of a tokenizer_config.json, whose chat_template is a string or a
-// list of {name, template} (then the one named "default"). "" when absent or unknown.
-std::string chat_template_from_tokenizer_config(const std::string& json_text);
+// The chat template (Jinja) of a tokenizer_config.json, whose chat_template is a string or a
+// list of {name, template} (then the one named "default"). "" when absent or unreadable.
+std::string chat_template_jinja(const std::string& tokenizer_config_json);
 
 // Formats `dialog` (an optional system message, then user and assistant alternating)
 // into token ids. With add_generation_prompt, the dialog must end with a user message and

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "../kernels/quant_types.h"
+#include "metadata.h"
+#include "tokenizer_metadata.h"
 
 // Paths of unfinished temporary files, for remove_unfinished_checkpoints(). A fixed array of
 // fixed buffers, because a signal handler may not allocate.
@@ -50,39 +52,26 @@ std::string CheckpointWriter::fail(const std::string& why) {
 
 static uint64_t align_up(uint64_t x) { return (x + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment; }
 
-std::string CheckpointWriter::open(const std::string& path, const ModelConfig& c, const std::string& tokenizer,
+std::string CheckpointWriter::open(const std::string& path, const ModelConfig& c, const TokenizerSpec& tokenizer,
                                    const std::vector<TensorSpec>& tensors) {
     std::string err = validate_config(c);
     if (!err.empty()) return "bad model configuration: " + err;
-    if (tokenizer.empty()) return "no tokenizer to embed";
     path_ = path;
     tmp_path_ = path + ".partial-" + std::to_string(getpid());
 
-    FileHeader h;
+    Metadata meta;
+    config_to_metadata(c, &meta);
+    tokenizer_to_metadata(tokenizer, &meta);
+    const std::string meta_bytes = meta.serialize();
+    FileHeaderV2 h;
     std::memset(&h, 0, sizeof h);
     std::memcpy(h.magic, kCheckpointMagic, sizeof h.magic);
     h.version = kCheckpointVersion;
-    h.header_bytes = sizeof(FileHeader);
-    h.dim = c.dim;
-    h.hidden_dim = c.hidden_dim;
-    h.n_layers = c.n_layers;
-    h.n_heads = c.n_heads;
-    h.n_kv_heads = c.n_kv_heads;
-    h.head_dim = c.head_dim;
-    h.vocab_size = c.vocab_size;
-    h.max_seq_len = c.max_seq_len;
-    h.bos_id = uint32_t(c.bos_id);
-    h.eos_id = uint32_t(c.eos_id);
-    h.flags = c.tied_embeddings ? kFlagTiedEmbeddings : 0;
-    h.rope_theta = c.rope_theta;
-    h.rms_eps = c.rms_eps;
-    h.n_tensors = uint32_t(tensors.size());
-    if (c.arch.size() >= sizeof h.arch || c.chat_template.size() >= sizeof h.chat_template) return "name too long for the header";
-    std::memcpy(h.arch, c.arch.data(), c.arch.size());
-    std::memcpy(h.chat_template, c.chat_template.data(), c.chat_template.size());
-    h.tokenizer_offset = sizeof(FileHeader);
-    h.tokenizer_bytes = tokenizer.size();
-    h.tensor_table_offset = h.tokenizer_offset + h.tokenizer_bytes;
+    h.header_bytes = sizeof(FileHeaderV2);
+    h.n_metadata = meta.size();
+    h.metadata_offset = sizeof(FileHeaderV2);
+    h.n_tensors = tensors.size();
+    h.tensor_table_offset = h.metadata_offset + meta_bytes.size();
     h.data_offset = align_up(h.tensor_table_offset + tensors.size() * sizeof(TensorEntry));
 
     uint64_t at = h.data_offset;
@@ -95,6 +84,7 @@ std::string CheckpointWriter::open(const std::string& path, const ModelConfig& c
         e.type = t.type;
         e.n_dims = uint32_t(t.n_dims);
         for (int d = 0; d < kMaxDims; d++) e.shape[d] = d < t.n_dims ? t.shape[d] : 0;
+        if (!type_is_storage(t.type)) return "tensor " + t.name + ": a checkpoint cannot hold type " + type_name(t.type);
         e.bytes = tensor_bytes(t.type, t.n_dims, t.shape);
         if (e.bytes == 0) return "tensor " + t.name + ": shape does not fit type " + type_name(t.type);
         e.offset = at;
@@ -112,7 +102,7 @@ std::string CheckpointWriter::open(const std::string& path, const ModelConfig& c
         return why;
     }
     track(tmp_path_, true);
-    bool ok = fwrite(&h, sizeof h, 1, f_) == 1 && fwrite(tokenizer.data(), tokenizer.size(), 1, f_) == 1;
+    bool ok = fwrite(&h, sizeof h, 1, f_) == 1 && fwrite(meta_bytes.data(), meta_bytes.size(), 1, f_) == 1;
     for (const TensorEntry& e : entries_) ok = ok && fwrite(&e, sizeof e, 1, f_) == 1;
     static const char zeros[kTensorAlignment] = {};
     uint64_t pad = h.data_offset - (h.tensor_table_offset + entries_.size() * sizeof(TensorEntry));

@@ -24,8 +24,9 @@ public:
     CheckpointWriter& operator=(const CheckpointWriter&) = delete;
     ~CheckpointWriter();  // removes the temporary file unless commit() succeeded
 
-    // Lays out the file and writes everything before the tensor data. "" on success.
-    std::string open(const std::string& path, const ModelConfig& config, const std::string& tokenizer,
+    // Lays out a version 2 file (model/format.h) and writes everything before the tensor
+    // data: the configuration and tokenizer as metadata, and the tensor table. "" on success.
+    std::string open(const std::string& path, const ModelConfig& config, const TokenizerSpec& tokenizer,
                      const std::vector<TensorSpec>& tensors);
     // Appends bytes of the tensor data, in table order; padding is added between tensors.
     std::string write(const void* data, size_t bytes);

@@ -17,7 +17,7 @@ static const struct {
     const char* name;
     OutputMix mix;
 } kMixes[] = {{"f32", OutputMix::F32},   {"f16", OutputMix::F16},   {"q8_0", OutputMix::Q8_0},    {"q4_0", OutputMix::Q4_0},
-              {"q4_k", OutputMix::Q4_K}, {"q6_k", OutputMix::Q6_K}, {"q4_k_m", OutputMix::Q4_K_M}};
+              {"q4_k", OutputMix::Q4_K}, {"q6_k", OutputMix::Q6_K}, {"q4_k_m", OutputMix::Q4_K_M}, {"keep", OutputMix::Keep}};
 
 bool parse_output_mix(const std::string& name, OutputMix* out) {
     std::string lower;
@@ -52,10 +52,22 @@ static bool ends_with(const std::string& s, const char* suffix) {
     return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+// For `keep`: the type a tensor hearth cannot compute with becomes, with at least its bits.
+static uint32_t nearest_storage_type(uint32_t type) {
+    if (type == TYPE_BF16) return TYPE_F16;  // as a Hugging Face BF16 folder converts by default
+    if (type_is_storage(type)) return type;
+    switch (type) {
+        case TYPE_Q2_K: case TYPE_Q3_K: return TYPE_Q4_K;
+        case TYPE_Q5_K: case TYPE_IQ4_XS: return TYPE_Q6_K;
+        default: return TYPE_Q8_0;  // q4_1, q5_0, q5_1, iq4_nl: 32-element blocks of 4-5 bits
+    }
+}
+
 uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers) {
     if (t.n_dims == 1) return TYPE_F32;
     uint32_t want = TYPE_F16;
     switch (mix) {
+        case OutputMix::Keep: want = nearest_storage_type(t.type); break;
         case OutputMix::F32: want = TYPE_F32; break;
         case OutputMix::F16: want = TYPE_F16; break;
         case OutputMix::Q8_0: want = TYPE_Q8_0; break;
@@ -80,11 +92,19 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers) {
     return TYPE_F16;
 }
 
+// A tensor that already has the wanted type, and rows in hearth's order, is copied bit for bit:
+// re-quantizing a block can change it, and a GGUF file must compute what its blocks mean.
+static bool copies_as_is(const SourceTensor& t, uint32_t type) { return t.type == type && t.hf_rope_heads == 0; }
+
 // Converts rows [r0, r1) of a tensor into `out` (row_bytes each) and accumulates the
 // squared error of the stored values against the source values.
 static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint64_t r1, uint8_t* out, double* err2, double* ref2) {
     const int cols = int(t.cols());
     const size_t row_bytes = type_row_bytes(type, cols);
+    if (copies_as_is(t, type)) {
+        std::memcpy(out, t.data + r0 * row_bytes, (r1 - r0) * row_bytes);
+        return;
+    }
     std::vector<float> row(cols), back(cols);
     double e2 = 0, x2 = 0;
     for (uint64_t r = r0; r < r1; r++) {
@@ -120,6 +140,18 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);
     }
+    // Quantized types run cannot compute with lose a little more in their new type: say which.
+    std::string requantized;
+    int n_requantized = 0;
+    for (size_t i = 0; i < src.tensors.size(); i++)
+        if (type_is_known(src.tensors[i].type) && type_traits(src.tensors[i].type)->use == USE_DEQUANT) {
+            n_requantized++;
+            if (n_requantized <= 8) requantized += (n_requantized > 1 ? ", " : "") + src.tensors[i].name + " (" +
+                                                   type_name(src.tensors[i].type) + " -> " + type_name(specs[i].type) + ")";
+        }
+    if (n_requantized)
+        std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n", n_requantized,
+                     requantized.c_str(), n_requantized > 8 ? ", ..." : "");
     CheckpointWriter writer;
     std::string err = writer.open(out_path, c, src.tokenizer, specs);
     if (!err.empty()) return err;

@@ -15,6 +15,7 @@ enum class OutputMix {
     Q4_K,
     Q6_K,
     Q4_K_M,  // llama.cpp's Q4_K_M: Q4_K, with Q6_K where quantization hurts most
+    Keep,    // every matrix keeps its type; one hearth cannot compute with gets the nearest it can
 };
 
 // "f32", "q4_k_m", ... (case-insensitive). False for an unknown name.

@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstring>
-#include <set>
+#include <unordered_set>
 
 #include "../kernels/quant_types.h"
+#include "metadata.h"
+#include "tokenizer_metadata.h"
 
 uint64_t TensorView::rows() const {
     uint64_t r = 1;
@@ -13,40 +15,19 @@ uint64_t TensorView::rows() const {
 }
 
 uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape) {
-    if (n_dims < 1 || n_dims > kMaxDims || !type_is_storage(type)) return 0;
+    if (n_dims < 1 || n_dims > kMaxDims || !type_is_known(type)) return 0;
     const uint64_t limit = uint64_t(1) << 40;  // 1 TiB: no real tensor is larger
     uint64_t rows = 1;
     for (int i = 0; i + 1 < n_dims; i++) {
         if (shape[i] == 0 || shape[i] > limit) return 0;
-        rows *= shape[i];
+        rows *= shape[i];  // both factors <= 2^40 and the product was <= 2^40: no overflow
         if (rows > limit) return 0;
     }
-    uint64_t cols = shape[n_dims - 1];
-    if (cols == 0 || cols > limit || cols % type_block_size(type) != 0) return 0;
-    uint64_t row_bytes = cols / type_block_size(type) * type_block_bytes(type);
+    const uint64_t cols = shape[n_dims - 1];
+    if (cols == 0 || cols > limit || cols % uint64_t(type_block_size(type)) != 0) return 0;
+    const uint64_t row_bytes = cols / uint64_t(type_block_size(type)) * type_block_bytes(type);
     if (row_bytes > limit / rows) return 0;
     return row_bytes * rows;
-}
-
-std::string validate_config(const ModelConfig& c) {
-    auto in = [](long v, long lo, long hi) { return v >= lo && v <= hi; };
-    if (!in(c.dim, 1, 1 << 16)) return "dim " + std::to_string(c.dim) + " is out of range";
-    if (!in(c.hidden_dim, 1, 1 << 18)) return "hidden dim " + std::to_string(c.hidden_dim) + " is out of range";
-    if (!in(c.n_layers, 1, 1024)) return "layer count " + std::to_string(c.n_layers) + " is out of range";
-    if (!in(c.n_heads, 1, 1024)) return "head count " + std::to_string(c.n_heads) + " is out of range";
-    if (!in(c.n_kv_heads, 1, c.n_heads) || c.n_heads % c.n_kv_heads != 0)
-        return "kv head count " + std::to_string(c.n_kv_heads) + " does not divide head count " +
-               std::to_string(c.n_heads);
-    if (!in(c.head_dim, 2, 1024) || c.head_dim % 2 != 0)
-        return "head dim " + std::to_string(c.head_dim) + " is not an even number in range";
-    if (!in(c.vocab_size, 1, 1 << 22)) return "vocab size " + std::to_string(c.vocab_size) + " is out of range";
-    if (!in(c.max_seq_len, 1, 1 << 24)) return "context length " + std::to_string(c.max_seq_len) + " is out of range";
-    if (!in(c.bos_id, -1, c.vocab_size - 1) || !in(c.eos_id, -1, c.vocab_size - 1))
-        return "BOS/EOS ids are outside the vocabulary";
-    if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1.0f) return "rope theta is not a number > 1";
-    if (!std::isfinite(c.rms_eps) || c.rms_eps <= 0.0f || c.rms_eps > 1.0f) return "rms eps is not in (0, 1]";
-    if (c.arch != "llama") return "architecture '" + c.arch + "' is not supported (only llama)";
-    return "";
 }
 
 // A fixed-size char field from the file, as a string, without trusting a NUL to be there.
@@ -56,21 +37,50 @@ static std::string field_string(const char* p, size_t n) {
     return std::string(p, len);
 }
 
-std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* out) {
-    const uint8_t* base = static_cast<const uint8_t*>(data);
-    if (size < sizeof(kCheckpointMagic) || std::memcmp(base, kCheckpointMagic, sizeof(kCheckpointMagic)) != 0)
-        return "not a hearth checkpoint (wrong magic)";
-    if (size < sizeof(FileHeader)) return "file is truncated (shorter than the header)";
-    FileHeader h;
+// The tensor table of either version: n entries at table_offset, data at or after data_offset.
+static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t n, uint64_t table_offset,
+                                      uint64_t data_offset, std::vector<TensorView>* out) {
+    if (n == 0 || n > kMaxTensors) return "tensor count " + std::to_string(n) + " is absurd";
+    if (table_offset > size || n * sizeof(TensorEntry) > size - table_offset) return "tensor table lies outside the file";
+    if (data_offset % kTensorAlignment != 0 || data_offset > size || data_offset < table_offset + n * sizeof(TensorEntry))
+        return "tensor data offset is invalid";
+    std::unordered_set<std::string> seen;
+    out->clear();
+    for (uint64_t i = 0; i < n; i++) {
+        TensorEntry e;
+        std::memcpy(&e, base + table_offset + i * sizeof(TensorEntry), sizeof e);
+        TensorView t;
+        t.name = field_string(e.name, sizeof e.name);
+        bool printable = !t.name.empty() && t.name.size() < sizeof e.name;
+        for (unsigned char ch : t.name) printable = printable && ch >= 0x20 && ch < 0x7f;
+        if (!printable) return "tensor " + std::to_string(i) + " has no valid name";
+        const std::string where = "tensor " + std::to_string(i) + " ('" + t.name + "')";
+        if (!seen.insert(t.name).second) return where + " appears twice";
+        if (!type_is_storage(e.type)) return where + " has element type " + std::to_string(e.type) + ", not one a checkpoint may hold";
+        if (e.n_dims < 1 || e.n_dims > kMaxDims) return where + " has " + std::to_string(e.n_dims) + " dimensions";
+        t.type = e.type;
+        t.n_dims = int(e.n_dims);
+        for (int d = 0; d < kMaxDims; d++) t.shape[d] = d < t.n_dims ? e.shape[d] : 1;
+        const uint64_t expect = tensor_bytes(t.type, t.n_dims, t.shape);
+        if (expect == 0) return where + " has a shape that does not fit its type";
+        if (e.bytes != expect) return where + " says " + std::to_string(e.bytes) + " bytes, its shape needs " + std::to_string(expect);
+        if (e.offset % kTensorAlignment != 0) return where + " is not 64-byte aligned";
+        if (e.offset < data_offset || e.offset > size || e.bytes > size - e.offset) return where + " lies outside the tensor data";
+        t.data = base + e.offset;
+        t.bytes = e.bytes;
+        out->push_back(std::move(t));
+    }
+    return "";
+}
+
+static std::string parse_v1(const uint8_t* base, size_t size, ParsedCheckpoint* out) {
+    if (size < sizeof(FileHeaderV1)) return "file is truncated (shorter than the header)";
+    FileHeaderV1 h;
     std::memcpy(&h, base, sizeof h);
-    if (h.version != kCheckpointVersion)
-        return "checkpoint version " + std::to_string(h.version) + " is not supported (this build reads version " +
-               std::to_string(kCheckpointVersion) + ")";
-    if (h.header_bytes != sizeof(FileHeader)) return "header size field is wrong";
+    if (h.header_bytes != sizeof(FileHeaderV1)) return "header size field is wrong";
     if (h.file_bytes != size)
         return "file is " + std::to_string(size) + " bytes but its header says " + std::to_string(h.file_bytes) +
                (size < h.file_bytes ? " (truncated)" : "");
-
     ModelConfig& c = out->config;
     auto u = [](uint32_t v) { return v > (1u << 30) ? -1 : int(v); };  // absurd values fail validation
     c.dim = u(h.dim);
@@ -83,7 +93,8 @@ std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* ou
     c.max_seq_len = u(h.max_seq_len);
     c.bos_id = h.bos_id == 0xffffffffu ? -1 : u(h.bos_id);
     c.eos_id = h.eos_id == 0xffffffffu ? -1 : u(h.eos_id);
-    c.tied_embeddings = (h.flags & kFlagTiedEmbeddings) != 0;
+    c.add_bos = c.bos_id >= 0;
+    c.tied_embeddings = (h.flags & 1) != 0;
     c.rope_theta = h.rope_theta;
     c.rms_eps = h.rms_eps;
     c.arch = field_string(h.arch, sizeof h.arch);
@@ -92,43 +103,62 @@ std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* ou
     if (!err.empty()) return "bad model configuration: " + err;
 
     // Offsets are compared by subtraction from `size` so that no sum can overflow.
-    if (h.tokenizer_offset < sizeof(FileHeader) || h.tokenizer_offset > size ||
+    if (h.tokenizer_offset < sizeof(FileHeaderV1) || h.tokenizer_offset > size ||
         h.tokenizer_bytes > size - h.tokenizer_offset || h.tokenizer_bytes == 0)
         return "tokenizer section lies outside the file";
-    out->tokenizer = base + h.tokenizer_offset;
-    out->tokenizer_bytes = h.tokenizer_bytes;
+    out->tokenizer.kind = TokenizerKind::sentencepiece;
+    out->tokenizer.sentencepiece.assign(reinterpret_cast<const char*>(base + h.tokenizer_offset), h.tokenizer_bytes);
+    if (h.tensor_table_offset < sizeof(FileHeaderV1)) return "tensor table lies outside the file";
+    return parse_tensor_table(base, size, h.n_tensors, h.tensor_table_offset, h.data_offset, &out->tensors);
+}
 
-    if (h.n_tensors == 0 || h.n_tensors > 100000) return "tensor count " + std::to_string(h.n_tensors) + " is absurd";
-    uint64_t table_bytes = uint64_t(h.n_tensors) * sizeof(TensorEntry);
-    if (h.tensor_table_offset < sizeof(FileHeader) || h.tensor_table_offset > size ||
-        table_bytes > size - h.tensor_table_offset)
-        return "tensor table lies outside the file";
-    if (h.data_offset % kTensorAlignment != 0 || h.data_offset > size) return "tensor data offset is invalid";
+static std::string parse_v2(const uint8_t* base, size_t size, ParsedCheckpoint* out) {
+    if (size < sizeof(FileHeaderV2)) return "file is truncated (shorter than the header)";
+    FileHeaderV2 h;
+    std::memcpy(&h, base, sizeof h);
+    if (h.header_bytes != sizeof(FileHeaderV2)) return "header size field is wrong";
+    if (h.file_bytes != size)
+        return "file is " + std::to_string(size) + " bytes but its header says " + std::to_string(h.file_bytes) +
+               (size < h.file_bytes ? " (truncated)" : "");
+    if (h.metadata_offset != sizeof(FileHeaderV2) || h.tensor_table_offset < h.metadata_offset || h.tensor_table_offset > size)
+        return "metadata section lies outside the file";
+    Metadata meta;
+    uint64_t used = 0;
+    const uint64_t meta_bytes = h.tensor_table_offset - h.metadata_offset;
+    std::string err = meta.parse(base + h.metadata_offset, meta_bytes, h.n_metadata, &used);
+    if (!err.empty()) return err;
+    if (used != meta_bytes) return "metadata section has " + std::to_string(meta_bytes - used) + " bytes its entries do not use";
+    if (!(err = config_from_metadata(meta, &out->config)).empty()) return "bad model configuration: " + err;
+    if (!(err = tokenizer_from_metadata(meta, &out->tokenizer)).empty()) return err;
+    if (!(err = parse_tensor_table(base, size, h.n_tensors, h.tensor_table_offset, h.data_offset, &out->tensors)).empty()) return err;
+    return finish_config(out);
+}
 
-    std::set<std::string> seen;
-    out->tensors.clear();
-    for (uint32_t i = 0; i < h.n_tensors; i++) {
-        TensorEntry e;
-        std::memcpy(&e, base + h.tensor_table_offset + uint64_t(i) * sizeof(TensorEntry), sizeof e);
-        TensorView t;
-        t.name = field_string(e.name, sizeof e.name);
-        std::string where = "tensor " + std::to_string(i) + " ('" + t.name + "')";
-        if (t.name.empty() || t.name.size() == sizeof e.name) return where + " has no valid name";
-        if (!seen.insert(t.name).second) return where + " appears twice";
-        if (!type_is_storage(e.type)) return where + " has unknown element type " + std::to_string(e.type);
-        if (e.n_dims < 1 || e.n_dims > kMaxDims) return where + " has " + std::to_string(e.n_dims) + " dimensions";
-        t.type = e.type;
-        t.n_dims = int(e.n_dims);
-        for (int d = 0; d < kMaxDims; d++) t.shape[d] = d < t.n_dims ? e.shape[d] : 1;
-        uint64_t expect = tensor_bytes(t.type, t.n_dims, t.shape);
-        if (expect == 0) return where + " has a shape that does not fit its type";
-        if (e.bytes != expect) return where + " says " + std::to_string(e.bytes) + " bytes, its shape needs " + std::to_string(expect);
-        if (e.offset % kTensorAlignment != 0) return where + " is not 64-byte aligned";
-        if (e.offset < h.data_offset || e.offset > size || e.bytes > size - e.offset)
-            return where + " runs past the end of the file";
-        t.data = base + e.offset;
-        t.bytes = e.bytes;
-        out->tensors.push_back(std::move(t));
+std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* out) {
+    const uint8_t* base = static_cast<const uint8_t*>(data);
+    if (size < sizeof(kCheckpointMagic) + 4 || std::memcmp(base, kCheckpointMagic, sizeof(kCheckpointMagic)) != 0)
+        return "not a hearth checkpoint (wrong magic)";
+    uint32_t version;
+    std::memcpy(&version, base + sizeof(kCheckpointMagic), 4);
+    out->format = "hearth v" + std::to_string(version);
+    if (version == 1) return parse_v1(base, size, out);
+    if (version == 2) return parse_v2(base, size, out);
+    return "checkpoint version " + std::to_string(version) + " is not supported (this build reads versions 1 and 2)";
+}
+
+std::string finish_config(ParsedCheckpoint* p) {
+    ModelConfig& c = p->config;
+    const TensorView* embd = nullptr;
+    c.tied_embeddings = true;
+    for (const TensorView& t : p->tensors) {
+        if (t.name == "token_embd.weight") embd = &t;
+        if (t.name == "output.weight") c.tied_embeddings = false;
     }
-    return "";
+    if (c.vocab_size == 0) {
+        if (!embd || embd->n_dims != 2) return "the vocabulary size is neither stated nor given by token_embd.weight";
+        if (embd->shape[0] > (1u << 30)) return "token_embd.weight has an absurd shape";
+        c.vocab_size = int(embd->shape[0]);
+    }
+    std::string err = validate_config(c);
+    return err.empty() ? "" : "bad model configuration: " + err;
 }

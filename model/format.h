@@ -1,48 +1,52 @@
-// The hearth checkpoint format, version 1. docs/format.md is the specification;
-// this header is its C++ spelling. Everything is little-endian.
+// The hearth checkpoint format. docs/format.md is the specification; this header is its C++
+// spelling. Everything is little-endian.
 //
-//   [header: 256 bytes][tokenizer: SentencePiece model bytes][tensor table: n × 128 bytes]
-//   [padding to 64][tensor data, each tensor starting on a 64-byte boundary]
+// Version 2 (written since the GGUF importer):
+//   [header: 64 bytes][metadata: typed key/values, GGUF's encoding (model/metadata.h)]
+//   [tensor table: n × 128 bytes][padding to 64][tensor data, each tensor on a 64-byte boundary]
+// Version 1 (still read):
+//   [header: 256 bytes with the hyperparameters][tokenizer: SentencePiece model bytes]
+//   [tensor table: n × 128 bytes][padding to 64][tensor data]
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../tokenizer/tokenizer.h"
 #include "config.h"
 
 static constexpr char kCheckpointMagic[8] = {'H', 'E', 'A', 'R', 'T', 'H', 'C', 'K'};
-static constexpr uint32_t kCheckpointVersion = 1;
+static constexpr uint32_t kCheckpointVersion = 2;  // what the writer writes
 static constexpr uint64_t kTensorAlignment = 64;
 static constexpr int kMaxDims = 4;
 static constexpr int kTensorNameBytes = 64;
+static constexpr uint64_t kMaxTensors = 100000;
 
 #pragma pack(push, 1)
-struct FileHeader {
+struct FileHeaderV2 {
     char magic[8];
-    uint32_t version;
-    uint32_t header_bytes;  // sizeof(FileHeader); lets a reader skip fields it does not know
-    uint32_t dim;
-    uint32_t hidden_dim;
-    uint32_t n_layers;
-    uint32_t n_heads;
-    uint32_t n_kv_heads;
-    uint32_t head_dim;
-    uint32_t vocab_size;
-    uint32_t max_seq_len;
-    uint32_t bos_id;
-    uint32_t eos_id;
-    uint32_t flags;  // bit 0: output projection shares token_embd.weight
-    float rope_theta;
-    float rms_eps;
+    uint32_t version;       // 2
+    uint32_t header_bytes;  // sizeof(FileHeaderV2)
+    uint64_t n_metadata;    // key/value entries
+    uint64_t metadata_offset;
+    uint64_t n_tensors;
+    uint64_t tensor_table_offset;  // the metadata ends here
+    uint64_t data_offset;          // start of tensor data, a multiple of 64
+    uint64_t file_bytes;           // total file size: a truncated copy is caught at once
+};
+struct FileHeaderV1 {
+    char magic[8];
+    uint32_t version;  // 1
+    uint32_t header_bytes;
+    uint32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab_size, max_seq_len;
+    uint32_t bos_id, eos_id;  // 0xffffffff: none
+    uint32_t flags;           // bit 0: output projection shares token_embd.weight
+    float rope_theta, rms_eps;
     uint32_t n_tensors;
-    uint64_t tokenizer_offset;
-    uint64_t tokenizer_bytes;
-    uint64_t tensor_table_offset;
-    uint64_t data_offset;
-    uint64_t file_bytes;  // total file size: a truncated copy is caught at once
-    char arch[32];           // "llama"
-    char chat_template[32];  // name of a built-in chat template, "" when unknown
+    uint64_t tokenizer_offset, tokenizer_bytes, tensor_table_offset, data_offset, file_bytes;
+    char arch[32];
+    char chat_template[32];
     uint8_t reserved[80];
 };
 struct TensorEntry {
@@ -55,10 +59,9 @@ struct TensorEntry {
     uint64_t reserved;
 };
 #pragma pack(pop)
-static_assert(sizeof(FileHeader) == 256, "header layout");
+static_assert(sizeof(FileHeaderV2) == 64, "v2 header layout");
+static_assert(sizeof(FileHeaderV1) == 256, "v1 header layout");
 static_assert(sizeof(TensorEntry) == 128, "tensor entry layout");
-
-static constexpr uint32_t kFlagTiedEmbeddings = 1;
 
 // A tensor as the loader hands it out: a view into the mapped file.
 struct TensorView {
@@ -72,17 +75,24 @@ struct TensorView {
     uint64_t cols() const { return n_dims ? shape[n_dims - 1] : 1; }
 };
 
-// Parses and checks a whole checkpoint held in memory (normally a memory map).
-// Every offset and size is checked against `size` before use. Returns "" on success,
-// else a one-line description of what is wrong.
+// A checkpoint held in memory (normally a memory map), parsed and checked.
 struct ParsedCheckpoint {
+    std::string format;  // "hearth v1", "hearth v2", "GGUF v3", ...
     ModelConfig config;
-    const void* tokenizer = nullptr;
-    size_t tokenizer_bytes = 0;
+    TokenizerSpec tokenizer;
     std::vector<TensorView> tensors;
 };
+
+// A hearth checkpoint, version 1 or 2. Every offset and size is checked against `size` before
+// use. Returns "" on success, else a one-line description of what is wrong.
 std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* out);
 
-// Bytes needed to store a tensor of this type and shape, or 0 when the shape does not
-// fit the type (e.g. a row length that is not a multiple of the block size).
+// What both hearth v2 and GGUF leave to the tensors: the vocabulary size (the embedding's
+// rows) when no key gave it, and tied embeddings when there is no output.weight; then the
+// whole configuration is validated.
+std::string finish_config(ParsedCheckpoint* p);
+
+// Bytes needed to store a tensor of this type and shape, or 0 when the type is unknown or
+// the shape does not fit it (a zero or absurd dimension, a row length that is not a
+// multiple of the block size, a total beyond 1 TiB). Never overflows.
 uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape);

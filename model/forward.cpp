@@ -78,10 +78,10 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
         float* k_cache = s.key_cache.get() + size_t(l) * s.n_ctx * kv_dim;
         float* v_cache = s.value_cache.get() + size_t(l) * s.n_ctx * kv_dim;
 
-        // Attention block: x += wo · attention(rope(wq · norm(x)), rope(wk · norm(x)), wv · norm(x))
+        // Attention block: x += attn_output · attention(rope(attn_q · norm(x)), rope(attn_k · norm(x)), attn_v · norm(x))
         for (int t = 0; t < n; t++)
             rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
-        matmul_tensors({{s.q.data(), &L.wq}, {s.k.data(), &L.wk}, {s.v.data(), &L.wv}}, s.xb.data(), n);
+        matmul_tensors({{s.q.data(), &L.attn_q}, {s.k.data(), &L.attn_k}, {s.v.data(), &L.attn_v}}, s.xb.data(), n);
         for (int t = 0; t < n; t++) {
             apply_rope(&s.q[size_t(t) * q_dim], c.n_heads, s.rope, pos + t);
             apply_rope(&s.k[size_t(t) * kv_dim], c.n_kv_heads, s.rope, pos + t);
@@ -89,15 +89,15 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
             std::memcpy(v_cache + size_t(pos + t) * kv_dim, &s.v[size_t(t) * kv_dim], sizeof(float) * kv_dim);
         }
         attention(c, s, k_cache, v_cache, n, pos);
-        matmul_tensor(s.xb.data(), L.wo, s.xb2.data(), n);
+        matmul_tensor(s.xb.data(), L.attn_output, s.xb2.data(), n);
         for (size_t i = 0; i < size_t(n) * dim; i++) s.x[i] += s.xb[i];
 
-        // Feed-forward block: x += w_down · (silu(w_gate · norm(x)) * (w_up · norm(x)))
+        // Feed-forward block: x += ffn_down · (silu(ffn_gate · norm(x)) * (ffn_up · norm(x)))
         for (int t = 0; t < n; t++)
             rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.ffn_norm.data), dim, c.rms_eps);
-        matmul_tensors({{s.hb.data(), &L.w_gate}, {s.hb2.data(), &L.w_up}}, s.xb.data(), n);
+        matmul_tensors({{s.hb.data(), &L.ffn_gate}, {s.hb2.data(), &L.ffn_up}}, s.xb.data(), n);
         swiglu_f32(s.hb.data(), s.hb2.data(), size_t(n) * hidden);
-        matmul_tensor(s.xb.data(), L.w_down, s.hb.data(), n);
+        matmul_tensor(s.xb.data(), L.ffn_down, s.hb.data(), n);
         for (size_t i = 0; i < size_t(n) * dim; i++) s.x[i] += s.xb[i];
     }
 

@@ -11,6 +11,8 @@
 #include "../kernels/quant_types.h"
 #include "../tokenizer/tokenizer.h"
 #include "chat_template.h"
+#include "model.h"
+#include "tensors.h"
 
 using json = nlohmann::json;
 
@@ -18,28 +20,6 @@ uint64_t SourceTensor::rows() const {
     uint64_t r = 1;
     for (int i = 0; i + 1 < n_dims; i++) r *= shape[i];
     return r;
-}
-
-std::vector<std::pair<std::string, std::vector<uint64_t>>> llama_tensor_shapes(const ModelConfig& c) {
-    const uint64_t dim = c.dim, hidden = c.hidden_dim, vocab = c.vocab_size;
-    const uint64_t q_dim = uint64_t(c.n_heads) * c.head_dim, kv_dim = uint64_t(c.n_kv_heads) * c.head_dim;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> v;
-    v.push_back({"token_embd.weight", {vocab, dim}});
-    for (int l = 0; l < c.n_layers; l++) {
-        std::string p = "blk." + std::to_string(l) + ".";
-        v.push_back({p + "attn_norm.weight", {dim}});
-        v.push_back({p + "attn_q.weight", {q_dim, dim}});
-        v.push_back({p + "attn_k.weight", {kv_dim, dim}});
-        v.push_back({p + "attn_v.weight", {kv_dim, dim}});
-        v.push_back({p + "attn_output.weight", {dim, q_dim}});
-        v.push_back({p + "ffn_norm.weight", {dim}});
-        v.push_back({p + "ffn_gate.weight", {hidden, dim}});
-        v.push_back({p + "ffn_up.weight", {hidden, dim}});
-        v.push_back({p + "ffn_down.weight", {dim, hidden}});
-    }
-    v.push_back({"output_norm.weight", {dim}});
-    if (!c.tied_embeddings) v.push_back({"output.weight", {vocab, dim}});
-    return v;
 }
 
 static std::string read_file(const std::string& path, std::string* out) {
@@ -54,23 +34,6 @@ static std::string read_file(const std::string& path, std::string* out) {
 static bool exists(const std::string& path) {
     struct stat st;
     return stat(path.c_str(), &st) == 0;
-}
-
-// Hugging Face's name for each hearth tensor.
-static std::string hf_name(const std::string& name) {
-    static const std::map<std::string, std::string> top = {{"token_embd.weight", "model.embed_tokens.weight"},
-                                                           {"output_norm.weight", "model.norm.weight"},
-                                                           {"output.weight", "lm_head.weight"}};
-    static const std::map<std::string, std::string> layer = {
-        {"attn_norm.weight", "input_layernorm.weight"},  {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},    {"attn_v.weight", "self_attn.v_proj.weight"},
-        {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},     {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"}};
-    auto it = top.find(name);
-    if (it != top.end()) return it->second;
-    size_t dot = name.find('.', 4);  // "blk.N.rest"
-    return "model.layers." + name.substr(4, dot - 4) + "." + layer.at(name.substr(dot + 1));
 }
 
 static std::string config_from_hf(const json& j, ModelConfig* c) {
@@ -157,38 +120,63 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         for (auto& [name, t] : out->safetensors.back()->tensors()) all[name] = &t;
     }
 
-    if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer)).empty())
+    out->tokenizer.kind = TokenizerKind::sentencepiece;
+    if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer.sentencepiece)).empty())
         return err + " (hearth needs the SentencePiece tokenizer.model)";
     Tokenizer tok;
-    if (!(err = tok.load(out->tokenizer.data(), out->tokenizer.size())).empty()) return dir + "/tokenizer.model: " + err;
+    if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.model: " + err;
     if (tok.vocab_size() > out->config.vocab_size)
         return "tokenizer.model has " + std::to_string(tok.vocab_size()) + " pieces but the model only " + std::to_string(out->config.vocab_size);
 
     // The chat template, when tokenizer_config.json's is one hearth has built in.
     if (exists(dir + "/tokenizer_config.json") && read_file(dir + "/tokenizer_config.json", &text).empty())
-        out->config.chat_template = chat_template_from_tokenizer_config(text);
+    {
+        out->config.chat_template_jinja = chat_template_jinja(text);
+        out->config.chat_template = detect_chat_template(out->config.chat_template_jinja);
+    }
 
     const ModelConfig& c = out->config;
-    for (auto& [name, shape] : llama_tensor_shapes(c)) {
-        std::string hf = hf_name(name);
+    for (const ModelTensor& want : model_tensors(c)) {
+        char hf[256];
+        std::snprintf(hf, sizeof hf, want.role->hf_name, want.layer);
         auto it = all.find(hf);
-        if (it == all.end()) return "tensor " + hf + " is missing from the safetensors files";
+        if (it == all.end()) return std::string("tensor ") + hf + " is missing from the safetensors files";
         const SafeTensor& st = *it->second;
-        if (st.shape != shape) {
-            std::string got, want;
-            for (auto d : st.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
-            for (auto d : shape) want += (want.empty() ? "" : ",") + std::to_string(d);
-            return "tensor " + hf + " has shape [" + got + "], config.json implies [" + want + "]";
+        if (st.shape != std::vector<uint64_t>(want.shape, want.shape + want.n_dims)) {
+            std::string got;
+            for (auto d : st.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+            return std::string("tensor ") + hf + " has shape [" + got + "], config.json implies " +
+                   shape_string(want.n_dims, want.shape);
         }
         SourceTensor s;
-        s.name = name;
+        s.name = want.name;
         s.type = type_from_dtype(st.dtype);
-        if (s.type == UINT32_MAX) return "tensor " + hf + " has dtype " + st.dtype + " (F32, F16 or BF16 expected)";
-        s.n_dims = int(shape.size());
-        for (size_t d = 0; d < shape.size(); d++) s.shape[d] = shape[d];
+        if (s.type == UINT32_MAX) return std::string("tensor ") + hf + " has dtype " + st.dtype + " (F32, F16 or BF16 expected)";
+        s.n_dims = want.n_dims;
+        for (int d = 0; d < kMaxDims; d++) s.shape[d] = want.shape[d];
         s.data = st.data;
-        if (name.find("attn_q.weight") != std::string::npos) s.hf_rope_heads = c.n_heads;
-        if (name.find("attn_k.weight") != std::string::npos) s.hf_rope_heads = c.n_kv_heads;
+        if (want.role->hf_rope == HfRope::q_heads) s.hf_rope_heads = c.n_heads;
+        if (want.role->hf_rope == HfRope::kv_heads) s.hf_rope_heads = c.n_kv_heads;
+        out->tensors.push_back(s);
+    }
+    return "";
+}
+
+std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* out) {
+    out->config = parsed.config;
+    out->tokenizer = parsed.tokenizer;
+    std::vector<MatchedTensor> matched;
+    std::string err = match_tensors(parsed.config, parsed.tensors, &matched);
+    if (!err.empty()) return err;
+    for (const auto& [want, got] : matched) {
+        const TensorView& t = *got;
+        SourceTensor s;
+        s.name = want.name;
+        s.type = t.type;
+        s.n_dims = t.n_dims;
+        for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
+        s.data = static_cast<const uint8_t*>(t.data);
+        if (!dequantize_supports(s.type)) return "tensor " + want.name + " has type " + type_name(s.type) + ", which this build cannot read";
         out->tensors.push_back(s);
     }
     return "";
@@ -200,28 +188,8 @@ std::string import_hearth_file(const std::string& path, ImportedCheckpoint* out)
     if (!err.empty()) return err;
     ParsedCheckpoint parsed;
     err = parse_checkpoint(out->mapped->data(), out->mapped->size(), &parsed);
-    if (!err.empty()) return path + ": " + err;
-    out->config = parsed.config;
-    out->tokenizer.assign(static_cast<const char*>(parsed.tokenizer), parsed.tokenizer_bytes);
-    std::map<std::string, const TensorView*> by_name;
-    for (const TensorView& t : parsed.tensors) by_name[t.name] = &t;
-    for (auto& [name, shape] : llama_tensor_shapes(out->config)) {
-        auto it = by_name.find(name);
-        if (it == by_name.end()) return path + ": tensor " + name + " is missing";
-        const TensorView& t = *it->second;
-        if (t.type != TYPE_F32 && t.type != TYPE_F16 && t.type != TYPE_BF16)
-            return path + ": tensor " + name + " is " + type_name(t.type) + "; convert from an f32 or f16 file";
-        SourceTensor s;
-        s.name = name;
-        s.type = t.type;
-        s.n_dims = t.n_dims;
-        for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
-        if (s.n_dims != int(shape.size()) || s.shape[0] != shape[0] || (shape.size() > 1 && s.shape[1] != shape[1]))
-            return path + ": tensor " + name + " has the wrong shape";
-        s.data = static_cast<const uint8_t*>(t.data);
-        out->tensors.push_back(s);
-    }
-    return "";
+    if (err.empty()) err = import_parsed(parsed, out);
+    return err.empty() ? "" : path + ": " + err;
 }
 
 // Hugging Face's q/k weights hold, for each head, the first halves of all rotation pairs

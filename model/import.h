@@ -25,7 +25,7 @@ struct SourceTensor {
 
 struct ImportedCheckpoint {
     ModelConfig config;
-    std::string tokenizer;  // SentencePiece model bytes
+    TokenizerSpec tokenizer;
     std::vector<SourceTensor> tensors;
     // Owners of the memory `data` points into.
     std::vector<std::unique_ptr<SafetensorsFile>> safetensors;
@@ -39,8 +39,9 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out);
 // A hearth checkpoint (to convert it to another type).
 std::string import_hearth_file(const std::string& path, ImportedCheckpoint* out);
 
+// The tensors of a parsed checkpoint (hearth or GGUF) as sources, in hearth's file order,
+// checked against the configuration as bind_model does. The caller keeps the mapping.
+std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* out);
+
 // Row `row` of the tensor as it belongs in the hearth file, converted to fp32.
 void read_source_row(const SourceTensor& t, uint64_t row, float* out);
-
-// The standard tensor list of a Llama model in file order, with their shapes.
-std::vector<std::pair<std::string, std::vector<uint64_t>>> llama_tensor_shapes(const ModelConfig& c);

@@ -1,66 +1,51 @@
 #include "model.h"
 
+#include <cstring>
 #include <map>
 #include <tuple>
 
 #include "../kernels/matmul.h"
-#include "../kernels/rows_x8.h"
 #include "../kernels/quant_types.h"
-
-static std::string shape_string(const TensorView& t) {
-    std::string s = "[";
-    for (int i = 0; i < t.n_dims; i++) s += (i ? ", " : "") + std::to_string(t.shape[i]);
-    return s + "]";
-}
+#include "../kernels/rows_x8.h"
+#include "tensors.h"
 
 std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
     m->config = parsed.config;
     m->tokenizer = parsed.tokenizer;
-    m->tokenizer_bytes = parsed.tokenizer_bytes;
     m->all_tensors = parsed.tensors;
-    std::map<std::string, const TensorView*> by_name;
-    for (const TensorView& t : m->all_tensors) by_name[t.name] = &t;
-
     const ModelConfig& c = m->config;
-    const uint64_t q_dim = uint64_t(c.n_heads) * c.head_dim, kv_dim = uint64_t(c.n_kv_heads) * c.head_dim;
-    std::string err;
-    // Finds a tensor and checks its shape; a matrix must also be of a type matmul can run.
-    auto get = [&](const std::string& name, std::vector<uint64_t> shape, bool is_matrix, TensorView* out) {
-        if (!err.empty()) return;
-        auto it = by_name.find(name);
-        if (it == by_name.end()) { err = "tensor " + name + " is missing"; return; }
-        const TensorView& t = *it->second;
-        bool ok = t.n_dims == int(shape.size());
-        for (size_t i = 0; ok && i < shape.size(); i++) ok = t.shape[i] == shape[i];
-        if (!ok) { err = "tensor " + name + " has shape " + shape_string(t) + ", the configuration needs " +
-                         shape_string(TensorView{name, 0, int(shape.size()), {shape[0], shape.size() > 1 ? shape[1] : 1, 1, 1}}); return; }
-        if (is_matrix && !matmul_supports(t.type)) { err = "tensor " + name + " has type " + type_name(t.type) + ", which run cannot multiply"; return; }
-        if (!is_matrix && t.type != TYPE_F32) { err = "tensor " + name + " must be f32, not " + type_name(t.type); return; }
-        *out = t;
-    };
-    const uint64_t dim = c.dim, hidden = c.hidden_dim, vocab = c.vocab_size;
-    get("token_embd.weight", {vocab, dim}, true, &m->token_embd);
-    get("output_norm.weight", {dim}, false, &m->output_norm);
-    if (c.tied_embeddings) {
-        m->output = m->token_embd;
-    } else {
-        get("output.weight", {vocab, dim}, true, &m->output);
+    m->layers.assign(size_t(c.n_layers), LayerWeights{});
+    std::vector<MatchedTensor> matched;
+    std::string err = match_tensors(c, m->all_tensors, &matched);
+    if (!err.empty()) return err;
+    for (const auto& [want, got] : matched) {
+        const TensorView& t = *got;
+        // The embedding is only looked up row by row, unless it is also the output projection.
+        const bool looked_up = want.role->model_field == &Model::token_embd && !c.tied_embeddings;
+        if (looked_up && !dequantize_supports(t.type))
+            return "tensor " + want.name + " has type " + type_name(t.type) + ", which run cannot read";
+        if (want.role->matrix && !looked_up && !matmul_supports(t.type))
+            return "tensor " + want.name + " has type " + type_name(t.type) + ", which run cannot multiply" +
+                   (type_is_known(t.type) && type_traits(t.type)->use == USE_DEQUANT
+                        ? " (convert the file with quantize, e.g. `quantize FILE OUT.hearth q4_k_m`)"
+                        : "");
+        if (!want.role->matrix && t.type != TYPE_F32) return "tensor " + want.name + " must be f32, not " + type_name(t.type);
+        if (want.role->per_layer) m->layers[size_t(want.layer)].*want.role->layer_field = t;
+        else m->*want.role->model_field = t;
     }
-    m->layers.assign(c.n_layers, LayerWeights{});
-    for (int l = 0; l < c.n_layers && err.empty(); l++) {
-        std::string p = "blk." + std::to_string(l) + ".";
-        LayerWeights& L = m->layers[l];
-        get(p + "attn_norm.weight", {dim}, false, &L.attn_norm);
-        get(p + "attn_q.weight", {q_dim, dim}, true, &L.wq);
-        get(p + "attn_k.weight", {kv_dim, dim}, true, &L.wk);
-        get(p + "attn_v.weight", {kv_dim, dim}, true, &L.wv);
-        get(p + "attn_output.weight", {dim, q_dim}, true, &L.wo);
-        get(p + "ffn_norm.weight", {dim}, false, &L.ffn_norm);
-        get(p + "ffn_gate.weight", {hidden, dim}, true, &L.w_gate);
-        get(p + "ffn_up.weight", {hidden, dim}, true, &L.w_up);
-        get(p + "ffn_down.weight", {dim, hidden}, true, &L.w_down);
+    if (c.tied_embeddings) m->output = m->token_embd;
+    return "";
+}
+
+uint64_t weight_bytes_per_token(const Model& m) {
+    uint64_t bytes = 0;
+    for (const ModelTensor& t : model_tensors(m.config)) {
+        const TensorView& v = t.role->per_layer ? m.layers[size_t(t.layer)].*t.role->layer_field : m.*t.role->model_field;
+        // The embedding is looked up one row per token, every other tensor read whole.
+        bytes += t.role->model_field == &Model::token_embd ? v.bytes / v.rows() : v.bytes;
     }
-    return err;
+    if (m.config.tied_embeddings) bytes += m.token_embd.bytes;  // read whole as the output projection
+    return bytes;
 }
 
 // Q4_0 / Q8_0 / Q4_K matrices into the row-interleaved layout of this build's kernels
@@ -69,9 +54,9 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
 // embeddings it is the output matrix too).
 static std::string repack_for_kernels(Model* m) {
     std::vector<TensorView*> views;
-    for (LayerWeights& L : m->layers)
-        for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) views.push_back(t);
-    views.push_back(&m->output);
+    for (const ModelTensor& t : model_tensors(m->config))
+        if (t.role->matrix && t.role->model_field != &Model::token_embd)
+            views.push_back(t.role->per_layer ? &(m->layers[size_t(t.layer)].*t.role->layer_field) : &(m->*t.role->model_field));
     auto wanted = [&](const TensorView* t) { return x8_type_for(t->type) != 0 && t->data != m->token_embd.data; };
     // Offsets in the buffer by source: a tensor seen twice (the same data, type and shape) is
     // repacked once. Views that share data otherwise (a file may overlap tensors) get copies

@@ -25,7 +25,7 @@ struct Fixture {
         if (stat(kModel.c_str(), &st) != 0)
             REQUIRE(run_command("./quantize tests/data/parity/gqa " + kModel + " --type f32 -q").exit_code == 0);
         REQUIRE(load_model(kModel, &model) == "");
-        REQUIRE(tok.load(model.tokenizer, model.tokenizer_bytes) == "");
+        REQUIRE(tok.load(model.tokenizer) == "");
         REQUIRE(make_run_state(model.config, n_ctx, &state) == "");
     }
 };

@@ -243,11 +243,11 @@ TEST_CASE("chat template: detection from Hugging Face chat_template strings") {
     CHECK(detect_chat_template("") == "");
 
     nlohmann::json cfg = {{"add_bos_token", true}, {"chat_template", zephyr}};
-    CHECK(chat_template_from_tokenizer_config(cfg.dump()) == "zephyr");
+    CHECK(detect_chat_template(chat_template_jinja(cfg.dump())) == "zephyr");
     nlohmann::json list = {{"chat_template", {{{"name", "tool_use"}, {"template", chatml}}, {{"name", "default"}, {"template", llama2}}}}};
-    CHECK(chat_template_from_tokenizer_config(list.dump()) == "llama2");
-    CHECK(chat_template_from_tokenizer_config("{\"add_bos_token\": true}") == "");
-    CHECK(chat_template_from_tokenizer_config("{not json") == "");
+    CHECK(detect_chat_template(chat_template_jinja(list.dump())) == "llama2");
+    CHECK(chat_template_jinja("{\"add_bos_token\": true}") == "");
+    CHECK(chat_template_jinja("{not json") == "");
 }
 
 TEST_CASE("chat template: quantize stores the template it detects, and run --chat uses it") {

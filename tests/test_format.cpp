@@ -1,6 +1,7 @@
 // The checkpoint format: a write/read round trip, and the loader's refusal of damaged files.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -12,7 +13,9 @@
 #include "../model/checkpoint_writer.h"
 #include "../model/format.h"
 #include "../model/import.h"
+#include "../model/metadata.h"
 #include "../model/model.h"
+#include "../model/tensors.h"
 
 static std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -42,19 +45,23 @@ static ModelConfig small_config() {
     return c;
 }
 
+static TokenizerSpec small_tokenizer() {
+    return TokenizerSpec{TokenizerKind::sentencepiece, slurp("tests/data/parity/mha/tokenizer.model")};
+}
+
 // Writes a small random checkpoint; returns the bytes of every tensor in table order.
 static std::vector<std::string> write_small_checkpoint(const std::string& path, const ModelConfig& c, uint32_t type) {
     std::vector<TensorSpec> specs;
-    for (auto& [name, shape] : llama_tensor_shapes(c)) {
+    for (const ModelTensor& t : model_tensors(c)) {
         TensorSpec s;
-        s.name = name;
-        s.type = shape.size() == 1 ? uint32_t(TYPE_F32) : type;
-        s.n_dims = int(shape.size());
-        for (size_t d = 0; d < shape.size(); d++) s.shape[d] = shape[d];
+        s.name = t.name;
+        s.type = t.n_dims == 1 ? uint32_t(TYPE_F32) : type;
+        s.n_dims = t.n_dims;
+        for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);
     }
     CheckpointWriter w;
-    REQUIRE(w.open(path, c, slurp("tests/data/parity/mha/tokenizer.model"), specs) == "");
+    REQUIRE(w.open(path, c, small_tokenizer(), specs) == "");
     std::mt19937 rng(5);
     std::vector<std::string> data;
     for (const TensorSpec& s : specs) {
@@ -97,13 +104,15 @@ TEST_CASE("format: a written checkpoint reads back with the same configuration, 
     CHECK(p.config.eos_id == 2);
     CHECK(p.config.arch == "llama");
     CHECK(p.config.chat_template == "llama2");
-    CHECK(std::string(static_cast<const char*>(p.tokenizer), p.tokenizer_bytes) == slurp("tests/data/parity/mha/tokenizer.model"));
-    auto names = llama_tensor_shapes(c);
+    CHECK(p.format == "hearth v2");
+    CHECK(p.tokenizer.kind == TokenizerKind::sentencepiece);
+    CHECK(p.tokenizer.sentencepiece == slurp("tests/data/parity/mha/tokenizer.model"));
+    auto names = model_tensors(c);
     REQUIRE(p.tensors.size() == names.size());
     for (size_t i = 0; i < names.size(); i++) {
         const TensorView& t = p.tensors[i];
-        CHECK(t.name == names[i].first);
-        CHECK(t.n_dims == int(names[i].second.size()));
+        CHECK(t.name == names[i].name);
+        CHECK(t.n_dims == names[i].n_dims);
         CHECK(t.type == (t.n_dims == 1 ? uint32_t(TYPE_F32) : uint32_t(TYPE_F16)));
         CHECK((static_cast<const char*>(t.data) - file.data()) % 64 == 0);
         CHECK(std::string(static_cast<const char*>(t.data), t.bytes) == data[i]);
@@ -126,7 +135,7 @@ TEST_CASE("format: a failed write leaves neither the output nor a temporary file
     specs[0].shape[1] = 8;
     {
         CheckpointWriter w;
-        REQUIRE(w.open(path, c, "x", specs) == "");
+        REQUIRE(w.open(path, c, TokenizerSpec{}, specs) == "");
         std::vector<float> half(256 * 8);
         REQUIRE(w.write(half.data(), half.size() * 4) == "");
         CHECK(w.commit() != "");  // half the data is missing
@@ -135,7 +144,7 @@ TEST_CASE("format: a failed write leaves neither the output nor a temporary file
     CHECK(!file_exists(path + ".partial-" + std::to_string(getpid())));
     {
         CheckpointWriter w;  // abandoned without commit
-        REQUIRE(w.open(path, c, "x", specs) == "");
+        REQUIRE(w.open(path, c, TokenizerSpec{}, specs) == "");
     }
     CHECK(!file_exists(path));
     CHECK(!file_exists(path + ".partial-" + std::to_string(getpid())));
@@ -153,18 +162,29 @@ struct Damaged {
         }
         return err;
     }
-    FileHeader header() {
-        FileHeader h;
+    template <typename Header>
+    Header header() {
+        Header h;
         std::memcpy(&h, bytes.data(), sizeof h);
         return h;
     }
-    void set_header(const FileHeader& h) { std::memcpy(&bytes[0], &h, sizeof h); }
+    template <typename Header>
+    void set_header(const Header& h) { std::memcpy(&bytes[0], &h, sizeof h); }
+    uint64_t table() { return bytes.compare(8, 4, "\2\0\0\0", 4) == 0 ? header<FileHeaderV2>().tensor_table_offset : header<FileHeaderV1>().tensor_table_offset; }
     TensorEntry entry(int i) {
         TensorEntry e;
-        std::memcpy(&e, &bytes[header().tensor_table_offset + i * sizeof e], sizeof e);
+        std::memcpy(&e, &bytes[table() + i * sizeof e], sizeof e);
         return e;
     }
-    void set_entry(int i, const TensorEntry& e) { std::memcpy(&bytes[header().tensor_table_offset + i * sizeof e], &e, sizeof e); }
+    void set_entry(int i, const TensorEntry& e) { std::memcpy(&bytes[table() + i * sizeof e], &e, sizeof e); }
+    // Overwrites the value of a 4-byte metadata entry (u32, i32 or f32) in place.
+    void set_meta4(const std::string& key, uint32_t value) {
+        const uint64_t len = key.size();
+        const std::string encoded = std::string(reinterpret_cast<const char*>(&len), 8) + key;
+        size_t at = bytes.find(encoded);
+        REQUIRE(at != std::string::npos);
+        std::memcpy(&bytes[at + encoded.size() + 4], &value, 4);
+    }
 };
 
 static Damaged good_file() {
@@ -177,7 +197,7 @@ static Damaged good_file() {
 
 TEST_CASE("loader: rejects a truncated file at any length") {
     Damaged good = good_file();
-    for (size_t len = 0; len < good.bytes.size(); len += (len < 2000 ? 1 : 997)) {
+    for (size_t len = 0; len < good.bytes.size(); len += (len < 4000 ? 1 : 997)) {
         Damaged d{good.bytes.substr(0, len)};
         CHECK_MESSAGE(d.error() != "", "length " << len);
     }
@@ -190,8 +210,8 @@ TEST_CASE("loader: rejects a wrong magic and an unknown version") {
     d.bytes[0] = 'X';
     CHECK(d.error().find("magic") != std::string::npos);
     Damaged v = good_file();
-    FileHeader h = v.header();
-    h.version = 2;
+    FileHeaderV2 h = v.header<FileHeaderV2>();
+    h.version = 3;
     v.set_header(h);
     CHECK(v.error().find("version") != std::string::npos);
 }
@@ -201,37 +221,55 @@ TEST_CASE("loader: rejects a tensor whose offset + size runs past the end") {
     TensorEntry e = d.entry(3);
     e.offset = d.bytes.size() - 64 - (d.bytes.size() % 64);
     d.set_entry(3, e);
-    CHECK(d.error().find("past the end") != std::string::npos);
+    CHECK(d.error().find("outside") != std::string::npos);
     Damaged o = good_file();
     e = o.entry(0);
     e.offset = ~uint64_t(63);  // the sum offset + size would overflow
     o.set_entry(0, e);
-    CHECK(o.error().find("past the end") != std::string::npos);
+    CHECK(o.error().find("outside") != std::string::npos);
 }
 
-TEST_CASE("loader: rejects absurd dimensions") {
-    auto with = [](auto change) {
+TEST_CASE("loader: rejects absurd hyperparameters in the metadata") {
+    auto with = [](const std::string& key, uint32_t value) {
         Damaged d = good_file();
-        FileHeader h = d.header();
-        change(h);
-        d.set_header(h);
+        d.set_meta4(key, value);
         return d.error();
     };
-    CHECK(with([](FileHeader& h) { h.dim = 0x80000000u; }).find("dim") != std::string::npos);
-    CHECK(with([](FileHeader& h) { h.n_layers = 1000000; }).find("layer") != std::string::npos);
-    CHECK(with([](FileHeader& h) { h.n_layers = 0; }).find("layer") != std::string::npos);
-    CHECK(with([](FileHeader& h) { h.n_kv_heads = 3; }).find("kv head") != std::string::npos);
-    CHECK(with([](FileHeader& h) { h.head_dim = 5; }).find("head dim") != std::string::npos);
-    CHECK(with([](FileHeader& h) { h.vocab_size = 0; }).find("vocab") != std::string::npos);
-    CHECK(with([](FileHeader& h) { h.n_tensors = 0xffffffffu; }).find("tensor count") != std::string::npos);
-    CHECK(with([](FileHeader& h) { h.tokenizer_bytes = ~uint64_t(0); }).find("tokenizer") != std::string::npos);
+    CHECK(with("llama.embedding_length", 0x80000000u).find("embedding_length") != std::string::npos);
+    CHECK(with("llama.block_count", 1000000).find("layer") != std::string::npos);
+    CHECK(with("llama.block_count", 0).find("block_count") != std::string::npos);
+    CHECK(with("llama.attention.head_count_kv", 3).find("kv head") != std::string::npos);
+    CHECK(with("llama.attention.key_length", 5).find("head") != std::string::npos);
+    CHECK(with("llama.vocab_size", 1u << 30).find("vocab") != std::string::npos);
+    CHECK(with("tokenizer.ggml.bos_token_id", 512).find("BOS") != std::string::npos);
+    float nan = std::nanf("");
+    uint32_t nan_bits;
+    std::memcpy(&nan_bits, &nan, 4);
+    CHECK(with("llama.rope.freq_base", nan_bits).find("freq_base") != std::string::npos);
     // A configuration that disagrees with the tensors is caught when binding them.
-    CHECK(with([](FileHeader& h) { h.dim = 16; }).find("shape") != std::string::npos);
+    CHECK(with("llama.embedding_length", 16).find("shape") != std::string::npos);
+    CHECK(with("llama.vocab_size", 7).find("shape") != std::string::npos);
     Damaged d = good_file();
     TensorEntry e = d.entry(1);
     e.shape[0] = uint64_t(1) << 62;
     d.set_entry(1, e);
     CHECK(d.error() != "");
+}
+
+TEST_CASE("loader: rejects absurd counts in the header") {
+    auto with = [](auto change) {
+        Damaged d = good_file();
+        FileHeaderV2 h = d.header<FileHeaderV2>();
+        change(h);
+        d.set_header(h);
+        return d.error();
+    };
+    CHECK(with([](FileHeaderV2& h) { h.n_tensors = 0xffffffffu; }).find("tensor count") != std::string::npos);
+    CHECK(with([](FileHeaderV2& h) { h.n_tensors = 0; }).find("tensor count") != std::string::npos);
+    CHECK(with([](FileHeaderV2& h) { h.n_metadata = ~uint64_t(0); }).find("metadata") != std::string::npos);
+    CHECK(with([](FileHeaderV2& h) { h.n_metadata -= 1; }).find("metadata") != std::string::npos);
+    CHECK(with([](FileHeaderV2& h) { h.tensor_table_offset = ~uint64_t(0); }).find("metadata") != std::string::npos);
+    CHECK(with([](FileHeaderV2& h) { h.data_offset += 64; }) != "");
 }
 
 TEST_CASE("loader: rejects duplicate names, unknown types and missing tensors") {
@@ -252,19 +290,15 @@ TEST_CASE("loader: rejects duplicate names, unknown types and missing tensors") 
     CHECK(m.error().find("missing") != std::string::npos);
 }
 
-TEST_CASE("loader: random corruption of the header and table never crashes it") {
+TEST_CASE("loader: random corruption of the header, metadata and table never crashes it") {
     Damaged good = good_file();
-    const size_t meta = good.header().data_offset;
+    const size_t meta = good.header<FileHeaderV2>().data_offset;
     std::mt19937 rng(11);
     int accepted = 0;
     for (int trial = 0; trial < 3000; trial++) {
         Damaged d = good;
         int flips = 1 + rng() % 8;
-        for (int f = 0; f < flips; f++) {
-            size_t at = rng() % meta;
-            if (at >= sizeof(FileHeader) && at < good.header().tensor_table_offset) continue;  // tokenizer bytes
-            d.bytes[at] = char(rng());
-        }
+        for (int f = 0; f < flips; f++) d.bytes[rng() % meta] = char(rng());
         ParsedCheckpoint p;
         if (parse_checkpoint(d.bytes.data(), d.bytes.size(), &p) == "") {
             accepted++;
@@ -276,6 +310,34 @@ TEST_CASE("loader: random corruption of the header and table never crashes it") 
         }
     }
     MESSAGE("corrupted files that still parsed (harmless changes): " << accepted);
+}
+
+// Version 1, the format of every checkpoint made before format v2 (the default model is one).
+TEST_CASE("loader: version 1 checkpoints still load, and damaged ones are refused") {
+    Damaged good{slurp("models/tiny-shakespeare.hearth")};
+    REQUIRE(good.bytes.compare(8, 4, "\1\0\0\0", 4) == 0);
+    ParsedCheckpoint p;
+    REQUIRE(parse_checkpoint(good.bytes.data(), good.bytes.size(), &p) == "");
+    CHECK(p.format == "hearth v1");
+    CHECK(p.tokenizer.kind == TokenizerKind::sentencepiece);
+    CHECK(p.config.dim == 256);
+    CHECK(p.config.n_kv_heads == 4);
+    auto with = [&](auto change) {
+        Damaged d = good;
+        FileHeaderV1 h = d.header<FileHeaderV1>();
+        change(h);
+        d.set_header(h);
+        return d.error();
+    };
+    CHECK(with([](FileHeaderV1& h) { h.dim = 0x80000000u; }).find("dim") != std::string::npos);
+    CHECK(with([](FileHeaderV1& h) { h.n_layers = 0; }).find("layer") != std::string::npos);
+    CHECK(with([](FileHeaderV1& h) { h.n_kv_heads = 3; }).find("kv head") != std::string::npos);
+    CHECK(with([](FileHeaderV1& h) { h.head_dim = 5; }).find("head dim") != std::string::npos);
+    CHECK(with([](FileHeaderV1& h) { h.n_tensors = 0xffffffffu; }).find("tensor count") != std::string::npos);
+    CHECK(with([](FileHeaderV1& h) { h.tokenizer_bytes = ~uint64_t(0); }).find("tokenizer") != std::string::npos);
+    CHECK(with([](FileHeaderV1& h) { h.dim = 128; }).find("shape") != std::string::npos);
+    Damaged t{good.bytes.substr(0, good.bytes.size() - 1)};
+    CHECK(t.error().find("truncated") != std::string::npos);
 }
 
 TEST_CASE("loader: a missing file or a directory is an error") {

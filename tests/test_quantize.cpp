@@ -128,8 +128,8 @@ static LoadedVsPlain loaded_vs_plain(const std::string& path) {
     REQUIRE(parse_checkpoint(bytes.data(), bytes.size(), &parsed) == "");
     Model plain;
     REQUIRE(bind_model(parsed, &plain) == "");
-    r.stored_type = plain.layers[0].w_up.type;
-    r.loaded_type = loaded.layers[0].w_up.type;
+    r.stored_type = plain.layers[0].ffn_up.type;
+    r.loaded_type = loaded.layers[0].ffn_up.type;
     r.embd_stored = plain.token_embd.type;
     r.embd_loaded = loaded.token_embd.type;
     const std::vector<int> ids = {1, 5, 9, 40, 3, 77, 12, 8, 2, 30};
@@ -180,7 +180,7 @@ TEST_CASE("load_model: a file whose tensors overlap is repacked without reading 
     const std::string src = "build/tests/ts-overlap-src.hearth", path = "build/tests/ts-overlap.hearth";
     REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + src + " q8_0 -q").exit_code == 0);
     std::string bytes = read_text(src);
-    FileHeader h;
+    FileHeaderV2 h;
     std::memcpy(&h, bytes.data(), sizeof h);
     auto entry_at = [&](const char* name) -> size_t {
         for (uint64_t i = 0; i < h.n_tensors; i++) {
@@ -204,7 +204,7 @@ TEST_CASE("load_model: a file whose tensors overlap is repacked without reading 
     Model m;
     REQUIRE(load_model(path, &m) == "");
     // Each view, put back into the plain layout, is the file's bytes at its own offset and length.
-    for (const auto& [view, e] : {std::pair<const TensorView*, TensorEntry>{&m.layers[0].wq, q}, {&m.output, out}}) {
+    for (const auto& [view, e] : {std::pair<const TensorView*, TensorEntry>{&m.layers[0].attn_q, q}, {&m.output, out}}) {
         CAPTURE(view->name);
         std::string plain(view->bytes, '\0');
         if (view->type == e.type)

@@ -7,6 +7,14 @@
 Tokenizer::Tokenizer() : sp_(new sentencepiece::SentencePieceProcessor) {}
 Tokenizer::~Tokenizer() = default;
 
+std::string Tokenizer::load(const TokenizerSpec& spec) {
+    switch (spec.kind) {
+        case TokenizerKind::sentencepiece: return load(spec.sentencepiece.data(), spec.sentencepiece.size());
+        case TokenizerKind::none: break;
+    }
+    return "the checkpoint has no tokenizer: give the prompt as ids (--prompt-ids) and print ids (--print-ids)";
+}
+
 std::string Tokenizer::load(const void* data, size_t bytes) {
     auto status = sp_->LoadFromSerializedProto(std::string(static_cast<const char*>(data), bytes));
     if (!status.ok()) return "not a SentencePiece model: " + status.ToString();

@@ -7,10 +7,22 @@
 
 namespace sentencepiece { class SentencePieceProcessor; }
 
+// What a checkpoint holds of its tokenizer.
+enum class TokenizerKind {
+    none,           // no tokenizer (a llama2.c model converted without one): ids in, ids out
+    sentencepiece,  // a SentencePiece model (Llama-2, Mistral, TinyLlama, ...)
+};
+struct TokenizerSpec {
+    TokenizerKind kind = TokenizerKind::none;
+    std::string sentencepiece;  // the serialized SentencePiece ModelProto (tokenizer.model's bytes)
+};
+
 class Tokenizer {
 public:
     Tokenizer();
     ~Tokenizer();
+    // "" on success, else why the spec is not a tokenizer this build can use.
+    std::string load(const TokenizerSpec& spec);
     // "" on success, else why the bytes are not a SentencePiece model.
     std::string load(const void* data, size_t bytes);
     std::string load_file(const std::string& path);

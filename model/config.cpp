@@ -1,0 +1,128 @@
+#include "config.h"
+
+#include <cmath>
+
+#include "chat_template.h"
+#include "metadata.h"
+
+std::string validate_config(const ModelConfig& c) {
+    auto in = [](long v, long lo, long hi) { return v >= lo && v <= hi; };
+    if (c.arch != "llama") return "architecture '" + c.arch + "' is not supported (only llama)";
+    if (!in(c.dim, 1, 1 << 16)) return "dim " + std::to_string(c.dim) + " is out of range";
+    if (!in(c.hidden_dim, 1, 1 << 18)) return "hidden dim " + std::to_string(c.hidden_dim) + " is out of range";
+    if (!in(c.n_layers, 1, 1024)) return "layer count " + std::to_string(c.n_layers) + " is out of range";
+    if (!in(c.n_heads, 1, 1024)) return "head count " + std::to_string(c.n_heads) + " is out of range";
+    if (!in(c.n_kv_heads, 1, c.n_heads) || c.n_heads % c.n_kv_heads != 0)
+        return "kv head count " + std::to_string(c.n_kv_heads) + " does not divide head count " +
+               std::to_string(c.n_heads);
+    if (!in(c.head_dim, 2, 1024) || c.head_dim % 2 != 0)
+        return "head dim " + std::to_string(c.head_dim) + " is not an even number in range";
+    if (!in(c.vocab_size, 1, 1 << 22)) return "vocab size " + std::to_string(c.vocab_size) + " is out of range";
+    if (!in(c.max_seq_len, 1, 1 << 24)) return "context length " + std::to_string(c.max_seq_len) + " is out of range";
+    if (!in(c.bos_id, -1, c.vocab_size - 1) || !in(c.eos_id, -1, c.vocab_size - 1))
+        return "BOS/EOS ids are outside the vocabulary";
+    if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1.0f) return "rope theta is not a number > 1";
+    if (!std::isfinite(c.rms_eps) || c.rms_eps <= 0.0f || c.rms_eps > 1.0f) return "rms eps is not in (0, 1]";
+    if (!c.chat_template.empty() && !is_chat_template(c.chat_template))
+        return "chat template '" + c.chat_template + "' is not one this build knows";
+    return "";
+}
+
+namespace {
+
+// The integer hyperparameters and their keys after "<arch>.". 0 as the default: required.
+struct IntKey {
+    const char* key;
+    int ModelConfig::*field;
+};
+const IntKey kIntKeys[] = {
+    {"embedding_length", &ModelConfig::dim},
+    {"feed_forward_length", &ModelConfig::hidden_dim},
+    {"block_count", &ModelConfig::n_layers},
+    {"attention.head_count", &ModelConfig::n_heads},
+    {"attention.head_count_kv", &ModelConfig::n_kv_heads},   // default: n_heads
+    {"attention.key_length", &ModelConfig::head_dim},        // default: dim / n_heads
+    {"context_length", &ModelConfig::max_seq_len},
+    {"vocab_size", &ModelConfig::vocab_size},                 // default: from token_embd.weight
+};
+const char* const kRopeTheta = "rope.freq_base";
+const char* const kRmsEps = "attention.layer_norm_rms_epsilon";
+const char* const kBos = "tokenizer.ggml.bos_token_id";
+const char* const kEos = "tokenizer.ggml.eos_token_id";
+const char* const kAddBos = "tokenizer.ggml.add_bos_token";
+const char* const kJinja = "tokenizer.chat_template";
+const char* const kTemplateName = "hearth.chat_template";  // hearth's own: a built-in template's name
+
+}  // namespace
+
+void config_to_metadata(const ModelConfig& c, Metadata* m) {
+    const std::string a = c.arch + ".";
+    m->set_string("general.architecture", c.arch);
+    for (const IntKey& k : kIntKeys) m->set_u32(a + k.key, uint32_t(c.*k.field));
+    m->set_u32(a + "attention.value_length", uint32_t(c.head_dim));
+    m->set_u32(a + "rope.dimension_count", uint32_t(c.head_dim));
+    m->set_f32(a + kRopeTheta, c.rope_theta);
+    m->set_f32(a + kRmsEps, c.rms_eps);
+    if (c.bos_id >= 0) m->set_u32(kBos, uint32_t(c.bos_id));
+    if (c.eos_id >= 0) m->set_u32(kEos, uint32_t(c.eos_id));
+    m->set_bool(kAddBos, c.add_bos);
+    if (!c.chat_template_jinja.empty()) m->set_string(kJinja, c.chat_template_jinja);
+    if (!c.chat_template.empty()) m->set_string(kTemplateName, c.chat_template);
+}
+
+std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
+    std::string err;
+    if (!(err = m.get_string("general.architecture", &c->arch)).empty()) return err;
+    if (c->arch.size() > 64) return "general.architecture is not a name";
+    const std::string a = c->arch + ".";
+    for (const IntKey& k : kIntKeys) {
+        const std::string key = a + k.key;
+        c->*k.field = 0;
+        if (!m.has(key)) continue;
+        uint32_t v = 0;
+        if (!(err = m.get_u32(key, &v)).empty()) return err;
+        if (v > (1u << 30)) return "metadata " + key + " is " + std::to_string(v) + ", out of range";
+        c->*k.field = int(v);
+    }
+    for (const IntKey& k : kIntKeys) {
+        const bool has_default = k.field == &ModelConfig::n_kv_heads || k.field == &ModelConfig::head_dim ||
+                                 k.field == &ModelConfig::vocab_size;
+        if (!has_default && c->*k.field == 0) return "metadata " + a + k.key + " is missing or 0";
+    }
+    if (c->n_kv_heads == 0) c->n_kv_heads = c->n_heads;
+    if (c->head_dim == 0) {
+        if (c->dim % c->n_heads != 0) return "embedding length " + std::to_string(c->dim) + " is not a multiple of the head count";
+        c->head_dim = c->dim / c->n_heads;
+    }
+    // hearth rotates whole heads, and keys and values have the queries' head size.
+    for (const char* key : {"rope.dimension_count", "attention.value_length"}) {
+        uint32_t v = 0;
+        if (m.has(a + key) && (!(err = m.get_u32(a + key, &v)).empty() || int64_t(v) != c->head_dim))
+            return err.empty() ? "metadata " + a + key + " is " + std::to_string(v) + ", not the head size " +
+                                     std::to_string(c->head_dim) + " (not supported)"
+                               : err;
+    }
+    c->rope_theta = 10000.0f;
+    if (m.has(a + kRopeTheta) && !(err = m.get_f32(a + kRopeTheta, &c->rope_theta)).empty()) return err;
+    c->rms_eps = 1e-5f;
+    if (m.has(a + kRmsEps) && !(err = m.get_f32(a + kRmsEps, &c->rms_eps)).empty()) return err;
+    for (auto [key, field] : {std::pair{kBos, &ModelConfig::bos_id}, std::pair{kEos, &ModelConfig::eos_id}}) {
+        c->*field = -1;
+        uint32_t v = 0;
+        if (!m.has(key)) continue;
+        if (!(err = m.get_u32(key, &v)).empty()) return err;
+        if (v > (1u << 30)) return "metadata " + std::string(key) + " is out of range";
+        c->*field = int(v);
+    }
+    c->add_bos = c->bos_id >= 0;
+    if (m.has(kAddBos) && !(err = m.get_bool(kAddBos, &c->add_bos)).empty()) return err;
+    c->chat_template_jinja.clear();
+    if (m.has(kJinja) && !(err = m.get_string(kJinja, &c->chat_template_jinja)).empty()) return err;
+    c->chat_template.clear();
+    if (m.has(kTemplateName)) {
+        if (!(err = m.get_string(kTemplateName, &c->chat_template)).empty()) return err;
+    } else if (!c->chat_template_jinja.empty()) {
+        c->chat_template = detect_chat_template(c->chat_template_jinja);
+    }
+    return "";
+}
