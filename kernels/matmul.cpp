@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <vector>
 
+#include "dequant_gguf.h"
 #include "dot_float.h"
 #include "matmul_float.h"
 #include "fp16.h"
@@ -18,7 +19,8 @@ bool matmul_supports(uint32_t type) {
 }
 
 bool dequantize_supports(uint32_t type) {
-    return type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr);
+    return type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr) ||
+           gguf_dequantizer(type) != nullptr;
 }
 
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out) {
@@ -36,8 +38,9 @@ void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* 
         }
         default: {
             const QuantKernels* k = quant_kernels(type);
+            const dequantize_row_fn f = k ? k->dequantize : gguf_dequantizer(type);
             const size_t row_bytes = type_row_bytes(type, cols);
-            k->dequantize(static_cast<const uint8_t*>(w) + row * row_bytes, out, cols);
+            f(static_cast<const uint8_t*>(w) + row * row_bytes, out, cols);
             break;
         }
     }
