@@ -21,7 +21,7 @@ LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_dequant_gguf.cpp
 # Everything else.
 TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
-             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_metadata.cpp \
+             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_metadata.cpp tests/test_gguf.cpp \
              tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp \
              tests/test_sentencepiece_model.cpp
 
@@ -70,6 +70,12 @@ AVX2_TEST_BIN := build/tests/kernel_tests_avx2
 AVX2_TEST_RUN := "host, plain AVX2 build (no VNNI): kernel tests" "build/tests/kernel_tests_avx2"
 endif
 
+# llama.cpp's GGUF files the tests read, kept compressed in the repository.
+GGUF_MINI := $(patsubst tests/data/gguf-mini/%.xz,build/tests/gguf-mini/%,$(wildcard tests/data/gguf-mini/*.gguf.xz))
+build/tests/gguf-mini/%: tests/data/gguf-mini/%.xz
+	@mkdir -p $(dir $@)
+	xz -dc $< > $@.tmp && mv $@.tmp $@
+
 deps:
 	@tools/install_deps.sh
 
@@ -78,7 +84,7 @@ demo: deps
 	./run models/tiny-shakespeare.hearth -p "ROMEO:" -n 200 --seed 42
 
 test: deps
-	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests \
+	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) \
 		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN)
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \

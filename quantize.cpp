@@ -8,6 +8,7 @@
 
 #include "model/checkpoint_writer.h"
 #include "model/convert.h"
+#include "model/gguf.h"
 #include "model/import.h"
 
 static const char* kUsage =
@@ -86,14 +87,12 @@ int main(int argc, char** argv) {
         FILE* f = std::fopen(in_path.c_str(), "rb");
         size_t got = f ? std::fread(magic, 1, sizeof magic, f) : 0;
         if (f) std::fclose(f);
-        if (got == sizeof magic && std::memcmp(magic, kCheckpointMagic, sizeof magic) == 0) {
-            err = import_hearth_file(in_path, &src);
+        if ((got == sizeof magic && std::memcmp(magic, kCheckpointMagic, sizeof magic) == 0) || is_gguf(magic, got)) {
+            err = import_model_file(in_path, &src);
             if (!type_given) mix = OutputMix::Keep;
+        } else {
+            err = in_path + " is neither a Hugging Face folder, a hearth checkpoint nor a GGUF file";
         }
-        else if (got >= 4 && std::memcmp(magic, "GGUF", 4) == 0)
-            err = in_path + " is a GGUF file; GGUF input is not supported yet";
-        else
-            err = in_path + " is neither a Hugging Face folder nor a hearth checkpoint";
     }
     if (!err.empty()) return fail(err);
     if (same_file(in_path, out_path)) return fail("the output would overwrite the input " + in_path);

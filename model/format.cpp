@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "../kernels/quant_types.h"
+#include "gguf.h"
 #include "metadata.h"
 #include "tokenizer_metadata.h"
 
@@ -19,9 +20,8 @@ uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape) {
     const uint64_t limit = uint64_t(1) << 40;  // 1 TiB: no real tensor is larger
     uint64_t rows = 1;
     for (int i = 0; i + 1 < n_dims; i++) {
-        if (shape[i] == 0 || shape[i] > limit) return 0;
-        rows *= shape[i];  // both factors <= 2^40 and the product was <= 2^40: no overflow
-        if (rows > limit) return 0;
+        if (shape[i] == 0 || shape[i] > limit / rows) return 0;  // divided, not multiplied: no overflow
+        rows *= shape[i];
     }
     const uint64_t cols = shape[n_dims - 1];
     if (cols == 0 || cols > limit || cols % uint64_t(type_block_size(type)) != 0) return 0;
@@ -144,6 +144,13 @@ std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* ou
     if (version == 1) return parse_v1(base, size, out);
     if (version == 2) return parse_v2(base, size, out);
     return "checkpoint version " + std::to_string(version) + " is not supported (this build reads versions 1 and 2)";
+}
+
+std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* out) {
+    if (is_gguf(data, size)) return parse_gguf(data, size, out);
+    if (size >= sizeof(kCheckpointMagic) && std::memcmp(data, kCheckpointMagic, sizeof(kCheckpointMagic)) == 0)
+        return parse_checkpoint(data, size, out);
+    return "neither a hearth checkpoint nor a GGUF file (wrong magic)";
 }
 
 std::string finish_config(ParsedCheckpoint* p) {

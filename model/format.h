@@ -87,6 +87,9 @@ struct ParsedCheckpoint {
 // use. Returns "" on success, else a one-line description of what is wrong.
 std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* out);
 
+// A hearth checkpoint or a GGUF file (model/gguf.h), told apart by the magic.
+std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* out);
+
 // What both hearth v2 and GGUF leave to the tensors: the vocabulary size (the embedding's
 // rows) when no key gave it, and tied embeddings when there is no output.weight; then the
 // whole configuration is validated.

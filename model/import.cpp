@@ -182,12 +182,12 @@ std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* ou
     return "";
 }
 
-std::string import_hearth_file(const std::string& path, ImportedCheckpoint* out) {
+std::string import_model_file(const std::string& path, ImportedCheckpoint* out) {
     out->mapped.reset(new MappedFile);
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;
     ParsedCheckpoint parsed;
-    err = parse_checkpoint(out->mapped->data(), out->mapped->size(), &parsed);
+    err = parse_model_file(out->mapped->data(), out->mapped->size(), &parsed);
     if (err.empty()) err = import_parsed(parsed, out);
     return err.empty() ? "" : path + ": " + err;
 }

@@ -36,8 +36,8 @@ struct ImportedCheckpoint {
 // listed in model.safetensors.index.json, tokenizer.model. "" on success.
 std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out);
 
-// A hearth checkpoint (to convert it to another type).
-std::string import_hearth_file(const std::string& path, ImportedCheckpoint* out);
+// A hearth checkpoint or a GGUF file (to convert it to another type or format).
+std::string import_model_file(const std::string& path, ImportedCheckpoint* out);
 
 // The tensors of a parsed checkpoint (hearth or GGUF) as sources, in hearth's file order,
 // checked against the configuration as bind_model does. The caller keeps the mapping.

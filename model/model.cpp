@@ -91,7 +91,7 @@ std::string load_model(const std::string& path, Model* m) {
     std::string err = m->file.open(path);
     if (!err.empty()) return err;
     ParsedCheckpoint parsed;
-    err = parse_checkpoint(m->file.data(), m->file.size(), &parsed);
+    err = parse_model_file(m->file.data(), m->file.size(), &parsed);
     if (!err.empty()) return path + ": " + err;
     err = bind_model(parsed, m);
     if (!err.empty()) return path + ": " + err;

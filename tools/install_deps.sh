@@ -2,7 +2,7 @@
 # Installs the Debian packages hearth needs to build and test, if any is missing.
 # The PyTorch reference scripts need more (--reference), make bench a little (--bench).
 set -e
-PKGS="g++ make libsentencepiece-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
+PKGS="g++ make xz-utils libsentencepiece-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
 if [ "${1:-}" = "--reference" ]; then
     PKGS="$PKGS python3-torch python3-numpy python3-sentencepiece libopenblas0-pthread"
 elif [ "${1:-}" = "--bench" ]; then
