@@ -10,12 +10,12 @@
 #include <unistd.h>
 #include <vector>
 
-#include "model/bench.h"
-#include "model/chat.h"
-#include "model/cpu_info.h"
+#include "frontend/bench.h"
+#include "frontend/chat_terminal.h"
+#include "frontend/cpu_info.h"
 #include "model/forward.h"
 #include "model/model.h"
-#include "model/perplexity.h"
+#include "frontend/perplexity.h"
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
 
