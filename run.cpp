@@ -14,6 +14,7 @@
 #include "frontend/chat_terminal.h"
 #include "frontend/cpu_info.h"
 #include "model/forward.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "frontend/perplexity.h"
 #include "model/sampler.h"
@@ -295,46 +296,37 @@ int main(int argc, char** argv) {
     const double load_s = seconds_since(t_load);
 
     Sampler sampler(sp);
-    TextStreamer streamer(tok);
-    std::vector<float> logits(c.vocab_size);
+    std::vector<int> end_ids;
+    if (c.eos_id >= 0 && !ignore_eos) end_ids.push_back(c.eos_id);
+    Generator gen(model, tok, sampler, end_ids);
     if (!print_ids) {
-        for (int id : tokens) std::fputs(streamer.push(id).c_str(), stdout);
+        std::fputs(gen.text_before(tokens).c_str(), stdout);
         std::fflush(stdout);
     }
 
+    std::vector<float> logits(c.vocab_size);
     auto t_prompt = std::chrono::steady_clock::now();
     if (!(err = forward(model, state, tokens.data(), int(tokens.size()), 0, logits.data())).empty()) return fail(err);
     const double prompt_s = seconds_since(t_prompt);
     const size_t n_prompt = tokens.size();
 
     auto t_gen = std::chrono::steady_clock::now();
-    int generated = 0;
-    bool context_full = false;
-    while (generated < n_predict) {
-        int next = sampler.sample(logits.data(), c.vocab_size, tokens);
-        if (next == c.eos_id && !ignore_eos) break;
-        tokens.push_back(next);
-        if (print_ids) {
-            std::printf(generated ? ",%d" : "%d", next);
-        } else {
-            std::fputs(streamer.push(next).c_str(), stdout);
-        }
+    GenerationCallbacks cb;
+    cb.on_token = [&](int id, const std::string& text) {
+        if (print_ids) std::printf(gen.tokens().size() > 1 ? ",%d" : "%d", id);
+        else std::fputs(text.c_str(), stdout);
         std::fflush(stdout);
-        if (++generated == n_predict) break;
-        if (long(tokens.size()) >= n_ctx) {
-            context_full = true;
-            break;
-        }
-        if (!(err = forward(model, state, &next, 1, int(tokens.size()) - 1, logits.data())).empty()) return fail(err);
-    }
+    };
+    const GenerationEnd end = gen.generate(state, tokens, logits, int(n_predict), cb);
     const double gen_s = seconds_since(t_gen);
-    if (!print_ids) std::fputs(streamer.finish().c_str(), stdout);
+    if (!print_ids) std::fputs(gen.finish().c_str(), stdout);
     std::fputs("\n", stdout);
     std::fflush(stdout);
+    if (end == GenerationEnd::error) return fail(gen.error());
 
-    if (context_full) std::fprintf(stderr, "run: stopped: the context of %ld tokens is full (raise -c)\n", n_ctx);
-    std::fprintf(stderr, "run: load %.0f ms | prompt %zu tokens, %.1f tok/s | generation %d tokens, %.1f tok/s | %ld threads\n",
-                 load_s * 1e3, n_prompt, n_prompt / std::max(prompt_s, 1e-9), generated,
-                 generated / std::max(gen_s, 1e-9), n_threads);
+    if (end == GenerationEnd::context_full) std::fprintf(stderr, "run: stopped: the context of %ld tokens is full (raise -c)\n", n_ctx);
+    std::fprintf(stderr, "run: load %.0f ms | prompt %zu tokens, %.1f tok/s | generation %zu tokens, %.1f tok/s | %ld threads\n",
+                 load_s * 1e3, n_prompt, n_prompt / std::max(prompt_s, 1e-9), gen.tokens().size(),
+                 gen.tokens().size() / std::max(gen_s, 1e-9), n_threads);
     return 0;
 }
