@@ -18,8 +18,9 @@ QEMU_AARCH64 ?= qemu-aarch64
 KERNEL_SRCS := kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
 MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
-# The code only run uses: terminal chat, benchmark, perplexity, CPU probe.
-FRONTEND_SRCS := frontend/chat_terminal.cpp frontend/bench.cpp frontend/perplexity.cpp frontend/cpu_info.cpp
+# The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
+# table (which quantize links too).
+FRONTEND_SRCS := frontend/chat_terminal.cpp frontend/bench.cpp frontend/perplexity.cpp frontend/cpu_info.cpp frontend/options.cpp
 FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
 
 # Tests that need only the kernels: built for the host and for aarch64.
@@ -39,7 +40,7 @@ build/%.o: %.cpp Makefile
 run: build/run.o $(FRONTEND_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -ledit
 
-quantize: build/quantize.o $(LIB_OBJS)
+quantize: build/quantize.o build/frontend/options.o $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS)
 
 build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) $(LIB_OBJS)
