@@ -7,7 +7,9 @@
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
 override CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
-override LDLIBS += -lsentencepiece -lpthread -ledit -lutil
+# What each program links beyond its objects: the model library needs SentencePiece; only
+# run's terminal chat needs libedit, and only the pseudo-terminal test needs -lutil (forkpty).
+MODEL_LIBS := -lsentencepiece -lpthread
 
 # The cross toolchain for the NEON kernels; their tests run under qemu-user.
 AARCH64_CXX ?= aarch64-linux-gnu-g++
@@ -16,6 +18,10 @@ QEMU_AARCH64 ?= qemu-aarch64
 KERNEL_SRCS := kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
 MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
+# The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
+# table (which quantize links too).
+FRONTEND_SRCS := frontend/chat_terminal.cpp frontend/bench.cpp frontend/perplexity.cpp frontend/cpu_info.cpp frontend/options.cpp
+FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
 
 # Tests that need only the kernels: built for the host and for aarch64.
 KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_dequant_gguf.cpp
@@ -32,18 +38,18 @@ build/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-run: build/run.o $(LIB_OBJS)
-	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+run: build/run.o $(FRONTEND_OBJS) $(LIB_OBJS)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -ledit
 
-quantize: build/quantize.o $(LIB_OBJS)
-	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+quantize: build/quantize.o build/frontend/options.o $(LIB_OBJS)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS)
 
 # tests/test_sentencepiece_model.cpp trains small models with SentencePiece's own trainer
 # (libsentencepiece-dev ships it), to test normalizer charsmaps the library made itself.
 build/tests/unit_tests: override LDLIBS += -lsentencepiece_train
 build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -lutil
 
 build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))
 	@mkdir -p $(dir $@)
@@ -101,7 +107,7 @@ build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -I. $(filter %.cpp %.o,$^) -o $@
 
-build/membw: tools/membw.cpp model/cpu_info.cpp
+build/membw: tools/membw.cpp frontend/cpu_info.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "frontend/options.h"
 #include "model/checkpoint_writer.h"
 #include "model/convert.h"
 #include "model/gguf.h"
@@ -26,11 +27,7 @@ static const char* kUsage =
     "        the embedding, the output and half of attn_v/ffn_down, as llama.cpp's Q4_K_M.\n"
     "        q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does.\n"
     "        Norm weights always stay f32; a matrix whose rows the block size does not\n"
-    "        divide falls back to q8_0, then f16.\n"
-    "\n"
-    "  -t, --type TYPE   the element type of the weight matrices\n"
-    "  -q, --quiet       no per-tensor lines (size before/after, relative RMS error, MB/s)\n"
-    "  -h, --help        this text\n";
+    "        divide falls back to q8_0, then f16.\n";
 
 static int fail(const std::string& msg) {
     std::fprintf(stderr, "quantize: %s\n", msg.c_str());
@@ -44,31 +41,29 @@ static void on_signal(int sig) {
 }
 
 int main(int argc, char** argv) {
-    std::vector<std::string> positional;
-    OutputMix mix = OutputMix::F16;
-    bool type_given = false, quiet = false;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        } else if (a == "-t" || a == "--type") {
-            if (i + 1 >= argc) return fail(a + " needs a type (see --help)");
-            if (!parse_output_mix(argv[++i], &mix)) return fail(std::string("unknown type '") + argv[i] + "' (see --help)");
-            type_given = true;
-        } else if (a == "-q" || a == "--quiet") {
-            quiet = true;
-        } else if (a.size() > 1 && a[0] == '-') {
-            return fail("unknown option " + a + " (see --help)");
-        } else {
-            positional.push_back(a);
-        }
-    }
+    std::string type;
+    bool quiet = false;
+    const CommandLine cl = {
+        "quantize",
+        kUsage,
+        {{"",
+          {
+              {"-t", "--type", "TYPE", &type, "the element type of the weight matrices", 0, 0,
+               "f16, or a hearth input's own types"},
+              {"-q", "--quiet", "", &quiet, "no per-tensor lines (size before/after, relative RMS error, MB/s)"},
+          }}},
+        ""};
+    Arguments args;
+    if (int exit_code = parse_command_line(cl, argc, argv, &args); exit_code >= 0) return exit_code;
+    std::vector<std::string>& positional = args.positional;
+    bool type_given = args.was_given("--type");
     if (positional.size() == 3) {
-        if (!parse_output_mix(positional[2], &mix)) return fail("unknown type '" + positional[2] + "' (see --help)");
+        type = positional[2];
         type_given = true;
         positional.pop_back();
     }
+    OutputMix mix = OutputMix::F16;
+    if (type_given && !parse_output_mix(type, &mix)) return fail("unknown type '" + type + "' (see --help)");
     if (positional.size() != 2) {
         std::fputs(kUsage, stderr);
         return 1;

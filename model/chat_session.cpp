@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 #include "../tokenizer/tokenizer.h"
+#include "generate.h"
 
 using Clock = std::chrono::steady_clock;
 
@@ -123,62 +123,49 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
     }
 
     const auto t_reply = Clock::now();
-    TextStreamer streamer(tok_);
-    std::vector<int> reply_ids;
-    st.end = ReplyEnd::length_limit;
-    while (int(reply_ids.size()) < max_tokens) {
-        if (cb.interrupted && cb.interrupted()) {
-            st.end = ReplyEnd::interrupted;
+    Generator gen(model_, tok_, sampler, ignore_end_of_turn_ ? std::vector<int>{} : end_of_turn_);
+    GenerationCallbacks gcb;
+    gcb.interrupted = cb.interrupted;
+    gcb.on_token = [&](int, const std::string& text) {
+        if (gen.tokens().size() == 1) st.first_token_seconds = seconds_since(t_start);
+        if (cb.on_text) cb.on_text(text);
+    };
+    for (;;) {
+        const GenerationEnd end = gen.generate(state_, context_, logits_, max_tokens, gcb);
+        if (end != GenerationEnd::context_full) {
+            st.end = end == GenerationEnd::end_id         ? ReplyEnd::end_of_turn
+                     : end == GenerationEnd::length_limit ? ReplyEnd::length_limit
+                     : end == GenerationEnd::interrupted  ? ReplyEnd::interrupted
+                                                          : ReplyEnd::refused;
+            st.error = gen.error();
             break;
         }
-        // Ids past the tokenizer's pieces (padding rows of the embedding) have no text.
-        for (int id = tok_.vocab_size(); id < model_.config.vocab_size; id++) logits_[id] = -INFINITY;
-        const int next = sampler.sample(logits_.data(), model_.config.vocab_size, context_);
-        if (reply_ids.empty()) st.first_token_seconds = seconds_since(t_start);
-        if (!ignore_end_of_turn_ && std::find(end_of_turn_.begin(), end_of_turn_.end(), next) != end_of_turn_.end()) {
-            st.end = ReplyEnd::end_of_turn;
-            break;
-        }
-        reply_ids.push_back(next);
-        if (cb.on_text) cb.on_text(streamer.push(next));
-        if (int(reply_ids.size()) == max_tokens) break;  // the next turn evaluates it
 
-        if (context_.size() == n_ctx) {
-            // Full in the middle of the reply: make room by dropping old turns and
-            // re-evaluating what remains, the reply so far included.
-            std::vector<int> t;
-            const int dropped = drop_oldest_turns(n_ctx / 2, reply_ids, &t);
-            if (dropped) {
-                st.dropped_turns += dropped;
-                dropped_notice(dropped);
-            }
-            if (dropped == 0 || t.size() >= n_ctx) {
-                st.end = ReplyEnd::context_full;
-                break;
-            }
-            int n = 0;
-            const auto t_re = Clock::now();
-            st.error = evaluate(t, cb, &n, &interrupted);
-            st.prompt_seconds += seconds_since(t_re);
-            if (!st.error.empty()) {
-                st.end = ReplyEnd::refused;
-                break;
-            }
-            if (interrupted) {
-                st.end = ReplyEnd::interrupted;
-                break;
-            }
-            continue;
+        // Full in the middle of the reply: make room by dropping old turns and
+        // re-evaluating what remains, the reply so far included, then go on.
+        std::vector<int> t;
+        const int dropped = drop_oldest_turns(n_ctx / 2, gen.tokens(), &t);
+        if (dropped) {
+            st.dropped_turns += dropped;
+            dropped_notice(dropped);
         }
-        const int pos = int(context_.size());
-        if (!(st.error = forward(model_, state_, &next, 1, pos, logits_.data())).empty()) {
-            st.end = ReplyEnd::refused;
+        if (dropped == 0 || t.size() >= n_ctx) {
+            st.end = ReplyEnd::context_full;
             break;
         }
-        context_.push_back(next);
-        evaluated_++;
+        int n = 0;
+        const auto t_re = Clock::now();
+        st.error = evaluate(t, cb, &n, &interrupted);
+        st.prompt_seconds += seconds_since(t_re);
+        if (!st.error.empty() || interrupted) {
+            st.end = interrupted ? ReplyEnd::interrupted : ReplyEnd::refused;
+            break;
+        }
     }
-    if (cb.on_text) cb.on_text(streamer.finish());
+    const std::vector<int>& reply_ids = gen.tokens();
+    if (reply_ids.empty() && st.end == ReplyEnd::end_of_turn) st.first_token_seconds = seconds_since(t_start);
+    if (cb.on_text) cb.on_text(gen.finish());
+    evaluated_ += gen.evaluated();
     st.reply_seconds = seconds_since(t_reply);
     st.reply_tokens = int(reply_ids.size());
 

@@ -2,6 +2,7 @@
 // with a non-zero exit for every kind of bad input.
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <sys/stat.h>
 
 #include "test_helpers.h"
@@ -32,6 +33,56 @@ TEST_CASE("cli: --help documents the options and exits 0") {
     CommandResult q = run_command("./quantize --help");
     CHECK(q.exit_code == 0);
     CHECK(q.out.find("--type") != std::string::npos);
+}
+
+// The options tables themselves, as `--list-options` prints them: each option is in
+// --help, and a value that is missing, malformed or out of range is refused before
+// anything is loaded, with one line on stderr and exit code 1.
+TEST_CASE("cli: every option of run and quantize is in --help and refuses a bad value") {
+    for (const std::string program : {"./run", "./quantize"}) {
+        CommandResult list = run_command(program + " --list-options");
+        REQUIRE(list.exit_code == 0);
+        const std::string help = run_command(program + " --help").out;
+        CHECK(help.find("--list-options") == std::string::npos);  // for tests, not users
+        auto refused = [&](const std::string& args, const std::string& expect) {
+            CommandResult r = run_command(program + " " + args);
+            INFO(program << " " << args << " -> " << r.err);
+            CHECK(r.exit_code == 1);
+            CHECK(count_lines(r.err) == 1);
+            CHECK(r.err.find(expect) != std::string::npos);
+            CHECK(r.out.empty());
+        };
+        std::istringstream lines(list.out);
+        int options = 0;
+        for (std::string line; std::getline(lines, line); options++) {
+            INFO(program << " --list-options: " << line);
+            std::istringstream fields(line);
+            std::string long_name, short_name, kind, min, max;
+            fields >> long_name >> short_name >> kind >> min >> max;
+            REQUIRE(long_name.compare(0, 2, "--") == 0);
+            // Its line in --help starts with its names.
+            const std::string names = "\n  " + (short_name == "-" ? "    " : short_name + ", ") + long_name;
+            const size_t at = help.find(names);
+            CHECK((at != std::string::npos && (help[at + names.size()] == ' ' || help[at + names.size()] == '\n')));
+
+            REQUIRE((kind == "flag" || kind == "integer" || kind == "real" || kind == "text"));
+            if (kind == "flag") continue;
+            refused(long_name, "needs a value");
+            if (short_name != "-") refused(short_name, "needs a value");
+            if (kind == "text") continue;
+            REQUIRE(!max.empty());
+            for (const char* bad : {"abc", "''", "5x"}) refused(long_name + " " + bad, "invalid value");
+            if (kind == "integer") {
+                refused(long_name + " 1.5", "invalid value");
+                refused(long_name + " " + std::to_string(std::stoll(min) - 1), "invalid value");
+                refused(long_name + " " + max + "0", "invalid value");
+            } else {
+                refused(long_name + " " + std::to_string(std::stod(min) - 1), "invalid value");
+                refused(long_name + " " + std::to_string(std::stod(max) + 1), "invalid value");
+            }
+        }
+        CHECK(options >= 2);
+    }
 }
 
 TEST_CASE("cli: run refuses bad input with one line on stderr") {

@@ -1,4 +1,4 @@
-#include "chat.h"
+#include "chat_terminal.h"
 
 #include <algorithm>
 #include <csignal>
@@ -13,9 +13,9 @@
 #undef Tokenizer
 
 #include "../tokenizer/tokenizer.h"
-#include "chat_session.h"
-#include "chat_template.h"
-#include "forward.h"
+#include "../model/chat_session.h"
+#include "../model/chat_template.h"
+#include "../model/forward.h"
 
 namespace {
 

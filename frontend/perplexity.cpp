@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "forward.h"
+#include "../model/forward.h"
 
 std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, PerplexityResult* out,
                                const std::function<void(int, int, double)>& progress) {

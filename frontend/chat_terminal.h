@@ -3,8 +3,8 @@
 #pragma once
 #include <string>
 
-#include "model.h"
-#include "sampler.h"
+#include "../model/model.h"
+#include "../model/sampler.h"
 
 class Tokenizer;
 

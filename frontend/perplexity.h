@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "../model/model.h"
 
 struct PerplexityResult {
     double perplexity = 0;

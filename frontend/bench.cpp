@@ -4,7 +4,7 @@
 #include <chrono>
 #include <vector>
 
-#include "forward.h"
+#include "../model/forward.h"
 
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());

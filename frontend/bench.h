@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model.h"
+#include "../model/model.h"
 
 struct BenchResult {
     double pp_tok_s = 0;       // median over the repetitions

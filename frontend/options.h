@@ -1,0 +1,56 @@
+// A program's command line as one table of options: parsing, --help and the CLI test
+// (through the hidden --list-options) all read the table, so they cannot disagree.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+// Where an option's value goes. The pointer's type is the option's kind: bool* a flag
+// (set to true, takes no value), int* or uint64_t* an integer, float* a real number,
+// std::string* text.
+using OptionTarget = std::variant<bool*, int*, uint64_t*, float*, std::string*>;
+
+struct Option {
+    const char* short_name;  // "-n", or "" when there is none
+    const char* long_name;   // "--n-predict"
+    const char* value_name;  // what --help calls the value ("N", "FILE"); "" for a flag
+    OptionTarget target;
+    std::string help;
+    double min, max;            // the accepted range of a number, inclusive; a uint64_t takes all of its own
+    std::string default_shown;  // --help's "(default: ...)"; "" shows a number's value before parsing
+
+    // A table row in this order; what a row does not need may be left out.
+    Option(const char* short_name, const char* long_name, const char* value_name, OptionTarget target, std::string help,
+           double min = 0, double max = 0, std::string default_shown = "")
+        : short_name(short_name), long_name(long_name), value_name(value_name), target(target), help(std::move(help)),
+          min(min), max(max), default_shown(std::move(default_shown)) {}
+};
+
+struct OptionSection {
+    std::string title;  // --help's heading; "" for none
+    std::vector<Option> options;
+};
+
+struct CommandLine {
+    std::string program;  // prefixes error messages: "run: ..."
+    std::string usage;    // --help's text before the options
+    std::vector<OptionSection> sections;
+    std::string epilogue;  // --help's text after the options
+};
+
+struct Arguments {
+    std::vector<std::string> positional;  // the arguments that are not options, in order
+    std::vector<std::string> given;       // the long names of the options that appeared
+    bool was_given(const std::string& long_name) const;
+};
+
+// Sets the target of every option given and collects the rest in *args. Returns -1 when
+// the program should go on, else its exit code: 0 after printing --help, or the table for
+// --list-options, on stdout; 1 after a one-line error on stderr (an unknown option, a
+// missing value, a value that is not a number in range).
+//
+// --list-options prints a line per option: its long name, its short name or "-", its kind
+// (flag, integer, real, text) and, for numbers, the least and greatest value accepted.
+int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args);

@@ -1,0 +1,64 @@
+// The generation loop that `run -p` and ChatSession share: sample a token from the
+// logits, stop at an end id, stream its text, evaluate it, again — and hand control back
+// when the KV cache is full, so that the caller decides what happens then (run stops and
+// says so; a chat drops its oldest turns and calls generate() again).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../tokenizer/tokenizer.h"
+#include "forward.h"
+#include "model.h"
+#include "sampler.h"
+
+enum class GenerationEnd {
+    end_id,        // an end id was sampled; it is not kept
+    length_limit,  // max_tokens were generated; the last one is not evaluated (no one needs its logits yet)
+    context_full,  // every generated token is evaluated and the cache has no position left for the next
+    interrupted,   // cb.interrupted() said stop; every generated token is evaluated
+    error,         // forward() failed: Generator::error() says why
+};
+
+struct GenerationCallbacks {
+    // Each kept token and the text it completes: "" while it holds part of a UTF-8
+    // character (or has no text), more than its own piece when it completes one.
+    std::function<void(int id, const std::string& text)> on_token;
+    std::function<bool()> interrupted;  // polled before each token
+};
+
+class Generator {
+public:
+    // Sampling one of `end_ids` ends the generation (EOS, a chat template's end-of-turn
+    // marker); none keeps it going to the length limit (--ignore-eos). All references
+    // must outlive the generator.
+    Generator(const Model& model, const Tokenizer& tok, Sampler& sampler, std::vector<int> end_ids);
+
+    // `context` holds the ids in state's KV cache at positions 0, 1, ... and `logits` the
+    // logits that follow its last id; each evaluated token extends both. Generates until
+    // max_tokens have been generated in all, counting earlier calls, or another end. A
+    // caller may change the cache between calls (ChatSession drops old turns and
+    // re-evaluates) as long as context and logits stay in step.
+    GenerationEnd generate(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
+                           const GenerationCallbacks& cb);
+
+    // Text of ids that come before the generated ones (run prints its prompt), through the
+    // same decoder, so that the first generated token's text joins them as decode() would.
+    std::string text_before(const std::vector<int>& ids);
+    // Whatever text the decoder still holds back, once the generation is over.
+    std::string finish() { return streamer_.finish(); }
+
+    const std::vector<int>& tokens() const { return tokens_; }  // generated so far, end id excluded
+    long evaluated() const { return evaluated_; }                // forward() calls made, one per token
+    const std::string& error() const { return error_; }
+
+private:
+    const Model& model_;
+    const Tokenizer& tok_;
+    Sampler& sampler_;
+    std::vector<int> end_ids_;
+    TextStreamer streamer_;
+    std::vector<int> tokens_;
+    long evaluated_ = 0;
+    std::string error_;
+};
