@@ -1,5 +1,7 @@
 #include "tokenizer.h"
 
+#include "sentencepiece_model.h"
+
 #include <fstream>
 #include <sentencepiece_processor.h>
 #include <sstream>
@@ -15,8 +17,14 @@ std::string Tokenizer::load(const TokenizerSpec& spec) {
     return "the checkpoint has no tokenizer: give the prompt as ids (--prompt-ids) and print ids (--print-ids)";
 }
 
+// The SentencePiece library trusts its input (a damaged normalizer table crashes it), so the
+// bytes are parsed and checked here first, and the library gets the checked model written
+// out again: fields the check does not read never reach it.
 std::string Tokenizer::load(const void* data, size_t bytes) {
-    auto status = sp_->LoadFromSerializedProto(std::string(static_cast<const char*>(data), bytes));
+    SentencePieceModel model;
+    std::string err = parse_sentencepiece_model(std::string(static_cast<const char*>(data), bytes), &model);
+    if (!err.empty()) return "not a usable SentencePiece model: " + err;
+    auto status = sp_->LoadFromSerializedProto(serialize_sentencepiece_model(model));
     if (!status.ok()) return "not a SentencePiece model: " + status.ToString();
     return "";
 }
