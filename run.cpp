@@ -220,10 +220,13 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     const int window = o.n_ctx ? o.n_ctx : std::min(512, max_seq_len);
     if (window > max_seq_len) std::fprintf(stderr, "run: warning: -c %d is longer than the model's context of %d\n", window, max_seq_len);
     const std::vector<int> ids = tok.encode(text, true);
-    std::fprintf(stderr, "run: %zu tokens, %zu windows of %d\n", ids.size(), ids.size() / window, window);
+    int windows = 0;
+    std::string err = perplexity_windows(ids.size(), window, &windows);
+    if (!err.empty()) return fail(err);
+    std::fprintf(stderr, "run: %zu tokens, %d windows of %d\n", ids.size(), windows, window);
     PerplexityResult r;
     const auto t0 = Clock::now();
-    std::string err = compute_perplexity(model, ids, window, &r, [&](int w, int total, double ppl) {
+    err = compute_perplexity(model, ids, window, &r, [&](int w, int total, double ppl) {
         std::fprintf(stderr, "\r[%d/%d] perplexity %.4f, %.1f s", w, total, ppl, seconds_since(t0));
         if (w == total) std::fputc('\n', stderr);
     });

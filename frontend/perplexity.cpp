@@ -4,16 +4,23 @@
 
 #include "../model/forward.h"
 
+std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows) {
+    // Window positions n_ctx/2 .. n_ctx-2 are scored: fewer than 3 positions score none.
+    if (n_ctx < 3) return "perplexity needs a context of at least 3 tokens (-c)";
+    *windows = int(n_tokens / size_t(n_ctx));
+    if (*windows < 1)
+        return "the text is " + std::to_string(n_tokens) + " tokens, less than one window of " + std::to_string(n_ctx) + " (lower -c)";
+    return "";
+}
+
 std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, PerplexityResult* out,
                                const std::function<void(int, int, double)>& progress) {
     const int vocab = m.config.vocab_size;
-    if (n_ctx < 2) return "perplexity needs a context of at least 2 tokens";
-    const int windows = int(tokens.size() / size_t(n_ctx));
-    if (windows < 1)
-        return "the text is " + std::to_string(tokens.size()) + " tokens, less than one window of " + std::to_string(n_ctx) +
-               " (lower -c)";
+    int windows = 0;
+    std::string err = perplexity_windows(tokens.size(), n_ctx, &windows);
+    if (!err.empty()) return err;
     RunState s;
-    std::string err = make_run_state(m.config, n_ctx, &s);
+    err = make_run_state(m.config, n_ctx, &s);
     if (!err.empty()) return err;
     std::vector<float> logits(size_t(n_ctx) * vocab);
     std::vector<int> window(n_ctx);

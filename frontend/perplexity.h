@@ -16,6 +16,9 @@ struct PerplexityResult {
     int windows = 0;
 };
 
+// How many windows of n_ctx the tokens make; "" or why they make none to score.
+std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows);
+
 // `progress(window, total, running_perplexity)` is called after each window.
 std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, PerplexityResult* out,
                                const std::function<void(int, int, double)>& progress = nullptr);

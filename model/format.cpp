@@ -91,8 +91,10 @@ static std::string parse_v1(const uint8_t* base, size_t size, ParsedCheckpoint* 
     c.head_dim = u(h.head_dim);
     c.vocab_size = u(h.vocab_size);
     c.max_seq_len = u(h.max_seq_len);
-    c.bos_id = h.bos_id == 0xffffffffu ? -1 : u(h.bos_id);
-    c.eos_id = h.eos_id == 0xffffffffu ? -1 : u(h.eos_id);
+    // Only 0xffffffff means "none"; any other id outside the vocabulary fails validation.
+    auto id = [](uint32_t v) { return v == 0xffffffffu ? -1 : v > (1u << 30) ? (1 << 30) : int(v); };
+    c.bos_id = id(h.bos_id);
+    c.eos_id = id(h.eos_id);
     c.add_bos = c.bos_id >= 0;
     c.tied_embeddings = (h.flags & 1) != 0;
     c.rope_theta = h.rope_theta;

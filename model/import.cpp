@@ -1,11 +1,13 @@
 #include "import.h"
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
+#include <tuple>
 
 #include "../kernels/matmul.h"
 #include "../kernels/quant_types.h"
@@ -36,42 +38,72 @@ static bool exists(const std::string& path) {
     return stat(path.c_str(), &st) == 0;
 }
 
+// config.json's values, strictly: an integer must be a JSON integer in range (256.9 and
+// 4294967552 are not 256), a number a finite JSON number.
+static std::string json_int(const json& j, const char* key, long lo, long hi, int fallback, int* out) {
+    if (!j.contains(key) || j[key].is_null()) {
+        if (fallback == INT32_MIN) return std::string("config.json has no ") + key;
+        *out = fallback;
+        return "";
+    }
+    const json& v = j[key];
+    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && int64_t(v.get<uint64_t>()) >= lo
+                          : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
+                                                  : false;
+    if (!in_range)
+        return std::string("config.json: ") + key + " is " + v.dump().substr(0, 40) + ", not an integer from " + std::to_string(lo) +
+               " to " + std::to_string(hi);
+    *out = int(v.get<int64_t>());
+    return "";
+}
+
+static std::string json_float(const json& j, const char* key, float fallback, float* out) {
+    if (!j.contains(key) || j[key].is_null()) {
+        *out = fallback;
+        return "";
+    }
+    if (!j[key].is_number() || !std::isfinite(j[key].get<double>()))
+        return std::string("config.json: ") + key + " is " + j[key].dump().substr(0, 40) + ", not a number";
+    *out = j[key].get<float>();
+    return "";
+}
+
 static std::string config_from_hf(const json& j, ModelConfig* c) {
-    auto get_int = [&](const char* key, int fallback) -> int {
-        if (!j.contains(key) || j[key].is_null()) {
-            if (fallback < 0) throw std::runtime_error(std::string("config.json has no ") + key);
-            return fallback;
-        }
-        return j[key].get<int>();
-    };
+    if (!j.is_object()) return "config.json is not a JSON object";
+    auto text = [&](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump().substr(0, 40); };
     std::string arch = j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty()
-                           ? j["architectures"][0].get<std::string>() : "";
-    std::string model_type = j.value("model_type", "");
+                           ? text(j["architectures"][0]) : "";
+    std::string model_type = j.contains("model_type") ? text(j["model_type"]) : "";
     if (arch != "LlamaForCausalLM" && model_type != "llama")
         return "config.json describes " + (arch.empty() ? model_type : arch) + ", not a Llama model (LlamaForCausalLM)";
     if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) return "rope_scaling is not supported yet";
-    if (j.value("attention_bias", false) || j.value("mlp_bias", false)) return "biases in attention/MLP are not supported";
-    if (j.value("hidden_act", std::string("silu")) != "silu") return "hidden_act " + j["hidden_act"].get<std::string>() + " is not supported (only silu)";
+    for (const char* key : {"attention_bias", "mlp_bias"})
+        if (j.contains(key) && j[key] != false && !j[key].is_null()) return std::string("config.json: ") + key + " is not supported";
+    if (j.contains("hidden_act") && j["hidden_act"] != "silu") return "hidden_act " + text(j["hidden_act"]) + " is not supported (only silu)";
     c->arch = "llama";
-    c->dim = get_int("hidden_size", -1);
-    c->hidden_dim = get_int("intermediate_size", -1);
-    c->n_layers = get_int("num_hidden_layers", -1);
-    c->n_heads = get_int("num_attention_heads", -1);
-    c->n_kv_heads = get_int("num_key_value_heads", c->n_heads);
-    c->head_dim = get_int("head_dim", c->n_heads > 0 ? c->dim / c->n_heads : 0);
-    c->vocab_size = get_int("vocab_size", -1);
-    c->max_seq_len = get_int("max_position_embeddings", 2048);
-    c->rms_eps = j.contains("rms_norm_eps") ? j["rms_norm_eps"].get<float>() : 1e-6f;  // LlamaConfig's default
-    c->rope_theta = j.contains("rope_theta") ? j["rope_theta"].get<float>() : 10000.0f;
+    const int required = INT32_MIN;
+    std::string err;
+    for (auto [key, field, fallback] : {std::tuple{"hidden_size", &ModelConfig::dim, required},
+                                        std::tuple{"intermediate_size", &ModelConfig::hidden_dim, required},
+                                        std::tuple{"num_hidden_layers", &ModelConfig::n_layers, required},
+                                        std::tuple{"num_attention_heads", &ModelConfig::n_heads, required},
+                                        std::tuple{"vocab_size", &ModelConfig::vocab_size, required},
+                                        std::tuple{"max_position_embeddings", &ModelConfig::max_seq_len, 2048}})
+        if (!(err = json_int(j, key, 1, 1 << 30, fallback, &(c->*field))).empty()) return err;
+    if (!(err = json_int(j, "num_key_value_heads", 1, 1 << 30, c->n_heads, &c->n_kv_heads)).empty()) return err;
+    if (!(err = json_int(j, "head_dim", 1, 1 << 30, c->dim / c->n_heads, &c->head_dim)).empty()) return err;
+    if (!(err = json_float(j, "rms_norm_eps", 1e-6f, &c->rms_eps)).empty()) return err;  // LlamaConfig's default
+    if (!(err = json_float(j, "rope_theta", 10000.0f, &c->rope_theta)).empty()) return err;
+    if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean()) return "config.json: tie_word_embeddings is not true or false";
     c->tied_embeddings = j.value("tie_word_embeddings", false);
-    // Some configs give a list of EOS ids; the first is the end of a turn.
-    auto token_id = [&](const char* key, int fallback) {
-        if (!j.contains(key) || j[key].is_null()) return fallback;
-        if (j[key].is_array()) return j[key].empty() ? fallback : j[key][0].get<int>();
-        return j[key].get<int>();
-    };
-    c->bos_id = token_id("bos_token_id", 1);
-    c->eos_id = token_id("eos_token_id", 2);
+    // Some configs give a list of EOS ids; the first is the end of a turn. An id outside the
+    // vocabulary is an error (validate_config), not "none".
+    for (auto [key, field, fallback] : {std::tuple{"bos_token_id", &ModelConfig::bos_id, 1}, std::tuple{"eos_token_id", &ModelConfig::eos_id, 2}}) {
+        json one = j.contains(key) && j[key].is_array() ? (j[key].empty() ? json() : j[key][0]) : j.value(key, json());
+        json wrapped = {{key, one}};
+        if (!(err = json_int(wrapped, key, 0, 1 << 30, fallback, &(c->*field))).empty()) return err;
+    }
+    c->add_bos = c->bos_id >= 0;
     return validate_config(*c);
 }
 

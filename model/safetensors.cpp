@@ -3,6 +3,13 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+// A name from the file as it may be printed in a one-line message.
+static std::string printable(const std::string& s) {
+    std::string out;
+    for (unsigned char ch : s.substr(0, 200)) out += ch >= 0x20 && ch != 0x7f ? char(ch) : '?';
+    return out;
+}
+
 static uint64_t dtype_bytes(const std::string& dtype) {
     if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
     if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
@@ -26,23 +33,34 @@ std::string SafetensorsFile::open(const std::string& path) {
     try {
         auto header = nlohmann::json::parse(base + 8, base + 8 + header_len);
         if (!header.is_object()) return path + ": safetensors header is not a JSON object";
-        for (auto& [name, info] : header.items()) {
-            if (name == "__metadata__") continue;
+        for (auto& [key, info] : header.items()) {
+            if (key == "__metadata__") continue;
+            const std::string name = printable(key);
+            if (!info.is_object() || !info.contains("dtype") || !info["dtype"].is_string() || !info.contains("shape") ||
+                !info["shape"].is_array() || info["shape"].size() > 8 || !info.contains("data_offsets") ||
+                !info["data_offsets"].is_array() || info["data_offsets"].size() != 2)
+                return path + ": tensor " + name + " is not described by dtype, shape and data_offsets";
             SafeTensor t;
-            t.dtype = info.at("dtype").get<std::string>();
+            t.dtype = info["dtype"].get<std::string>();
             uint64_t numel = 1;
-            for (auto& d : info.at("shape")) {
+            for (auto& d : info["shape"]) {
+                if (!d.is_number_unsigned()) return path + ": tensor " + name + " has a shape that is not whole numbers";
                 uint64_t n = d.get<uint64_t>();
                 if (n != 0 && numel > (uint64_t(1) << 48) / n) return path + ": tensor " + name + " has an absurd shape";
                 numel *= n;
                 t.shape.push_back(n);
             }
-            auto offsets = info.at("data_offsets");
-            uint64_t begin = offsets.at(0).get<uint64_t>(), end = offsets.at(1).get<uint64_t>();
+            auto offsets = info["data_offsets"];
+            if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+                return path + ": tensor " + name + " has data_offsets that are not whole numbers";
+            uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
             if (begin > end || end > data_size) return path + ": tensor " + name + " lies outside the file (truncated?)";
             uint64_t elem = dtype_bytes(t.dtype);
-            if (elem == 0) return path + ": tensor " + name + " has unknown dtype " + t.dtype;
+            if (elem == 0) return path + ": tensor " + name + " has unknown dtype " + printable(t.dtype);
             if (end - begin != numel * elem) return path + ": tensor " + name + " byte range does not match its shape";
+            // Read through a float or a half pointer, the data must be aligned to its element size
+            // (the format pads its header so that it is).
+            if ((8 + header_len + begin) % elem != 0) return path + ": tensor " + name + " is not aligned to its element size";
             t.data = data + begin;
             t.bytes = end - begin;
             tensors_[name] = std::move(t);

@@ -101,6 +101,7 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,,2", "list"},
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
+        {kModel + " --perplexity tests/data/tinyshakespeare-valid.txt -c 2", "at least 3"},
     };
     for (const Case& c : cases) {
         CommandResult r = run_command("./run " + c.args);

@@ -336,6 +336,8 @@ TEST_CASE("loader: version 1 checkpoints still load, and damaged ones are refuse
     CHECK(with([](FileHeaderV1& h) { h.n_tensors = 0xffffffffu; }).find("tensor count") != std::string::npos);
     CHECK(with([](FileHeaderV1& h) { h.tokenizer_bytes = ~uint64_t(0); }).find("tokenizer") != std::string::npos);
     CHECK(with([](FileHeaderV1& h) { h.dim = 128; }).find("shape") != std::string::npos);
+    CHECK(with([](FileHeaderV1& h) { h.bos_id = 0x80000000u; }).find("BOS") != std::string::npos);  // not "none"
+    CHECK(with([](FileHeaderV1& h) { h.eos_id = 1024; }).find("BOS") != std::string::npos);
     Damaged t{good.bytes.substr(0, good.bytes.size() - 1)};
     CHECK(t.error().find("truncated") != std::string::npos);
 }
