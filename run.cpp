@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <omp.h>
@@ -209,6 +210,18 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     return 0;
 }
 
+// A context whose KV cache and buffers the machine cannot hold is refused before anything
+// large is allocated, with the figures and the largest -c that fits.
+std::string check_context_memory(const ModelConfig& c, int n_ctx) {
+    const RunStateBytes need = run_state_bytes(c);
+    const uint64_t available = available_memory_bytes();
+    if (available == 0 || need.total(n_ctx) <= available) return "";
+    const uint64_t largest = available > need.fixed ? (available - need.fixed) / need.per_position : 0;
+    return "a context of " + std::to_string(n_ctx) + " tokens needs " + std::to_string(need.total(n_ctx) >> 20) +
+           " MiB for its KV cache and buffers, and this machine has " + std::to_string(available >> 20) +
+           " MiB available: the largest -c that fits is " + std::to_string(largest);
+}
+
 int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     std::FILE* f = std::fopen(o.perplexity_file.c_str(), "rb");
     if (!f) return fail("cannot read " + o.perplexity_file);
@@ -249,8 +262,19 @@ int bench(const Model& model, const Options& o) {
 
 }  // namespace
 
+// A page of the mapped model that its file no longer has (truncated, or rewritten in place, by
+// another program) raises SIGBUS when it is read: say so instead of dying without a word. Only
+// async-signal-safe calls here.
+extern "C" void on_sigbus(int) {
+    static const char reset[] = "\033[0m", msg[] = "\nrun: the model file was changed or truncated while in use\n";
+    if (isatty(STDOUT_FILENO)) (void)!write(STDOUT_FILENO, reset, sizeof reset - 1);  // a reply's colour
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(1);
+}
+
 int main(int argc, char** argv) {
     bound_openmp_spin_wait(argv);
+    std::signal(SIGBUS, on_sigbus);
     Options o;
     o.sampler.seed = uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
     Arguments args;
@@ -274,6 +298,12 @@ int main(int argc, char** argv) {
     Tokenizer tok;
     if (!(err = tok.load(model.tokenizer)).empty()) return fail(o.model_path + ": embedded tokenizer: " + err);
     if (tok.vocab_size() > model.config.vocab_size) return fail(o.model_path + ": tokenizer is larger than the model's vocabulary");
+
+    // The context each mode will allocate, checked against the machine before it is.
+    const int n_ctx = o.chat || !(perplexity_given || o.bench) ? context_length(o, model.config)
+                      : o.bench ? std::max({o.bench_pp, o.bench_tg, 1})
+                                : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
+    if (!(err = check_context_memory(model.config, n_ctx)).empty()) return fail(err);
 
     if (o.chat) {
         ChatOptions& c = o.chat_options;

@@ -39,3 +39,26 @@ void bound_openmp_spin_wait(char** argv) {
     execv("/proc/self/exe", argv);
     // exec failed (no /proc): carry on with libgomp's defaults
 }
+
+// A number read from a file such as /sys/fs/cgroup/memory.max; false for "max" or no file.
+static bool read_number(const std::string& path, uint64_t* out) {
+    std::ifstream f(path);
+    return bool(f >> *out);
+}
+
+uint64_t available_memory_bytes() {
+    uint64_t available = 0;
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string key; meminfo >> key;) {
+        uint64_t kb = 0;
+        if (!(meminfo >> kb)) break;
+        if (key == "MemAvailable:") available = kb * 1024;
+        meminfo.ignore(1 << 10, '\n');
+    }
+    uint64_t limit = 0, used = 0;
+    if (read_number("/sys/fs/cgroup/memory.max", &limit) && read_number("/sys/fs/cgroup/memory.current", &used)) {
+        const uint64_t left = limit > used ? limit - used : 0;
+        if (available == 0 || left < available) available = left;
+    }
+    return available;
+}

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 // Physical cores (not hardware threads): more threads than cores slow generation down,
 // since two threads on one core share its load ports and caches.
 int physical_core_count();
@@ -11,3 +12,7 @@ int physical_core_count();
 // GOMP_SPINCOUNT, this re-executes the program once with GOMP_SPINCOUNT=1000, which was as fast
 // as the default on an idle machine. Call it first thing in main; it returns if exec fails.
 void bound_openmp_spin_wait(char** argv);
+
+// Memory this process may still take, in bytes: the kernel's MemAvailable, or less when a
+// cgroup (a container) limits the process more. 0 when neither can be read.
+uint64_t available_memory_bytes();

@@ -10,25 +10,40 @@
 #include "../kernels/matmul.h"
 #include "../kernels/swiglu.h"
 
+RunStateBytes run_state_bytes(const ModelConfig& c) {
+    const uint64_t B = 64, q_dim = uint64_t(c.n_heads) * c.head_dim, kv_dim = uint64_t(c.n_kv_heads) * c.head_dim;
+    const uint64_t activations = B * (2 * uint64_t(c.dim) + std::max<uint64_t>(c.dim, q_dim) + 2 * q_dim + 2 * kv_dim + 2 * uint64_t(c.hidden_dim));
+    const uint64_t per_position = 2 * uint64_t(c.n_layers) * kv_dim  // keys and values
+                                  + uint64_t(c.head_dim)             // RoPE cos and sin
+                                  + uint64_t(omp_get_max_threads()); // attention scores
+    return {activations * sizeof(float), per_position * sizeof(float)};
+}
+
 std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s) {
     if (n_ctx < 1) return "context length must be at least 1";
-    s->n_ctx = n_ctx;
-    s->max_batch = 64;
-    s->rope = make_rope_table(c.head_dim, n_ctx, c.rope_theta);
-    const size_t B = s->max_batch, q_dim = size_t(c.n_heads) * c.head_dim, kv_dim = size_t(c.n_kv_heads) * c.head_dim;
-    s->x.assign(B * c.dim, 0.0f);
-    s->xb.assign(B * std::max<size_t>(c.dim, q_dim), 0.0f);
-    s->xb2.assign(B * q_dim, 0.0f);
-    s->q.assign(B * q_dim, 0.0f);
-    s->k.assign(B * kv_dim, 0.0f);
-    s->v.assign(B * kv_dim, 0.0f);
-    s->hb.assign(B * c.hidden_dim, 0.0f);
-    s->hb2.assign(B * c.hidden_dim, 0.0f);
-    s->att.assign(size_t(omp_get_max_threads()) * n_ctx, 0.0f);
-    const size_t cache = size_t(c.n_layers) * n_ctx * kv_dim;
+    const std::string no_memory = "not enough memory for a context of " + std::to_string(n_ctx) + " positions (" +
+                                  std::to_string(run_state_bytes(c).total(n_ctx) >> 20) + " MiB)";
+    try {
+        s->n_ctx = n_ctx;
+        s->max_batch = 64;
+        s->rope = make_rope_table(c.head_dim, n_ctx, c.rope_theta);
+        const size_t B = s->max_batch, q_dim = size_t(c.n_heads) * c.head_dim, kv_dim = size_t(c.n_kv_heads) * c.head_dim;
+        s->x.assign(B * c.dim, 0.0f);
+        s->xb.assign(B * std::max<size_t>(c.dim, q_dim), 0.0f);
+        s->xb2.assign(B * q_dim, 0.0f);
+        s->q.assign(B * q_dim, 0.0f);
+        s->k.assign(B * kv_dim, 0.0f);
+        s->v.assign(B * kv_dim, 0.0f);
+        s->hb.assign(B * c.hidden_dim, 0.0f);
+        s->hb2.assign(B * c.hidden_dim, 0.0f);
+        s->att.assign(size_t(omp_get_max_threads()) * n_ctx, 0.0f);
+    } catch (const std::bad_alloc&) {
+        return no_memory;
+    }
+    const size_t cache = size_t(c.n_layers) * n_ctx * size_t(c.n_kv_heads) * c.head_dim;
     s->key_cache.reset(new (std::nothrow) float[cache]);
     s->value_cache.reset(new (std::nothrow) float[cache]);
-    if (!s->key_cache || !s->value_cache) return "not enough memory for a KV cache of " + std::to_string(n_ctx) + " positions";
+    if (!s->key_cache || !s->value_cache) return no_memory;
     return "";
 }
 

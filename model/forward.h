@@ -18,7 +18,16 @@ struct RunState {
     std::unique_ptr<float[]> key_cache, value_cache;
 };
 
-// Allocates buffers for a context of n_ctx positions. "" on success.
+// Bytes make_run_state allocates for a context of n_ctx positions: the KV cache, the RoPE
+// table and the buffers, so that a program can check them against the machine's memory
+// before anything large is allocated. It is fixed + per_position * n_ctx.
+struct RunStateBytes {
+    uint64_t fixed, per_position;
+    uint64_t total(int n_ctx) const { return fixed + per_position * uint64_t(n_ctx); }
+};
+RunStateBytes run_state_bytes(const ModelConfig& c);
+
+// Allocates buffers for a context of n_ctx positions. "" on success, or why not (never throws).
 std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s);
 
 // Evaluates tokens[0..n) at positions pos..pos+n-1, adding them to the KV cache.

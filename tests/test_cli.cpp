@@ -102,6 +102,8 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
         {kModel + " --perplexity tests/data/tinyshakespeare-valid.txt -c 2", "at least 3"},
+        // 68 GB of KV cache for the default model: more than this machine (and CI's) has.
+        {"models/tiny-shakespeare.hearth -c 16777216 -p hi", "largest -c that fits"},
     };
     for (const Case& c : cases) {
         CommandResult r = run_command("./run " + c.args);
@@ -131,6 +133,16 @@ TEST_CASE("cli: a truncated checkpoint is refused, not run") {
         CHECK(r.exit_code == 1);
         CHECK(count_lines(r.err) == 1);
     }
+}
+
+TEST_CASE("cli: a model file truncated while run has it mapped ends run with a clear message") {
+    const std::string copy = "build/tests/cli-truncated-later.hearth";
+    REQUIRE(run_command("cp models/tiny-shakespeare.hearth " + copy).exit_code == 0);
+    // run loads the model at once and then waits for the message; meanwhile the file shrinks, so
+    // the weights the reply reads are gone (the f16 default model is read from the mapping).
+    CommandResult r = run_command("{ sleep 2; truncate -s 65536 " + copy + "; echo ROMEO:; } | ./run " + copy + " --chat -n 8");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("the model file was changed or truncated while in use") != std::string::npos);
 }
 
 TEST_CASE("cli: generation stops when the context is full, and says so") {
