@@ -31,7 +31,7 @@ TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests
              tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp \
              tests/test_sentencepiece_model.cpp tests/test_import_hf.cpp
 
-.PHONY: all deps demo test test-host test-neon bench clean
+.PHONY: all deps demo test test-host test-neon bench fuzz clean
 all: run quantize
 
 build/%.o: %.cpp Makefile
@@ -110,6 +110,22 @@ build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL
 build/membw: tools/membw.cpp frontend/cpu_info.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@
+
+# Fuzzing (docs/robustness.md): every parser has a libFuzzer target in tests/fuzz/, built with
+# Debian's clang, AddressSanitizer and UndefinedBehaviorSanitizer against the whole library.
+FUZZ_CXX ?= clang++
+FUZZ_FLAGS := -g -O1 -march=native -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
+FUZZ_LIB_OBJS := $(patsubst %.cpp,build/fuzz/obj/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
+build/fuzz/obj/%.o: %.cpp Makefile
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ -lsentencepiece -lpthread
+fuzz: deps
+	@tools/install_deps.sh --fuzz
+	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_TARGETS)
+	tools/fuzz.sh
 
 clean:
 	rm -rf build run quantize

@@ -21,52 +21,56 @@ static uint64_t dtype_bytes(const std::string& dtype) {
 std::string SafetensorsFile::open(const std::string& path) {
     std::string err = map_.open(path);
     if (!err.empty()) return err;
-    const uint8_t* base = static_cast<const uint8_t*>(map_.data());
-    const uint64_t size = map_.size();
-    if (size < 8) return path + ": too short for a safetensors file";
+    err = parse_safetensors(static_cast<const uint8_t*>(map_.data()), map_.size(), &tensors_);
+    return err.empty() ? "" : path + ": " + err;
+}
+
+std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::string, SafeTensor>* tensors) {
+    tensors->clear();
+    if (size < 8) return "too short for a safetensors file";
     uint64_t header_len;
     std::memcpy(&header_len, base, 8);
     if (header_len < 2 || header_len > size - 8 || header_len > (uint64_t(100) << 20))
-        return path + ": safetensors header length " + std::to_string(header_len) + " does not fit the file";
+        return "safetensors header length " + std::to_string(header_len) + " does not fit the file";
     const uint8_t* data = base + 8 + header_len;
     const uint64_t data_size = size - 8 - header_len;
     try {
         auto header = nlohmann::json::parse(base + 8, base + 8 + header_len);
-        if (!header.is_object()) return path + ": safetensors header is not a JSON object";
+        if (!header.is_object()) return "safetensors header is not a JSON object";
         for (auto& [key, info] : header.items()) {
             if (key == "__metadata__") continue;
             const std::string name = printable(key);
             if (!info.is_object() || !info.contains("dtype") || !info["dtype"].is_string() || !info.contains("shape") ||
                 !info["shape"].is_array() || info["shape"].size() > 8 || !info.contains("data_offsets") ||
                 !info["data_offsets"].is_array() || info["data_offsets"].size() != 2)
-                return path + ": tensor " + name + " is not described by dtype, shape and data_offsets";
+                return "tensor " + name + " is not described by dtype, shape and data_offsets";
             SafeTensor t;
             t.dtype = info["dtype"].get<std::string>();
             uint64_t numel = 1;
             for (auto& d : info["shape"]) {
-                if (!d.is_number_unsigned()) return path + ": tensor " + name + " has a shape that is not whole numbers";
+                if (!d.is_number_unsigned()) return "tensor " + name + " has a shape that is not whole numbers";
                 uint64_t n = d.get<uint64_t>();
-                if (n != 0 && numel > (uint64_t(1) << 48) / n) return path + ": tensor " + name + " has an absurd shape";
+                if (n != 0 && numel > (uint64_t(1) << 48) / n) return "tensor " + name + " has an absurd shape";
                 numel *= n;
                 t.shape.push_back(n);
             }
             auto offsets = info["data_offsets"];
             if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
-                return path + ": tensor " + name + " has data_offsets that are not whole numbers";
+                return "tensor " + name + " has data_offsets that are not whole numbers";
             uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-            if (begin > end || end > data_size) return path + ": tensor " + name + " lies outside the file (truncated?)";
+            if (begin > end || end > data_size) return "tensor " + name + " lies outside the file (truncated?)";
             uint64_t elem = dtype_bytes(t.dtype);
-            if (elem == 0) return path + ": tensor " + name + " has unknown dtype " + printable(t.dtype);
-            if (end - begin != numel * elem) return path + ": tensor " + name + " byte range does not match its shape";
+            if (elem == 0) return "tensor " + name + " has unknown dtype " + printable(t.dtype);
+            if (end - begin != numel * elem) return "tensor " + name + " byte range does not match its shape";
             // Read through a float or a half pointer, the data must be aligned to its element size
             // (the format pads its header so that it is).
-            if ((8 + header_len + begin) % elem != 0) return path + ": tensor " + name + " is not aligned to its element size";
+            if ((8 + header_len + begin) % elem != 0) return "tensor " + name + " is not aligned to its element size";
             t.data = data + begin;
             t.bytes = end - begin;
-            tensors_[name] = std::move(t);
+            (*tensors)[name] = std::move(t);
         }
     } catch (const std::exception& e) {
-        return path + ": bad safetensors header: " + e.what();
+        return std::string("bad safetensors header: ") + e.what();
     }
     return "";
 }

@@ -15,9 +15,14 @@ struct SafeTensor {
     uint64_t bytes = 0;
 };
 
+// Parses a whole safetensors file held in memory; the views point into it. Every length,
+// offset and shape is checked against the bytes before use. "" or a one-line reason (without
+// the file's name).
+std::string parse_safetensors(const uint8_t* data, uint64_t size, std::map<std::string, SafeTensor>* out);
+
 class SafetensorsFile {
 public:
-    // Maps the file and checks every tensor's byte range against it. "" on success.
+    // Maps the file and parses it. "" on success, else a reason naming the file.
     std::string open(const std::string& path);
     const std::map<std::string, SafeTensor>& tensors() const { return tensors_; }
 

@@ -1,10 +1,13 @@
 #!/bin/sh
 # Installs the Debian packages hearth needs to build and test, if any is missing.
-# The PyTorch reference scripts need more (--reference), make bench a little (--bench).
+# The PyTorch reference scripts need more (--reference), make bench a little (--bench),
+# make fuzz clang (--fuzz).
 set -e
 PKGS="g++ make xz-utils libsentencepiece-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
 if [ "${1:-}" = "--reference" ]; then
     PKGS="$PKGS python3-torch python3-numpy python3-sentencepiece libopenblas0-pthread"
+elif [ "${1:-}" = "--fuzz" ]; then
+    PKGS="$PKGS clang libclang-rt-dev libomp-dev"
 elif [ "${1:-}" = "--bench" ]; then
     PKGS="$PKGS python3-numpy util-linux-extra"
 fi
