@@ -221,9 +221,15 @@ int main(int argc, char** argv) {
     std::string err = load_model(model_path, &model);
     if (!err.empty()) return fail(err);
     Tokenizer tok;
-    if (!(err = tok.load(model.tokenizer)).empty()) return fail(model_path + ": embedded tokenizer: " + err);
     const ModelConfig& c = model.config;
-    if (tok.vocab_size() > c.vocab_size) return fail(model_path + ": tokenizer is larger than the model's vocabulary");
+    if (model.tokenizer.kind == TokenizerKind::none) {
+        // A llama2.c model converted without --tokenizer: ids in, ids out (or --bench).
+        if (!bench && !(have_prompt_ids && print_ids && !chat && perplexity_file.empty()))
+            return fail(model_path + " has no tokenizer: give the prompt as ids (--prompt-ids) and print ids (--print-ids)");
+    } else {
+        if (!(err = tok.load(model.tokenizer)).empty()) return fail(model_path + ": embedded tokenizer: " + err);
+        if (tok.vocab_size() > c.vocab_size) return fail(model_path + ": tokenizer is larger than the model's vocabulary");
+    }
 
     if (chat) {
         chat_opt.n_ctx = int(n_ctx ? n_ctx : std::min(c.max_seq_len, 4096));
