@@ -13,19 +13,25 @@
 #include "model/import.h"
 
 static const char* kUsage =
-    "usage: quantize INPUT OUTPUT [--type TYPE] [-q|--quiet]\n"
+    "usage: quantize INPUT OUTPUT [--type TYPE] [--tokenizer FILE] [-q|--quiet]\n"
     "       quantize INPUT OUTPUT TYPE\n"
     "\n"
     "Converts a checkpoint into a hearth checkpoint (docs/format.md) that `run` memory-maps.\n"
     "\n"
     "INPUT   a Hugging Face Llama folder (config.json, model.safetensors or sharded\n"
     "        model-*.safetensors with model.safetensors.index.json, tokenizer.model),\n"
-    "        or a hearth checkpoint in f32/f16 (to quantize it)\n"
+    "        a GGUF file (llama.cpp's; tensors of types run uses are copied bit for bit),\n"
+    "        a llama2.c checkpoint (legacy, or \"ak42\" version 1 or 2: MODEL.bin),\n"
+    "        or a hearth checkpoint (to convert it to another type)\n"
     "OUTPUT  the file to write; it appears only once complete (written to OUTPUT.partial-PID\n"
     "        first), and an existing file of that name is replaced only on success\n"
-    "TYPE    f32, f16 (default), q8_0, q4_0, q4_k, q6_k, or the mix q4_k_m: q4_k with q6_k for\n"
-    "        the embedding, the output and half of attn_v/ffn_down, as llama.cpp's Q4_K_M.\n"
+    "TYPE    f32, f16, q8_0, q4_0, q4_k, q6_k, or the mix q4_k_m: q4_k with q6_k for the\n"
+    "        embedding, the output and half of attn_v/ffn_down, as llama.cpp's Q4_K_M.\n"
     "        q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does.\n"
+    "        keep: every matrix keeps its type; one run cannot use gets the nearest it can.\n"
+    "        Default: f16; a hearth or GGUF input: keep; a llama2.c int8 (version 2)\n"
+    "        file becomes q8_0, which keeps its int8 groups as they are when they are\n"
+    "        groups of 32 and re-quantizes other group sizes.\n"
     "        Norm weights always stay f32; a matrix whose rows the block size does not\n"
     "        divide falls back to q8_0, then f16.\n";
 
@@ -43,6 +49,7 @@ static void on_signal(int sig) {
 int main(int argc, char** argv) {
     std::string type;
     bool quiet = false;
+    std::string tokenizer_path;
     const CommandLine cl = {
         "quantize",
         kUsage,
@@ -50,6 +57,10 @@ int main(int argc, char** argv) {
           {
               {"-t", "--type", "TYPE", &type, "the element type of the weight matrices", 0, 0,
                "f16, or a hearth input's own types"},
+              {"", "--tokenizer", "FILE", &tokenizer_path,
+               "for a llama2.c input: its SentencePiece tokenizer.model, whose piece count must be the vocabulary size (the "
+               "stories models use Llama-2's); without it the output has no tokenizer and runs only with --prompt-ids and "
+               "--print-ids"},
               {"-q", "--quiet", "", &quiet, "no per-tensor lines (size before/after, relative RMS error, MB/s)"},
           }}},
         ""};
@@ -74,7 +85,8 @@ int main(int argc, char** argv) {
     struct stat st;
     if (stat(in_path.c_str(), &st) != 0) return fail("cannot find " + in_path);
     ImportedCheckpoint src;
-    std::string err;
+    std::string err, not_llama2c;
+    bool llama2c = false;
     if (S_ISDIR(st.st_mode)) {
         err = import_hf_folder(in_path, &src);
     } else {
@@ -85,11 +97,25 @@ int main(int argc, char** argv) {
         if ((got == sizeof magic && std::memcmp(magic, kCheckpointMagic, sizeof magic) == 0) || is_gguf(magic, got)) {
             err = import_model_file(in_path, &src);
             if (!type_given) mix = OutputMix::Keep;
-        } else {
-            err = in_path + " is neither a Hugging Face folder, a hearth checkpoint nor a GGUF file";
-        }
+        } else if (detect_llama2c(in_path, &not_llama2c) != Llama2cFormat::none) {
+            llama2c = true;
+            err = import_llama2c(in_path, tokenizer_path, &src);
+            // An int8 (version 2) file stays 8-bit unless asked otherwise: q8_0 holds its groups
+            // of 32 as they are, and re-quantizes other group sizes.
+            bool int8 = false;
+            for (const SourceTensor& t : src.tensors) int8 = int8 || t.group_size > 0;
+            if (!type_given && int8) mix = OutputMix::Q8_0;
+        } else if (!not_llama2c.empty())
+            err = in_path + ": " + not_llama2c;
+        else
+            err = in_path + " is neither a Hugging Face folder, a hearth checkpoint, a GGUF file nor a llama2.c checkpoint";
     }
     if (!err.empty()) return fail(err);
+    if (!tokenizer_path.empty() && !llama2c)
+        return fail("--tokenizer is for llama2.c checkpoints; " + in_path + " brings its own tokenizer");
+    if (llama2c && tokenizer_path.empty())
+        std::fprintf(stderr, "quantize: warning: no --tokenizer: %s will have no tokenizer and run only with --prompt-ids and --print-ids\n",
+                     out_path.c_str());
     if (same_file(in_path, out_path)) return fail("the output would overwrite the input " + in_path);
 
     std::signal(SIGINT, on_signal);

@@ -296,8 +296,14 @@ int main(int argc, char** argv) {
     std::string err = load_model(o.model_path, &model);
     if (!err.empty()) return fail(err);
     Tokenizer tok;
-    if (!(err = tok.load(model.tokenizer)).empty()) return fail(o.model_path + ": embedded tokenizer: " + err);
-    if (tok.vocab_size() > model.config.vocab_size) return fail(o.model_path + ": tokenizer is larger than the model's vocabulary");
+    if (model.tokenizer.kind == TokenizerKind::none) {
+        // A llama2.c model converted without --tokenizer: ids in, ids out (or --bench).
+        if (!o.bench && !(ids_given && o.print_ids && !o.chat && !perplexity_given))
+            return fail(o.model_path + " has no tokenizer: give the prompt as ids (--prompt-ids) and print ids (--print-ids)");
+    } else {
+        if (!(err = tok.load(model.tokenizer)).empty()) return fail(o.model_path + ": embedded tokenizer: " + err);
+        if (tok.vocab_size() > model.config.vocab_size) return fail(o.model_path + ": tokenizer is larger than the model's vocabulary");
+    }
 
     // The context each mode will allocate, checked against the machine before it is.
     const int n_ctx = o.chat || !(perplexity_given || o.bench) ? context_length(o, model.config)

@@ -1,6 +1,7 @@
 #include "import.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -236,5 +237,16 @@ static uint64_t source_row(const SourceTensor& t, uint64_t row) {
 }
 
 void read_source_row(const SourceTensor& t, uint64_t row, float* out) {
+    if (t.group_size > 0) {
+        const uint64_t cols = t.cols(), first = row * cols;
+        const int8_t* q = reinterpret_cast<const int8_t*>(t.data) + first;
+        for (uint64_t j = 0; j < cols;) {
+            const uint64_t group = (first + j) / t.group_size, group_end = (group + 1) * t.group_size - first;
+            float scale;  // the scales need not be 4-byte aligned
+            std::memcpy(&scale, t.group_scales + 4 * group, 4);
+            for (; j < cols && j < group_end; j++) out[j] = float(q[j]) * scale;
+        }
+        return;
+    }
     dequantize_row(t.type, t.data, int(t.cols()), int64_t(source_row(t, row)), out);
 }

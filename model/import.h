@@ -19,6 +19,11 @@ struct SourceTensor {
     // > 0: the rows are in Hugging Face's rotate-half order for this many heads and are
     // reordered into hearth's adjacent-pair order as they are read (see docs/format.md).
     int hf_rope_heads = 0;
+    // > 0: llama2.c's int8 groups (import_llama2c). `data` holds the tensor's int8 values and
+    // element i of the flattened tensor is data[i] times the little-endian fp32 at
+    // group_scales + 4 * (i / group_size). Groups may span rows.
+    uint64_t group_size = 0;
+    const uint8_t* group_scales = nullptr;
     uint64_t rows() const;
     uint64_t cols() const { return shape[n_dims - 1]; }
 };
@@ -42,6 +47,18 @@ std::string import_model_file(const std::string& path, ImportedCheckpoint* out);
 // The tensors of a parsed checkpoint (hearth or GGUF) as sources, in hearth's file order,
 // checked against the configuration as bind_model does. The caller keeps the mapping.
 std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* out);
+
+// A karpathy/llama2.c checkpoint: the legacy file, or "ak42" version 1 (fp32) or 2 (int8 in
+// groups, each with an fp32 scale). `tokenizer_path`: its SentencePiece tokenizer.model, whose
+// piece count must equal the vocabulary size; "" for none (the checkpoint then runs on ids
+// only). Every size in the header is checked against the file's before anything is read.
+std::string import_llama2c(const std::string& path, const std::string& tokenizer_path, ImportedCheckpoint* out);
+
+// Which llama2.c format a file is in: `ak42` by its magic; `legacy` (which has none) when its
+// first 28 bytes are a configuration hearth accepts whose tensors fill the file exactly. For a
+// file that is neither but whose first bytes read as a sane legacy header, `why_not` says why.
+enum class Llama2cFormat { none, legacy, ak42 };
+Llama2cFormat detect_llama2c(const std::string& path, std::string* why_not = nullptr);
 
 // Row `row` of the tensor as it belongs in the hearth file, converted to fp32.
 void read_source_row(const SourceTensor& t, uint64_t row, float* out);
