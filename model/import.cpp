@@ -115,15 +115,18 @@ static uint32_t type_from_dtype(const std::string& dtype) {
     return UINT32_MAX;
 }
 
+std::string config_from_hf_json(const std::string& text, ModelConfig* c) {
+    try {
+        return config_from_hf(json::parse(text), c);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+}
+
 std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     std::string text, err;
     if (!(err = read_file(dir + "/config.json", &text)).empty()) return err + " (is " + dir + " a Hugging Face model folder?)";
-    try {
-        err = config_from_hf(json::parse(text), &out->config);
-    } catch (const std::exception& e) {
-        return dir + "/config.json: " + e.what();
-    }
-    if (!err.empty()) return dir + "/config.json: " + err;
+    if (!(err = config_from_hf_json(text, &out->config)).empty()) return dir + "/config.json: " + err;
 
     // Which safetensors files hold the weights.
     std::vector<std::string> files;

@@ -41,6 +41,9 @@ struct ImportedCheckpoint {
 // listed in model.safetensors.index.json, tokenizer.model. "" on success.
 std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out);
 
+// The configuration a Hugging Face config.json describes. "" or why it is not one hearth runs.
+std::string config_from_hf_json(const std::string& text, ModelConfig* c);
+
 // A hearth checkpoint or a GGUF file (to convert it to another type or format).
 std::string import_model_file(const std::string& path, ImportedCheckpoint* out);
 
@@ -53,6 +56,8 @@ std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* ou
 // piece count must equal the vocabulary size; "" for none (the checkpoint then runs on ids
 // only). Every size in the header is checked against the file's before anything is read.
 std::string import_llama2c(const std::string& path, const std::string& tokenizer_path, ImportedCheckpoint* out);
+// The same for a file's bytes in memory (the sources point into them), without a tokenizer.
+std::string parse_llama2c(const uint8_t* data, uint64_t size, ImportedCheckpoint* out);
 
 // Which llama2.c format a file is in: `ak42` by its magic; `legacy` (which has none) when its
 // first 28 bytes are a configuration hearth accepts whose tensors fill the file exactly. For a

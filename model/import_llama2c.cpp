@@ -214,15 +214,11 @@ Llama2cFormat detect_llama2c(const std::string& path, std::string* why_not) {
     return Llama2cFormat::none;
 }
 
-std::string import_llama2c(const std::string& path, const std::string& tokenizer_path, ImportedCheckpoint* out) {
-    out->mapped.reset(new MappedFile);
-    std::string err = out->mapped->open(path);
-    if (!err.empty()) return err;
-    const uint8_t* base = static_cast<const uint8_t*>(out->mapped->data());
-    const uint64_t size = out->mapped->size();
+std::string parse_llama2c(const uint8_t* base, uint64_t size, ImportedCheckpoint* out) {
     Header h;
     std::vector<Placed> placed;
-    if (!(err = examine(base, size, &h, &out->config, &placed)).empty()) return path + ": " + err;
+    std::string err = examine(base, size, &h, &out->config, &placed);
+    if (!err.empty()) return err;
 
     // In hearth's order (layer by layer), which is not the file's.
     std::unordered_map<std::string, const Placed*> by_name;
@@ -242,7 +238,16 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
         }
         out->tensors.push_back(s);
     }
+    out->tokenizer = TokenizerSpec{};
+    return "";
+}
 
+std::string import_llama2c(const std::string& path, const std::string& tokenizer_path, ImportedCheckpoint* out) {
+    out->mapped.reset(new MappedFile);
+    std::string err = out->mapped->open(path);
+    if (!err.empty()) return err;
+    err = parse_llama2c(static_cast<const uint8_t*>(out->mapped->data()), out->mapped->size(), out);
+    if (!err.empty()) return path + ": " + err;
     if (tokenizer_path.empty()) {
         out->tokenizer = TokenizerSpec{};  // kind none: run takes and prints ids only
         return "";
