@@ -55,6 +55,26 @@ build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNE
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@
 
+# The same tests, run and quantize again with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build/asan/). The unit tests then drive build/asan/run and build/asan/quantize
+# (HEARTH_BIN_DIR, tests/test_helpers.h), so every damaged and crafted file the tests feed
+# them runs under the sanitizers too; any report fails the run.
+ASAN_FLAGS := -O1 -g -march=native -std=c++17 -fopenmp -ffp-contract=off -fno-omit-frame-pointer \
+              -fsanitize=address,undefined -fno-sanitize-recover=all -MMD -MP
+ASAN_LIB_OBJS := $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
+build/asan/%.o: %.cpp Makefile
+	@mkdir -p $(dir $@)
+	$(CXX) $(ASAN_FLAGS) -c $< -o $@
+build/asan/run: build/asan/run.o $(patsubst %.cpp,build/asan/%.o,$(FRONTEND_SRCS)) $(ASAN_LIB_OBJS)
+	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -ledit
+build/asan/quantize: build/asan/quantize.o build/asan/frontend/options.o $(ASAN_LIB_OBJS)
+	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
+build/asan/unit_tests: $(patsubst %.cpp,build/asan/%.o,$(TEST_SRCS)) $(ASAN_LIB_OBJS)
+	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
+build/asan/kernel_tests: $(patsubst %.cpp,build/asan/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))
+	$(CXX) $(ASAN_FLAGS) $^ -o $@
+ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests
+
 # Two aarch64 builds: with the dotprod extension and without, each run on a CPU model
 # that has (max) or lacks (cortex-a53) it.
 AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra
@@ -91,10 +111,12 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) \
-		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN)
+		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ASAN_BINS)
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
 		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \
+		"host, AddressSanitizer + UBSan: unit tests (driving build/asan/run and quantize)" "env HEARTH_BIN_DIR=build/asan build/asan/unit_tests" \
+		"host, AddressSanitizer + UBSan: kernel tests" "build/asan/kernel_tests" \
 		"aarch64 with dotprod (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_dotprod" \
 		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
 

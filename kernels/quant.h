@@ -9,7 +9,9 @@
 // the scalar ones, so quantize_row_q8_0 == quantize_row_q8_0_scalar bit for bit.
 //
 // Lengths (n, n_cols) must be multiples of the block size (32 for Q4_0/Q8_0, 256 for K types).
-// Rows and blocks need no particular alignment.
+// Rows and blocks need be 2-byte aligned only: the kernels read a block's fp16 fields through
+// its struct. Every block of the types here is an even number of bytes, and files align
+// tensors (hearth to 64, GGUF to 32), so every block in a file is.
 #pragma once
 #include <cstddef>
 #include <cstdint>

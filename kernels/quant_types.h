@@ -131,24 +131,28 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {1012, "q4_Kx8", 256, 144, USE_MEMORY, 12},
 };
 
-// The row of type t, or nullptr for an id no one knows.
-constexpr const TypeTraits* type_traits(uint32_t t) {
-    for (const TypeTraits& r : kTypeTraits)
-        if (r.id == t) return &r;
-    return nullptr;
+// The index of type t's row in kTypeTraits, or -1 for an id no one knows. (An index, not a
+// pointer: GCC does not fold pointer comparisons into constants under -fsanitize=undefined.)
+constexpr int type_index(uint32_t t) {
+    for (int i = 0; i < int(sizeof kTypeTraits / sizeof kTypeTraits[0]); i++)
+        if (kTypeTraits[i].id == t) return i;
+    return -1;
 }
 
+// The row of type t, or nullptr for an id no one knows.
+constexpr const TypeTraits* type_traits(uint32_t t) { return type_index(t) >= 0 ? &kTypeTraits[type_index(t)] : nullptr; }
+
 // Any type GGUF defines (a tensor of it can be sized), or one of hearth's in-memory types.
-constexpr bool type_is_known(uint32_t t) { return type_traits(t) != nullptr; }
+constexpr bool type_is_known(uint32_t t) { return type_index(t) >= 0; }
 
 // Types a hearth checkpoint may store tensors in.
-constexpr bool type_is_storage(uint32_t t) { return type_is_known(t) && type_traits(t)->use == USE_STORE; }
+constexpr bool type_is_storage(uint32_t t) { return type_is_known(t) && kTypeTraits[type_index(t)].use == USE_STORE; }
 
 // Elements per block (1 for the plain number types; 0 for an unknown type).
-constexpr int type_block_size(uint32_t t) { return type_is_known(t) ? type_traits(t)->block_size : 0; }
+constexpr int type_block_size(uint32_t t) { return type_is_known(t) ? kTypeTraits[type_index(t)].block_size : 0; }
 
 // Bytes per block (0 for an unknown type).
-constexpr size_t type_block_bytes(uint32_t t) { return type_is_known(t) ? size_t(type_traits(t)->block_bytes) : 0; }
+constexpr size_t type_block_bytes(uint32_t t) { return type_is_known(t) ? size_t(kTypeTraits[type_index(t)].block_bytes) : 0; }
 
 // Bytes of a row of n elements; n must be a multiple of type_block_size(t).
 constexpr size_t type_row_bytes(uint32_t t, int64_t n) {
@@ -156,11 +160,11 @@ constexpr size_t type_row_bytes(uint32_t t, int64_t n) {
 }
 
 // ggml's names ("q4_K", "f16", ...), "unknown" for an id no one knows.
-constexpr const char* type_name(uint32_t t) { return type_is_known(t) ? type_traits(t)->name : "unknown"; }
+constexpr const char* type_name(uint32_t t) { return type_is_known(t) ? kTypeTraits[type_index(t)].name : "unknown"; }
 
 // The stored type an interleaved type was repacked from (TYPE_Q4_0 for TYPE_Q4_0_X8, ...);
 // any other type unchanged.
-constexpr uint32_t type_plain(uint32_t t) { return type_is_known(t) ? type_traits(t)->plain : t; }
+constexpr uint32_t type_plain(uint32_t t) { return type_is_known(t) ? kTypeTraits[type_index(t)].plain : t; }
 
 constexpr bool type_is_quantized(uint32_t t) {
     return t == TYPE_Q4_0 || t == TYPE_Q8_0 || t == TYPE_Q4_K ||

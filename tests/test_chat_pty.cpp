@@ -4,6 +4,8 @@
 // at the end is killed, so a broken chat fails the test instead of hanging the suite.
 #include <doctest/doctest.h>
 
+#include "test_helpers.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -44,7 +46,8 @@ public:
             std::vector<char*> argv;
             for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
             argv.push_back(nullptr);
-            execv(argv[0], argv.data());
+            const std::string program = with_programs_of_build(args[0] + " ");  // "./run " or a sanitizer build's
+            execv(program.substr(0, program.size() - 1).c_str(), argv.data());
             _exit(127);
         }
     }

@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,11 +14,23 @@ struct CommandResult {
     std::string err;  // stderr
 };
 
+// The programs under test: ./run and ./quantize, or the sanitizer builds' when HEARTH_BIN_DIR
+// names their folder (make test runs the tests once each way).
+inline std::string with_programs_of_build(std::string cmd) {
+    const char* dir = std::getenv("HEARTH_BIN_DIR");
+    if (!dir || !*dir) return cmd;
+    for (const std::string program : {"./run ", "./quantize "})
+        for (size_t at = cmd.find(program); at != std::string::npos; at = cmd.find(program, at + 1))
+            if (at == 0 || cmd[at - 1] == ' ' || cmd[at - 1] == ';' || cmd[at - 1] == '|' || cmd[at - 1] == '(')
+                cmd.replace(at, 1, dir);
+    return cmd;
+}
+
 // Runs a shell command from the repository root and captures stdout and stderr.
 inline CommandResult run_command(const std::string& cmd) {
     static int counter = 0;
     std::string err_path = "build/tests/stderr-" + std::to_string(counter++) + ".txt";
-    FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
+    FILE* p = popen((with_programs_of_build(cmd) + " 2>" + err_path).c_str(), "r");
     CommandResult r{-1, "", ""};
     if (!p) return r;
     std::array<char, 4096> buf;
