@@ -36,6 +36,17 @@ static bool exists(const std::string& path) {
     return stat(path.c_str(), &st) == 0;
 }
 
+// The last component of a path, without trailing slashes and, for a file, without its
+// extension: what a model is called when its file names nothing else (general.name).
+static std::string model_name_from_path(const std::string& path, bool strip_extension) {
+    std::string p = path;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    std::string base = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
+    const size_t dot = base.rfind('.');
+    if (strip_extension && dot != std::string::npos && dot > 0) base.resize(dot);
+    return base == "." || base == ".." || base == "/" ? "" : base;
+}
+
 static std::string config_from_hf(const json& j, ModelConfig* c) {
     auto get_int = [&](const char* key, int fallback) -> int {
         if (!j.contains(key) || j[key].is_null()) {
@@ -91,6 +102,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         return dir + "/config.json: " + e.what();
     }
     if (!err.empty()) return dir + "/config.json: " + err;
+    out->config.name = model_name_from_path(dir, false);
 
     // Which safetensors files hold the weights.
     std::vector<std::string> files;
@@ -189,7 +201,9 @@ std::string import_model_file(const std::string& path, ImportedCheckpoint* out) 
     ParsedCheckpoint parsed;
     err = parse_model_file(out->mapped->data(), out->mapped->size(), &parsed);
     if (err.empty()) err = import_parsed(parsed, out);
-    return err.empty() ? "" : path + ": " + err;
+    if (!err.empty()) return path + ": " + err;
+    if (out->config.name.empty()) out->config.name = model_name_from_path(path, true);
+    return "";
 }
 
 // Hugging Face's q/k weights hold, for each head, the first halves of all rotation pairs
