@@ -12,6 +12,8 @@
 #include "../kernels/quant.h"
 #include "../kernels/quant_types.h"
 #include "checkpoint_writer.h"
+#include "metadata.h"
+#include "tokenizer_metadata.h"
 
 static const struct {
     const char* name;
@@ -152,9 +154,13 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     if (n_requantized)
         std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n", n_requantized,
                      requantized.c_str(), n_requantized > 8 ? ", ..." : "");
+    std::string err = validate_config(c);
+    if (!err.empty()) return "bad model configuration: " + err;
+    Metadata meta;
+    config_to_metadata(c, &meta);
+    tokenizer_to_metadata(src.tokenizer, &meta);
     CheckpointWriter writer;
-    std::string err = writer.open(out_path, c, src.tokenizer, specs);
-    if (!err.empty()) return err;
+    if (!(err = writer.open(out_path, CheckpointFormat::hearth, meta, specs)).empty()) return err;
 
     std::fprintf(stderr, "quantize: -> %s (%s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
                  out_path.c_str(), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
