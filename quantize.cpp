@@ -1,4 +1,5 @@
-// quantize: converts a checkpoint people have into a hearth checkpoint of a chosen type.
+// quantize: converts a checkpoint people have into a hearth checkpoint or a GGUF file of a
+// chosen type.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -13,19 +14,23 @@
 #include "model/import.h"
 
 static const char* kUsage =
-    "usage: quantize INPUT OUTPUT [--type TYPE] [-q|--quiet]\n"
+    "usage: quantize INPUT OUTPUT [--type TYPE] [--format hearth|gguf] [-q|--quiet]\n"
     "       quantize INPUT OUTPUT TYPE\n"
     "\n"
-    "Converts a checkpoint into a hearth checkpoint (docs/format.md) that `run` memory-maps.\n"
+    "Converts a checkpoint into a hearth checkpoint (docs/format.md) that `run` memory-maps,\n"
+    "or into a GGUF v3 file that llama.cpp runs (docs/gguf.md).\n"
     "\n"
     "INPUT   a Hugging Face Llama folder (config.json, model.safetensors or sharded\n"
     "        model-*.safetensors with model.safetensors.index.json, tokenizer.model),\n"
-    "        or a hearth checkpoint in f32/f16 (to quantize it)\n"
-    "OUTPUT  the file to write; it appears only once complete (written to OUTPUT.partial-PID\n"
+    "        a hearth checkpoint or a GGUF file\n"
+    "OUTPUT  the file to write: GGUF when its name ends in .gguf, else hearth (--format\n"
+    "        overrides). It appears only once complete (written to OUTPUT.partial-PID\n"
     "        first), and an existing file of that name is replaced only on success\n"
-    "TYPE    f32, f16 (default), q8_0, q4_0, q4_k, q6_k, or the mix q4_k_m: q4_k with q6_k for\n"
-    "        the embedding, the output and half of attn_v/ffn_down, as llama.cpp's Q4_K_M.\n"
-    "        q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does.\n"
+    "TYPE    f32, f16 (default for a folder), q8_0, q4_0, q4_k, q6_k, or the mix q4_k_m: q4_k\n"
+    "        with q6_k for the embedding, the output and half of attn_v/ffn_down, as llama.cpp's\n"
+    "        Q4_K_M. q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does. keep\n"
+    "        (default for a file) leaves each matrix's blocks as they are (for a hearth\n"
+    "        OUTPUT, a type run cannot compute with becomes the nearest one it can).\n"
     "        Norm weights always stay f32; a matrix whose rows the block size does not\n"
     "        divide falls back to q8_0, then f16.\n";
 
@@ -41,7 +46,7 @@ static void on_signal(int sig) {
 }
 
 int main(int argc, char** argv) {
-    std::string type;
+    std::string type, format_name;
     bool quiet = false;
     const CommandLine cl = {
         "quantize",
@@ -49,7 +54,9 @@ int main(int argc, char** argv) {
         {{"",
           {
               {"-t", "--type", "TYPE", &type, "the element type of the weight matrices", 0, 0,
-               "f16, or a hearth input's own types"},
+               "f16 for a folder, keep for a file"},
+              {"", "--format", "FORMAT", &format_name, "the output file's format: hearth or gguf", 0, 0,
+               "gguf for an OUTPUT ending in .gguf, else hearth"},
               {"-q", "--quiet", "", &quiet, "no per-tensor lines (size before/after, relative RMS error, MB/s)"},
           }}},
         ""};
@@ -70,8 +77,15 @@ int main(int argc, char** argv) {
     }
     const std::string& in_path = positional[0];
     const std::string& out_path = positional[1];
-
+    CheckpointFormat format = checkpoint_format_for_path(out_path);
+    if (args.was_given("--format") && !parse_checkpoint_format(format_name, &format))
+        return fail("unknown format '" + format_name + "' (hearth or gguf)");
+    // Found out now rather than after a conversion that can take minutes.
+    const size_t slash = out_path.rfind('/');
+    const std::string out_dir = slash == std::string::npos ? "." : out_path.substr(0, slash + 1);
     struct stat st;
+    if (stat(out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return fail("cannot write " + out_path + ": there is no folder " + out_dir);
+
     if (stat(in_path.c_str(), &st) != 0) return fail("cannot find " + in_path);
     ImportedCheckpoint src;
     std::string err;
@@ -90,12 +104,14 @@ int main(int argc, char** argv) {
         }
     }
     if (!err.empty()) return fail(err);
+    for (const std::string& read : src.files)
+        if (same_file(read, out_path)) return fail("the output would overwrite the input " + read);
     if (same_file(in_path, out_path)) return fail("the output would overwrite the input " + in_path);
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGHUP, on_signal);
     std::fprintf(stderr, "quantize: reading %s\n", in_path.c_str());
-    if (!(err = convert_checkpoint(src, out_path, mix, quiet)).empty()) return fail(err);
+    if (!(err = convert_checkpoint(src, out_path, format, mix, quiet)).empty()) return fail(err);
     return 0;
 }

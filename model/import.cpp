@@ -129,12 +129,14 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     for (const std::string& f : files) {
         out->safetensors.emplace_back(new SafetensorsFile);
         if (!(err = out->safetensors.back()->open(dir + "/" + f)).empty()) return err;
+        out->files.push_back(dir + "/" + f);
         for (auto& [name, t] : out->safetensors.back()->tensors()) all[name] = &t;
     }
 
     out->tokenizer.kind = TokenizerKind::sentencepiece;
     if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer.sentencepiece)).empty())
         return err + " (hearth needs the SentencePiece tokenizer.model)";
+    out->files.push_back(dir + "/tokenizer.model");
     Tokenizer tok;
     if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.model: " + err;
     if (tok.vocab_size() > out->config.vocab_size)
@@ -198,6 +200,7 @@ std::string import_model_file(const std::string& path, ImportedCheckpoint* out) 
     out->mapped.reset(new MappedFile);
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;
+    out->files.push_back(path);
     ParsedCheckpoint parsed;
     err = parse_model_file(out->mapped->data(), out->mapped->size(), &parsed);
     if (err.empty()) err = import_parsed(parsed, out);
