@@ -65,10 +65,10 @@ bool parse_checkpoint_format(const std::string& name, CheckpointFormat* out) {
 const char* checkpoint_format_name(CheckpointFormat format) { return format == CheckpointFormat::gguf ? "GGUF" : "hearth"; }
 
 CheckpointFormat checkpoint_format_for_path(const std::string& path) {
-    const size_t dot = path.rfind('.');
-    std::string ext = dot == std::string::npos || path.find('/', dot) != std::string::npos ? "" : path.substr(dot + 1);
+    const size_t dot = path.rfind('.'), slash = path.rfind('/');
     CheckpointFormat f = CheckpointFormat::hearth;
-    return parse_checkpoint_format(ext, &f) && f == CheckpointFormat::gguf ? f : CheckpointFormat::hearth;
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) parse_checkpoint_format(path.substr(dot + 1), &f);
+    return f;
 }
 
 // Whether a file of the format may hold a tensor of this type: hearth v2 only the types run
