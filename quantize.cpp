@@ -1,4 +1,5 @@
-// quantize: converts a checkpoint people have into a hearth checkpoint of a chosen type.
+// quantize: converts a checkpoint people have into a hearth checkpoint or a GGUF file of a
+// chosen type.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -13,25 +14,27 @@
 #include "model/import.h"
 
 static const char* kUsage =
-    "usage: quantize INPUT OUTPUT [--type TYPE] [--tokenizer FILE] [-q|--quiet]\n"
+    "usage: quantize INPUT OUTPUT [--type TYPE] [--format hearth|gguf] [--tokenizer FILE] [-q|--quiet]\n"
     "       quantize INPUT OUTPUT TYPE\n"
     "\n"
-    "Converts a checkpoint into a hearth checkpoint (docs/format.md) that `run` memory-maps.\n"
+    "Converts a checkpoint into a hearth checkpoint (docs/format.md) that `run` memory-maps,\n"
+    "or into a GGUF v3 file that llama.cpp runs (docs/gguf.md).\n"
     "\n"
     "INPUT   a Hugging Face Llama folder (config.json, model.safetensors or sharded\n"
     "        model-*.safetensors with model.safetensors.index.json, tokenizer.model),\n"
-    "        a GGUF file (llama.cpp's; tensors of types run uses are copied bit for bit),\n"
-    "        a llama2.c checkpoint (legacy, or \"ak42\" version 1 or 2: MODEL.bin),\n"
-    "        or a hearth checkpoint (to convert it to another type)\n"
-    "OUTPUT  the file to write; it appears only once complete (written to OUTPUT.partial-PID\n"
+    "        a GGUF file (llama.cpp's), a llama2.c checkpoint (legacy, or \"ak42\" version 1\n"
+    "        or 2: MODEL.bin), or a hearth checkpoint\n"
+    "OUTPUT  the file to write: GGUF when its name ends in .gguf, else hearth (--format\n"
+    "        overrides). It appears only once complete (written to OUTPUT.partial-PID\n"
     "        first), and an existing file of that name is replaced only on success\n"
     "TYPE    f32, f16, q8_0, q4_0, q4_k, q6_k, or the mix q4_k_m: q4_k with q6_k for the\n"
     "        embedding, the output and half of attn_v/ffn_down, as llama.cpp's Q4_K_M.\n"
-    "        q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does.\n"
-    "        keep: every matrix keeps its type; one run cannot use gets the nearest it can.\n"
-    "        Default: f16; a hearth or GGUF input: keep; a llama2.c int8 (version 2)\n"
-    "        file becomes q8_0, which keeps its int8 groups as they are when they are\n"
-    "        groups of 32 and re-quantizes other group sizes.\n"
+    "        q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does. keep leaves\n"
+    "        each matrix's blocks as they are, copied bit for bit (for a hearth OUTPUT, a\n"
+    "        type run cannot compute with becomes the nearest one it can).\n"
+    "        Default: f16 for a folder or a llama2.c fp32 file; keep for a hearth or GGUF\n"
+    "        file; q8_0 for a llama2.c int8 (version 2) file, which keeps its int8 groups\n"
+    "        as they are when they are groups of 32 and re-quantizes other group sizes.\n"
     "        Norm weights always stay f32; a matrix whose rows the block size does not\n"
     "        divide falls back to q8_0, then f16.\n";
 
@@ -47,7 +50,7 @@ static void on_signal(int sig) {
 }
 
 int main(int argc, char** argv) {
-    std::string type;
+    std::string type, format_name;
     bool quiet = false;
     std::string tokenizer_path;
     const CommandLine cl = {
@@ -56,7 +59,9 @@ int main(int argc, char** argv) {
         {{"",
           {
               {"-t", "--type", "TYPE", &type, "the element type of the weight matrices", 0, 0,
-               "f16, or a hearth input's own types"},
+               "see TYPE above"},
+              {"", "--format", "FORMAT", &format_name, "the output file's format: hearth or gguf", 0, 0,
+               "gguf for an OUTPUT ending in .gguf, else hearth"},
               {"", "--tokenizer", "FILE", &tokenizer_path,
                "for a llama2.c input: its SentencePiece tokenizer.model, whose piece count must be the vocabulary size (the "
                "stories models use Llama-2's); without it the output has no tokenizer and runs only with --prompt-ids and "
@@ -81,8 +86,15 @@ int main(int argc, char** argv) {
     }
     const std::string& in_path = positional[0];
     const std::string& out_path = positional[1];
-
+    CheckpointFormat format = checkpoint_format_for_path(out_path);
+    if (args.was_given("--format") && !parse_checkpoint_format(format_name, &format))
+        return fail("unknown format '" + format_name + "' (hearth or gguf)");
+    // Found out now rather than after a conversion that can take minutes.
+    const size_t slash = out_path.rfind('/');
+    const std::string out_dir = slash == std::string::npos ? "." : out_path.substr(0, slash + 1);
     struct stat st;
+    if (stat(out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return fail("cannot write " + out_path + ": there is no folder " + out_dir);
+
     if (stat(in_path.c_str(), &st) != 0) return fail("cannot find " + in_path);
     ImportedCheckpoint src;
     std::string err, not_llama2c;
@@ -116,12 +128,14 @@ int main(int argc, char** argv) {
     if (llama2c && tokenizer_path.empty())
         std::fprintf(stderr, "quantize: warning: no --tokenizer: %s will have no tokenizer and run only with --prompt-ids and --print-ids\n",
                      out_path.c_str());
+    for (const std::string& read : src.files)
+        if (same_file(read, out_path)) return fail("the output would overwrite the input " + read);
     if (same_file(in_path, out_path)) return fail("the output would overwrite the input " + in_path);
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGHUP, on_signal);
     std::fprintf(stderr, "quantize: reading %s\n", in_path.c_str());
-    if (!(err = convert_checkpoint(src, out_path, mix, quiet)).empty()) return fail(err);
+    if (!(err = convert_checkpoint(src, out_path, format, mix, quiet)).empty()) return fail(err);
     return 0;
 }

@@ -1,12 +1,13 @@
 #include "checkpoint_writer.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <unistd.h>
 
 #include "../kernels/quant_types.h"
-#include "metadata.h"
-#include "tokenizer_metadata.h"
+#include "gguf.h"
 
 // Paths of unfinished temporary files, for remove_unfinished_checkpoints(). A fixed array of
 // fixed buffers, because a signal handler may not allocate.
@@ -50,51 +51,128 @@ std::string CheckpointWriter::fail(const std::string& why) {
     return why;
 }
 
-static uint64_t align_up(uint64_t x) { return (x + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment; }
+static uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
 
-std::string CheckpointWriter::open(const std::string& path, const ModelConfig& c, const TokenizerSpec& tokenizer,
+bool parse_checkpoint_format(const std::string& name, CheckpointFormat* out) {
+    std::string lower;
+    for (char c : name) lower += char(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "hearth") *out = CheckpointFormat::hearth;
+    else if (lower == "gguf") *out = CheckpointFormat::gguf;
+    else return false;
+    return true;
+}
+
+const char* checkpoint_format_name(CheckpointFormat format) { return format == CheckpointFormat::gguf ? "GGUF" : "hearth"; }
+
+CheckpointFormat checkpoint_format_for_path(const std::string& path) {
+    const size_t dot = path.rfind('.'), slash = path.rfind('/');
+    CheckpointFormat f = CheckpointFormat::hearth;
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) parse_checkpoint_format(path.substr(dot + 1), &f);
+    return f;
+}
+
+// Whether a file of the format may hold a tensor of this type: hearth v2 only the types run
+// computes with; GGUF any type ggml defines for files (not q8_K, an activation type, nor
+// hearth's in-memory interleaved types), as the GGUF reader accepts.
+static bool format_holds(CheckpointFormat format, uint32_t type) {
+    if (format == CheckpointFormat::hearth) return type_is_storage(type);
+    return type_is_known(type) && type_traits(type)->use != USE_ACT && type_traits(type)->use != USE_MEMORY;
+}
+
+static void put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }
+
+std::string CheckpointWriter::open(const std::string& path, CheckpointFormat format, const Metadata& meta,
                                    const std::vector<TensorSpec>& tensors) {
-    std::string err = validate_config(c);
-    if (!err.empty()) return "bad model configuration: " + err;
+    const bool gguf = format == CheckpointFormat::gguf;
+    // GGUF readers assume 32 unless general.alignment says otherwise; this writer always
+    // uses 32 and writes no key, so a key in the metadata would contradict the layout.
+    if (gguf && meta.has("general.alignment")) return "metadata sets general.alignment; the GGUF writer aligns to 32";
+    std::vector<uint64_t> sizes;
+    for (const TensorSpec& t : tensors) {
+        if (t.name.empty() || t.name.size() >= size_t(kTensorNameBytes)) return "tensor name '" + t.name + "' is empty or too long";
+        if (!format_holds(format, t.type))
+            return "tensor " + t.name + ": a " + checkpoint_format_name(format) + " file cannot hold type " + type_name(t.type);
+        sizes.push_back(tensor_bytes(t.type, t.n_dims, t.shape));
+        if (sizes.back() == 0) return "tensor " + t.name + ": shape does not fit type " + type_name(t.type);
+    }
+    const uint64_t alignment = gguf ? kGgufDefaultAlignment : kTensorAlignment;
+    const std::string meta_bytes = meta.serialize();
+
+    // What comes before the data is sized first: where the data starts fixes every offset.
+    uint64_t head_bytes = 0;
+    if (gguf) {
+        head_bytes = 4 + 4 + 8 + 8 + meta_bytes.size();
+        for (const TensorSpec& t : tensors) head_bytes += 8 + t.name.size() + 4 + 8 * uint64_t(t.n_dims) + 4 + 8;
+    } else {
+        head_bytes = sizeof(FileHeaderV2) + meta_bytes.size() + tensors.size() * sizeof(TensorEntry);
+    }
+    const uint64_t data_start = align_up(head_bytes, alignment);
+    // Each tensor at the first aligned offset after the previous one: the only layout
+    // llama.cpp's reader accepts (it wants each offset to be the previous one plus its size
+    // padded to the alignment), and hearth's since version 1.
+    placements_.clear();
+    uint64_t end = data_start;
+    for (uint64_t bytes : sizes) {
+        placements_.push_back({align_up(end, alignment), bytes});
+        end = placements_.back().offset + bytes;
+    }
+    // A hearth file ends where its last tensor does (its header states the size, which a
+    // reader checks); llama.cpp's writer pads the last GGUF tensor too, so that the data
+    // section is the sum of padded sizes its reader computes, and so does this one.
+    file_bytes_ = gguf ? align_up(end, alignment) : end;
+
+    std::string head;
+    if (gguf) {
+        const uint32_t version = 3;
+        const uint64_t n_tensors = tensors.size(), n_kv = meta.size();
+        put(&head, kGgufMagic, 4);
+        put(&head, &version, 4);
+        put(&head, &n_tensors, 8);
+        put(&head, &n_kv, 8);
+        head += meta_bytes;
+        for (size_t i = 0; i < tensors.size(); i++) {
+            const TensorSpec& t = tensors[i];
+            const uint64_t name_len = t.name.size(), offset = placements_[i].offset - data_start;
+            const uint32_t n_dims = uint32_t(t.n_dims);
+            put(&head, &name_len, 8);
+            head += t.name;
+            put(&head, &n_dims, 4);
+            for (int d = t.n_dims - 1; d >= 0; d--) put(&head, &t.shape[d], 8);  // GGUF lists the innermost first
+            put(&head, &t.type, 4);
+            put(&head, &offset, 8);
+        }
+    } else {
+        FileHeaderV2 h;
+        std::memset(&h, 0, sizeof h);
+        std::memcpy(h.magic, kCheckpointMagic, sizeof h.magic);
+        h.version = kCheckpointVersion;
+        h.header_bytes = sizeof(FileHeaderV2);
+        h.n_metadata = meta.size();
+        h.metadata_offset = sizeof(FileHeaderV2);
+        h.n_tensors = tensors.size();
+        h.tensor_table_offset = h.metadata_offset + meta_bytes.size();
+        h.data_offset = data_start;
+        h.file_bytes = file_bytes_;
+        put(&head, &h, sizeof h);
+        head += meta_bytes;
+        for (size_t i = 0; i < tensors.size(); i++) {
+            const TensorSpec& t = tensors[i];
+            TensorEntry e;
+            std::memset(&e, 0, sizeof e);
+            std::memcpy(e.name, t.name.data(), t.name.size());
+            e.type = t.type;
+            e.n_dims = uint32_t(t.n_dims);
+            for (int d = 0; d < kMaxDims; d++) e.shape[d] = d < t.n_dims ? t.shape[d] : 0;
+            e.offset = placements_[i].offset;
+            e.bytes = placements_[i].bytes;
+            put(&head, &e, sizeof e);
+        }
+    }
+    if (head.size() != head_bytes) return "internal error: the file's head is " + std::to_string(head.size()) + " bytes, not " + std::to_string(head_bytes);
+    head.resize(size_t(data_start), '\0');
+
     path_ = path;
     tmp_path_ = path + ".partial-" + std::to_string(getpid());
-
-    Metadata meta;
-    config_to_metadata(c, &meta);
-    tokenizer_to_metadata(tokenizer, &meta);
-    const std::string meta_bytes = meta.serialize();
-    FileHeaderV2 h;
-    std::memset(&h, 0, sizeof h);
-    std::memcpy(h.magic, kCheckpointMagic, sizeof h.magic);
-    h.version = kCheckpointVersion;
-    h.header_bytes = sizeof(FileHeaderV2);
-    h.n_metadata = meta.size();
-    h.metadata_offset = sizeof(FileHeaderV2);
-    h.n_tensors = tensors.size();
-    h.tensor_table_offset = h.metadata_offset + meta_bytes.size();
-    h.data_offset = align_up(h.tensor_table_offset + tensors.size() * sizeof(TensorEntry));
-
-    uint64_t at = h.data_offset;
-    entries_.clear();
-    for (const TensorSpec& t : tensors) {
-        TensorEntry e;
-        std::memset(&e, 0, sizeof e);
-        if (t.name.empty() || t.name.size() >= sizeof e.name) return "tensor name '" + t.name + "' is empty or too long";
-        std::memcpy(e.name, t.name.data(), t.name.size());
-        e.type = t.type;
-        e.n_dims = uint32_t(t.n_dims);
-        for (int d = 0; d < kMaxDims; d++) e.shape[d] = d < t.n_dims ? t.shape[d] : 0;
-        if (!type_is_storage(t.type)) return "tensor " + t.name + ": a checkpoint cannot hold type " + type_name(t.type);
-        e.bytes = tensor_bytes(t.type, t.n_dims, t.shape);
-        if (e.bytes == 0) return "tensor " + t.name + ": shape does not fit type " + type_name(t.type);
-        e.offset = at;
-        at = align_up(at + e.bytes);
-        entries_.push_back(e);
-    }
-    // The last tensor is not padded: the file ends where its data ends.
-    file_bytes_ = entries_.empty() ? h.data_offset : entries_.back().offset + entries_.back().bytes;
-    h.file_bytes = file_bytes_;
-
     f_ = fopen(tmp_path_.c_str(), "wb");
     if (!f_) {
         std::string why = "cannot create " + tmp_path_ + ": " + std::strerror(errno);
@@ -102,14 +180,21 @@ std::string CheckpointWriter::open(const std::string& path, const ModelConfig& c
         return why;
     }
     track(tmp_path_, true);
-    bool ok = fwrite(&h, sizeof h, 1, f_) == 1 && fwrite(meta_bytes.data(), meta_bytes.size(), 1, f_) == 1;
-    for (const TensorEntry& e : entries_) ok = ok && fwrite(&e, sizeof e, 1, f_) == 1;
-    static const char zeros[kTensorAlignment] = {};
-    uint64_t pad = h.data_offset - (h.tensor_table_offset + entries_.size() * sizeof(TensorEntry));
-    if (pad) ok = ok && fwrite(zeros, pad, 1, f_) == 1;
-    if (!ok) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
+    if (fwrite(head.data(), 1, head.size(), f_) != head.size()) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
+    at_ = head.size();
     current_ = 0;
     written_ = 0;
+    return "";
+}
+
+// Zeros up to `offset`: the padding before a tensor or at the end.
+std::string CheckpointWriter::pad_to(uint64_t offset) {
+    static const char zeros[256] = {};
+    while (at_ < offset) {
+        const size_t n = size_t(std::min<uint64_t>(offset - at_, sizeof zeros));
+        if (fwrite(zeros, 1, n, f_) != n) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
+        at_ += n;
+    }
     return "";
 }
 
@@ -117,21 +202,21 @@ std::string CheckpointWriter::write(const void* data, size_t bytes) {
     if (!f_) return "checkpoint is not open";
     const uint8_t* p = static_cast<const uint8_t*>(data);
     while (bytes > 0) {
-        if (current_ >= entries_.size()) return fail("more tensor data than the table describes");
-        const TensorEntry& e = entries_[current_];
-        size_t n = size_t(std::min<uint64_t>(bytes, e.bytes - written_));
+        if (current_ >= placements_.size()) return fail("more tensor data than the table describes");
+        const Placement& t = placements_[current_];
+        if (written_ == 0) {
+            std::string err = pad_to(t.offset);
+            if (!err.empty()) return err;
+        }
+        size_t n = size_t(std::min<uint64_t>(bytes, t.bytes - written_));
         if (fwrite(p, 1, n, f_) != n) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
         p += n;
         bytes -= n;
         written_ += n;
-        if (written_ == e.bytes) {
+        at_ += n;
+        if (written_ == t.bytes) {
             current_++;
             written_ = 0;
-            if (current_ < entries_.size()) {
-                static const char zeros[kTensorAlignment] = {};
-                uint64_t pad = entries_[current_].offset - (e.offset + e.bytes);
-                if (pad && fwrite(zeros, pad, 1, f_) != 1) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
-            }
         }
     }
     return "";
@@ -139,7 +224,10 @@ std::string CheckpointWriter::write(const void* data, size_t bytes) {
 
 std::string CheckpointWriter::commit() {
     if (!f_) return "checkpoint is not open";
-    if (current_ != entries_.size()) return fail("tensor data is incomplete (" + std::to_string(current_) + " of " + std::to_string(entries_.size()) + " tensors)");
+    if (current_ != placements_.size())
+        return fail("tensor data is incomplete (" + std::to_string(current_) + " of " + std::to_string(placements_.size()) + " tensors)");
+    std::string err = pad_to(file_bytes_);
+    if (!err.empty()) return err;
     if (fflush(f_) != 0 || fsync(fileno(f_)) != 0) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
     fclose(f_);
     f_ = nullptr;

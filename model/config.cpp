@@ -45,6 +45,7 @@ const IntKey kIntKeys[] = {
     {"context_length", &ModelConfig::max_seq_len},
     {"vocab_size", &ModelConfig::vocab_size},                 // default: from token_embd.weight
 };
+const char* const kName = "general.name";
 const char* const kRopeTheta = "rope.freq_base";
 const char* const kRmsEps = "attention.layer_norm_rms_epsilon";
 const char* const kBos = "tokenizer.ggml.bos_token_id";
@@ -58,6 +59,7 @@ const char* const kTemplateName = "hearth.chat_template";  // hearth's own: a bu
 void config_to_metadata(const ModelConfig& c, Metadata* m) {
     const std::string a = c.arch + ".";
     m->set_string("general.architecture", c.arch);
+    if (!c.name.empty()) m->set_string(kName, c.name);
     for (const IntKey& k : kIntKeys) m->set_u32(a + k.key, uint32_t(c.*k.field));
     m->set_u32(a + "attention.value_length", uint32_t(c.head_dim));
     m->set_u32(a + "rope.dimension_count", uint32_t(c.head_dim));
@@ -74,6 +76,8 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
     std::string err;
     if (!(err = m.get_string("general.architecture", &c->arch)).empty()) return err;
     if (c->arch.size() > 64) return "general.architecture is not a name";
+    c->name.clear();
+    if (m.has(kName) && !(err = m.get_string(kName, &c->name)).empty()) return err;
     const std::string a = c->arch + ".";
     for (const IntKey& k : kIntKeys) {
         const std::string key = a + k.key;

@@ -8,6 +8,7 @@ class Metadata;
 
 struct ModelConfig {
     std::string arch = "llama";  // the family: its tensors (model/tensors.h) and forward pass
+    std::string name;            // what the model is called (general.name), "" if unknown: kept to hand on
     int dim = 0;         // residual stream width
     int hidden_dim = 0;  // SwiGLU inner width
     int n_layers = 0;
@@ -32,7 +33,7 @@ struct ModelConfig {
 // "" when the configuration is one hearth can run, else what is wrong with it.
 std::string validate_config(const ModelConfig& c);
 
-// The configuration as metadata under GGUF's keys (general.architecture, llama.block_count,
+// The configuration as metadata under GGUF's keys (general.architecture, general.name, llama.block_count,
 // tokenizer.ggml.bos_token_id, ...), and back. Tied embeddings are not a key: a model without
 // output.weight has them, in both formats. config_from_metadata leaves vocab_size 0 when no
 // key gives it (GGUF files often have none; the embedding's shape does). "" or why not.

@@ -11,13 +11,19 @@
 #include "../kernels/matmul.h"
 #include "../kernels/quant.h"
 #include "../kernels/quant_types.h"
-#include "checkpoint_writer.h"
+#include "metadata.h"
+#include "tokenizer_metadata.h"
 
+// Each mix's name and llama.cpp's LLAMA_FTYPE for it (include/llama.h), which a GGUF file
+// states as general.file_type. q4_k is all Q4_K but where a row needs a fallback: llama.cpp
+// has no such type, and its nearest, "mostly Q4_K", is Q4_K_S.
 static const struct {
     const char* name;
     OutputMix mix;
-} kMixes[] = {{"f32", OutputMix::F32},   {"f16", OutputMix::F16},   {"q8_0", OutputMix::Q8_0},    {"q4_0", OutputMix::Q4_0},
-              {"q4_k", OutputMix::Q4_K}, {"q6_k", OutputMix::Q6_K}, {"q4_k_m", OutputMix::Q4_K_M}, {"keep", OutputMix::Keep}};
+    int llama_ftype;
+} kMixes[] = {{"f32", OutputMix::F32, 0},       {"f16", OutputMix::F16, 1},   {"q8_0", OutputMix::Q8_0, 7},
+              {"q4_0", OutputMix::Q4_0, 2},     {"q4_k", OutputMix::Q4_K, 14}, {"q6_k", OutputMix::Q6_K, 18},
+              {"q4_k_m", OutputMix::Q4_K_M, 15}, {"keep", OutputMix::Keep, -1}};
 
 bool parse_output_mix(const std::string& name, OutputMix* out) {
     std::string lower;
@@ -63,11 +69,11 @@ static uint32_t nearest_storage_type(uint32_t type) {
     }
 }
 
-uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers) {
+uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format) {
     if (t.n_dims == 1) return TYPE_F32;
     uint32_t want = TYPE_F16;
     switch (mix) {
-        case OutputMix::Keep: want = nearest_storage_type(t.type); break;
+        case OutputMix::Keep: want = format == CheckpointFormat::gguf ? t.type : nearest_storage_type(t.type); break;
         case OutputMix::F32: want = TYPE_F32; break;
         case OutputMix::F16: want = TYPE_F16; break;
         case OutputMix::Q8_0: want = TYPE_Q8_0; break;
@@ -90,6 +96,45 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers) {
     if (cols % type_block_size(want) == 0) return want;
     if (cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32) return TYPE_Q8_0;
     return TYPE_F16;
+}
+
+// The LLAMA_FTYPE llama.cpp's loader guesses when a file has no general.file_type, from its
+// most common type (src/llama-model-loader.cpp); -1 for a type it has none for.
+static int llama_ftype_guess(uint32_t type) {
+    switch (type) {
+        case TYPE_F32: return 0;
+        case TYPE_F16: return 1;
+        case TYPE_BF16: return 32;
+        case TYPE_Q4_0: return 2;
+        case TYPE_Q4_1: return 3;
+        case TYPE_Q5_0: return 8;
+        case TYPE_Q5_1: return 9;
+        case TYPE_Q8_0: return 7;
+        case TYPE_Q2_K: return 10;
+        case TYPE_Q3_K: return 12;  // Q3_K_M
+        case TYPE_Q4_K: return 15;  // Q4_K_M
+        case TYPE_Q5_K: return 17;  // Q5_K_M
+        case TYPE_Q6_K: return 18;
+        case TYPE_IQ4_NL: return 25;
+        case TYPE_IQ4_XS: return 30;
+    }
+    return -1;
+}
+
+int llama_file_type(OutputMix mix, const std::vector<TensorSpec>& tensors) {
+    for (auto& m : kMixes)
+        if (m.mix == mix && m.llama_ftype >= 0) return m.llama_ftype;
+    // keep: the matrices' most common type. llama.cpp counts the f32 norms too, which in a
+    // small model can outnumber the matrices of any one type; they say nothing of the mix.
+    std::vector<std::pair<uint32_t, int>> counts;
+    std::pair<uint32_t, int> most{0, 0};
+    for (const TensorSpec& t : tensors) {
+        if (t.n_dims < 2) continue;
+        auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == t.type; });
+        if (it == counts.end()) it = counts.insert(counts.end(), {t.type, 0});
+        if (++it->second > most.second) most = *it;
+    }
+    return most.second ? llama_ftype_guess(most.first) : -1;
 }
 
 // A tensor that already has the wanted type, and rows in hearth's order, is copied bit for bit:
@@ -129,13 +174,38 @@ static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint
     *ref2 += x2;
 }
 
-std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, OutputMix mix, bool quiet) {
+// The file's metadata: the configuration and the tokenizer, and for GGUF what llama.cpp reads
+// besides (general.file_type, general.quantization_version).
+static std::string file_metadata(const ImportedCheckpoint& src, CheckpointFormat format, OutputMix mix,
+                                 const std::vector<TensorSpec>& specs, Metadata* meta) {
+    config_to_metadata(src.config, meta);
+    if (format == CheckpointFormat::hearth) {
+        tokenizer_to_metadata(src.tokenizer, meta);
+        return "";
+    }
+    std::string caveat;
+    std::string err = tokenizer_to_gguf_metadata(src.tokenizer, src.config.vocab_size, meta, &caveat);
+    if (!err.empty()) return err;
+    if (!caveat.empty()) std::fprintf(stderr, "quantize: warning: %s\n", caveat.c_str());
+    const int file_type = llama_file_type(mix, specs);
+    if (file_type >= 0) meta->set_u32("general.file_type", uint32_t(file_type));
+    // ggml's GGML_QNT_VERSION, the version of the quantized blocks' layout; llama.cpp's
+    // quantizer writes it into every file it quantizes.
+    if (std::any_of(specs.begin(), specs.end(), [](const TensorSpec& t) { return type_block_size(t.type) > 1; }))
+        meta->set_u32("general.quantization_version", 2);
+    return "";
+}
+
+std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, CheckpointFormat format,
+                               OutputMix mix, bool quiet) {
     const ModelConfig& c = src.config;
+    std::string err = validate_config(c);
+    if (!err.empty()) return "bad model configuration: " + err;
     std::vector<TensorSpec> specs;
     for (const SourceTensor& t : src.tensors) {
         TensorSpec s;
         s.name = t.name;
-        s.type = tensor_type_for(mix, t, c.n_layers);
+        s.type = tensor_type_for(mix, t, c.n_layers, format);
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);
@@ -144,7 +214,8 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     std::string requantized;
     int n_requantized = 0;
     for (size_t i = 0; i < src.tensors.size(); i++)
-        if (type_is_known(src.tensors[i].type) && type_traits(src.tensors[i].type)->use == USE_DEQUANT) {
+        if (type_is_known(src.tensors[i].type) && type_traits(src.tensors[i].type)->use == USE_DEQUANT &&
+            specs[i].type != src.tensors[i].type) {
             n_requantized++;
             if (n_requantized <= 8) requantized += (n_requantized > 1 ? ", " : "") + src.tensors[i].name + " (" +
                                                    type_name(src.tensors[i].type) + " -> " + type_name(specs[i].type) + ")";
@@ -152,12 +223,13 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     if (n_requantized)
         std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n", n_requantized,
                      requantized.c_str(), n_requantized > 8 ? ", ..." : "");
+    Metadata meta;
+    if (!(err = file_metadata(src, format, mix, specs, &meta)).empty()) return err;
     CheckpointWriter writer;
-    std::string err = writer.open(out_path, c, src.tokenizer, specs);
-    if (!err.empty()) return err;
+    if (!(err = writer.open(out_path, format, meta, specs)).empty()) return err;
 
-    std::fprintf(stderr, "quantize: -> %s (%s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
-                 out_path.c_str(), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
+    std::fprintf(stderr, "quantize: -> %s (%s, %s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
+                 out_path.c_str(), checkpoint_format_name(format), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
                  c.vocab_size);
     const auto start = std::chrono::steady_clock::now();
     uint64_t bytes_in = 0, bytes_out = 0, elements = 0;

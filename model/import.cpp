@@ -69,6 +69,17 @@ static std::string json_float(const json& j, const char* key, float fallback, fl
     return "";
 }
 
+// The last component of a path, without trailing slashes and, for a file, without its
+// extension: what a model is called when its file names nothing else (general.name).
+static std::string model_name_from_path(const std::string& path, bool strip_extension) {
+    std::string p = path;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    std::string base = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
+    const size_t dot = base.rfind('.');
+    if (strip_extension && dot != std::string::npos && dot > 0) base.resize(dot);
+    return base == "." || base == ".." || base == "/" ? "" : base;
+}
+
 static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (!j.is_object()) return "config.json is not a JSON object";
     auto text = [&](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump().substr(0, 40); };
@@ -127,6 +138,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     std::string text, err;
     if (!(err = read_file(dir + "/config.json", &text)).empty()) return err + " (is " + dir + " a Hugging Face model folder?)";
     if (!(err = config_from_hf_json(text, &out->config)).empty()) return dir + "/config.json: " + err;
+    out->config.name = model_name_from_path(dir, false);
 
     // Which safetensors files hold the weights.
     std::vector<std::string> files;
@@ -153,12 +165,14 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     for (const std::string& f : files) {
         out->safetensors.emplace_back(new SafetensorsFile);
         if (!(err = out->safetensors.back()->open(dir + "/" + f)).empty()) return err;
+        out->files.push_back(dir + "/" + f);
         for (auto& [name, t] : out->safetensors.back()->tensors()) all[name] = &t;
     }
 
     out->tokenizer.kind = TokenizerKind::sentencepiece;
     if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer.sentencepiece)).empty())
         return err + " (hearth needs the SentencePiece tokenizer.model)";
+    out->files.push_back(dir + "/tokenizer.model");
     Tokenizer tok;
     if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.model: " + err;
     if (tok.vocab_size() > out->config.vocab_size)
@@ -222,10 +236,13 @@ std::string import_model_file(const std::string& path, ImportedCheckpoint* out) 
     out->mapped.reset(new MappedFile);
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;
+    out->files.push_back(path);
     ParsedCheckpoint parsed;
     err = parse_model_file(out->mapped->data(), out->mapped->size(), &parsed);
     if (err.empty()) err = import_parsed(parsed, out);
-    return err.empty() ? "" : path + ": " + err;
+    if (!err.empty()) return path + ": " + err;
+    if (out->config.name.empty()) out->config.name = model_name_from_path(path, true);
+    return "";
 }
 
 // Hugging Face's q/k weights hold, for each head, the first halves of all rotation pairs

@@ -32,6 +32,8 @@ struct ImportedCheckpoint {
     ModelConfig config;
     TokenizerSpec tokenizer;
     std::vector<SourceTensor> tensors;
+    // Every file read (weights, tokenizer), so that quantize never writes over one of them.
+    std::vector<std::string> files;
     // Owners of the memory `data` points into.
     std::vector<std::unique_ptr<SafetensorsFile>> safetensors;
     std::unique_ptr<MappedFile> mapped;

@@ -248,12 +248,14 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
     if (!err.empty()) return err;
     err = parse_llama2c(static_cast<const uint8_t*>(out->mapped->data()), out->mapped->size(), out);
     if (!err.empty()) return path + ": " + err;
+    out->files.push_back(path);
     if (tokenizer_path.empty()) {
         out->tokenizer = TokenizerSpec{};  // kind none: run takes and prints ids only
         return "";
     }
     out->tokenizer.kind = TokenizerKind::sentencepiece;
     if (!(err = read_whole_file(tokenizer_path, &out->tokenizer.sentencepiece)).empty()) return err;
+    out->files.push_back(tokenizer_path);
     Tokenizer tok;
     if (!(err = tok.load(out->tokenizer)).empty()) return tokenizer_path + ": " + err;
     if (tok.vocab_size() != out->config.vocab_size)

@@ -4,6 +4,11 @@
 
 static const char* const kModel = "tokenizer.ggml.model";
 static const char* const kSentencePieceBytes = "hearth.tokenizer.sentencepiece_model";
+static const char* const kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
+static const char* const kRemoveExtraWhitespaces = "tokenizer.ggml.remove_extra_whitespaces";
+// llama.cpp's defaults for a SentencePiece ("llama") vocabulary when a key is absent
+// (src/llama-vocab.cpp, llama_vocab::impl::load); the reader and the writer both use them.
+static constexpr bool kDefaultAddSpacePrefix = true, kDefaultRemoveExtraWhitespaces = false;
 
 // A GGUF SentencePiece vocabulary: the arrays and special ids, into a tokenizer.model.
 static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out) {
@@ -25,11 +30,9 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
         if (v >= tokens.size()) return "metadata " + std::string(keys[i]) + " is " + std::to_string(v) + ", outside the vocabulary";
         ids[i] = int32_t(v);
     }
-    bool add_space_prefix = true, remove_extra_whitespaces = false;
-    if (m.has("tokenizer.ggml.add_space_prefix") && !(err = m.get_bool("tokenizer.ggml.add_space_prefix", &add_space_prefix)).empty())
-        return err;
-    if (m.has("tokenizer.ggml.remove_extra_whitespaces") &&
-        !(err = m.get_bool("tokenizer.ggml.remove_extra_whitespaces", &remove_extra_whitespaces)).empty())
+    bool add_space_prefix = kDefaultAddSpacePrefix, remove_extra_whitespaces = kDefaultRemoveExtraWhitespaces;
+    if (m.has(kAddSpacePrefix) && !(err = m.get_bool(kAddSpacePrefix, &add_space_prefix)).empty()) return err;
+    if (m.has(kRemoveExtraWhitespaces) && !(err = m.get_bool(kRemoveExtraWhitespaces, &remove_extra_whitespaces)).empty())
         return err;
     err = sentencepiece_model_from_vocab(tokens, scores, types, ids[0], ids[1], ids[2], ids[3], add_space_prefix,
                                          remove_extra_whitespaces, out);
@@ -56,4 +59,53 @@ void tokenizer_to_metadata(const TokenizerSpec& t, Metadata* m) {
             m->set_bytes(kSentencePieceBytes, t.sentencepiece);
             break;
     }
+}
+
+std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Metadata* m, std::string* caveat) {
+    caveat->clear();
+    if (t.kind == TokenizerKind::none) {
+        // gguf-py's spelling (llama.cpp also reads "none"); llama.cpp then makes n_vocab
+        // placeholder tokens from llama.vocab_size.
+        m->set_string(kModel, "no_vocab");
+        return "";
+    }
+    SentencePieceModel sp;
+    std::string err = parse_sentencepiece_model(t.sentencepiece, &sp);
+    if (!err.empty()) return "the tokenizer: " + err;
+    if (sp.pieces.size() > size_t(n_vocab))
+        return "the tokenizer has " + std::to_string(sp.pieces.size()) + " pieces, more than the model's " +
+               std::to_string(n_vocab) + " embedding rows";
+    std::vector<std::string> tokens(static_cast<size_t>(n_vocab));
+    std::vector<float> scores(size_t(n_vocab), -10000.0f);
+    std::vector<int32_t> types(size_t(n_vocab), SentencePieceModel::kUnused);
+    for (size_t i = 0; i < tokens.size(); i++) {
+        if (i < sp.pieces.size()) {
+            tokens[i] = sp.pieces[i].piece;
+            scores[i] = sp.pieces[i].score;
+            types[i] = sp.pieces[i].type;  // SentencePiece's numbers are GGUF's token types
+        } else {
+            tokens[i] = "[PAD" + std::to_string(i) + "]";
+        }
+    }
+    m->set_string(kModel, "llama");
+    m->set_strings("tokenizer.ggml.tokens", tokens);
+    m->set_f32s("tokenizer.ggml.scores", scores);
+    m->set_i32s("tokenizer.ggml.token_type", types);
+    m->set_u32("tokenizer.ggml.unknown_token_id", uint32_t(sp.unk_id));
+    if (sp.pad_id >= 0) m->set_u32("tokenizer.ggml.padding_token_id", uint32_t(sp.pad_id));
+    if (sp.normalizer.add_dummy_prefix != kDefaultAddSpacePrefix) m->set_bool(kAddSpacePrefix, sp.normalizer.add_dummy_prefix);
+    if (sp.normalizer.remove_extra_whitespaces != kDefaultRemoveExtraWhitespaces)
+        m->set_bool(kRemoveExtraWhitespaces, sp.normalizer.remove_extra_whitespaces);
+    m->set_bytes(kSentencePieceBytes, t.sentencepiece);
+
+    // What GGUF's SentencePiece vocabulary has no key for: llama.cpp merges pieces by score
+    // (as BPE does), applies no normalization table, and puts the space before a word.
+    std::vector<std::string> lost;
+    if (sp.model_type != SentencePieceModel::kBpe) lost.push_back("it is a unigram model (llama.cpp merges by score, as for BPE)");
+    if (!sp.normalizer.precompiled_charsmap.empty())
+        lost.push_back("its normalizer '" + sp.normalizer.name + "' (llama.cpp does not normalize)");
+    if (sp.treat_whitespace_as_suffix) lost.push_back("treat_whitespace_as_suffix");
+    for (size_t i = 0; i < lost.size(); i++) *caveat += (i ? "; " : "") + lost[i];
+    if (!caveat->empty()) *caveat = "llama.cpp may tokenize some texts differently from hearth: " + *caveat;
+    return "";
 }

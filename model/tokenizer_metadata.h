@@ -12,3 +12,15 @@ std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out);
 
 // For a hearth v2 checkpoint: the tokenizer as it is.
 void tokenizer_to_metadata(const TokenizerSpec& t, Metadata* m);
+
+// For a GGUF file: the vocabulary as llama.cpp reads it — tokenizer.ggml.model "llama", the
+// tokens / scores / token_type arrays, the unknown and padding ids, add_space_prefix and
+// remove_extra_whitespaces where they differ from llama.cpp's defaults for a SentencePiece
+// vocabulary — with n_vocab entries (the embedding's rows): ids past the tokenizer's pieces
+// get placeholders, as llama.cpp's convert script writes them ("[PAD{id}]", score -10000,
+// UNUSED), since llama.cpp wants one token per row. The SentencePiece model's own bytes are
+// kept too (hearth.tokenizer.sentencepiece_model), so that hearth reads back exactly the
+// tokenizer it wrote; llama.cpp ignores keys it does not know. No tokenizer: "no_vocab".
+// *caveat gets "" or a one-line note on what llama.cpp's tokenizer will not reproduce.
+// "" or why the tokenizer cannot be written.
+std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Metadata* m, std::string* caveat);

@@ -16,6 +16,7 @@
 #include "../model/metadata.h"
 #include "../model/model.h"
 #include "../model/tensors.h"
+#include "../model/tokenizer_metadata.h"
 
 static std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -49,6 +50,14 @@ static TokenizerSpec small_tokenizer() {
     return TokenizerSpec{TokenizerKind::sentencepiece, slurp("tests/data/parity/mha/tokenizer.model")};
 }
 
+// The metadata quantize writes into a hearth file.
+static Metadata hearth_metadata(const ModelConfig& c, const TokenizerSpec& tok) {
+    Metadata m;
+    config_to_metadata(c, &m);
+    tokenizer_to_metadata(tok, &m);
+    return m;
+}
+
 // Writes a small random checkpoint; returns the bytes of every tensor in table order.
 static std::vector<std::string> write_small_checkpoint(const std::string& path, const ModelConfig& c, uint32_t type) {
     std::vector<TensorSpec> specs;
@@ -61,7 +70,7 @@ static std::vector<std::string> write_small_checkpoint(const std::string& path, 
         specs.push_back(s);
     }
     CheckpointWriter w;
-    REQUIRE(w.open(path, c, small_tokenizer(), specs) == "");
+    REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, small_tokenizer()), specs) == "");
     std::mt19937 rng(5);
     std::vector<std::string> data;
     for (const TensorSpec& s : specs) {
@@ -135,7 +144,7 @@ TEST_CASE("format: a failed write leaves neither the output nor a temporary file
     specs[0].shape[1] = 8;
     {
         CheckpointWriter w;
-        REQUIRE(w.open(path, c, TokenizerSpec{}, specs) == "");
+        REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, TokenizerSpec{}), specs) == "");
         std::vector<float> half(256 * 8);
         REQUIRE(w.write(half.data(), half.size() * 4) == "");
         CHECK(w.commit() != "");  // half the data is missing
@@ -144,7 +153,7 @@ TEST_CASE("format: a failed write leaves neither the output nor a temporary file
     CHECK(!file_exists(path + ".partial-" + std::to_string(getpid())));
     {
         CheckpointWriter w;  // abandoned without commit
-        REQUIRE(w.open(path, c, TokenizerSpec{}, specs) == "");
+        REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, TokenizerSpec{}), specs) == "");
     }
     CHECK(!file_exists(path));
     CHECK(!file_exists(path + ".partial-" + std::to_string(getpid())));

@@ -287,7 +287,7 @@ TEST_CASE("llama2c: truncations, random headers and bit flips give errors, never
         if (err.empty()) {
             CHECK(f != Llama2cFormat::none);
             CHECK(validate_config(src.config) == "");
-            if (convert_it) CHECK(convert_checkpoint(src, "build/tests/llama2c-fuzz.hearth", OutputMix::F32, true) == "");
+            if (convert_it) CHECK(convert_checkpoint(src, "build/tests/llama2c-fuzz.hearth", CheckpointFormat::hearth, OutputMix::F32, true) == "");
         } else {
             CHECK(err.find('\n') == std::string::npos);
         }
