@@ -129,3 +129,14 @@ void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, 
         case TYPE_Q4_K: convert<block_q4_K, QK_K, q4_k_group_from_x8>(src, dst, rows, cols); break;
     }
 }
+
+// A record is a group of one block per row.
+void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks) {
+    const auto* s = static_cast<const uint8_t*>(rec);
+    auto* d = static_cast<uint8_t*>(blocks);
+    switch (type) {
+        case TYPE_Q4_0: group_from_x8<block_q4_0>(s, d, 1); break;
+        case TYPE_Q8_0: group_from_x8<block_q8_0>(s, d, 1); break;
+        case TYPE_Q4_K: q4_k_group_from_x8(s, d, 1); break;
+    }
+}
