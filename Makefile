@@ -24,7 +24,7 @@ FRONTEND_SRCS := frontend/chat_terminal.cpp frontend/bench.cpp frontend/perplexi
 FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
 
 # Tests that need only the kernels: built for the host and for aarch64.
-KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_dequant_gguf.cpp
+KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_x8_kernels.cpp tests/test_dequant_gguf.cpp
 # Everything else.
 TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
              tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_metadata.cpp tests/test_gguf.cpp \

@@ -23,13 +23,12 @@
 
 #include "quant.h"
 
-// The interleaved type this build has kernels for, for weights of `type`: on AVX2,
-// TYPE_Q4_0_X8, TYPE_Q8_0_X8 and TYPE_Q4_K_X8 (kernels/q4_kx8.h) for Q4_0, Q8_0 and Q4_K;
-// 0 otherwise (keep the plain layout).
+// The interleaved type for weights of `type`: TYPE_Q4_0_X8, TYPE_Q8_0_X8 and TYPE_Q4_K_X8
+// (kernels/q4_kx8.h) for Q4_0, Q8_0 and Q4_K, on every build; 0 for any other type.
 uint32_t x8_type_for(uint32_t type);
 
-// The matmul kernel (any number of tokens) of an interleaved type this build has kernels for;
-// nullptr for any other type.
+// The best matmul kernel of this build (AVX2, else NEON, else scalar) for an interleaved type,
+// any number of tokens; nullptr for any other type.
 matmul_rows_fn x8_matmul_kernel(uint32_t type);
 
 // A rows x cols matrix of `type` (Q4_0, Q8_0 or Q4_K) from the plain layout at src to the
