@@ -14,7 +14,7 @@
 
 bool matmul_supports(uint32_t type) {
     if (type == TYPE_F32 || type == TYPE_F16) return true;
-    if (type_plain(type) != type) return x8_matmul_kernel(type) != nullptr;  // interleaved: only where built
+    if (type_plain(type) != type) return x8_matmul_kernel(type) != nullptr;  // interleaved (kernels/rows_x8.h)
     return type != TYPE_Q8_K && quant_kernels(type) != nullptr;
 }
 
@@ -119,8 +119,7 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
         // Interleaved types: the plain type's activations, their own kernel (any token count).
         b.k = quant_kernels(type_plain(b.m.type));
-        b.mm = b.k->matmul_rows;
-        if (const matmul_rows_fn x8 = x8_matmul_kernel(b.m.type)) b.mm = x8;
+        b.mm = type_plain(b.m.type) != b.m.type ? x8_matmul_kernel(b.m.type) : b.k->matmul_rows;
 #if defined(HEARTH_GEMM_AVX2)
         // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
         const int min_tokens = gemm_min_tokens(b.m.type);

@@ -1,6 +1,7 @@
-// Q4_K with rows interleaved by 8 (TYPE_Q4_K_X8, "q4_Kx8"): the in-memory layout of Q4_K
-// matrices for the AVX2 kernels. Files keep GGUF's Q4_K layout (kernels/quant_types.h); the
-// loader repacks at load time with repack_rows_to_x8 (kernels/rows_x8.h).
+// Q4_K with rows interleaved by 8 (TYPE_Q4_K_X8, "q4_Kx8"): the layout of Q4_K matrices that
+// the matmul kernels of every build read (AVX2, NEON, scalar). Files keep GGUF's Q4_K layout
+// (kernels/quant_types.h); the loader repacks at load time with repack_rows_to_x8
+// (kernels/rows_x8.h).
 //
 // Why: a single-token kernel on plain Q4_K rows reduces each row's products horizontally and
 // unpacks each row's 12 packed scale bytes on its own. With 8 rows interleaved, each 32-bit lane
@@ -30,9 +31,13 @@
 
 #include "quant.h"
 
+// TYPE_Q4_K_X8 weights x Q8_K activations, any number of tokens: the contract of matmul_*_rows
+// (kernels/quant.h) plus: r0 is a multiple of 8, and so is r1 unless it is the matrix's row count
+// (the rows after the last whole group are plain Q4_K). The scalar twin (kernels/quant_ref.cpp),
+// built everywhere, computes exactly what matmul_q4_k_rows_scalar computes on the plain layout.
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_scalar)
 #if defined(HEARTH_QUANT_AVX2)
-// TYPE_Q4_K_X8 weights x Q8_K activations (kernels/q4_kx8_avx2.cpp), any number of tokens: the
-// contract of matmul_*_rows (kernels/quant.h) plus: r0 is a multiple of 8, and so is r1 unless
-// it is the matrix's row count (the rows after the last whole group are plain Q4_K).
-HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)  // kernels/q4_kx8_avx2.cpp
+#elif defined(HEARTH_QUANT_NEON)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_neon)  // kernels/rows_x8_neon.cpp
 #endif

@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "fp16.h"
+#include "q4_kx8.h"
 #include "quant.h"
+#include "rows_x8.h"
 
 namespace {
 
@@ -570,34 +572,69 @@ float vec_dot_q6_k_q8_k_scalar(int n, const void* vw, const void* va) {
 
 // =========================================================================================
 // Tiled matmul (scalar): each weight block is decoded once per tile of up to 8 tokens.
-// Per token the float accumulation order is the same as in the scalar vec_dot.
+// Per token the float accumulation order is the same as in the scalar vec_dot. The kernels of
+// the interleaved types (kernels/rows_x8.h, q4_kx8.h) gather each record into the 8 plain
+// blocks it holds and then do exactly what the plain kernels do: same integer sums, same
+// float operations in the same order, so they give the same bits.
 // =========================================================================================
 
 namespace {
 constexpr int kTileTokens = 8;
 
-template <typename WBlock, typename ABlock, typename Decoded, typename DecodeFn, typename DotFn>
-void matmul_scalar_generic(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                           int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1,
-                           int block_size, DecodeFn decode, DotFn dot) {
-    const int nb = n_cols / block_size;
-    const char* Wc = static_cast<const char*>(W);
+// Rows [r0, r1) in units of kRows rows: fetch(r, b, tmp) gives block b of rows r .. r + kRows - 1
+// as kRows consecutive blocks, where they lie or gathered into tmp.
+template <typename K, int kRows, typename Fetch>
+void matmul_scalar_generic(const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out, int out_stride,
+                           int r0, int r1, Fetch fetch) {
+    const int nb = n_cols / K::kBlockElems;
     const char* Ac = static_cast<const char*>(A);
-    Decoded dec;
+    typename K::Decoded dec;
+    typename K::WBlock tmp[kRows];
     for (int t0 = 0; t0 < n_tokens; t0 += kTileTokens) {
         const int nt = std::min(kTileTokens, n_tokens - t0);
-        const ABlock* arow[kTileTokens];
-        for (int t = 0; t < nt; ++t) arow[t] = reinterpret_cast<const ABlock*>(Ac + size_t(t0 + t) * a_row_bytes);
-        for (int r = r0; r < r1; ++r) {
-            const WBlock* w = reinterpret_cast<const WBlock*>(Wc + size_t(r) * w_row_bytes);
-            float acc[kTileTokens] = {};
+        const typename K::ABlock* arow[kTileTokens];
+        for (int t = 0; t < nt; ++t) arow[t] = reinterpret_cast<const typename K::ABlock*>(Ac + size_t(t0 + t) * a_row_bytes);
+        for (int r = r0; r < r1; r += kRows) {
+            float acc[kRows][kTileTokens] = {};
             for (int b = 0; b < nb; ++b) {
-                decode(w[b], dec);
-                for (int t = 0; t < nt; ++t) acc[t] += dot(dec, arow[t][b]);
+                const typename K::WBlock* w = fetch(r, b, tmp);
+                for (int i = 0; i < kRows; ++i) {
+                    K::decode(w[i], dec);
+                    for (int t = 0; t < nt; ++t) acc[i][t] += K::dot(dec, arow[t][b]);
+                }
             }
-            for (int t = 0; t < nt; ++t) out[size_t(t0 + t) * out_stride + r] = acc[t];
+            for (int i = 0; i < kRows; ++i)
+                for (int t = 0; t < nt; ++t) out[size_t(t0 + t) * out_stride + r + i] = acc[i][t];
         }
     }
+}
+
+template <typename K>
+void matmul_plain_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                         float* out, int out_stride, int r0, int r1) {
+    const char* Wc = static_cast<const char*>(W);
+    matmul_scalar_generic<K, 1>(A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1,
+                                [&](int r, int b, typename K::WBlock*) {
+                                    return reinterpret_cast<const typename K::WBlock*>(Wc + size_t(r) * w_row_bytes) + b;
+                                });
+}
+
+// `plain_type`'s rows interleaved by 8: whole groups from their records, the rows after the last
+// whole group of [r0, r1) as plain rows (r0 is a multiple of 8, and r1 is either one or the
+// matrix's row count).
+template <typename K>
+void matmul_x8_scalar(uint32_t plain_type, const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
+                      int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+    if (r0 >= r1) return;
+    const int g1 = r0 + (r1 - r0) / 8 * 8;
+    const char* Wc = static_cast<const char*>(W);
+    const size_t record_bytes = 8 * sizeof(typename K::WBlock);
+    matmul_scalar_generic<K, 8>(A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1,
+                                [&](int r, int b, typename K::WBlock* tmp) {
+                                    x8_record_to_blocks(plain_type, Wc + size_t(r) * w_row_bytes + size_t(b) * record_bytes, tmp);
+                                    return static_cast<const typename K::WBlock*>(tmp);
+                                });
+    matmul_plain_scalar<K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, g1, r1);
 }
 
 struct Q8Decoded {
@@ -608,38 +645,75 @@ struct Q4Decoded {
     int8_t q[32];
     float d;
 };
+
+// Each weight type's scalar kernel: its blocks, how one is decoded, its dot with an activation block.
+struct KQ8_0 {
+    using WBlock = block_q8_0;
+    using ABlock = block_q8_0;
+    using Decoded = Q8Decoded;
+    static constexpr int kBlockElems = QK8_0;
+    static void decode(const block_q8_0& b, Q8Decoded& o) { o.q = b.qs; o.d = f16(b.d); }
+    static float dot(const Q8Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); }
+};
+struct KQ4_0 {
+    using WBlock = block_q4_0;
+    using ABlock = block_q8_0;
+    using Decoded = Q4Decoded;
+    static constexpr int kBlockElems = QK4_0;
+    static void decode(const block_q4_0& b, Q4Decoded& o) { q4_0_decode(b, o.q); o.d = f16(b.d); }
+    static float dot(const Q4Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); }
+};
+struct KQ4_K {
+    using WBlock = block_q4_K;
+    using ABlock = block_q8_K;
+    using Decoded = Q4KDecoded;
+    static constexpr int kBlockElems = QK_K;
+    static void decode(const block_q4_K& b, Q4KDecoded& o) { q4k_decode(b, o); }
+    static float dot(const Q4KDecoded& w, const block_q8_K& a) { return q4k_dot_decoded(w, a); }
+};
+struct KQ6_K {
+    using WBlock = block_q6_K;
+    using ABlock = block_q8_K;
+    using Decoded = Q6KDecoded;
+    static constexpr int kBlockElems = QK_K;
+    static void decode(const block_q6_K& b, Q6KDecoded& o) { q6k_decode(b, o); }
+    static float dot(const Q6KDecoded& w, const block_q8_K& a) { return q6k_dot_decoded(w, a); }
+};
 }  // namespace
 
 void matmul_q8_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
                              int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_scalar_generic<block_q8_0, block_q8_0, Q8Decoded>(
-        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1, QK8_0,
-        [](const block_q8_0& b, Q8Decoded& o) { o.q = b.qs; o.d = f16(b.d); },
-        [](const Q8Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); });
+    matmul_plain_scalar<KQ8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
                              int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_scalar_generic<block_q4_0, block_q8_0, Q4Decoded>(
-        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1, QK4_0,
-        [](const block_q4_0& b, Q4Decoded& o) { q4_0_decode(b, o.q); o.d = f16(b.d); },
-        [](const Q4Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); });
+    matmul_plain_scalar<KQ4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
                              int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_scalar_generic<block_q4_K, block_q8_K, Q4KDecoded>(
-        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1, QK_K,
-        [](const block_q4_K& b, Q4KDecoded& o) { q4k_decode(b, o); },
-        [](const Q4KDecoded& w, const block_q8_K& a) { return q4k_dot_decoded(w, a); });
+    matmul_plain_scalar<KQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
                              int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_scalar_generic<block_q6_K, block_q8_K, Q6KDecoded>(
-        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1, QK_K,
-        [](const block_q6_K& b, Q6KDecoded& o) { q6k_decode(b, o); },
-        [](const Q6KDecoded& w, const block_q8_K& a) { return q6k_dot_decoded(w, a); });
+    matmul_plain_scalar<KQ6_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q8_0x8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
+                               int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+    matmul_x8_scalar<KQ8_0>(TYPE_Q8_0, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_0x8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
+                               int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+    matmul_x8_scalar<KQ4_0>(TYPE_Q4_0, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_kx8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
+                               int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+    matmul_x8_scalar<KQ4_K>(TYPE_Q4_K, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 // =========================================================================================

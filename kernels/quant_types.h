@@ -42,7 +42,7 @@ enum TensorType : uint32_t {
     TYPE_IQ4_NL = 20,
     TYPE_IQ4_XS = 23,
     TYPE_BF16 = 30,
-    // In memory only, never in a file: rows interleaved by 8 for the AVX2 kernels (1000 + the
+    // In memory only, never in a file: rows interleaved by 8 for the kernels (1000 + the
     // type's id; kernels/rows_x8.h, q4_kx8.h). The loader repacks matrices to them;
     // same bytes per row as the plain type.
     TYPE_Q4_0_X8 = 1002,

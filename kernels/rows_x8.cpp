@@ -93,25 +93,21 @@ void convert(const void* src, void* dst, int64_t rows, int64_t cols) {
 }  // namespace
 
 uint32_t x8_type_for(uint32_t type) {
-#if defined(HEARTH_QUANT_AVX2)
-    if (type == TYPE_Q4_0) return TYPE_Q4_0_X8;
-    if (type == TYPE_Q8_0) return TYPE_Q8_0_X8;
-    if (type == TYPE_Q4_K) return TYPE_Q4_K_X8;
-#endif
-    (void)type;
-    return 0;
+    switch (type) {
+        case TYPE_Q4_0: return TYPE_Q4_0_X8;
+        case TYPE_Q8_0: return TYPE_Q8_0_X8;
+        case TYPE_Q4_K: return TYPE_Q4_K_X8;
+        default: return 0;
+    }
 }
 
 matmul_rows_fn x8_matmul_kernel(uint32_t type) {
-#if defined(HEARTH_QUANT_AVX2)
     switch (type) {
-        case TYPE_Q4_0_X8: return matmul_q4_0x8_rows_avx2;
-        case TYPE_Q8_0_X8: return matmul_q8_0x8_rows_avx2;
-        case TYPE_Q4_K_X8: return matmul_q4_kx8_rows_avx2;
+        case TYPE_Q4_0_X8: return HEARTH_QSEL(matmul_q4_0x8_rows);
+        case TYPE_Q8_0_X8: return HEARTH_QSEL(matmul_q8_0x8_rows);
+        case TYPE_Q4_K_X8: return HEARTH_QSEL(matmul_q4_kx8_rows);
+        default: return nullptr;
     }
-#endif
-    (void)type;
-    return nullptr;
 }
 
 void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols) {
@@ -127,5 +123,16 @@ void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, 
         case TYPE_Q4_0: convert<block_q4_0, QK4_0, group_from_x8<block_q4_0>>(src, dst, rows, cols); break;
         case TYPE_Q8_0: convert<block_q8_0, QK8_0, group_from_x8<block_q8_0>>(src, dst, rows, cols); break;
         case TYPE_Q4_K: convert<block_q4_K, QK_K, q4_k_group_from_x8>(src, dst, rows, cols); break;
+    }
+}
+
+// A record is a group of one block per row.
+void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks) {
+    const auto* s = static_cast<const uint8_t*>(rec);
+    auto* d = static_cast<uint8_t*>(blocks);
+    switch (type) {
+        case TYPE_Q4_0: group_from_x8<block_q4_0>(s, d, 1); break;
+        case TYPE_Q8_0: group_from_x8<block_q8_0>(s, d, 1); break;
+        case TYPE_Q4_K: q4_k_group_from_x8(s, d, 1); break;
     }
 }

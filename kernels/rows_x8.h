@@ -1,12 +1,13 @@
 // Rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8; TYPE_Q4_K_X8 in kernels/q4_kx8.h): the
-// in-memory layout of Q4_0, Q8_0 (and Q4_K) matrices for the AVX2 kernels. Files keep GGUF's layout; the loader repacks at load time
-// (model/model.cpp) to x8_type_for(type); docs/format.md describes the layout too.
+// layout of Q4_0, Q8_0 (and Q4_K) matrices that the matmul kernels of every build read (AVX2,
+// NEON with or without dotprod, scalar). Files keep GGUF's layout; the loader repacks at load
+// time (model/model.cpp) to x8_type_for(type); docs/format.md describes the layout too.
 //
 // Why: a single-token kernel on plain rows must gather 8 rows' fp16 scales one 16-bit insert at
 // a time and reduce each row's products horizontally. With 8 rows interleaved, one 16-byte load
 // holds the 8 rows' scales of a block, and each 32-bit lane of a 32-byte load holds 4 bytes of
-// one row, so _mm256_maddubs_epi16 against 4 broadcast activation bytes gives the 8 rows'
-// partial sums in 8 lanes, with no horizontal work at all.
+// one row, so _mm256_maddubs_epi16 (NEON: vdotq_s32, two 16-byte halves) against 4 broadcast
+// activation bytes gives the 8 rows' partial sums in 8 lanes, with no horizontal work at all.
 //
 // Layout of a matrix of R rows x C columns (nb = C / 32 blocks per row; a block is an fp16
 // scale d and Q quant bytes qs, Q = 16 for Q4_0, 32 for Q8_0): the rows are taken in groups of
@@ -22,13 +23,12 @@
 
 #include "quant.h"
 
-// The interleaved type this build has kernels for, for weights of `type`: on AVX2,
-// TYPE_Q4_0_X8, TYPE_Q8_0_X8 and TYPE_Q4_K_X8 (kernels/q4_kx8.h) for Q4_0, Q8_0 and Q4_K;
-// 0 otherwise (keep the plain layout).
+// The interleaved type for weights of `type`: TYPE_Q4_0_X8, TYPE_Q8_0_X8 and TYPE_Q4_K_X8
+// (kernels/q4_kx8.h) for Q4_0, Q8_0 and Q4_K, on every build; 0 for any other type.
 uint32_t x8_type_for(uint32_t type);
 
-// The matmul kernel (any number of tokens) of an interleaved type this build has kernels for;
-// nullptr for any other type.
+// The best matmul kernel of this build (AVX2, else NEON, else scalar) for an interleaved type,
+// any number of tokens; nullptr for any other type.
 matmul_rows_fn x8_matmul_kernel(uint32_t type);
 
 // A rows x cols matrix of `type` (Q4_0, Q8_0 or Q4_K) from the plain layout at src to the
@@ -37,10 +37,21 @@ matmul_rows_fn x8_matmul_kernel(uint32_t type);
 void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 
+// One record (block b of a whole group's 8 rows) of a matrix of `type` (Q4_0, Q8_0 or Q4_K) in
+// the interleaved layout, to the 8 plain blocks it holds, row i's at blocks + i * block bytes.
+void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks);
+
+// Matmul kernels for the interleaved types, any number of tokens: the contract of matmul_*_rows
+// (kernels/quant.h) plus: r0 is a multiple of 8, and so is r1 unless it is the matrix's row
+// count (the rows after the last whole group are plain and go to the plain kernels).
+// The scalar twins (kernels/quant_ref.cpp), built everywhere, compute exactly what
+// matmul_q4_0_rows_scalar / matmul_q8_0_rows_scalar compute on the plain layout, bit for bit.
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_scalar)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_scalar)
 #if defined(HEARTH_QUANT_AVX2)
-// Matmul kernels for the interleaved types (kernels/rows_x8_avx2.cpp), any number of tokens,
-// the contract of matmul_*_rows (kernels/quant.h) plus: r0 is a multiple of 8, and so is r1
-// unless it is the matrix's row count.
-HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)  // kernels/rows_x8_avx2.cpp
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
+#elif defined(HEARTH_QUANT_NEON)
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_neon)  // kernels/rows_x8_neon.cpp
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_neon)
 #endif

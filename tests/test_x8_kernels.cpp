@@ -1,0 +1,262 @@
+// Tests for the matmul kernels of the row-interleaved types (TYPE_Q4_0_X8, TYPE_Q8_0_X8,
+// TYPE_Q4_K_X8; kernels/rows_x8.h, kernels/q4_kx8.h) on every build: x86 AVX2 with and without
+// VNNI, aarch64 NEON with and without dotprod (under qemu), so that one layout serves them all.
+//  - The scalar twin on the repacked weights equals the plain scalar kernel on the plain weights
+//    bit for bit: it gathers each record into plain blocks and then does exactly what the plain
+//    kernel does.
+//  - This build's kernel (x8_matmul_kernel) equals the scalar twin within the float rounding of
+//    the dot's terms: the same integer sums per block, float sums in another order.
+// With rows of random bytes in every field and rows of extreme quants, extreme activations, row
+// counts with a plain tail, row ranges (which must write their rows and nothing else), 1..70
+// tokens (one token, tiles and their remainders, chunked passes, the AVX2 GEMMs) and rows of one
+// and of several blocks.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "../kernels/fp16.h"
+#include "../kernels/matmul.h"
+#include "../kernels/q4_kx8.h"
+#include "../kernels/quant.h"
+#include "../kernels/rows_x8.h"
+#include "kernel_test_data_k.h"
+
+namespace {
+
+using kernel_test::Bytes;
+
+struct X8Kernels {
+    uint32_t plain, x8;
+    matmul_rows_fn plain_scalar, x8_scalar, x8_build;  // x8_build: what x8_matmul_kernel must give
+};
+const X8Kernels kKernels[] = {
+    {TYPE_Q4_0, TYPE_Q4_0_X8, matmul_q4_0_rows_scalar, matmul_q4_0x8_rows_scalar, HEARTH_QSEL(matmul_q4_0x8_rows)},
+    {TYPE_Q8_0, TYPE_Q8_0_X8, matmul_q8_0_rows_scalar, matmul_q8_0x8_rows_scalar, HEARTH_QSEL(matmul_q8_0x8_rows)},
+    {TYPE_Q4_K, TYPE_Q4_K_X8, matmul_q4_k_rows_scalar, matmul_q4_kx8_rows_scalar, HEARTH_QSEL(matmul_q4_kx8_rows)},
+};
+
+// Any fp16 bit pattern but inf and NaN (an all-ones exponent loses its top bit): subnormals,
+// negative and large scales too.
+uint16_t random_fp16(std::mt19937& rng) {
+    uint16_t h = uint16_t(rng());
+    if ((h & 0x7C00) == 0x7C00) h &= 0xBFFF;
+    return h;
+}
+
+// rows x cols of a plain type, by r % 4: every byte random, fp16 scales random finite bit
+// patterns; quantized gaussian data; and two rows of extreme quants with ordinary scales: Q4_0
+// all nibbles 15 then all 0 (+7, -8), Q8_0 all -128 then all +127, Q4_K those of
+// kernel_test::random_weights_k (all bytes 0xFF, then quants 0 with scales and mins 63).
+Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const size_t rb = type_row_bytes(type, cols), block = type_block_bytes(type);
+    if (type == TYPE_Q4_K) {
+        Bytes w = kernel_test::random_weights_k(TYPE_Q4_K, rows, cols, seed);
+        for (int r = 0; r < rows; r += 4)
+            for (size_t at = size_t(r) * rb; at < size_t(r + 1) * rb; at += block) {
+                block_q4_K& b = *reinterpret_cast<block_q4_K*>(&w[at]);
+                b.d = random_fp16(rng);
+                b.dmin = random_fp16(rng);
+            }
+        return w;
+    }
+    Bytes w(rb * size_t(rows));
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (int r = 0; r < rows; r++) {
+        uint8_t* row = &w[size_t(r) * rb];
+        if (r % 4 == 1) {
+            for (float& v : x) v = nd(rng);
+            if (type == TYPE_Q4_0) quantize_row_q4_0(x.data(), row, cols);
+            else quantize_row_q8_0_scalar(x.data(), row, cols);
+            continue;
+        }
+        const uint8_t extreme = type == TYPE_Q4_0 ? (r % 4 == 2 ? 0xFF : 0x00) : (r % 4 == 2 ? 0x80 : 0x7F);
+        for (size_t at = 0; at < rb; at += block) {
+            const uint16_t d = r % 4 == 0 ? random_fp16(rng) : fp32_to_fp16(ud(rng));
+            std::memcpy(row + at, &d, 2);
+            for (size_t i = 2; i < block; i++) row[at + i] = r % 4 == 0 ? uint8_t(rng()) : extreme;
+        }
+    }
+    return w;
+}
+
+// Activation rows for a plain type's kernels. Q8_K: kernel_test::random_acts_k (-128 included).
+// Q8_0, by t % 5: quantized gaussian data with outliers (twice), random quants with a random
+// scale, all +127, all -127. Not -128: the quantizer never writes it, and the AVX2 Q8_0 kernels'
+// sign trick (_mm256_sign_epi8) cannot negate it.
+Bytes random_acts(uint32_t type, int n_tokens, int cols, uint32_t seed) {
+    if (type == TYPE_Q4_K) return kernel_test::random_acts_k(n_tokens, cols, seed);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::uniform_real_distribution<float> ud(0.f, 1.f);
+    const size_t arb = type_row_bytes(TYPE_Q8_0, cols);
+    Bytes a(arb * size_t(n_tokens));
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (int t = 0; t < n_tokens; t++) {
+        uint8_t* row = &a[size_t(t) * arb];
+        const int kind = t % 5;
+        if (kind <= 1) {
+            for (float& v : x) v = nd(rng) * (ud(rng) < 0.01f ? 20.f : 1.f);
+            quantize_row_q8_0_scalar(x.data(), row, cols);
+            continue;
+        }
+        for (int b = 0; b < cols / QK8_0; b++) {
+            block_q8_0& k = reinterpret_cast<block_q8_0*>(row)[b];
+            k.d = fp32_to_fp16(0.001f + 0.01f * ud(rng));
+            for (int8_t& q : k.qs) q = int8_t(kind == 2 ? int(rng() % 255) - 127 : kind == 3 ? 127 : -127);
+        }
+    }
+    return a;
+}
+
+// mag[t * rows + r]: the sum of |w * a| over the dot of weight row r and activation row t, which
+// bounds every partial sum, so it scales the float rounding.
+std::vector<double> magnitudes(uint32_t type, const Bytes& w, const Bytes& a, int rows, int cols, int n_tokens) {
+    const size_t wrb = type_row_bytes(type, cols), arb = type_row_bytes(type_vec_dot_type(type), cols);
+    std::vector<double> mag(size_t(rows) * size_t(n_tokens));
+    if (type == TYPE_Q4_K) {
+        for (int t = 0; t < n_tokens; t++)
+            for (int r = 0; r < rows; r++)
+                mag[size_t(t) * rows + r] = kernel_test::magnitude_k(TYPE_Q4_K, &w[r * wrb], &a[t * arb], cols / QK_K);
+        return mag;
+    }
+    std::vector<float> wf(size_t(rows) * cols), af(size_t(n_tokens) * cols);
+    for (int r = 0; r < rows; r++) (type == TYPE_Q4_0 ? dequantize_row_q4_0 : dequantize_row_q8_0)(&w[r * wrb], &wf[size_t(r) * cols], cols);
+    for (int t = 0; t < n_tokens; t++) dequantize_row_q8_0(&a[t * arb], &af[size_t(t) * cols], cols);
+    for (int t = 0; t < n_tokens; t++)
+        for (int r = 0; r < rows; r++) {
+            double m = 0;
+            for (int i = 0; i < cols; i++) m += std::fabs(double(wf[size_t(r) * cols + i]) * af[size_t(t) * cols + i]);
+            mag[size_t(t) * rows + r] = m;
+        }
+    return mag;
+}
+
+// Both kernels compute each block's integer sums exactly and differ in a few roundings per block
+// (int -> float, scale products, FMA or not) and the order of the running sum, each at most
+// 2^-24 of the magnitude of the terms: within a small multiple of (nb + 4) * 2^-24 * magnitude.
+// 1e-6 * (nb + 4) leaves a margin of about 4 (the bound of tests/test_gemm_kernels.cpp). A bound
+// relative to the result would not do: with extreme rows the terms nearly cancel.
+bool within_rounding(float got, float want, double mag, int nb) {
+    return std::fabs(double(got) - double(want)) <= 1e-6 * (nb + 4) * mag + 1e-30;
+}
+
+constexpr float kSentinel = 12345.f;
+using Ranges = std::vector<std::pair<int, int>>;
+
+// out (stride os, n_tokens rows, kSentinel where nothing is written) after kernel k over each range.
+std::vector<float> run(matmul_rows_fn k, const Bytes& w, size_t wrb, const Bytes& a, size_t arb, int cols, int n_tokens,
+                       int os, const Ranges& ranges) {
+    std::vector<float> out(size_t(os) * size_t(n_tokens), kSentinel);
+    for (const auto& [r0, r1] : ranges) k(w.data(), wrb, a.data(), arb, cols, n_tokens, out.data(), os, r0, r1);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("x8 types: every build has kernels for them, its best ones") {
+    for (const X8Kernels& k : kKernels) {
+        CAPTURE(k.plain);
+        CHECK(x8_type_for(k.plain) == k.x8);
+        CHECK(type_plain(k.x8) == k.plain);
+        CHECK(matmul_supports(k.x8));
+        CHECK((x8_matmul_kernel(k.x8) == k.x8_build));
+        CHECK(!x8_matmul_kernel(k.plain));
+    }
+    CHECK(x8_type_for(TYPE_Q6_K) == 0);  // q6_k stays plain (docs/format.md says why)
+}
+
+TEST_CASE("x8 matmul: the scalar twin equals the plain scalar kernel bit for bit, this build's kernel the twin within rounding") {
+    for (const X8Kernels& k : kKernels) {
+        const int block = type_block_size(k.plain);
+        for (int rows : {8, 13, 37, 69}) {
+            // Rows of one block, of a few, and of more than one chunk of the NEON kernels.
+            for (int nb : {1, 9, block == QK_K ? 11 : 64}) {
+                const int cols = nb * block;
+                CAPTURE(k.plain);
+                CAPTURE(rows);
+                CAPTURE(cols);
+                const Bytes plain = random_weights(k.plain, rows, cols, uint32_t(7 * rows + cols));
+                Bytes x8(plain.size());
+                repack_rows_to_x8(k.plain, plain.data(), x8.data(), rows, cols);
+                const size_t wrb = type_row_bytes(k.plain, cols), arb = type_row_bytes(type_vec_dot_type(k.plain), cols);
+                // The whole matrix; then, into a fresh output, [8, 16) (a group) and [24, rows)
+                // (groups and the tail), which leave rows 0..7 and 16..23 alone; for 13 rows,
+                // [8, 13): the tail alone.
+                std::vector<Ranges> range_sets = {{{0, rows}}};
+                if (rows > 8) range_sets.push_back(rows <= 16 ? Ranges{{8, rows}} : Ranges{{8, 16}, {24, rows}});
+                for (int n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 17, 31, 32, 70}) {
+                    if (n_tokens > 9 && rows > 37) continue;  // the big ones only on smaller matrices: qemu
+                    CAPTURE(n_tokens);
+                    const Bytes a = random_acts(k.plain, n_tokens, cols, uint32_t(100 + n_tokens + cols));
+                    const int os = rows + 3;  // columns past the last row must stay untouched too
+                    const std::vector<double> mag = magnitudes(k.plain, plain, a, rows, cols, n_tokens);
+                    for (const Ranges& ranges : range_sets) {
+                        CAPTURE(ranges.size());
+                        const std::vector<float> ref = run(k.plain_scalar, plain, wrb, a, arb, cols, n_tokens, os, ranges);
+                        const std::vector<float> twin = run(k.x8_scalar, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+                        const std::vector<float> got = run(k.x8_build, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+                        CHECK(std::memcmp(ref.data(), twin.data(), ref.size() * sizeof(float)) == 0);
+                        int bad = 0, unwritten = 0;
+                        for (int t = 0; t < n_tokens; t++)
+                            for (int r = 0; r < os; r++) {
+                                const size_t i = size_t(t) * os + r;
+                                bool written = false;
+                                for (const auto& [r0, r1] : ranges) written |= r >= r0 && r < r1;
+                                if (!written) {
+                                    unwritten += ref[i] != kSentinel || got[i] != kSentinel;
+                                } else if (!within_rounding(got[i], twin[i], mag[size_t(t) * rows + r], nb)) {
+                                    if (bad < 5) MESSAGE("t=" << t << " r=" << r << " got=" << got[i] << " twin=" << twin[i]);
+                                    ++bad;
+                                }
+                            }
+                        CHECK(bad == 0);
+                        CHECK(unwritten == 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Through matmul_many, as run calls them: the rows split across threads, single-token work cut
+// into pieces (1029 rows: 2 or 3 pieces, a tail of 5), the AVX2 GEMMs from their token counts on.
+TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scalar kernel within rounding") {
+    for (const X8Kernels& k : kKernels) {
+        for (int rows : {37, 1029}) {
+            const int cols = 1024, nb = cols / type_block_size(k.plain);
+            CAPTURE(k.plain);
+            CAPTURE(rows);
+            const Bytes plain = random_weights(k.plain, rows, cols, uint32_t(rows + k.plain));
+            Bytes x8(plain.size());
+            repack_rows_to_x8(k.plain, plain.data(), x8.data(), rows, cols);
+            const size_t wrb = type_row_bytes(k.plain, cols), arb = type_row_bytes(type_vec_dot_type(k.plain), cols);
+            for (int n_tokens : {1, 2, 7, 70}) {
+                if (rows > 37 && n_tokens > 2) continue;
+                CAPTURE(n_tokens);
+                std::mt19937 rng{uint32_t(n_tokens)};
+                std::normal_distribution<float> nd;
+                std::vector<float> x(size_t(n_tokens) * cols);
+                for (float& v : x) v = nd(rng);
+                // matmul_many quantizes x itself, to the bytes the scalar quantizers give.
+                Bytes a(arb * size_t(n_tokens));
+                for (int t = 0; t < n_tokens; t++)
+                    (k.plain == TYPE_Q4_K ? quantize_row_q8_k_scalar : quantize_row_q8_0_scalar)(&x[size_t(t) * cols], &a[t * arb], cols);
+                std::vector<float> ref(size_t(n_tokens) * rows), got(ref.size(), NAN);
+                k.plain_scalar(plain.data(), wrb, a.data(), arb, cols, n_tokens, ref.data(), rows, 0, rows);
+                const MatmulJob job{got.data(), k.x8, x8.data(), rows};
+                matmul_many(&job, 1, cols, x.data(), n_tokens);
+                const std::vector<double> mag = magnitudes(k.plain, plain, a, rows, cols, n_tokens);
+                int bad = 0;
+                for (size_t i = 0; i < ref.size(); i++) bad += !within_rounding(got[i], ref[i], mag[i], nb);
+                CHECK(bad == 0);
+            }
+        }
+    }
+}
