@@ -31,7 +31,7 @@ static const char* kUsage =
     "        embedding, the output and half of attn_v/ffn_down, as llama.cpp's Q4_K_M.\n"
     "        q4_0 keeps the output matrix in q6_k, as llama.cpp's Q4_0 does. keep leaves\n"
     "        each matrix's blocks as they are, copied bit for bit (for a hearth OUTPUT, a\n"
-    "        type run cannot compute with becomes the nearest one it can).\n"
+    "        type run cannot compute with, such as q5_K, becomes q8_0).\n"
     "        Default: f16 for a folder or a llama2.c fp32 file; keep for a hearth or GGUF\n"
     "        file; q8_0 for a llama2.c int8 (version 2) file, which keeps its int8 groups\n"
     "        as they are when they are groups of 32 and re-quantizes other group sizes.\n"

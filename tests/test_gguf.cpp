@@ -26,8 +26,8 @@ static std::string join(const std::vector<int>& ids) {
     return s;
 }
 
-static std::string greedy_ids(const std::string& model, int n) {
-    CommandResult r = run_command("./run " + model + " --prompt-ids " + join(kPrompt) + " -n " + std::to_string(n) +
+static std::string greedy_ids(const std::string& model, int n, const std::vector<int>& prompt = kPrompt) {
+    CommandResult r = run_command("./run " + model + " --prompt-ids " + join(prompt) + " -n " + std::to_string(n) +
                                   " --temp 0 --ignore-eos --print-ids -t 2");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
@@ -35,23 +35,27 @@ static std::string greedy_ids(const std::string& model, int n) {
 }
 
 // Logits of every prompt position.
-static std::vector<float> prompt_logits(const Model& m) {
+static std::vector<float> prompt_logits(const Model& m, const std::vector<int>& prompt = kPrompt) {
     RunState s;
     REQUIRE(make_run_state(m.config, 64, &s) == "");
-    std::vector<float> logits(kPrompt.size() * size_t(m.config.vocab_size));
-    REQUIRE(forward(m, s, kPrompt.data(), int(kPrompt.size()), 0, logits.data(), true) == "");
+    std::vector<float> logits(prompt.size() * size_t(m.config.vocab_size));
+    REQUIRE(forward(m, s, prompt.data(), int(prompt.size()), 0, logits.data(), true) == "");
     return logits;
 }
 
 struct Reference {
-    std::vector<int> greedy_ids, sample_ids;
+    std::vector<int> prompt_ids, greedy_ids, sample_ids;
     std::vector<std::vector<float>> sample_logits;
 };
+static Reference read_reference(const std::string& path) {
+    auto j = nlohmann::json::parse(read_text(path));
+    return {j.at("prompt_ids").get<std::vector<int>>(), j.at("greedy_ids").get<std::vector<int>>(),
+            j.at("sample_ids").get<std::vector<int>>(), j.at("sample_logits").get<std::vector<std::vector<float>>>()};
+}
 static Reference reference(const std::string& type) {
-    auto j = nlohmann::json::parse(read_text("tests/data/gguf-mini/mini-" + type + ".golden.json"));
-    REQUIRE(j.at("prompt_ids").get<std::vector<int>>() == kPrompt);
-    return {j.at("greedy_ids").get<std::vector<int>>(), j.at("sample_ids").get<std::vector<int>>(),
-            j.at("sample_logits").get<std::vector<std::vector<float>>>()};
+    Reference r = read_reference("tests/data/gguf-mini/mini-" + type + ".golden.json");
+    REQUIRE(r.prompt_ids == kPrompt);
+    return r;
 }
 
 // max and mean |hearth - reference| over the sampled logits of every prompt position, each
@@ -161,6 +165,43 @@ TEST_CASE("gguf: the vocabulary in the metadata tokenizes exactly as the Llama-2
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("Once upon a time Staat Staat Staat Staat") == 0);
+}
+
+// tests/data/gguf-types: small files llama.cpp's llama-quantize made in types run does not
+// compute with (tests/reference/make_gguf_types.py), with goldens from the PyTorch reference on
+// gguf-py's dequantization of each.
+TEST_CASE("gguf: types run does not use are named by run and re-quantized by quantize") {
+    for (const std::string type : {"Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"}) {
+        CAPTURE(type);
+        const std::string file = "tests/data/gguf-types/tiny-" + type + ".gguf";
+        const Reference ref = read_reference("tests/data/gguf-types/tiny-" + type + ".golden.json");
+        // run refuses, naming a tensor, its type and the way out.
+        CommandResult r = run_command("./run " + file + " --prompt-ids 1,2 -n 1");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("cannot multiply") != std::string::npos);
+        CHECK(r.err.find("quantize") != std::string::npos);
+        // Converted to f32, the dequantized blocks give the reference's logits and greedy ids.
+        const std::string f32 = "build/tests/gguf-types-" + type + "-f32.hearth";
+        CommandResult q = run_command("./quantize " + file + " " + f32 + " f32 -q");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        CHECK(q.err.find("warning") != std::string::npos);
+        Model m;
+        REQUIRE(load_model(f32, &m) == "");
+        CHECK(relative_logit_error(prompt_logits(m, ref.prompt_ids), ref, m.config.vocab_size).max < 1e-4);
+        CHECK(greedy_ids(f32, int(ref.greedy_ids.size()), ref.prompt_ids) == join(ref.greedy_ids) + "\n");
+        // By default (keep) each such tensor gets the nearest type run computes with, and runs.
+        const std::string keep = "build/tests/gguf-types-" + type + ".hearth";
+        CommandResult k = run_command("./quantize " + file + " " + keep);
+        REQUIRE(k.exit_code == 0);
+        CHECK(k.err.find("re-quantized") != std::string::npos);
+        Model mk;
+        REQUIRE(load_model(keep, &mk) == "");
+        for (const TensorView& t : mk.all_tensors) CHECK(type_is_storage(type_plain(t.type)));
+        const LogitError e = relative_logit_error(prompt_logits(mk, ref.prompt_ids), ref, mk.config.vocab_size);
+        MESSAGE(type << " kept (re-quantized): max |diff| / max |logit| = " << e.max << ", mean " << e.mean);
+        CHECK(e.mean < 0.02);
+    }
 }
 
 // ---- damaged and crafted files ----

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Small GGUF files in the quantized types hearth reads but does not compute with, made by
+llama.cpp's own llama-quantize, and their reference goldens (tests/data/gguf-types/).
+
+    LLAMA_CPP=PATH/TO/llama.cpp PYTHONPATH=PATH/TO/llama.cpp/gguf-py \\
+        /usr/bin/python3 tests/reference/make_gguf_types.py
+
+1. A random Llama (dim 256, hidden 512, 1 layer, 4 heads / 2 kv heads, untied, vocabulary
+   512 = the parity tokenizer; weights N(0, 0.1) so that greedy choices are not near-ties)
+   is written as a Hugging Face folder and converted to an f16 GGUF by hearth's quantize
+   (build hearth first).
+2. llama.cpp's llama-quantize (LLAMA_CPP/build/bin) makes one file per type from it.
+3. gguf_llama.py (PyTorch on gguf-py's dequantization) gives each file's greedy ids and
+   logits: mini-style goldens, and the greedy margin is printed.
+The f16 file is not kept: it is hearth's own, and the point is llama.cpp's blocks.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "tests/data/gguf-types")
+TYPES = ["Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"]
+PROMPT = "1,400,300,200,100"
+
+
+def write_folder(folder):
+    dim, hidden, layers, heads, kv, vocab = 256, 512, 1, 4, 2, 512
+    hd = dim // heads
+    rng = np.random.default_rng(20261123)
+    tensors = [("model.embed_tokens.weight", (vocab, dim))]
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        tensors += [(p + "input_layernorm.weight", (dim,)), (p + "self_attn.q_proj.weight", (heads * hd, dim)),
+                    (p + "self_attn.k_proj.weight", (kv * hd, dim)), (p + "self_attn.v_proj.weight", (kv * hd, dim)),
+                    (p + "self_attn.o_proj.weight", (dim, heads * hd)), (p + "post_attention_layernorm.weight", (dim,)),
+                    (p + "mlp.gate_proj.weight", (hidden, dim)), (p + "mlp.up_proj.weight", (hidden, dim)),
+                    (p + "mlp.down_proj.weight", (dim, hidden))]
+    tensors += [("model.norm.weight", (dim,)), ("lm_head.weight", (vocab, dim))]
+    header, blobs, at = {}, [], 0
+    for name, shape in tensors:
+        a = (1 + rng.normal(0, 0.2, shape) if len(shape) == 1 else rng.normal(0, 0.1, shape)).astype(np.float16)
+        b = a.tobytes()
+        header[name] = {"dtype": "F16", "shape": list(shape), "data_offsets": [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": dim, "intermediate_size": hidden,
+           "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv, "vocab_size": vocab,
+           "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
+           "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with open(os.path.join(ROOT, "tests/data/parity/mha/tokenizer.model"), "rb") as src, \
+            open(os.path.join(folder, "tokenizer.model"), "wb") as dst:
+        dst.write(src.read())
+
+
+def main():
+    llama_cpp = os.environ.get("LLAMA_CPP")
+    if not llama_cpp:
+        sys.exit("set LLAMA_CPP to a llama.cpp checkout with build/bin/llama-quantize")
+    scratch = os.path.join(ROOT, "build/gguf-types")
+    write_folder(os.path.join(scratch, "hf"))
+    base = os.path.join(scratch, "base-f16.gguf")
+    subprocess.run([os.path.join(ROOT, "quantize"), os.path.join(scratch, "hf"), base, "f16", "-q"], check=True)
+    os.makedirs(OUT, exist_ok=True)
+    for t in TYPES:
+        out = os.path.join(OUT, f"tiny-{t}.gguf")
+        subprocess.run([os.path.join(llama_cpp, "build/bin/llama-quantize"), base, out, t], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests/reference/gguf_llama.py"), out, "--ids", PROMPT, "-n", "16",
+                        "-o", os.path.join(OUT, f"tiny-{t}.golden.json")], check=True)
+
+
+if __name__ == "__main__":
+    main()
