@@ -24,6 +24,10 @@ void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n) {
     for (int i = 0; i < n; i++) out[i] = fp16_to_fp32(h[i]);
 }
 
+void f32_to_f16_row_scalar(const float* x, uint16_t* out, int n) {
+    for (int i = 0; i < n; i++) out[i] = fp32_to_fp16(x[i]);
+}
+
 void dot_f32_rows_scalar(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out) {
     for (int p = 0; p < n_rows; p++) out[p] = dot_f32_scalar(q, k + p * k_stride, len);
 }
@@ -82,6 +86,13 @@ void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n) {
     for (; i < n; i++) out[i] = fp16_to_fp32(h[i]);
 }
 
+void f32_to_f16_row_avx2(const float* x, uint16_t* out, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i*)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) out[i] = fp32_to_fp16(x[i]);
+}
+
 // Four independent accumulators: one FMA chain would stall on its 4-cycle latency.
 float dot_f32_avx2(const float* w, const float* x, int n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -120,6 +131,13 @@ void f16_to_f32_row_neon(const uint16_t* h, float* out, int n) {
     int i = 0;
     for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
     for (; i < n; i++) out[i] = fp16_to_fp32(h[i]);
+}
+
+// fcvtn rounds as the FPCR says: to nearest even unless a program changed it.
+void f32_to_f16_row_neon(const float* x, uint16_t* out, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < n; i++) out[i] = fp32_to_fp16(x[i]);
 }
 
 float dot_f32_neon(const float* w, const float* x, int n) {

@@ -6,6 +6,7 @@
 float dot_f32_scalar(const float* w, const float* x, int n);
 float dot_f16_scalar(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n);
+void f32_to_f16_row_scalar(const float* x, uint16_t* out, int n);
 // out[p] = dot(q, k + p * k_stride) for p < n_rows (attention scores over the KV cache).
 void dot_f32_rows_scalar(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out);
 // out[i] = sum over p < n_rows of w[p] * v[p * v_stride + i], for i < len (attention's
@@ -16,6 +17,7 @@ void weighted_sum_rows_scalar(const float* w, const float* v, int64_t v_stride, 
 float dot_f32_avx2(const float* w, const float* x, int n);
 float dot_f16_avx2(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n);
+void f32_to_f16_row_avx2(const float* x, uint16_t* out, int n);
 void dot_f32_rows_avx2(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out);
 void weighted_sum_rows_avx2(const float* w, const float* v, int64_t v_stride, int n_rows, int len, float* out);
 #endif
@@ -24,6 +26,7 @@ void weighted_sum_rows_avx2(const float* w, const float* v, int64_t v_stride, in
 float dot_f32_neon(const float* w, const float* x, int n);
 float dot_f16_neon(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_neon(const uint16_t* h, float* out, int n);
+void f32_to_f16_row_neon(const float* x, uint16_t* out, int n);
 #endif
 
 // The best version for the target this file is compiled for.
@@ -55,6 +58,17 @@ inline void f16_to_f32_row(const uint16_t* h, float* out, int n) {
     f16_to_f32_row_neon(h, out, n);
 #else
     f16_to_f32_row_scalar(h, out, n);
+#endif
+}
+
+// Rounds a row of fp32 values to fp16, to nearest even, as fp32_to_fp16 (the f16 KV cache).
+inline void f32_to_f16_row(const float* x, uint16_t* out, int n) {
+#if defined(HEARTH_HAVE_AVX2)
+    f32_to_f16_row_avx2(x, out, n);
+#elif defined(HEARTH_HAVE_NEON)
+    f32_to_f16_row_neon(x, out, n);
+#else
+    f32_to_f16_row_scalar(x, out, n);
 #endif
 }
 

@@ -1,0 +1,332 @@
+#include "attention.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "fp16.h"
+#include "quant.h"
+
+#if defined(HEARTH_HAVE_AVX2)
+#include "avx2_util.h"
+#endif
+#if defined(HEARTH_HAVE_NEON)
+#include <arm_neon.h>
+#endif
+
+// Positions per block: the block's fp32 keys or values (block * head_dim floats, 16 KB) stay
+// in L1 while every query row of the call reads them. A multiple of 16, the tile width.
+static int block_positions(int head_dim) { return std::max(16, 4096 / head_dim / 16 * 16); }
+
+size_t attn_scratch_floats(int head_dim) { return size_t(block_positions(head_dim)) * head_dim; }
+
+// Element d of a cached row, as fp32: the scalar twins and the SIMD kernels' odd tails.
+template <uint32_t T>
+static inline float cache_value(const void* row, int d) {
+    if constexpr (T == TYPE_F32) {
+        return static_cast<const float*>(row)[d];
+    } else if constexpr (T == TYPE_F16) {
+        return fp16_to_fp32(static_cast<const uint16_t*>(row)[d]);
+    } else {
+        const block_q8_0& b = static_cast<const block_q8_0*>(row)[d / QK8_0];
+        return fp16_to_fp32(b.d) * b.qs[d % QK8_0];
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Scalar twins: the formulas, summed in order in fp32.
+// ---------------------------------------------------------------------------------------
+template <uint32_t T>
+static void scores_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride) {
+    for (int r = 0; r < n_q; r++)
+        for (int p = 0; p < n_k; p++) {
+            const void* row = static_cast<const char*>(k) + p * k_row_bytes;
+            float sum = 0.0f;
+            for (int d = 0; d < hd; d++) sum += q[r * hd + d] * cache_value<T>(row, d);
+            s[size_t(r) * s_stride + p] = sum;
+        }
+}
+
+template <uint32_t T>
+static void values_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, float* out,
+                          int out_stride) {
+    for (int r = 0; r < n_q; r++) {
+        float* o = out + size_t(r) * out_stride;
+        for (int i = 0; i < hd; i++) o[i] = 0.0f;
+        for (int p = 0; p < n_v; p++) {
+            const void* row = static_cast<const char*>(v) + p * v_row_bytes;
+            const float wp = w[size_t(r) * w_stride + p];
+            for (int i = 0; i < hd; i++) o[i] += wp * cache_value<T>(row, i);
+        }
+    }
+}
+
+#define HEARTH_DEFINE_ATTN_SCALAR(name, T)                                                                                \
+    void attn_scores_##name##_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, \
+                                     int s_stride, float*) {                                                              \
+        scores_scalar<T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride);                                                   \
+    }                                                                                                                     \
+    void attn_values_##name##_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,   \
+                                     int hd, float* out, int out_stride, float*) {                                        \
+        values_scalar<T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride);                                     \
+    }
+HEARTH_DEFINE_ATTN_SCALAR(f32, TYPE_F32)
+HEARTH_DEFINE_ATTN_SCALAR(f16, TYPE_F16)
+HEARTH_DEFINE_ATTN_SCALAR(q8_0, TYPE_Q8_0)
+
+// ---------------------------------------------------------------------------------------
+// SIMD: one generic implementation over a vector of W floats (Isa below: AVX2's 8, NEON's 4).
+// An Isa provides V, W, zero, load, store, bcast (all lanes = *p), fma (a * b + c), transpose
+// (W vectors of W lanes), and load_row<T>(row, d): W values of a cached row from dim d, where
+// d is a multiple of W and d + W <= head_dim (never across a q8_0 block: 32 is a multiple of W).
+// ---------------------------------------------------------------------------------------
+constexpr int kTile = 16;  // positions per scores tile, dims per values tile
+constexpr int kRows = 6;   // query rows per tile: 6 x 16 accumulators fit AVX2's 16 registers
+
+// The keys of positions [0, n) transposed into kt[d * stride + p]; positions n..stride-1
+// (stride a multiple of kTile) are zero.
+template <class Isa, uint32_t T>
+static void pack_keys(const char* k, size_t row_bytes, int n, int hd, float* kt, int stride) {
+    using V = typename Isa::V;
+    constexpr int W = Isa::W;
+    for (int p0 = 0; p0 < stride; p0 += W) {
+        const int rows = std::min(W, n - p0);  // <= 0 past the keys: a zero-padded group
+        int d = 0;
+        for (; d + W <= hd; d += W) {
+            V v[W];
+            for (int i = 0; i < W; i++) v[i] = i < rows ? Isa::template load_row<T>(k + (p0 + i) * row_bytes, d) : Isa::zero();
+            Isa::transpose(v);
+            for (int j = 0; j < W; j++) Isa::store(kt + size_t(d + j) * stride + p0, v[j]);
+        }
+        for (; d < hd; d++)
+            for (int i = 0; i < W; i++) kt[size_t(d) * stride + p0 + i] = i < rows ? cache_value<T>(k + (p0 + i) * row_bytes, d) : 0.0f;
+    }
+}
+
+// s[r][j] = dot(q row r, key j) for M query rows and the kTile keys at kt (row stride kts);
+// only the first n_valid columns are stored.
+template <class Isa, int M>
+static inline void scores_tile(const float* q, int hd, const float* kt, int kts, float* s, int s_stride, int n_valid) {
+    using V = typename Isa::V;
+    constexpr int NV = kTile / Isa::W;
+    V acc[M][NV];
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < NV; j++) acc[r][j] = Isa::zero();
+    for (int d = 0; d < hd; d++) {
+        V kv[NV];
+        for (int j = 0; j < NV; j++) kv[j] = Isa::load(kt + size_t(d) * kts + j * Isa::W);
+        for (int r = 0; r < M; r++) {
+            const V qb = Isa::bcast(q + r * hd + d);
+            for (int j = 0; j < NV; j++) acc[r][j] = Isa::fma(qb, kv[j], acc[r][j]);
+        }
+    }
+    for (int r = 0; r < M; r++) {
+        float* out = s + size_t(r) * s_stride;
+        if (n_valid == kTile) {
+            for (int j = 0; j < NV; j++) Isa::store(out + j * Isa::W, acc[r][j]);
+        } else {
+            float tmp[kTile];
+            for (int j = 0; j < NV; j++) Isa::store(tmp + j * Isa::W, acc[r][j]);
+            std::memcpy(out, tmp, sizeof(float) * n_valid);
+        }
+    }
+}
+
+template <class Isa, uint32_t T>
+static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride,
+                        float* scratch) {
+    const int block = block_positions(hd);
+    for (int p0 = 0; p0 < n_k; p0 += block) {
+        const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
+        pack_keys<Isa, T>(static_cast<const char*>(k) + p0 * k_row_bytes, k_row_bytes, n, hd, scratch, stride);
+        for (int r0 = 0; r0 < n_q; r0 += kRows) {
+            const float* qr = q + size_t(r0) * hd;
+            for (int j = 0; j < n; j += kTile) {
+                float* sr = s + size_t(r0) * s_stride + p0 + j;
+                const int nv = std::min(kTile, n - j);
+                switch (std::min(kRows, n_q - r0)) {
+                    case 1: scores_tile<Isa, 1>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 2: scores_tile<Isa, 2>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 3: scores_tile<Isa, 3>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 4: scores_tile<Isa, 4>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 5: scores_tile<Isa, 5>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    default: scores_tile<Isa, 6>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                }
+            }
+        }
+    }
+}
+
+// out[r][0..NV*W) (+)= sum over p < n of w[r][p] * v row p, for M query rows; `first`: out
+// starts at zero, else the block adds to what earlier blocks left there.
+template <class Isa, int M, int NV>
+static inline void values_tile(const float* w, int w_stride, const float* v, size_t vs, int n, float* out, int out_stride, bool first) {
+    using V = typename Isa::V;
+    V acc[M][NV];
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < NV; j++) acc[r][j] = first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
+    for (int p = 0; p < n; p++) {
+        V vv[NV];
+        for (int j = 0; j < NV; j++) vv[j] = Isa::load(v + p * vs + j * Isa::W);
+        for (int r = 0; r < M; r++) {
+            const V wb = Isa::bcast(w + size_t(r) * w_stride + p);
+            for (int j = 0; j < NV; j++) acc[r][j] = Isa::fma(wb, vv[j], acc[r][j]);
+        }
+    }
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < NV; j++) Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
+}
+
+template <class Isa, int NV>
+static void values_cols(const float* w, int w_stride, int n_q, const float* v, size_t vs, int n, float* out, int out_stride, bool first) {
+    for (int r0 = 0; r0 < n_q; r0 += kRows) {
+        const float* wr = w + size_t(r0) * w_stride;
+        float* o = out + size_t(r0) * out_stride;
+        switch (std::min(kRows, n_q - r0)) {
+            case 1: values_tile<Isa, 1, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
+            case 2: values_tile<Isa, 2, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
+            case 3: values_tile<Isa, 3, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
+            case 4: values_tile<Isa, 4, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
+            case 5: values_tile<Isa, 5, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
+            default: values_tile<Isa, 6, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
+        }
+    }
+}
+
+template <class Isa, uint32_t T>
+static void values_simd(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, float* out,
+                        int out_stride, float* scratch) {
+    constexpr int W = Isa::W;
+    const int block = block_positions(hd);
+    for (int p0 = 0; p0 < n_v; p0 += block) {
+        const int n = std::min(block, n_v - p0);
+        const char* rows = static_cast<const char*>(v) + p0 * v_row_bytes;
+        // f32 values are read where they are; the others are converted into scratch first.
+        const float* vb = reinterpret_cast<const float*>(rows);
+        size_t vs = v_row_bytes / sizeof(float);
+        if constexpr (T != TYPE_F32) {
+            for (int p = 0; p < n; p++) {
+                int d = 0;
+                for (; d + W <= hd; d += W) Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
+                for (; d < hd; d++) scratch[size_t(p) * hd + d] = cache_value<T>(rows + p * v_row_bytes, d);
+            }
+            vb = scratch, vs = hd;
+        }
+        const float* wb = w + p0;
+        int i = 0;
+        for (; i + kTile <= hd; i += kTile) values_cols<Isa, kTile / W>(wb, w_stride, n_q, vb + i, vs, n, out + i, out_stride, p0 == 0);
+        for (; i + W <= hd; i += W) values_cols<Isa, 1>(wb, w_stride, n_q, vb + i, vs, n, out + i, out_stride, p0 == 0);
+        for (; i < hd; i++)  // dims past the last whole vector (head_dim not a multiple of W)
+            for (int r = 0; r < n_q; r++) {
+                float sum = p0 == 0 ? 0.0f : out[size_t(r) * out_stride + i];
+                for (int p = 0; p < n; p++) sum += wb[size_t(r) * w_stride + p] * vb[p * vs + i];
+                out[size_t(r) * out_stride + i] = sum;
+            }
+    }
+}
+
+#define HEARTH_DEFINE_ATTN_SIMD(name, T, isa, Isa)                                                                       \
+    void attn_scores_##name##_##isa(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, \
+                                    int s_stride, float* scratch) {                                                      \
+        scores_simd<Isa, T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride, scratch);                                      \
+    }                                                                                                                    \
+    void attn_values_##name##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,   \
+                                    int hd, float* out, int out_stride, float* scratch) {                                \
+        values_simd<Isa, T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride, scratch);                         \
+    }
+
+#if defined(HEARTH_HAVE_AVX2)
+struct Avx2 {
+    using V = __m256;
+    static constexpr int W = 8;
+    static V zero() { return _mm256_setzero_ps(); }
+    static V load(const float* p) { return _mm256_loadu_ps(p); }
+    static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+    static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+    static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    static void transpose(V v[8]) {
+        __m256i u[8];
+        for (int i = 0; i < 8; i++) u[i] = _mm256_castps_si256(v[i]);
+        transpose8(u);
+        for (int i = 0; i < 8; i++) v[i] = _mm256_castsi256_ps(u[i]);
+    }
+    template <uint32_t T>
+    static V load_row(const char* row, int d) {
+        if constexpr (T == TYPE_F32) {
+            return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+        } else if constexpr (T == TYPE_F16) {
+            return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
+        } else {
+            const block_q8_0* b = reinterpret_cast<const block_q8_0*>(row) + d / QK8_0;
+            const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->qs + d % QK8_0)));
+            return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(_cvtsh_ss(b->d)));
+        }
+    }
+};
+HEARTH_DEFINE_ATTN_SIMD(f32, TYPE_F32, avx2, Avx2)
+HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, avx2, Avx2)
+HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, avx2, Avx2)
+#endif
+
+#if defined(HEARTH_HAVE_NEON)
+struct Neon {
+    using V = float32x4_t;
+    static constexpr int W = 4;
+    static V zero() { return vdupq_n_f32(0.0f); }
+    static V load(const float* p) { return vld1q_f32(p); }
+    static void store(float* p, V v) { vst1q_f32(p, v); }
+    static V bcast(const float* p) { return vld1q_dup_f32(p); }
+    static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+    static void transpose(V v[4]) {
+        const float32x4_t t0 = vtrn1q_f32(v[0], v[1]), t1 = vtrn2q_f32(v[0], v[1]);
+        const float32x4_t t2 = vtrn1q_f32(v[2], v[3]), t3 = vtrn2q_f32(v[2], v[3]);
+        v[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+        v[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+        v[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+        v[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    }
+    template <uint32_t T>
+    static V load_row(const char* row, int d) {
+        if constexpr (T == TYPE_F32) {
+            return vld1q_f32(reinterpret_cast<const float*>(row) + d);
+        } else if constexpr (T == TYPE_F16) {
+            return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(row) + d)));
+        } else {
+            const block_q8_0* b = reinterpret_cast<const block_q8_0*>(row) + d / QK8_0;
+            int8_t q8[8] = {};
+            std::memcpy(q8, b->qs + d % QK8_0, 4);
+            const int32x4_t q = vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(q8))));
+            return vmulq_n_f32(vcvtq_f32_s32(q), fp16_to_fp32(b->d));
+        }
+    }
+};
+HEARTH_DEFINE_ATTN_SIMD(f32, TYPE_F32, neon, Neon)
+HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, neon, Neon)
+HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, neon, Neon)
+#endif
+
+#if defined(HEARTH_HAVE_AVX2)
+#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_avx2, attn_values_##type##_avx2}
+#elif defined(HEARTH_HAVE_NEON)
+#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_neon, attn_values_##type##_neon}
+#else
+#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_scalar, attn_values_##type##_scalar}
+#endif
+
+const AttnKernels* attn_kernels(uint32_t t) {
+    static const AttnKernels f32 = HEARTH_ATTN_BEST(f32), f16 = HEARTH_ATTN_BEST(f16), q8_0 = HEARTH_ATTN_BEST(q8_0);
+    switch (t) {
+        case TYPE_F32: return &f32;
+        case TYPE_F16: return &f16;
+        case TYPE_Q8_0: return &q8_0;
+        default: return nullptr;
+    }
+}
+
+void kv_cache_store_row(uint32_t t, const float* x, void* row, int n) {
+    switch (t) {
+        case TYPE_F32: std::memcpy(row, x, sizeof(float) * n); break;
+        case TYPE_F16: f32_to_f16_row(x, static_cast<uint16_t*>(row), n); break;
+        case TYPE_Q8_0: quantize_row_q8_0(x, row, n); break;
+        default: break;
+    }
+}
