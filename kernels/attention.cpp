@@ -76,11 +76,16 @@ HEARTH_DEFINE_ATTN_SCALAR(q8_0, TYPE_Q8_0)
 // ---------------------------------------------------------------------------------------
 // SIMD: one generic implementation over a vector of W floats (Isa below: AVX2's 8, NEON's 4).
 // An Isa provides V, W, zero, load, store, bcast (all lanes = *p), fma (a * b + c), transpose
-// (W vectors of W lanes), and load_row<T>(row, d): W values of a cached row from dim d, where
+// (W vectors of W lanes), hsums (lane i = the sum of vector i), in_register, and load_row<T>(row, d): W values of a cached row from dim d, where
 // d is a multiple of W and d + W <= head_dim (never across a q8_0 block: 32 is a multiple of W).
 // ---------------------------------------------------------------------------------------
+#define HEARTH_UNROLL _Pragma("GCC unroll 16")
 constexpr int kTile = 16;  // positions per scores tile, dims per values tile
-constexpr int kRows = 6;   // query rows per tile: 6 x 16 accumulators fit AVX2's 16 registers
+constexpr int kRows = 6;   // query rows per scores tile: 6 x 16 accumulators fit AVX2's 16 registers
+constexpr int kFewRows = 4;  // fewer query rows than this: scores_dots
+// Values: tiles of 3 query rows x 32 dims, 12 AVX2 accumulators (24 NEON), whose loads per
+// FMA stay low also for one or two query rows.
+constexpr int kValueRows = 3, kValueDims = 32;
 
 // The keys of positions [0, n) transposed into kt[d * stride + p]; positions n..stride-1
 // (stride a multiple of kTile) are zero.
@@ -108,25 +113,57 @@ template <class Isa, int M>
 static inline void scores_tile(const float* q, int hd, const float* kt, int kts, float* s, int s_stride, int n_valid) {
     using V = typename Isa::V;
     constexpr int NV = kTile / Isa::W;
+    // Every loop over the tile is unrolled, so that the accumulators live in registers only.
     V acc[M][NV];
-    for (int r = 0; r < M; r++)
-        for (int j = 0; j < NV; j++) acc[r][j] = Isa::zero();
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = Isa::zero();
     for (int d = 0; d < hd; d++) {
         V kv[NV];
-        for (int j = 0; j < NV; j++) kv[j] = Isa::load(kt + size_t(d) * kts + j * Isa::W);
-        for (int r = 0; r < M; r++) {
+        HEARTH_UNROLL for (int j = 0; j < NV; j++) kv[j] = Isa::in_register(Isa::load(kt + size_t(d) * kts + j * Isa::W));
+        HEARTH_UNROLL for (int r = 0; r < M; r++) {
             const V qb = Isa::bcast(q + r * hd + d);
-            for (int j = 0; j < NV; j++) acc[r][j] = Isa::fma(qb, kv[j], acc[r][j]);
+            HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = Isa::fma(qb, kv[j], acc[r][j]);
         }
     }
-    for (int r = 0; r < M; r++) {
-        float* out = s + size_t(r) * s_stride;
-        if (n_valid == kTile) {
-            for (int j = 0; j < NV; j++) Isa::store(out + j * Isa::W, acc[r][j]);
-        } else {
-            float tmp[kTile];
-            for (int j = 0; j < NV; j++) Isa::store(tmp + j * Isa::W, acc[r][j]);
-            std::memcpy(out, tmp, sizeof(float) * n_valid);
+    float tmp[M][kTile];
+    float* out = n_valid == kTile ? s : &tmp[0][0];
+    const int out_stride = n_valid == kTile ? s_stride : kTile;
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
+    if (n_valid < kTile)
+        for (int r = 0; r < M; r++) std::memcpy(s + size_t(r) * s_stride, tmp[r], sizeof(float) * n_valid);
+}
+
+// Few query rows (generation with few heads per group): transposing or converting the keys
+// would cost more than the dot products themselves, so each query row takes W keys at a time straight from
+// the cache, and one transposing reduction (Isa::hsums) turns W accumulators into W scores.
+template <class Isa, uint32_t T>
+static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k_row_bytes, int n_k, float* s, int s_stride) {
+    using V = typename Isa::V;
+    constexpr int W = Isa::W;
+    const int hd_v = hd / W * W;
+    for (int r = 0; r < n_q; r++) {
+        const float* qr = q + size_t(r) * hd;
+        float* sr = s + size_t(r) * s_stride;
+        int p = 0;
+        for (; p + W <= n_k; p += W) {
+            V acc[W];
+            HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] = Isa::zero();
+            for (int d = 0; d < hd_v; d += W) {
+                const V qv = Isa::load(qr + d);
+                HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] = Isa::fma(qv, Isa::template load_row<T>(k + (p + i) * k_row_bytes, d), acc[i]);
+            }
+            Isa::store(sr + p, Isa::hsums(acc));
+            for (int d = hd_v; d < hd; d++)
+                for (int i = 0; i < W; i++) sr[p + i] += qr[d] * cache_value<T>(k + (p + i) * k_row_bytes, d);
+        }
+        for (; p < n_k; p++) {
+            V acc[W];
+            acc[0] = Isa::zero();
+            for (int d = 0; d < hd_v; d += W) acc[0] = Isa::fma(Isa::load(qr + d), Isa::template load_row<T>(k + p * k_row_bytes, d), acc[0]);
+            HEARTH_UNROLL for (int i = 1; i < W; i++) acc[i] = Isa::zero();
+            float sums[W];
+            Isa::store(sums, Isa::hsums(acc));
+            for (int d = hd_v; d < hd; d++) sums[0] += qr[d] * cache_value<T>(k + p * k_row_bytes, d);
+            sr[p] = sums[0];
         }
     }
 }
@@ -134,6 +171,7 @@ static inline void scores_tile(const float* q, int hd, const float* kt, int kts,
 template <class Isa, uint32_t T>
 static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride,
                         float* scratch) {
+    if (n_q < kFewRows) return scores_dots<Isa, T>(q, n_q, hd, static_cast<const char*>(k), k_row_bytes, n_k, s, s_stride);
     const int block = block_positions(hd);
     for (int p0 = 0; p0 < n_k; p0 += block) {
         const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
@@ -156,42 +194,61 @@ static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k
     }
 }
 
-// out[r][0..NV*W) (+)= sum over p < n of w[r][p] * v row p, for M query rows; `first`: out
-// starts at zero, else the block adds to what earlier blocks left there.
-template <class Isa, int M, int NV>
-static inline void values_tile(const float* w, int w_stride, const float* v, size_t vs, int n, float* out, int out_stride, bool first) {
+// out[r][0..NV*W) (+)= sum over p < n of w[r][p] * (row p)[i0..], for M query rows; rows are
+// of type T (f32 for the converted scratch). `first`: out starts at zero, else the block adds
+// to what earlier blocks left there.
+template <class Isa, uint32_t T, int M, int NV>
+static inline void values_tile(const float* w, int w_stride, const char* v, size_t row_bytes, int i0, int n, float* out,
+                               int out_stride, bool first) {
     using V = typename Isa::V;
     V acc[M][NV];
-    for (int r = 0; r < M; r++)
-        for (int j = 0; j < NV; j++) acc[r][j] = first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++)
+        acc[r][j] = first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
     for (int p = 0; p < n; p++) {
-        V vv[NV];
-        for (int j = 0; j < NV; j++) vv[j] = Isa::load(v + p * vs + j * Isa::W);
-        for (int r = 0; r < M; r++) {
-            const V wb = Isa::bcast(w + size_t(r) * w_stride + p);
-            for (int j = 0; j < NV; j++) acc[r][j] = Isa::fma(wb, vv[j], acc[r][j]);
+        // M weights, then one vector of the value row at a time: M * NV + M + 1 registers.
+        V wb[M];
+        HEARTH_UNROLL for (int r = 0; r < M; r++) wb[r] = Isa::bcast(w + size_t(r) * w_stride + p);
+        HEARTH_UNROLL for (int j = 0; j < NV; j++) {
+            const V vv = Isa::in_register(Isa::template load_row<T>(v + p * row_bytes, i0 + j * Isa::W));
+            HEARTH_UNROLL for (int r = 0; r < M; r++) acc[r][j] = Isa::fma(wb[r], vv, acc[r][j]);
         }
     }
-    for (int r = 0; r < M; r++)
-        for (int j = 0; j < NV; j++) Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++)
+        Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
 }
 
-template <class Isa, int NV>
-static void values_cols(const float* w, int w_stride, int n_q, const float* v, size_t vs, int n, float* out, int out_stride, bool first) {
-    for (int r0 = 0; r0 < n_q; r0 += kRows) {
+template <class Isa, uint32_t T, int NV>
+static void values_cols(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int i0, int n, float* out,
+                        int out_stride, bool first) {
+    for (int r0 = 0; r0 < n_q; r0 += kValueRows) {
         const float* wr = w + size_t(r0) * w_stride;
-        float* o = out + size_t(r0) * out_stride;
-        switch (std::min(kRows, n_q - r0)) {
-            case 1: values_tile<Isa, 1, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
-            case 2: values_tile<Isa, 2, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
-            case 3: values_tile<Isa, 3, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
-            case 4: values_tile<Isa, 4, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
-            case 5: values_tile<Isa, 5, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
-            default: values_tile<Isa, 6, NV>(wr, w_stride, v, vs, n, o, out_stride, first); break;
+        float* o = out + size_t(r0) * out_stride + i0;
+        switch (std::min(kValueRows, n_q - r0)) {
+            case 1: values_tile<Isa, T, 1, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
+            case 2: values_tile<Isa, T, 2, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
+            default: values_tile<Isa, T, 3, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
         }
     }
 }
 
+// The n value rows at v (type T) weighted into out, every dim.
+template <class Isa, uint32_t T>
+static void values_block(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int n, int hd, float* out,
+                         int out_stride, bool first) {
+    constexpr int W = Isa::W;
+    int i = 0;
+    for (; i + kValueDims <= hd; i += kValueDims) values_cols<Isa, T, kValueDims / W>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
+    for (; i + W <= hd; i += W) values_cols<Isa, T, 1>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
+    for (; i < hd; i++)  // dims past the last whole vector (head_dim not a multiple of W)
+        for (int r = 0; r < n_q; r++) {
+            float sum = first ? 0.0f : out[size_t(r) * out_stride + i];
+            for (int p = 0; p < n; p++) sum += w[size_t(r) * w_stride + p] * cache_value<T>(v + p * row_bytes, i);
+            out[size_t(r) * out_stride + i] = sum;
+        }
+}
+
+// f32 values are read where they are, and so are the others for few query rows; else a block
+// of positions is converted into scratch once for all the rows.
 template <class Isa, uint32_t T>
 static void values_simd(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, float* out,
                         int out_stride, float* scratch) {
@@ -200,27 +257,17 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
     for (int p0 = 0; p0 < n_v; p0 += block) {
         const int n = std::min(block, n_v - p0);
         const char* rows = static_cast<const char*>(v) + p0 * v_row_bytes;
-        // f32 values are read where they are; the others are converted into scratch first.
-        const float* vb = reinterpret_cast<const float*>(rows);
-        size_t vs = v_row_bytes / sizeof(float);
-        if constexpr (T != TYPE_F32) {
-            for (int p = 0; p < n; p++) {
-                int d = 0;
-                for (; d + W <= hd; d += W) Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
-                for (; d < hd; d++) scratch[size_t(p) * hd + d] = cache_value<T>(rows + p * v_row_bytes, d);
-            }
-            vb = scratch, vs = hd;
+        if (T == TYPE_F32 || n_q < kFewRows) {
+            values_block<Isa, T>(w + p0, w_stride, n_q, rows, v_row_bytes, n, hd, out, out_stride, p0 == 0);
+            continue;
         }
-        const float* wb = w + p0;
-        int i = 0;
-        for (; i + kTile <= hd; i += kTile) values_cols<Isa, kTile / W>(wb, w_stride, n_q, vb + i, vs, n, out + i, out_stride, p0 == 0);
-        for (; i + W <= hd; i += W) values_cols<Isa, 1>(wb, w_stride, n_q, vb + i, vs, n, out + i, out_stride, p0 == 0);
-        for (; i < hd; i++)  // dims past the last whole vector (head_dim not a multiple of W)
-            for (int r = 0; r < n_q; r++) {
-                float sum = p0 == 0 ? 0.0f : out[size_t(r) * out_stride + i];
-                for (int p = 0; p < n; p++) sum += wb[size_t(r) * w_stride + p] * vb[p * vs + i];
-                out[size_t(r) * out_stride + i] = sum;
-            }
+        for (int p = 0; p < n; p++) {
+            int d = 0;
+            for (; d + W <= hd; d += W) Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
+            for (; d < hd; d++) scratch[size_t(p) * hd + d] = cache_value<T>(rows + p * v_row_bytes, d);
+        }
+        values_block<Isa, TYPE_F32>(w + p0, w_stride, n_q, reinterpret_cast<const char*>(scratch), sizeof(float) * hd, n, hd, out,
+                                    out_stride, p0 == 0);
     }
 }
 
@@ -243,6 +290,18 @@ struct Avx2 {
     static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
     static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
     static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    // A vector several FMAs use, loaded once: left alone, GCC folds the load into every FMA.
+    static V in_register(V v) {
+        __asm__("" : "+x"(v));
+        return v;
+    }
+    // Lane i = the sum of v[i]'s lanes: hadd pairs, then the two 128-bit halves added.
+    static V hsums(const V v[8]) {
+        const __m256 s01 = _mm256_hadd_ps(v[0], v[1]), s23 = _mm256_hadd_ps(v[2], v[3]);
+        const __m256 s45 = _mm256_hadd_ps(v[4], v[5]), s67 = _mm256_hadd_ps(v[6], v[7]);
+        const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+        return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+    }
     static void transpose(V v[8]) {
         __m256i u[8];
         for (int i = 0; i < 8; i++) u[i] = _mm256_castps_si256(v[i]);
@@ -276,6 +335,8 @@ struct Neon {
     static void store(float* p, V v) { vst1q_f32(p, v); }
     static V bcast(const float* p) { return vld1q_dup_f32(p); }
     static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+    static V in_register(V v) { return v; }  // NEON's FMA has no memory operand
+    static V hsums(const V v[4]) { return vpaddq_f32(vpaddq_f32(v[0], v[1]), vpaddq_f32(v[2], v[3])); }
     static void transpose(V v[4]) {
         const float32x4_t t0 = vtrn1q_f32(v[0], v[1]), t1 = vtrn2q_f32(v[0], v[1]);
         const float32x4_t t2 = vtrn1q_f32(v[2], v[3]), t3 = vtrn2q_f32(v[2], v[3]);
