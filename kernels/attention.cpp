@@ -82,7 +82,6 @@ HEARTH_DEFINE_ATTN_SCALAR(q8_0, TYPE_Q8_0)
 #define HEARTH_UNROLL _Pragma("GCC unroll 16")
 constexpr int kTile = 16;  // positions per scores tile, dims per values tile
 constexpr int kRows = 6;   // query rows per scores tile: 6 x 16 accumulators fit AVX2's 16 registers
-constexpr int kFewRows = 4;  // fewer query rows than this: scores_dots
 // Values: tiles of 3 query rows x 32 dims, 12 AVX2 accumulators (24 NEON), whose loads per
 // FMA stay low also for one or two query rows.
 constexpr int kValueRows = 3, kValueDims = 32;
@@ -171,7 +170,7 @@ static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k
 template <class Isa, uint32_t T>
 static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride,
                         float* scratch) {
-    if (n_q < kFewRows) return scores_dots<Isa, T>(q, n_q, hd, static_cast<const char*>(k), k_row_bytes, n_k, s, s_stride);
+    if (n_q < kAttnFewRows) return scores_dots<Isa, T>(q, n_q, hd, static_cast<const char*>(k), k_row_bytes, n_k, s, s_stride);
     const int block = block_positions(hd);
     for (int p0 = 0; p0 < n_k; p0 += block) {
         const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
@@ -257,7 +256,7 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
     for (int p0 = 0; p0 < n_v; p0 += block) {
         const int n = std::min(block, n_v - p0);
         const char* rows = static_cast<const char*>(v) + p0 * v_row_bytes;
-        if (T == TYPE_F32 || n_q < kFewRows) {
+        if (T == TYPE_F32 || n_q < kAttnFewRows) {
             values_block<Isa, T>(w + p0, w_stride, n_q, rows, v_row_bytes, n, hd, out, out_stride, p0 == 0);
             continue;
         }

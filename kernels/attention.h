@@ -33,6 +33,12 @@ using attn_values_fn = void (*)(const float* w, int w_stride, int n_q, const voi
 // Floats of scratch one call needs (per thread); the scalar twins need none.
 size_t attn_scratch_floats(int head_dim);
 
+// A call with fewer query rows than this reads the keys in place, summing each score in a
+// different order (SIMD versions). A row's results depend on nothing else: not on the other
+// rows of its call nor on the blocks; so a caller whose calls are all on one side of this
+// count for a given input computes the same bits however it splits the rows (threads).
+constexpr int kAttnFewRows = 4;
+
 #define HEARTH_DECLARE_ATTN(type, isa)                                                                                      \
     void attn_scores_##type##_##isa(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k,    \
                                     float* s, int s_stride, float* scratch);                                               \

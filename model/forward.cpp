@@ -101,13 +101,14 @@ static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorV
 // group) in token-major order, are cut into tasks of at most kAttnRows rows: each task reads
 // the cached rows its last token sees once, for all its rows (earlier tokens' rows mask the
 // positions after theirs). There are at least as many tasks as threads where there are rows
-// enough, so that one generated token's few groups still keep every thread busy.
+// enough, so that one generated token's few groups still keep every thread busy; but no task
+// has fewer than kAttnFewRows rows unless the kv head has, so that the logits do not depend on
+// the number of threads.
 static void attention(const ModelConfig& c, RunState& s, int layer, int n, int pos) {
     const int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads, rows = n * group;
     const int threads = int(s.att_q.size() / (size_t(kAttnRows) * hd));  // the buffers make_run_state made
-    int per_head = std::max((rows + kAttnRows - 1) / kAttnRows, (threads + c.n_kv_heads - 1) / c.n_kv_heads);
-    const int task_rows = (rows + std::min(per_head, rows) - 1) / std::min(per_head, rows);
-    per_head = (rows + task_rows - 1) / task_rows;
+    const int per_head = std::max((rows + kAttnRows - 1) / kAttnRows,
+                                  std::min((threads + c.n_kv_heads - 1) / c.n_kv_heads, std::max(1, rows / kAttnFewRows)));
     const float scale = 1.0f / std::sqrt(float(hd));
     const AttnKernels& kk = *attn_kernels(s.cache_types.k);
     const AttnKernels& vk = *attn_kernels(s.cache_types.v);
@@ -116,9 +117,9 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
     const uint8_t* v_cache = s.value_cache.get() + size_t(layer) * s.n_ctx * s.v_row_bytes;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(threads, omp_get_max_threads()))
     for (int task = 0; task < c.n_kv_heads * per_head; task++) {
-        // The last tokens' tasks first: they see the most positions.
-        const int kvh = task % c.n_kv_heads, r0 = (per_head - 1 - task / c.n_kv_heads) * task_rows;
-        const int nr = std::min(task_rows, rows - r0);
+        // The last tokens' tasks first: they see the most positions. Sizes differ by one at most.
+        const int kvh = task % c.n_kv_heads, part = per_head - 1 - task / c.n_kv_heads;
+        const int r0 = int(int64_t(rows) * part / per_head), nr = int(int64_t(rows) * (part + 1) / per_head) - r0;
         const size_t th = omp_get_thread_num();
         float* q = &s.att_q[th * kAttnRows * hd];
         float* out = &s.att_out[th * kAttnRows * hd];

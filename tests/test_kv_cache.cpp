@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
+#include <omp.h>
 #include <unistd.h>
 
 #include "../model/forward.h"
@@ -107,4 +109,30 @@ TEST_CASE("kv cache: types are named as llama.cpp names them, and q8_0 needs hea
     r = run_command("./run --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -ctk q8_0 -ctv f32 -t 1");
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("KV cache q8_0/f32") != std::string::npos);
+}
+
+TEST_CASE("kv cache: generation's logits do not depend on the number of threads, for any cache type") {
+    // Token by token, as generation evaluates: there the matmuls give the same bits for any
+    // number of threads (a prompt's multi-token matmuls do not), and so must attention,
+    // however it splits a group's query rows among the threads.
+    Model m;
+    REQUIRE(load_model("models/tiny-shakespeare.hearth", &m) == "");
+    const int vocab = m.config.vocab_size, n = 40;
+    std::vector<int> ids(n);
+    for (int i = 0; i < n; i++) ids[i] = 1 + (i * 37) % (vocab - 1);
+    const int saved = omp_get_max_threads();
+    for (TensorType t : {TYPE_F32, TYPE_F16, TYPE_Q8_0}) {
+        std::vector<float> first;
+        for (int threads : {1, 2, 5, 9}) {
+            omp_set_num_threads(threads);
+            RunState s;
+            REQUIRE(make_run_state(m.config, 64, &s, {t, t}) == "");
+            std::vector<float> logits(size_t(n) * vocab);
+            for (int p = 0; p < n; p++) REQUIRE(forward(m, s, &ids[p], 1, p, &logits[size_t(p) * vocab]) == "");
+            if (first.empty()) first = logits;
+            INFO(std::string(type_name(t)) << " cache, " << threads << " threads");
+            CHECK(std::memcmp(logits.data(), first.data(), sizeof(float) * logits.size()) == 0);
+        }
+    }
+    omp_set_num_threads(saved);
 }
