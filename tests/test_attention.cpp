@@ -94,6 +94,14 @@ double sum_bound(int n, double sum_abs) { return (n + 1) * std::ldexp(1.0, -23) 
 
 const uint32_t kTypes[] = {TYPE_F32, TYPE_F16, TYPE_Q8_0};
 
+// Wrong elements of one output, counted rather than checked one by one (millions of them).
+struct Failures {
+    int count = 0, row = -1, col = -1;  // and where the first one is
+    void add(bool wrong, int r, int c) {
+        if (wrong && count++ == 0) row = r, col = c;
+    }
+};
+
 }  // namespace
 
 TEST_CASE("attention scores: every version equals the formula, for query groups and key blocks of every shape") {
@@ -108,28 +116,33 @@ TEST_CASE("attention scores: every version equals the formula, for query groups 
                     const uint8_t* k = c.bytes.data() + type_row_bytes(t, hd) * head;
                     const int s_stride = n_k + 5;
                     std::vector<float> scratch(attn_scratch_floats(hd), NAN);
+                    std::vector<double> exact(size_t(n_q) * n_k), mag(size_t(n_q) * n_k);  // the formula, in double
+                    for (int r = 0; r < n_q; r++)
+                        for (int p = 0; p < n_k; p++)
+                            for (int d = 0; d < hd; d++) {
+                                const double term = double(q[size_t(r) * hd + d]) * c.values[size_t(p) * heads * hd + head * hd + d];
+                                exact[size_t(r) * n_k + p] += term, mag[size_t(r) * n_k + p] += std::fabs(term);
+                            }
                     std::vector<float> ref;
                     for (const Kernels& kern : versions(t)) {
                         std::vector<float> s(size_t(n_q) * s_stride, -7.0f);
                         kern.scores(q.data(), n_q, hd, k, c.row_bytes, n_k, s.data(), s_stride, scratch.data());
                         if (ref.empty()) ref = s;  // the scalar twin's, for the SIMD versions
+                        Failures f;
                         for (int r = 0; r < n_q; r++)
                             for (int p = 0; p < s_stride; p++) {
                                 const float got = s[size_t(r) * s_stride + p];
-                                INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_k << " keys, row " << r
-                                               << ", position " << p);
                                 if (p >= n_k) {
-                                    CHECK(got == -7.0f);  // nothing written past the keys
+                                    f.add(got != -7.0f, r, p);  // nothing written past the keys
                                     continue;
                                 }
-                                double exact = 0, mag = 0;
-                                for (int d = 0; d < hd; d++) {
-                                    const double term = double(q[size_t(r) * hd + d]) * c.values[size_t(p) * heads * hd + head * hd + d];
-                                    exact += term, mag += std::fabs(term);
-                                }
-                                CHECK(std::fabs(got - exact) <= sum_bound(hd, mag));
-                                CHECK(std::fabs(got - ref[size_t(r) * s_stride + p]) <= 2 * sum_bound(hd, mag));
+                                const double e = exact[size_t(r) * n_k + p], bound = sum_bound(hd, mag[size_t(r) * n_k + p]);
+                                f.add(!(std::fabs(got - e) <= bound), r, p);
+                                f.add(!(std::fabs(got - ref[size_t(r) * s_stride + p]) <= 2 * bound), r, p);
                             }
+                        INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_k << " keys; first wrong: row "
+                                       << f.row << ", position " << f.col);
+                        CHECK(f.count == 0);
                     }
                 }
             }
@@ -149,28 +162,33 @@ TEST_CASE("attention values: every version equals the weighted sum, for query gr
                     const std::vector<float> w = normal(size_t(n_q) * w_stride, uint32_t(n_q + n_v));
                     const uint8_t* v = c.bytes.data() + type_row_bytes(t, hd) * head;
                     std::vector<float> scratch(attn_scratch_floats(hd), NAN);
+                    std::vector<double> exact(size_t(n_q) * hd), mag(size_t(n_q) * hd);
+                    for (int r = 0; r < n_q; r++)
+                        for (int p = 0; p < n_v; p++)
+                            for (int i = 0; i < hd; i++) {
+                                const double term = double(w[size_t(r) * w_stride + p]) * c.values[size_t(p) * heads * hd + head * hd + i];
+                                exact[size_t(r) * hd + i] += term, mag[size_t(r) * hd + i] += std::fabs(term);
+                            }
                     std::vector<float> ref;
                     for (const Kernels& kern : versions(t)) {
                         std::vector<float> out(size_t(n_q) * out_stride, -7.0f);
                         kern.values(w.data(), w_stride, n_q, v, c.row_bytes, n_v, hd, out.data(), out_stride, scratch.data());
                         if (ref.empty()) ref = out;
+                        Failures f;
                         for (int r = 0; r < n_q; r++)
                             for (int i = 0; i < out_stride; i++) {
                                 const float got = out[size_t(r) * out_stride + i];
-                                INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_v << " values, row " << r
-                                               << ", dim " << i);
                                 if (i >= hd) {
-                                    CHECK(got == -7.0f);
+                                    f.add(got != -7.0f, r, i);
                                     continue;
                                 }
-                                double exact = 0, mag = 0;
-                                for (int p = 0; p < n_v; p++) {
-                                    const double term = double(w[size_t(r) * w_stride + p]) * c.values[size_t(p) * heads * hd + head * hd + i];
-                                    exact += term, mag += std::fabs(term);
-                                }
-                                CHECK(std::fabs(got - exact) <= sum_bound(n_v, mag));
-                                CHECK(std::fabs(got - ref[size_t(r) * out_stride + i]) <= 2 * sum_bound(n_v, mag));
+                                const double e = exact[size_t(r) * hd + i], bound = sum_bound(n_v, mag[size_t(r) * hd + i]);
+                                f.add(!(std::fabs(got - e) <= bound), r, i);
+                                f.add(!(std::fabs(got - ref[size_t(r) * out_stride + i]) <= 2 * bound), r, i);
                             }
+                        INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_v << " values; first wrong: row "
+                                       << f.row << ", dim " << f.col);
+                        CHECK(f.count == 0);
                     }
                 }
             }
