@@ -15,7 +15,7 @@ MODEL_LIBS := -lsentencepiece -lpthread
 AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
-KERNEL_SRCS := kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
+KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
 MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 # The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
@@ -24,12 +24,13 @@ FRONTEND_SRCS := frontend/chat_terminal.cpp frontend/bench.cpp frontend/perplexi
 FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
 
 # Tests that need only the kernels: built for the host and for aarch64.
-KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_x8_kernels.cpp tests/test_dequant_gguf.cpp
+KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_attention.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_x8_kernels.cpp tests/test_dequant_gguf.cpp
 # Everything else.
 TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
              tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_metadata.cpp tests/test_gguf.cpp \
              tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp \
-             tests/test_sentencepiece_model.cpp tests/test_import_hf.cpp tests/test_llama2c.cpp tests/test_gguf_export.cpp
+             tests/test_sentencepiece_model.cpp tests/test_import_hf.cpp tests/test_llama2c.cpp tests/test_gguf_export.cpp \
+             tests/test_kv_cache.cpp
 
 .PHONY: all deps demo test test-host test-neon bench fuzz clean
 all: run quantize

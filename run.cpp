@@ -42,6 +42,9 @@ struct Options {
     int bench_pp = 512, bench_tg = 128, bench_reps = 3;
     bool chat = false;
     ChatOptions chat_options;  // --template, --system, --verbose; the rest is copied in
+    // -ctk / -ctv as given, and as types once checked; the defaults are KvCacheTypes's.
+    std::string cache_type_k = type_name(KvCacheTypes{}.k), cache_type_v = type_name(KvCacheTypes{}.v);
+    KvCacheTypes cache_types;
 };
 
 std::string template_names() {
@@ -73,6 +76,15 @@ CommandLine command_line(Options& o) {
                       "the model's, at most 4096; 512 for --perplexity"},
                      {"-t", "--threads", "N", &o.threads, "threads; more than the physical cores makes generation slower", 1,
                       1024, "the number of physical cores, here " + std::to_string(o.threads)},
+                 }},
+                {"KV cache (as llama.cpp names them; every mode uses them)",
+                 {
+                     {"-ctk", "--cache-type-k", "TYPE", &o.cache_type_k,
+                      "type of the cached keys: f32, f16 or q8_0 (blocks of 32 along each head's dims; needs a head "
+                      "dimension that is a multiple of 32). f16 and q8_0 take 1/2 and 17/64 of f32's memory",
+                      0, 0, o.cache_type_k},
+                     {"-ctv", "--cache-type-v", "TYPE", &o.cache_type_v, "type of the cached values: f32, f16 or q8_0", 0, 0,
+                      o.cache_type_v},
                  }},
                 {"sampling (applied in this order, as llama.cpp does)",
                  {
@@ -172,7 +184,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
         return fail("the prompt is " + std::to_string(tokens.size()) + " tokens, longer than the context of " +
                     std::to_string(n_ctx) + " (raise -c)");
     RunState state;
-    std::string err = make_run_state(c, n_ctx, &state);
+    std::string err = make_run_state(c, n_ctx, &state, o.cache_types);
     if (!err.empty()) return fail(err);
     const double load_s = seconds_since(t_load);
 
@@ -212,8 +224,8 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
 
 // A context whose KV cache and buffers the machine cannot hold is refused before anything
 // large is allocated, with the figures and the largest -c that fits.
-std::string check_context_memory(const ModelConfig& c, int n_ctx) {
-    const RunStateBytes need = run_state_bytes(c);
+std::string check_context_memory(const ModelConfig& c, int n_ctx, KvCacheTypes types) {
+    const RunStateBytes need = run_state_bytes(c, types);
     const uint64_t available = available_memory_bytes();
     if (available == 0 || need.total(n_ctx) <= available) return "";
     const uint64_t largest = available > need.fixed ? (available - need.fixed) / need.per_position : 0;
@@ -239,7 +251,7 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     std::fprintf(stderr, "run: %zu tokens, %d windows of %d\n", ids.size(), windows, window);
     PerplexityResult r;
     const auto t0 = Clock::now();
-    err = compute_perplexity(model, ids, window, &r, [&](int w, int total, double ppl) {
+    err = compute_perplexity(model, ids, window, o.cache_types, &r, [&](int w, int total, double ppl) {
         std::fprintf(stderr, "\r[%d/%d] perplexity %.4f, %.1f s", w, total, ppl, seconds_since(t0));
         if (w == total) std::fputc('\n', stderr);
     });
@@ -251,10 +263,10 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
 
 int bench(const Model& model, const Options& o) {
     BenchResult b;
-    std::string err = bench_model(model, o.bench_pp, o.bench_tg, o.bench_reps, &b);
+    std::string err = bench_model(model, o.bench_pp, o.bench_tg, o.bench_reps, o.cache_types, &b);
     if (!err.empty()) return fail(err);
-    std::printf("model: %s, %.1f MB of weights per generated token, %d threads\n", o.model_path.c_str(), b.bytes_per_token / 1e6,
-                o.threads);
+    std::printf("model: %s, %.1f MB of weights per generated token, %d threads, KV cache %s/%s\n", o.model_path.c_str(),
+                b.bytes_per_token / 1e6, o.threads, type_name(o.cache_types.k), type_name(o.cache_types.v));
     if (o.bench_pp > 0) std::printf("pp%d: %.2f tok/s\n", o.bench_pp, b.pp_tok_s);
     if (o.bench_tg > 0) std::printf("tg%d: %.2f tok/s (%.2f GB/s of weights)\n", o.bench_tg, b.tg_tok_s, b.tg_tok_s * b.bytes_per_token / 1e9);
     return 0;
@@ -288,13 +300,16 @@ int main(int argc, char** argv) {
     if (int(o.chat) + int(o.bench) + int(perplexity_given) > 1) return fail("give only one of --chat, --bench and --perplexity");
     if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
     if (o.chat && (prompt_given || ids_given)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
+    std::string err;
+    if (!(err = kv_cache_type_from_name(o.cache_type_k, &o.cache_types.k)).empty()) return fail("--cache-type-k: " + err);
+    if (!(err = kv_cache_type_from_name(o.cache_type_v, &o.cache_types.v)).empty()) return fail("--cache-type-v: " + err);
     if (o.model_path.empty()) o.model_path = default_model_path();
     omp_set_num_threads(o.threads);
 
     const auto t_load = Clock::now();
     Model model;
-    std::string err = load_model(o.model_path, &model);
-    if (!err.empty()) return fail(err);
+    if (!(err = load_model(o.model_path, &model)).empty()) return fail(err);
+    if (!(err = check_kv_cache_types(model.config, o.cache_types)).empty()) return fail(err);
     Tokenizer tok;
     if (model.tokenizer.kind == TokenizerKind::none) {
         // A llama2.c model converted without --tokenizer: ids in, ids out (or --bench).
@@ -309,7 +324,7 @@ int main(int argc, char** argv) {
     const int n_ctx = o.chat || !(perplexity_given || o.bench) ? context_length(o, model.config)
                       : o.bench ? std::max({o.bench_pp, o.bench_tg, 1})
                                 : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
-    if (!(err = check_context_memory(model.config, n_ctx)).empty()) return fail(err);
+    if (!(err = check_context_memory(model.config, n_ctx, o.cache_types)).empty()) return fail(err);
 
     if (o.chat) {
         ChatOptions& c = o.chat_options;
@@ -317,6 +332,7 @@ int main(int argc, char** argv) {
         c.n_predict = o.n_predict;
         c.sampler = o.sampler;
         c.ignore_eos = o.ignore_eos;
+        c.cache_types = o.cache_types;
         return run_chat(model, tok, c);
     }
     if (perplexity_given) return perplexity(model, tok, o);

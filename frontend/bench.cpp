@@ -11,10 +11,10 @@ static double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, BenchResult* out) {
+std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTypes cache_types, BenchResult* out) {
     const ModelConfig& c = m.config;
     RunState s;
-    std::string err = make_run_state(c, std::max(std::max(n_pp, n_tg), 1), &s);
+    std::string err = make_run_state(c, std::max(std::max(n_pp, n_tg), 1), &s, cache_types);
     if (!err.empty()) return err;
     std::vector<float> logits(c.vocab_size);
     // Fixed pseudo-random ids: the speed does not depend on which tokens they are.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../model/forward.h"
 #include "../model/model.h"
 
 struct BenchResult {
@@ -14,4 +15,4 @@ struct BenchResult {
 
 
 // "" on success. n_pp or n_tg may be 0 to skip that part.
-std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, BenchResult* out);
+std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTypes cache_types, BenchResult* out);

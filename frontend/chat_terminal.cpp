@@ -169,7 +169,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
         return 1;
     }
     RunState state;
-    std::string err = make_run_state(model.config, opt.n_ctx, &state);
+    std::string err = make_run_state(model.config, opt.n_ctx, &state, opt.cache_types);
     if (!err.empty()) {
         std::fprintf(stderr, "run: %s\n", err.c_str());
         return 1;

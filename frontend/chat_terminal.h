@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "../model/forward.h"
 #include "../model/model.h"
 #include "../model/sampler.h"
 
@@ -16,6 +17,7 @@ struct ChatOptions {
     SamplerParams sampler;
     bool ignore_eos = false;  // replies run to -n, past EOS and end-of-turn markers
     bool verbose = false;     // timing of every reply on stderr
+    KvCacheTypes cache_types;
 };
 
 // Chats until /quit, Ctrl-D or Ctrl-C at an empty prompt, or the end of stdin; returns

@@ -13,14 +13,14 @@ std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows) {
     return "";
 }
 
-std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, PerplexityResult* out,
+std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, KvCacheTypes cache_types, PerplexityResult* out,
                                const std::function<void(int, int, double)>& progress) {
     const int vocab = m.config.vocab_size;
     int windows = 0;
     std::string err = perplexity_windows(tokens.size(), n_ctx, &windows);
     if (!err.empty()) return err;
     RunState s;
-    err = make_run_state(m.config, n_ctx, &s);
+    err = make_run_state(m.config, n_ctx, &s, cache_types);
     if (!err.empty()) return err;
     std::vector<float> logits(size_t(n_ctx) * vocab);
     std::vector<int> window(n_ctx);

@@ -24,62 +24,22 @@ void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n) {
     for (int i = 0; i < n; i++) out[i] = fp16_to_fp32(h[i]);
 }
 
-void dot_f32_rows_scalar(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out) {
-    for (int p = 0; p < n_rows; p++) out[p] = dot_f32_scalar(q, k + p * k_stride, len);
-}
-
-void weighted_sum_rows_scalar(const float* w, const float* v, int64_t v_stride, int n_rows, int len, float* out) {
-    for (int i = 0; i < len; i++) out[i] = 0.0f;
-    for (int p = 0; p < n_rows; p++)
-        for (int i = 0; i < len; i++) out[i] += w[p] * v[p * v_stride + i];
+void f32_to_f16_row_scalar(const float* x, uint16_t* out, int n) {
+    for (int i = 0; i < n; i++) out[i] = fp32_to_fp16(x[i]);
 }
 
 #if defined(HEARTH_HAVE_AVX2)
-// The output row stays in registers (up to 128 floats) while the value rows stream past.
-void weighted_sum_rows_avx2(const float* w, const float* v, int64_t v_stride, int n_rows, int len, float* out) {
-    if (len % 8 != 0 || len > 128) {
-        weighted_sum_rows_scalar(w, v, v_stride, n_rows, len, out);
-        return;
-    }
-    const int nv = len / 8;
-    __m256 acc[16];
-    for (int j = 0; j < nv; j++) acc[j] = _mm256_setzero_ps();
-    for (int p = 0; p < n_rows; p++) {
-        const __m256 wp = _mm256_set1_ps(w[p]);
-        const float* vp = v + p * v_stride;
-        for (int j = 0; j < nv; j++) acc[j] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(vp + 8 * j), acc[j]);
-    }
-    for (int j = 0; j < nv; j++) _mm256_storeu_ps(out + 8 * j, acc[j]);
-}
-
-// Eight rows at a time: eight accumulators, then one transposing reduction (hadd tree)
-// instead of eight separate horizontal sums; the query stays in registers when len <= 64.
-void dot_f32_rows_avx2(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out) {
-    int p = 0;
-    if (len % 8 == 0) {
-        for (; p + 8 <= n_rows; p += 8) {
-            const float* kp = k + p * k_stride;
-            __m256 a[8];
-            for (int r = 0; r < 8; r++) a[r] = _mm256_setzero_ps();
-            for (int i = 0; i < len; i += 8) {
-                const __m256 qv = _mm256_loadu_ps(q + i);
-                for (int r = 0; r < 8; r++) a[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kp + r * k_stride + i), a[r]);
-            }
-            // hadd pairs: lanes end up holding partial sums of rows 0..7 in two 128-bit halves.
-            const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
-            const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
-            const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
-            const __m256 lo = _mm256_permute2f128_ps(s0123, s4567, 0x20), hi = _mm256_permute2f128_ps(s0123, s4567, 0x31);
-            _mm256_storeu_ps(out + p, _mm256_add_ps(lo, hi));
-        }
-    }
-    for (; p < n_rows; p++) out[p] = dot_f32_avx2(q, k + p * k_stride, len);
-}
-
 void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(h + i))));
     for (; i < n; i++) out[i] = fp16_to_fp32(h[i]);
+}
+
+void f32_to_f16_row_avx2(const float* x, uint16_t* out, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i*)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) out[i] = fp32_to_fp16(x[i]);
 }
 
 // Four independent accumulators: one FMA chain would stall on its 4-cycle latency.
@@ -120,6 +80,13 @@ void f16_to_f32_row_neon(const uint16_t* h, float* out, int n) {
     int i = 0;
     for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
     for (; i < n; i++) out[i] = fp16_to_fp32(h[i]);
+}
+
+// fcvtn rounds as the FPCR says: to nearest even unless a program changed it.
+void f32_to_f16_row_neon(const float* x, uint16_t* out, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < n; i++) out[i] = fp32_to_fp16(x[i]);
 }
 
 float dot_f32_neon(const float* w, const float* x, int n) {

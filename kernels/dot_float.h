@@ -6,24 +6,20 @@
 float dot_f32_scalar(const float* w, const float* x, int n);
 float dot_f16_scalar(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n);
-// out[p] = dot(q, k + p * k_stride) for p < n_rows (attention scores over the KV cache).
-void dot_f32_rows_scalar(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out);
-// out[i] = sum over p < n_rows of w[p] * v[p * v_stride + i], for i < len (attention's
-// weighted sum of values). out is overwritten.
-void weighted_sum_rows_scalar(const float* w, const float* v, int64_t v_stride, int n_rows, int len, float* out);
+void f32_to_f16_row_scalar(const float* x, uint16_t* out, int n);
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define HEARTH_HAVE_AVX2 1
 float dot_f32_avx2(const float* w, const float* x, int n);
 float dot_f16_avx2(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n);
-void dot_f32_rows_avx2(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out);
-void weighted_sum_rows_avx2(const float* w, const float* v, int64_t v_stride, int n_rows, int len, float* out);
+void f32_to_f16_row_avx2(const float* x, uint16_t* out, int n);
 #endif
 #if defined(__ARM_NEON)
 #define HEARTH_HAVE_NEON 1
 float dot_f32_neon(const float* w, const float* x, int n);
 float dot_f16_neon(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_neon(const uint16_t* h, float* out, int n);
+void f32_to_f16_row_neon(const float* x, uint16_t* out, int n);
 #endif
 
 // The best version for the target this file is compiled for.
@@ -58,18 +54,13 @@ inline void f16_to_f32_row(const uint16_t* h, float* out, int n) {
 #endif
 }
 
-inline void dot_f32_rows(const float* q, const float* k, int64_t k_stride, int n_rows, int len, float* out) {
+// Rounds a row of fp32 values to fp16, to nearest even, as fp32_to_fp16 (the f16 KV cache).
+inline void f32_to_f16_row(const float* x, uint16_t* out, int n) {
 #if defined(HEARTH_HAVE_AVX2)
-    dot_f32_rows_avx2(q, k, k_stride, n_rows, len, out);
+    f32_to_f16_row_avx2(x, out, n);
+#elif defined(HEARTH_HAVE_NEON)
+    f32_to_f16_row_neon(x, out, n);
 #else
-    dot_f32_rows_scalar(q, k, k_stride, n_rows, len, out);
-#endif
-}
-
-inline void weighted_sum_rows(const float* w, const float* v, int64_t v_stride, int n_rows, int len, float* out) {
-#if defined(HEARTH_HAVE_AVX2)
-    weighted_sum_rows_avx2(w, v, v_stride, n_rows, len, out);
-#else
-    weighted_sum_rows_scalar(w, v, v_stride, n_rows, len, out);
+    f32_to_f16_row_scalar(x, out, n);
 #endif
 }

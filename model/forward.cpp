@@ -1,33 +1,64 @@
 #include "forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <utility>
 #include <omp.h>
 
-#include "../kernels/dot_float.h"
+#include "../kernels/attention.h"
 #include "../kernels/matmul.h"
 #include "../kernels/swiglu.h"
 
-RunStateBytes run_state_bytes(const ModelConfig& c) {
-    const uint64_t B = 64, q_dim = uint64_t(c.n_heads) * c.head_dim, kv_dim = uint64_t(c.n_kv_heads) * c.head_dim;
-    const uint64_t activations = B * (2 * uint64_t(c.dim) + std::max<uint64_t>(c.dim, q_dim) + 2 * q_dim + 2 * kv_dim + 2 * uint64_t(c.hidden_dim));
-    const uint64_t per_position = 2 * uint64_t(c.n_layers) * kv_dim  // keys and values
-                                  + uint64_t(c.head_dim)             // RoPE cos and sin
-                                  + uint64_t(omp_get_max_threads()); // attention scores
-    return {activations * sizeof(float), per_position * sizeof(float)};
+// Query rows one attention task takes at most: heads of a GQA group, for one token or several
+// tokens of a chunk, which read each cached key and value of their kv head once together.
+constexpr int kAttnRows = 32;
+
+static const TensorType kCacheTypes[] = {TYPE_F32, TYPE_F16, TYPE_Q8_0};
+
+std::string kv_cache_type_from_name(const std::string& name, TensorType* t) {
+    for (TensorType c : kCacheTypes)
+        if (name == type_name(c)) return *t = c, "";
+    return "'" + name + "' is not a KV cache type: f32, f16 or q8_0";
 }
 
-std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s) {
+std::string check_kv_cache_types(const ModelConfig& c, KvCacheTypes types) {
+    for (const auto& [what, t] : {std::pair<const char*, TensorType>{"key", types.k}, {"value", types.v}}) {
+        if (!kv_cache_type_ok(t)) return std::string(what) + " cache type " + type_name(t) + " is not one of f32, f16, q8_0";
+        if (t == TYPE_Q8_0 && c.head_dim % QK8_0 != 0)
+            return std::string("a q8_0 ") + what + " cache needs a head dimension that is a multiple of 32, and this model's is " +
+                   std::to_string(c.head_dim) + ": use f16 or f32";
+    }
+    return "";
+}
+
+RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types) {
+    const uint64_t B = 64, hd = c.head_dim, q_dim = uint64_t(c.n_heads) * hd, kv_dim = uint64_t(c.n_kv_heads) * hd;
+    const uint64_t threads = omp_get_max_threads();
+    const uint64_t activations = B * (2 * uint64_t(c.dim) + std::max<uint64_t>(c.dim, q_dim) + 2 * q_dim + 2 * kv_dim + 2 * uint64_t(c.hidden_dim));
+    const uint64_t attention = threads * (2 * kAttnRows * hd + attn_scratch_floats(c.head_dim));  // queries, outputs, scratch
+    const uint64_t cache = uint64_t(c.n_layers) * (type_row_bytes(types.k, kv_dim) + type_row_bytes(types.v, kv_dim));
+    const uint64_t per_position_floats = hd                     // RoPE cos and sin
+                                         + threads * kAttnRows;  // attention scores
+    return {(activations + attention) * sizeof(float), cache + per_position_floats * sizeof(float)};
+}
+
+std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types) {
     if (n_ctx < 1) return "context length must be at least 1";
+    std::string err = check_kv_cache_types(c, types);
+    if (!err.empty()) return err;
     const std::string no_memory = "not enough memory for a context of " + std::to_string(n_ctx) + " positions (" +
-                                  std::to_string(run_state_bytes(c).total(n_ctx) >> 20) + " MiB)";
+                                  std::to_string(run_state_bytes(c, types).total(n_ctx) >> 20) + " MiB)";
+    const size_t threads = omp_get_max_threads(), hd = c.head_dim;
+    const size_t B = 64, q_dim = size_t(c.n_heads) * hd, kv_dim = size_t(c.n_kv_heads) * hd;
     try {
         s->n_ctx = n_ctx;
-        s->max_batch = 64;
+        s->max_batch = int(B);
+        s->cache_types = types;
+        s->k_row_bytes = type_row_bytes(types.k, kv_dim);
+        s->v_row_bytes = type_row_bytes(types.v, kv_dim);
         s->rope = make_rope_table(c.head_dim, n_ctx, c.rope_theta);
-        const size_t B = s->max_batch, q_dim = size_t(c.n_heads) * c.head_dim, kv_dim = size_t(c.n_kv_heads) * c.head_dim;
         s->x.assign(B * c.dim, 0.0f);
         s->xb.assign(B * std::max<size_t>(c.dim, q_dim), 0.0f);
         s->xb2.assign(B * q_dim, 0.0f);
@@ -36,14 +67,17 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s) {
         s->v.assign(B * kv_dim, 0.0f);
         s->hb.assign(B * c.hidden_dim, 0.0f);
         s->hb2.assign(B * c.hidden_dim, 0.0f);
-        s->att.assign(size_t(omp_get_max_threads()) * n_ctx, 0.0f);
+        s->att_q.assign(threads * kAttnRows * hd, 0.0f);
+        s->att_out.assign(threads * kAttnRows * hd, 0.0f);
+        s->att_scratch.assign(threads * attn_scratch_floats(c.head_dim), 0.0f);
     } catch (const std::bad_alloc&) {
         return no_memory;
     }
-    const size_t cache = size_t(c.n_layers) * n_ctx * size_t(c.n_kv_heads) * c.head_dim;
-    s->key_cache.reset(new (std::nothrow) float[cache]);
-    s->value_cache.reset(new (std::nothrow) float[cache]);
-    if (!s->key_cache || !s->value_cache) return no_memory;
+    s->att.reset(new (std::nothrow) float[threads * kAttnRows * size_t(n_ctx)]);
+    const size_t positions = size_t(c.n_layers) * n_ctx;
+    s->key_cache.reset(new (std::nothrow) uint8_t[positions * s->k_row_bytes]);
+    s->value_cache.reset(new (std::nothrow) uint8_t[positions * s->v_row_bytes]);
+    if (!s->att || !s->key_cache || !s->value_cache) return no_memory;
     return "";
 }
 
@@ -62,22 +96,48 @@ static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorV
     matmul_many(jobs, n_jobs, cols, x, n_tokens);
 }
 
-// Causal grouped-query attention for `n` tokens at positions pos.., reading the cache
-// of one layer. Query head h reads kv head h / (n_heads / n_kv_heads).
-static void attention(const ModelConfig& c, RunState& s, const float* k_cache, const float* v_cache, int n, int pos) {
-    const int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
-    const int group = c.n_heads / c.n_kv_heads;
+// Causal grouped-query attention for `n` tokens at positions pos.., reading the cache of one
+// layer. Query head h reads kv head h / group. The query rows of a kv head, (token, head of the
+// group) in token-major order, are cut into tasks of at most kAttnRows rows: each task reads
+// the cached rows its last token sees once, for all its rows (earlier tokens' rows mask the
+// positions after theirs). There are at least as many tasks as threads where there are rows
+// enough, so that one generated token's few groups still keep every thread busy; but no task
+// has fewer than kAttnFewRows rows unless the kv head has, so that the logits do not depend on
+// the number of threads.
+static void attention(const ModelConfig& c, RunState& s, int layer, int n, int pos) {
+    const int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads, rows = n * group;
+    const int threads = int(s.att_q.size() / (size_t(kAttnRows) * hd));  // the buffers make_run_state made
+    const int per_head = std::max((rows + kAttnRows - 1) / kAttnRows,
+                                  std::min((threads + c.n_kv_heads - 1) / c.n_kv_heads, std::max(1, rows / kAttnFewRows)));
     const float scale = 1.0f / std::sqrt(float(hd));
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int th = 0; th < n * c.n_heads; th++) {
-        const int t = th / c.n_heads, h = th % c.n_heads, kvh = h / group;
-        const int n_seen = pos + t + 1;  // this token sees itself and everything before it
-        const float* q = &s.q[size_t(t) * q_dim + size_t(h) * hd];
-        float* att = &s.att[size_t(omp_get_thread_num()) * s.n_ctx];
-        dot_f32_rows(q, k_cache + size_t(kvh) * hd, kv_dim, n_seen, hd, att);
-        for (int p = 0; p < n_seen; p++) att[p] *= scale;
-        softmax(att, n_seen);
-        weighted_sum_rows(att, v_cache + size_t(kvh) * hd, kv_dim, n_seen, hd, &s.xb2[size_t(t) * q_dim + size_t(h) * hd]);
+    const AttnKernels& kk = *attn_kernels(s.cache_types.k);
+    const AttnKernels& vk = *attn_kernels(s.cache_types.v);
+    const size_t k_head_bytes = s.k_row_bytes / c.n_kv_heads, v_head_bytes = s.v_row_bytes / c.n_kv_heads;
+    const uint8_t* k_cache = s.key_cache.get() + size_t(layer) * s.n_ctx * s.k_row_bytes;
+    const uint8_t* v_cache = s.value_cache.get() + size_t(layer) * s.n_ctx * s.v_row_bytes;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(threads, omp_get_max_threads()))
+    for (int task = 0; task < c.n_kv_heads * per_head; task++) {
+        // The last tokens' tasks first: they see the most positions. Sizes differ by one at most.
+        const int kvh = task % c.n_kv_heads, part = per_head - 1 - task / c.n_kv_heads;
+        const int r0 = int(int64_t(rows) * part / per_head), nr = int(int64_t(rows) * (part + 1) / per_head) - r0;
+        const size_t th = omp_get_thread_num();
+        float* q = &s.att_q[th * kAttnRows * hd];
+        float* out = &s.att_out[th * kAttnRows * hd];
+        float* scores = &s.att[th * kAttnRows * s.n_ctx];
+        float* scratch = &s.att_scratch[th * attn_scratch_floats(hd)];
+        auto q_offset = [&](int r) { return size_t(r / group) * q_dim + size_t(kvh * group + r % group) * hd; };
+        for (int i = 0; i < nr; i++)  // the 1/sqrt(head_dim) of the scores goes in with the query
+            for (int d = 0; d < hd; d++) q[i * hd + d] = s.q[q_offset(r0 + i) + d] * scale;
+        const int n_keys = pos + (r0 + nr - 1) / group + 1;  // what the task's last token sees
+        kk.scores(q, nr, hd, k_cache + kvh * k_head_bytes, s.k_row_bytes, n_keys, scores, s.n_ctx, scratch);
+        for (int i = 0; i < nr; i++) {
+            float* row = scores + size_t(i) * s.n_ctx;
+            const int n_seen = pos + (r0 + i) / group + 1;  // this token sees itself and everything before it
+            softmax(row, n_seen);
+            std::fill(row + n_seen, row + n_keys, 0.0f);
+        }
+        vk.values(scores, s.n_ctx, nr, v_cache + kvh * v_head_bytes, s.v_row_bytes, n_keys, hd, out, hd, scratch);
+        for (int i = 0; i < nr; i++) std::memcpy(&s.xb2[q_offset(r0 + i)], out + i * hd, sizeof(float) * hd);
     }
 }
 
@@ -90,8 +150,8 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
 
     for (int l = 0; l < c.n_layers; l++) {
         const LayerWeights& L = m.layers[l];
-        float* k_cache = s.key_cache.get() + size_t(l) * s.n_ctx * kv_dim;
-        float* v_cache = s.value_cache.get() + size_t(l) * s.n_ctx * kv_dim;
+        uint8_t* k_cache = s.key_cache.get() + size_t(l) * s.n_ctx * s.k_row_bytes;
+        uint8_t* v_cache = s.value_cache.get() + size_t(l) * s.n_ctx * s.v_row_bytes;
 
         // Attention block: x += attn_output · attention(rope(attn_q · norm(x)), rope(attn_k · norm(x)), attn_v · norm(x))
         for (int t = 0; t < n; t++)
@@ -100,10 +160,10 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
         for (int t = 0; t < n; t++) {
             apply_rope(&s.q[size_t(t) * q_dim], c.n_heads, s.rope, pos + t);
             apply_rope(&s.k[size_t(t) * kv_dim], c.n_kv_heads, s.rope, pos + t);
-            std::memcpy(k_cache + size_t(pos + t) * kv_dim, &s.k[size_t(t) * kv_dim], sizeof(float) * kv_dim);
-            std::memcpy(v_cache + size_t(pos + t) * kv_dim, &s.v[size_t(t) * kv_dim], sizeof(float) * kv_dim);
+            kv_cache_store_row(s.cache_types.k, &s.k[size_t(t) * kv_dim], k_cache + size_t(pos + t) * s.k_row_bytes, kv_dim);
+            kv_cache_store_row(s.cache_types.v, &s.v[size_t(t) * kv_dim], v_cache + size_t(pos + t) * s.v_row_bytes, kv_dim);
         }
-        attention(c, s, k_cache, v_cache, n, pos);
+        attention(c, s, l, n, pos);
         matmul_tensor(s.xb.data(), L.attn_output, s.xb2.data(), n);
         for (size_t i = 0; i < size_t(n) * dim; i++) s.x[i] += s.xb[i];
 

@@ -4,18 +4,39 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/quant_types.h"
 #include "model.h"
 #include "ops.h"
+
+// What the KV cache holds: TYPE_F32, TYPE_F16 or TYPE_Q8_0 (blocks of 32 along each head's
+// dims), for keys and values separately, as llama.cpp's -ctk / -ctv choose. f16 halves the
+// memory and the bandwidth of f32 at no measurable cost in perplexity; q8_0 halves it again.
+struct KvCacheTypes {
+    TensorType k = TYPE_F16, v = TYPE_F16;
+};
+
+// llama.cpp's name of a cache type ("f32", "f16", "q8_0") -> *t; "" or why not.
+std::string kv_cache_type_from_name(const std::string& name, TensorType* t);
+
+// "" when the model can have a cache of these types, else why not in one line (q8_0 needs
+// a head dimension that is a multiple of 32).
+std::string check_kv_cache_types(const ModelConfig& c, KvCacheTypes types);
 
 struct RunState {
     int n_ctx = 0;      // positions the KV cache holds
     int max_batch = 0;  // tokens evaluated together; longer inputs go in chunks
+    KvCacheTypes cache_types;
+    size_t k_row_bytes = 0, v_row_bytes = 0;  // one position of one layer: n_kv_heads * head_dim values
     RopeTable rope;
     // Activations of the current chunk, [max_batch][width].
     std::vector<float> x, xb, xb2, q, k, v, hb, hb2;
-    std::vector<float> att;  // attention scores, one row of n_ctx per thread
-    // [layer][position][kv_dim]; left uninitialised so untouched context costs no memory.
-    std::unique_ptr<float[]> key_cache, value_cache;
+    // Attention's buffers, one set per thread: scores [attention rows][n_ctx], the scaled query
+    // rows and their outputs [attention rows][head_dim], the kernels' scratch.
+    std::vector<float> att_q, att_out, att_scratch;
+    std::unique_ptr<float[]> att;  // uninitialised, as the cache: touched as far as the context has come
+    // [layer][position][kv_dim] in the cache types; left uninitialised so that positions not
+    // yet reached cost no memory.
+    std::unique_ptr<uint8_t[]> key_cache, value_cache;
 };
 
 // Bytes make_run_state allocates for a context of n_ctx positions: the KV cache, the RoPE
@@ -25,10 +46,10 @@ struct RunStateBytes {
     uint64_t fixed, per_position;
     uint64_t total(int n_ctx) const { return fixed + per_position * uint64_t(n_ctx); }
 };
-RunStateBytes run_state_bytes(const ModelConfig& c);
+RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types = {});
 
 // Allocates buffers for a context of n_ctx positions. "" on success, or why not (never throws).
-std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s);
+std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types = {});
 
 // Evaluates tokens[0..n) at positions pos..pos+n-1, adding them to the KV cache.
 // Writes the logits of the last token to logits[vocab], or with all_logits those of

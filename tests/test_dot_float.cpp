@@ -137,42 +137,6 @@ TEST_CASE("matmul_f32_rows / matmul_f16_rows: the tiled version equals the scala
     }
 }
 
-TEST_CASE("dot_f32_rows: attention scores over strided rows equal the scalar twin") {
-    for (int len : {8, 16, 32, 64, 128, 7, 1}) {
-        for (int n_rows : {1, 7, 8, 9, 16, 100}) {
-            const int stride = len * 3 + 5;  // rows of one kv head inside wider cache rows
-            std::vector<float> q = random_floats(len, len), k = random_floats(n_rows * stride, n_rows + len);
-            std::vector<float> a(n_rows + 1, -3.0f), b(n_rows + 1, -3.0f);
-            dot_f32_rows_scalar(q.data(), k.data(), stride, n_rows, len, a.data());
-            dot_f32_rows(q.data(), k.data(), stride, n_rows, len, b.data());
-            CHECK(b[n_rows] == -3.0f);  // nothing written past n_rows
-            for (int p = 0; p < n_rows; p++) {
-                INFO("len " << len << ", rows " << n_rows << ", row " << p);
-                CHECK(std::fabs(a[p] - b[p]) <= bound(q.data(), &k[size_t(p) * stride], len) * 8);
-            }
-        }
-    }
-}
-
-TEST_CASE("weighted_sum_rows: attention's sum of value rows equals the scalar twin") {
-    for (int len : {8, 32, 64, 128, 136, 7}) {
-        for (int n_rows : {1, 5, 64}) {
-            const int stride = len * 2 + 3;
-            std::vector<float> w = random_floats(n_rows, len), v = random_floats(n_rows * stride, n_rows);
-            std::vector<float> a(len + 1, -3.0f), b(len + 1, -3.0f);
-            weighted_sum_rows_scalar(w.data(), v.data(), stride, n_rows, len, a.data());
-            weighted_sum_rows(w.data(), v.data(), stride, n_rows, len, b.data());
-            CHECK(b[len] == -3.0f);
-            for (int i = 0; i < len; i++) {
-                double mag = 0;
-                for (int p = 0; p < n_rows; p++) mag += std::fabs(double(w[p]) * v[size_t(p) * stride + i]);
-                INFO("len " << len << ", rows " << n_rows << ", i " << i);
-                CHECK(std::fabs(a[i] - b[i]) <= 1e-6 * mag * 8 + 1e-30);
-            }
-        }
-    }
-}
-
 TEST_CASE("softmax_f32: the vectorised exp agrees with libm's to a few ulp, sums to 1") {
     for (int n : {1, 7, 8, 9, 64, 513}) {
         std::vector<float> x = random_floats(n, n);

@@ -34,10 +34,10 @@ static std::string greedy_ids(const std::string& model, int n, const std::vector
     return r.out;
 }
 
-// Logits of every prompt position.
+// Logits of every prompt position, with an f32 KV cache as the reference has.
 static std::vector<float> prompt_logits(const Model& m, const std::vector<int>& prompt = kPrompt) {
     RunState s;
-    REQUIRE(make_run_state(m.config, 64, &s) == "");
+    REQUIRE(make_run_state(m.config, 64, &s, {TYPE_F32, TYPE_F32}) == "");
     std::vector<float> logits(prompt.size() * size_t(m.config.vocab_size));
     REQUIRE(forward(m, s, prompt.data(), int(prompt.size()), 0, logits.data(), true) == "");
     return logits;

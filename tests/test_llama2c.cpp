@@ -59,9 +59,10 @@ double logits_error(const std::string& model_path, const Llama2cGolden& g) {
     const int vocab = m.config.vocab_size, n = int(g.prompt_ids.size());
     REQUIRE(int(g.logits.size()) == n);
     REQUIRE(int(g.logits[0].size()) == vocab);
+    // An f32 KV cache, as the reference has: the weights' conversion is what is measured here.
     RunState batched, stepped;
-    REQUIRE(make_run_state(m.config, 64, &batched) == "");
-    REQUIRE(make_run_state(m.config, 64, &stepped) == "");
+    REQUIRE(make_run_state(m.config, 64, &batched, {TYPE_F32, TYPE_F32}) == "");
+    REQUIRE(make_run_state(m.config, 64, &stepped, {TYPE_F32, TYPE_F32}) == "");
     std::vector<float> a(size_t(n) * vocab), b(size_t(n) * vocab);
     REQUIRE(forward(m, batched, g.prompt_ids.data(), n, 0, a.data(), true) == "");
     for (int t = 0; t < n; t++) REQUIRE(forward(m, stepped, &g.prompt_ids[t], 1, t, &b[size_t(t) * vocab]) == "");
@@ -75,9 +76,9 @@ double logits_error(const std::string& model_path, const Llama2cGolden& g) {
     return max_diff / max_ref;
 }
 
-std::string greedy_ids(const std::string& model_path, const Llama2cGolden& g) {
+std::string greedy_ids(const std::string& model_path, const Llama2cGolden& g, const std::string& options = "") {
     CommandResult r = run_command("./run " + model_path + " --prompt-ids " + join_ids(g.prompt_ids) + " -n " +
-                                  std::to_string(g.greedy_ids.size()) + " --temp 0 --ignore-eos --print-ids -t 2");
+                                  std::to_string(g.greedy_ids.size()) + " --temp 0 --ignore-eos --print-ids -t 2 " + options);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return r.out;
@@ -170,12 +171,13 @@ TEST_CASE("llama2c: an int8 file becomes q8_0 by default, its groups of 32 kept 
     // q8_0 also quantizes the activations (to 8 bits per group of 32), which moves the prompt's
     // logits by 0.04 of their range (measured; 0.086 when the f32 legacy file is quantized to
     // q8_0 afresh, whose greedy ids then part from the reference's at the 12th token). Here the
-    // 200 greedy ids still agree: measured, not implied by the margins, so a change of kernels
-    // may move them; the bound on the logits is what must hold.
+    // 200 greedy ids still agree with an f32 KV cache (with the f16 default they part at the
+    // 182nd): measured, not implied by the margins, so a change of kernels may move them; the
+    // bound on the logits is what must hold.
     const Llama2cGolden g = golden_of("stories260K-v2-gs32.bin");
     const double err = logits_error(out, g);
     INFO("q8_0: " << err);
-    CHECK(greedy_ids(out, g) == join_ids(g.greedy_ids) + "\n");
+    CHECK(greedy_ids(out, g, "-ctk f32 -ctv f32") == join_ids(g.greedy_ids) + "\n");
     CHECK(err <= 0.08);
 }
 

@@ -43,6 +43,11 @@ static void compare_logits(const std::vector<float>& got, const Golden& g, int v
     CHECK(max_diff <= 1e-3 * max_ref);
 }
 
+// The reference keeps its KV cache in fp32, so the direct forward() calls here do too: what
+// these tests hold is the forward pass itself. The default f16 cache is held to the same
+// greedy ids below, through ./run, and to f32's perplexity in tests/test_kv_cache.cpp.
+static const KvCacheTypes kF32Cache{TYPE_F32, TYPE_F32};
+
 static void check_model(const std::string& model_path, const Golden& g) {
     Model m;
     REQUIRE(load_model(model_path, &m) == "");
@@ -53,18 +58,18 @@ static void check_model(const std::string& model_path, const Golden& g) {
 
     // The whole prompt in one batch.
     RunState s;
-    REQUIRE(make_run_state(m.config, 256, &s) == "");
+    REQUIRE(make_run_state(m.config, 256, &s, kF32Cache) == "");
     std::vector<float> logits(size_t(n) * vocab);
     REQUIRE(forward(m, s, g.prompt_ids.data(), n, 0, logits.data(), true) == "");
     compare_logits(logits, g, vocab, model_path + " batched");
 
     // One token at a time through the KV cache, as generation does.
     RunState s1;
-    REQUIRE(make_run_state(m.config, 256, &s1) == "");
+    REQUIRE(make_run_state(m.config, 256, &s1, kF32Cache) == "");
     for (int t = 0; t < n; t++) REQUIRE(forward(m, s1, &g.prompt_ids[t], 1, t, &logits[size_t(t) * vocab]) == "");
     compare_logits(logits, g, vocab, model_path + " token by token");
 
-    // Greedy generation through the real program.
+    // Greedy generation through the real program, with its default (f16) KV cache.
     CommandResult r = run_command("./run " + model_path + " --prompt-ids " + join_ids(g.prompt_ids) +
                                   " -n " + std::to_string(g.greedy_ids.size()) + " --temp 0 --ignore-eos --print-ids -t 2");
     INFO(r.err);
@@ -99,7 +104,7 @@ TEST_CASE("parity: an f16 conversion stays close to the f32 reference") {
     Model m;
     REQUIRE(load_model(out, &m) == "");
     RunState s;
-    REQUIRE(make_run_state(m.config, 64, &s) == "");
+    REQUIRE(make_run_state(m.config, 64, &s, kF32Cache) == "");
     const int n = int(g.prompt_ids.size()), vocab = m.config.vocab_size;
     std::vector<float> logits(size_t(n) * vocab);
     REQUIRE(forward(m, s, g.prompt_ids.data(), n, 0, logits.data(), true) == "");
@@ -120,8 +125,8 @@ TEST_CASE("forward: a prompt spanning several batches gives the logits of evalua
     std::vector<int> ids = {1};
     for (int i = 0; ids.size() < 150; i++) ids.push_back(3 + (i * 37) % (vocab - 3));  // > 2 batches of 64
     RunState a, b;
-    REQUIRE(make_run_state(m.config, 256, &a) == "");
-    REQUIRE(make_run_state(m.config, 256, &b) == "");
+    REQUIRE(make_run_state(m.config, 256, &a, kF32Cache) == "");
+    REQUIRE(make_run_state(m.config, 256, &b, kF32Cache) == "");
     REQUIRE(a.max_batch < int(ids.size()) / 2);
     std::vector<float> batched(vocab), stepped(vocab);
     REQUIRE(forward(m, a, ids.data(), int(ids.size()), 0, batched.data()) == "");

@@ -1,0 +1,410 @@
+#include "attention.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "fp16.h"
+#include "quant.h"
+
+#if defined(HEARTH_HAVE_AVX2)
+#include "avx2_util.h"
+#endif
+#if defined(HEARTH_HAVE_NEON)
+#include <arm_neon.h>
+#endif
+
+// Positions per block: the block's fp32 keys or values (block * head_dim floats, 16 KB) stay
+// in L1 while every query row of the call reads them. A multiple of 16, the tile width.
+static int block_positions(int head_dim) { return std::max(16, 4096 / head_dim / 16 * 16); }
+
+size_t attn_scratch_floats(int head_dim) { return size_t(block_positions(head_dim)) * head_dim; }
+
+// Element d of a cached row, as fp32: the scalar twins and the SIMD kernels' odd tails.
+template <uint32_t T>
+static inline float cache_value(const void* row, int d) {
+    if constexpr (T == TYPE_F32) {
+        return static_cast<const float*>(row)[d];
+    } else if constexpr (T == TYPE_F16) {
+        return fp16_to_fp32(static_cast<const uint16_t*>(row)[d]);
+    } else {
+        const block_q8_0& b = static_cast<const block_q8_0*>(row)[d / QK8_0];
+        return fp16_to_fp32(b.d) * b.qs[d % QK8_0];
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Scalar twins: the formulas, summed in order in fp32.
+// ---------------------------------------------------------------------------------------
+template <uint32_t T>
+static void scores_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride) {
+    for (int r = 0; r < n_q; r++)
+        for (int p = 0; p < n_k; p++) {
+            const void* row = static_cast<const char*>(k) + p * k_row_bytes;
+            float sum = 0.0f;
+            for (int d = 0; d < hd; d++) sum += q[r * hd + d] * cache_value<T>(row, d);
+            s[size_t(r) * s_stride + p] = sum;
+        }
+}
+
+template <uint32_t T>
+static void values_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, float* out,
+                          int out_stride) {
+    for (int r = 0; r < n_q; r++) {
+        float* o = out + size_t(r) * out_stride;
+        for (int i = 0; i < hd; i++) o[i] = 0.0f;
+        for (int p = 0; p < n_v; p++) {
+            const void* row = static_cast<const char*>(v) + p * v_row_bytes;
+            const float wp = w[size_t(r) * w_stride + p];
+            for (int i = 0; i < hd; i++) o[i] += wp * cache_value<T>(row, i);
+        }
+    }
+}
+
+#define HEARTH_DEFINE_ATTN_SCALAR(name, T)                                                                                \
+    void attn_scores_##name##_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, \
+                                     int s_stride, float*) {                                                              \
+        scores_scalar<T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride);                                                   \
+    }                                                                                                                     \
+    void attn_values_##name##_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,   \
+                                     int hd, float* out, int out_stride, float*) {                                        \
+        values_scalar<T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride);                                     \
+    }
+HEARTH_DEFINE_ATTN_SCALAR(f32, TYPE_F32)
+HEARTH_DEFINE_ATTN_SCALAR(f16, TYPE_F16)
+HEARTH_DEFINE_ATTN_SCALAR(q8_0, TYPE_Q8_0)
+
+// ---------------------------------------------------------------------------------------
+// SIMD: one generic implementation over a vector of W floats (Isa below: AVX2's 8, NEON's 4).
+// An Isa provides V, W, zero, load, store, bcast (all lanes = *p), fma (a * b + c), transpose
+// (W vectors of W lanes), hsums (lane i = the sum of vector i), in_register, set1, load_i8 (W
+// int8 codes as floats), and load_row<T>(row, d): W values of a cached row from dim d, where
+// d is a multiple of W and d + W <= head_dim (never across a q8_0 block: 32 is a multiple of W).
+// ---------------------------------------------------------------------------------------
+#define HEARTH_UNROLL _Pragma("GCC unroll 16")
+constexpr int kTile = 16;  // positions per scores tile, dims per values tile
+constexpr int kRows = 6;   // query rows per scores tile: 6 x 16 accumulators fit AVX2's 16 registers
+// Values: tiles of 3 query rows x 32 dims, 12 AVX2 accumulators (24 NEON), whose loads per
+// FMA stay low also for one or two query rows.
+constexpr int kValueRows = 3, kValueDims = 32;
+
+// The keys of positions [0, n) transposed into kt[d * stride + p]; positions n..stride-1
+// (stride a multiple of kTile) are zero.
+template <class Isa, uint32_t T>
+static void pack_keys(const char* k, size_t row_bytes, int n, int hd, float* kt, int stride) {
+    using V = typename Isa::V;
+    constexpr int W = Isa::W;
+    for (int p0 = 0; p0 < stride; p0 += W) {
+        const int rows = std::min(W, n - p0);  // <= 0 past the keys: a zero-padded group
+        int d = 0;
+        for (; d + W <= hd; d += W) {
+            V v[W];
+            for (int i = 0; i < W; i++) v[i] = i < rows ? Isa::template load_row<T>(k + (p0 + i) * row_bytes, d) : Isa::zero();
+            Isa::transpose(v);
+            for (int j = 0; j < W; j++) Isa::store(kt + size_t(d + j) * stride + p0, v[j]);
+        }
+        for (; d < hd; d++)
+            for (int i = 0; i < W; i++) kt[size_t(d) * stride + p0 + i] = i < rows ? cache_value<T>(k + (p0 + i) * row_bytes, d) : 0.0f;
+    }
+}
+
+// s[r][j] = dot(q row r, key j) for M query rows and the kTile keys at kt (row stride kts);
+// only the first n_valid columns are stored.
+template <class Isa, int M>
+static inline void scores_tile(const float* q, int hd, const float* kt, int kts, float* s, int s_stride, int n_valid) {
+    using V = typename Isa::V;
+    constexpr int NV = kTile / Isa::W;
+    // Every loop over the tile is unrolled, so that the accumulators live in registers only.
+    V acc[M][NV];
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = Isa::zero();
+    for (int d = 0; d < hd; d++) {
+        V kv[NV];
+        HEARTH_UNROLL for (int j = 0; j < NV; j++) kv[j] = Isa::in_register(Isa::load(kt + size_t(d) * kts + j * Isa::W));
+        HEARTH_UNROLL for (int r = 0; r < M; r++) {
+            const V qb = Isa::bcast(q + r * hd + d);
+            HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = Isa::fma(qb, kv[j], acc[r][j]);
+        }
+    }
+    float tmp[M][kTile];
+    float* out = n_valid == kTile ? s : &tmp[0][0];
+    const int out_stride = n_valid == kTile ? s_stride : kTile;
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
+    if (n_valid < kTile)
+        for (int r = 0; r < M; r++) std::memcpy(s + size_t(r) * s_stride, tmp[r], sizeof(float) * n_valid);
+}
+
+// Few query rows (generation with few heads per group): transposing or converting the keys
+// would cost more than the dot products themselves, so each query row takes W keys at a time straight from
+// the cache, and one transposing reduction (Isa::hsums) turns W accumulators into W scores.
+template <class Isa, uint32_t T>
+static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k_row_bytes, int n_k, float* s, int s_stride) {
+    using V = typename Isa::V;
+    constexpr int W = Isa::W;
+    const int hd_v = hd / W * W;
+    for (int r = 0; r < n_q; r++) {
+        const float* qr = q + size_t(r) * hd;
+        float* sr = s + size_t(r) * s_stride;
+        int p = 0;
+        for (; p + W <= n_k; p += W) {
+            V acc[W];
+            HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] = Isa::zero();
+            if constexpr (T == TYPE_Q8_0) {
+                // A block's codes times the query, summed, then scaled once: the scale costs
+                // one FMA per 32 values instead of a conversion and a multiply per W.
+                for (int d = 0; d < hd; d += QK8_0)
+                    HEARTH_UNROLL for (int i = 0; i < W; i++) {
+                        const block_q8_0* b = reinterpret_cast<const block_q8_0*>(k + (p + i) * k_row_bytes) + d / QK8_0;
+                        V sum = Isa::zero();
+                        HEARTH_UNROLL for (int j = 0; j < QK8_0; j += W) sum = Isa::fma(Isa::load(qr + d + j), Isa::load_i8(b->qs + j), sum);
+                        acc[i] = Isa::fma(Isa::set1(fp16_to_fp32(b->d)), sum, acc[i]);
+                    }
+            } else {
+                for (int d = 0; d < hd_v; d += W) {
+                    const V qv = Isa::load(qr + d);
+                    HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] = Isa::fma(qv, Isa::template load_row<T>(k + (p + i) * k_row_bytes, d), acc[i]);
+                }
+            }
+            Isa::store(sr + p, Isa::hsums(acc));
+            for (int d = hd_v; d < hd; d++)
+                for (int i = 0; i < W; i++) sr[p + i] += qr[d] * cache_value<T>(k + (p + i) * k_row_bytes, d);
+        }
+        for (; p < n_k; p++) {
+            V acc[W];
+            acc[0] = Isa::zero();
+            for (int d = 0; d < hd_v; d += W) acc[0] = Isa::fma(Isa::load(qr + d), Isa::template load_row<T>(k + p * k_row_bytes, d), acc[0]);
+            HEARTH_UNROLL for (int i = 1; i < W; i++) acc[i] = Isa::zero();
+            float sums[W];
+            Isa::store(sums, Isa::hsums(acc));
+            for (int d = hd_v; d < hd; d++) sums[0] += qr[d] * cache_value<T>(k + p * k_row_bytes, d);
+            sr[p] = sums[0];
+        }
+    }
+}
+
+template <class Isa, uint32_t T>
+static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride,
+                        float* scratch) {
+    if (n_q < kAttnFewRows) return scores_dots<Isa, T>(q, n_q, hd, static_cast<const char*>(k), k_row_bytes, n_k, s, s_stride);
+    const int block = block_positions(hd);
+    for (int p0 = 0; p0 < n_k; p0 += block) {
+        const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
+        pack_keys<Isa, T>(static_cast<const char*>(k) + p0 * k_row_bytes, k_row_bytes, n, hd, scratch, stride);
+        for (int r0 = 0; r0 < n_q; r0 += kRows) {
+            const float* qr = q + size_t(r0) * hd;
+            for (int j = 0; j < n; j += kTile) {
+                float* sr = s + size_t(r0) * s_stride + p0 + j;
+                const int nv = std::min(kTile, n - j);
+                switch (std::min(kRows, n_q - r0)) {
+                    case 1: scores_tile<Isa, 1>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 2: scores_tile<Isa, 2>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 3: scores_tile<Isa, 3>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 4: scores_tile<Isa, 4>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    case 5: scores_tile<Isa, 5>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                    default: scores_tile<Isa, 6>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
+                }
+            }
+        }
+    }
+}
+
+// out[r][0..NV*W) (+)= sum over p < n of w[r][p] * (row p)[i0..], for M query rows; rows are
+// of type T (f32 for the converted scratch). `first`: out starts at zero, else the block adds
+// to what earlier blocks left there.
+template <class Isa, uint32_t T, int M, int NV>
+static inline void values_tile(const float* w, int w_stride, const char* v, size_t row_bytes, int i0, int n, float* out,
+                               int out_stride, bool first) {
+    using V = typename Isa::V;
+    V acc[M][NV];
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++)
+        acc[r][j] = first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
+    for (int p = 0; p < n; p++) {
+        // M weights, then one vector of the value row at a time: M * NV + M + 1 registers.
+        V wb[M];
+        HEARTH_UNROLL for (int r = 0; r < M; r++) wb[r] = Isa::bcast(w + size_t(r) * w_stride + p);
+        HEARTH_UNROLL for (int j = 0; j < NV; j++) {
+            const V vv = Isa::in_register(Isa::template load_row<T>(v + p * row_bytes, i0 + j * Isa::W));
+            HEARTH_UNROLL for (int r = 0; r < M; r++) acc[r][j] = Isa::fma(wb[r], vv, acc[r][j]);
+        }
+    }
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++)
+        Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
+}
+
+template <class Isa, uint32_t T, int NV>
+static void values_cols(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int i0, int n, float* out,
+                        int out_stride, bool first) {
+    for (int r0 = 0; r0 < n_q; r0 += kValueRows) {
+        const float* wr = w + size_t(r0) * w_stride;
+        float* o = out + size_t(r0) * out_stride + i0;
+        switch (std::min(kValueRows, n_q - r0)) {
+            case 1: values_tile<Isa, T, 1, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
+            case 2: values_tile<Isa, T, 2, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
+            default: values_tile<Isa, T, 3, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
+        }
+    }
+}
+
+// The n value rows at v (type T) weighted into out, every dim.
+template <class Isa, uint32_t T>
+static void values_block(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int n, int hd, float* out,
+                         int out_stride, bool first) {
+    constexpr int W = Isa::W;
+    int i = 0;
+    for (; i + kValueDims <= hd; i += kValueDims) values_cols<Isa, T, kValueDims / W>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
+    for (; i + W <= hd; i += W) values_cols<Isa, T, 1>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
+    for (; i < hd; i++)  // dims past the last whole vector (head_dim not a multiple of W)
+        for (int r = 0; r < n_q; r++) {
+            float sum = first ? 0.0f : out[size_t(r) * out_stride + i];
+            for (int p = 0; p < n; p++) sum += w[size_t(r) * w_stride + p] * cache_value<T>(v + p * row_bytes, i);
+            out[size_t(r) * out_stride + i] = sum;
+        }
+}
+
+// f32 values are read where they are, and so are the others for few query rows; else a block
+// of positions is converted into scratch once for all the rows.
+template <class Isa, uint32_t T>
+static void values_simd(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, float* out,
+                        int out_stride, float* scratch) {
+    constexpr int W = Isa::W;
+    const int block = block_positions(hd);
+    for (int p0 = 0; p0 < n_v; p0 += block) {
+        const int n = std::min(block, n_v - p0);
+        const char* rows = static_cast<const char*>(v) + p0 * v_row_bytes;
+        if (T == TYPE_F32 || n_q < kAttnFewRows) {
+            values_block<Isa, T>(w + p0, w_stride, n_q, rows, v_row_bytes, n, hd, out, out_stride, p0 == 0);
+            continue;
+        }
+        for (int p = 0; p < n; p++) {
+            int d = 0;
+            for (; d + W <= hd; d += W) Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
+            for (; d < hd; d++) scratch[size_t(p) * hd + d] = cache_value<T>(rows + p * v_row_bytes, d);
+        }
+        values_block<Isa, TYPE_F32>(w + p0, w_stride, n_q, reinterpret_cast<const char*>(scratch), sizeof(float) * hd, n, hd, out,
+                                    out_stride, p0 == 0);
+    }
+}
+
+#define HEARTH_DEFINE_ATTN_SIMD(name, T, isa, Isa)                                                                       \
+    void attn_scores_##name##_##isa(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, \
+                                    int s_stride, float* scratch) {                                                      \
+        scores_simd<Isa, T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride, scratch);                                      \
+    }                                                                                                                    \
+    void attn_values_##name##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,   \
+                                    int hd, float* out, int out_stride, float* scratch) {                                \
+        values_simd<Isa, T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride, scratch);                         \
+    }
+
+#if defined(HEARTH_HAVE_AVX2)
+struct Avx2 {
+    using V = __m256;
+    static constexpr int W = 8;
+    static V zero() { return _mm256_setzero_ps(); }
+    static V load(const float* p) { return _mm256_loadu_ps(p); }
+    static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+    static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+    static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    // A vector several FMAs use, loaded once: left alone, GCC folds the load into every FMA.
+    static V in_register(V v) {
+        __asm__("" : "+x"(v));
+        return v;
+    }
+    // Lane i = the sum of v[i]'s lanes: hadd pairs, then the two 128-bit halves added.
+    static V hsums(const V v[8]) {
+        const __m256 s01 = _mm256_hadd_ps(v[0], v[1]), s23 = _mm256_hadd_ps(v[2], v[3]);
+        const __m256 s45 = _mm256_hadd_ps(v[4], v[5]), s67 = _mm256_hadd_ps(v[6], v[7]);
+        const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+        return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+    }
+    static void transpose(V v[8]) {
+        __m256i u[8];
+        for (int i = 0; i < 8; i++) u[i] = _mm256_castps_si256(v[i]);
+        transpose8(u);
+        for (int i = 0; i < 8; i++) v[i] = _mm256_castsi256_ps(u[i]);
+    }
+    template <uint32_t T>
+    static V load_row(const char* row, int d) {
+        if constexpr (T == TYPE_F32) {
+            return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+        } else if constexpr (T == TYPE_F16) {
+            return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
+        } else {
+            const block_q8_0* b = reinterpret_cast<const block_q8_0*>(row) + d / QK8_0;
+            return _mm256_mul_ps(load_i8(b->qs + d % QK8_0), _mm256_set1_ps(_cvtsh_ss(b->d)));
+        }
+    }
+    static V load_i8(const int8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))); }
+    static V set1(float x) { return _mm256_set1_ps(x); }
+};
+HEARTH_DEFINE_ATTN_SIMD(f32, TYPE_F32, avx2, Avx2)
+HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, avx2, Avx2)
+HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, avx2, Avx2)
+#endif
+
+#if defined(HEARTH_HAVE_NEON)
+struct Neon {
+    using V = float32x4_t;
+    static constexpr int W = 4;
+    static V zero() { return vdupq_n_f32(0.0f); }
+    static V load(const float* p) { return vld1q_f32(p); }
+    static void store(float* p, V v) { vst1q_f32(p, v); }
+    static V bcast(const float* p) { return vld1q_dup_f32(p); }
+    static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+    static V in_register(V v) { return v; }  // NEON's FMA has no memory operand
+    static V hsums(const V v[4]) { return vpaddq_f32(vpaddq_f32(v[0], v[1]), vpaddq_f32(v[2], v[3])); }
+    static void transpose(V v[4]) {
+        const float32x4_t t0 = vtrn1q_f32(v[0], v[1]), t1 = vtrn2q_f32(v[0], v[1]);
+        const float32x4_t t2 = vtrn1q_f32(v[2], v[3]), t3 = vtrn2q_f32(v[2], v[3]);
+        v[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+        v[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+        v[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+        v[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    }
+    template <uint32_t T>
+    static V load_row(const char* row, int d) {
+        if constexpr (T == TYPE_F32) {
+            return vld1q_f32(reinterpret_cast<const float*>(row) + d);
+        } else if constexpr (T == TYPE_F16) {
+            return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(row) + d)));
+        } else {
+            const block_q8_0* b = reinterpret_cast<const block_q8_0*>(row) + d / QK8_0;
+            return vmulq_n_f32(load_i8(b->qs + d % QK8_0), fp16_to_fp32(b->d));
+        }
+    }
+    static V load_i8(const int8_t* p) {  // 4 codes: one 32-bit lane load, widened twice
+        int32_t four;
+        std::memcpy(&four, p, 4);
+        const int8x8_t q = vreinterpret_s8_s32(vdup_n_s32(four));
+        return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(q))));
+    }
+    static V set1(float x) { return vdupq_n_f32(x); }
+};
+HEARTH_DEFINE_ATTN_SIMD(f32, TYPE_F32, neon, Neon)
+HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, neon, Neon)
+HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, neon, Neon)
+#endif
+
+#if defined(HEARTH_HAVE_AVX2)
+#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_avx2, attn_values_##type##_avx2}
+#elif defined(HEARTH_HAVE_NEON)
+#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_neon, attn_values_##type##_neon}
+#else
+#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_scalar, attn_values_##type##_scalar}
+#endif
+
+const AttnKernels* attn_kernels(uint32_t t) {
+    static const AttnKernels f32 = HEARTH_ATTN_BEST(f32), f16 = HEARTH_ATTN_BEST(f16), q8_0 = HEARTH_ATTN_BEST(q8_0);
+    switch (t) {
+        case TYPE_F32: return &f32;
+        case TYPE_F16: return &f16;
+        case TYPE_Q8_0: return &q8_0;
+        default: return nullptr;
+    }
+}
+
+void kv_cache_store_row(uint32_t t, const float* x, void* row, int n) {
+    switch (t) {
+        case TYPE_F32: std::memcpy(row, x, sizeof(float) * n); break;
+        case TYPE_F16: f32_to_f16_row(x, static_cast<uint16_t*>(row), n); break;
+        case TYPE_Q8_0: quantize_row_q8_0(x, row, n); break;
+        default: break;
+    }
+}
