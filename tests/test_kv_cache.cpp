@@ -106,7 +106,7 @@ TEST_CASE("kv cache: types are named as llama.cpp names them, and q8_0 needs hea
     CHECK(r.exit_code == 1);
     CHECK(r.err == "run: --cache-type-v: 'q4_0' is not a KV cache type: f32, f16 or q8_0\n");
     // The bench says which cache it measured.
-    r = run_command("./run --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -ctk q8_0 -ctv f32 -t 1");
+    r = run_command("./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -ctk q8_0 -ctv f32 -t 1");
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("KV cache q8_0/f32") != std::string::npos);
 }

@@ -9,9 +9,11 @@ while [ $# -ge 2 ]; do
     cmd=$2
     shift 2
     echo "=== $label: $cmd"
+    start=$SECONDS
     out=$($cmd 2>&1)
     rc=$?
     echo "$out"
+    echo "=== $label: $((SECONDS - start)) s"
     line=$(echo "$out" | grep -E '^\[doctest\] test cases:' | tail -n 1)
     p=$(echo "$line" | sed -nE 's/.*\| *([0-9]+) passed.*/\1/p')
     f=$(echo "$line" | sed -nE 's/.*\| *([0-9]+) failed.*/\1/p')
