@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 #include "frontend/options.h"
@@ -43,8 +44,16 @@ static int fail(const std::string& msg) {
     return 1;
 }
 
-static void on_signal(int sig) {
+// Any signal that ends quantize first removes the unfinished output: an interrupt, a closed
+// pipe on stderr (`quantize ... 2>&1 | head -1`), a file size limit (ulimit -f), and SIGBUS,
+// which is how an input file truncated while it is mapped shows itself (then with a message).
+extern "C" void on_signal(int sig) {
     remove_unfinished_checkpoints();
+    if (sig == SIGBUS) {
+        static const char msg[] = "\nquantize: an input file was changed or truncated while it was read\n";
+        (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(1);
+    }
     std::signal(sig, SIG_DFL);
     std::raise(sig);
 }
@@ -132,9 +141,10 @@ int main(int argc, char** argv) {
         if (same_file(read, out_path)) return fail("the output would overwrite the input " + read);
     if (same_file(in_path, out_path)) return fail("the output would overwrite the input " + in_path);
 
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGHUP, on_signal);
+    // A signal the caller ignores (nohup's SIGHUP, a shell's trap '') stays ignored: a write
+    // past a file size limit then fails like a full disk, and the writer cleans up itself.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ, SIGBUS})
+        if (std::signal(sig, on_signal) == SIG_IGN) std::signal(sig, SIG_IGN);
     std::fprintf(stderr, "quantize: reading %s\n", in_path.c_str());
     if (!(err = convert_checkpoint(src, out_path, format, mix, quiet)).empty()) return fail(err);
     return 0;

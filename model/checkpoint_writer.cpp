@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../kernels/quant_types.h"
@@ -171,15 +173,24 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
     if (head.size() != head_bytes) return "internal error: the file's head is " + std::to_string(head.size()) + " bytes, not " + std::to_string(head_bytes);
     head.resize(size_t(data_start), '\0');
 
+    // The temporary file: beside the target (so that the rename stays on one file system),
+    // named unpredictably and created exclusively (mkstemp: O_CREAT|O_EXCL), so that nothing
+    // planted at a guessable name — a symlink to another file of the user's — is written through.
     path_ = path;
-    tmp_path_ = path + ".partial-" + std::to_string(getpid());
-    f_ = fopen(tmp_path_.c_str(), "wb");
-    if (!f_) {
-        std::string why = "cannot create " + tmp_path_ + ": " + std::strerror(errno);
-        tmp_path_.clear();
-        return why;
-    }
+    std::string tmpl = path + ".partial-XXXXXX";
+    const int fd = mkstemp(&tmpl[0]);
+    if (fd < 0) return "cannot create a file beside " + path + ": " + std::strerror(errno);
+    tmp_path_ = tmpl;
     track(tmp_path_, true);
+    // mkstemp makes the file private (0600); the model gets what a plain create would give.
+    const mode_t mask = umask(0);
+    umask(mask);
+    f_ = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : nullptr;
+    if (!f_) {
+        const std::string why = std::strerror(errno);
+        close(fd);
+        return fail("cannot write " + tmp_path_ + ": " + why);
+    }
     if (fwrite(head.data(), 1, head.size(), f_) != head.size()) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
     at_ = head.size();
     current_ = 0;
@@ -228,11 +239,20 @@ std::string CheckpointWriter::commit() {
         return fail("tensor data is incomplete (" + std::to_string(current_) + " of " + std::to_string(placements_.size()) + " tensors)");
     std::string err = pad_to(file_bytes_);
     if (!err.empty()) return err;
+    // Every byte on the disk before the name appears: a full disk shows up here, not later.
     if (fflush(f_) != 0 || fsync(fileno(f_)) != 0) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
-    fclose(f_);
+    const int closed = fclose(f_);
     f_ = nullptr;
+    if (closed != 0) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
     if (rename(tmp_path_.c_str(), path_.c_str()) != 0) return fail("cannot rename to " + path_ + ": " + std::strerror(errno));
     track(tmp_path_, false);
     committed_ = true;
+    // And the new name itself, so that a crash right after this does not lose the file.
+    const size_t slash = path_.rfind('/');
+    const int dir = ::open(slash == std::string::npos ? "." : path_.substr(0, slash + 1).c_str(), O_RDONLY | O_DIRECTORY);
+    if (dir >= 0) {
+        fsync(dir);
+        close(dir);
+    }
     return "";
 }

@@ -1,5 +1,6 @@
 // Writes a model file — a hearth v2 checkpoint or a GGUF v3 file — to a temporary file beside
-// the target and renames it into place only when every byte is written: a failed or
+// the target (OUTPUT.partial-XXXXXX, created exclusively under an unpredictable name) and
+// renames it into place only when every byte is written and flushed to the disk: a failed or
 // interrupted run leaves nothing half-written, and never touches an existing file of the
 // same name until it succeeds.
 //
