@@ -1,6 +1,7 @@
 // The checkpoint format: a write/read round trip, and the loader's refusal of damaged files.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,8 @@
 #include "../model/model.h"
 #include "../model/tensors.h"
 #include "../model/tokenizer_metadata.h"
+#include "../tokenizer/sentencepiece_model.h"
+#include "test_helpers.h"
 
 static std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -263,6 +266,16 @@ TEST_CASE("loader: rejects absurd hyperparameters in the metadata") {
     e.shape[0] = uint64_t(1) << 62;
     d.set_entry(1, e);
     CHECK(d.error() != "");
+    // An element count beyond 64 bits (2^22 x 2^22 x 2^22): refused, not divided by a wrapped zero.
+    Damaged o = good_file();
+    e = o.entry(1);
+    e.n_dims = 3;
+    e.shape[0] = e.shape[1] = e.shape[2] = uint64_t(1) << 22;
+    o.set_entry(1, e);
+    CHECK(o.error().find("does not fit") != std::string::npos);
+    CHECK(tensor_bytes(TYPE_F32, 3, e.shape) == 0);
+    const uint64_t wraps[3] = {uint64_t(1) << 32, uint64_t(1) << 32, 32};
+    CHECK(tensor_bytes(TYPE_Q4_0, 3, wraps) == 0);
 }
 
 TEST_CASE("loader: rejects absurd counts in the header") {
@@ -356,4 +369,50 @@ TEST_CASE("loader: a missing file or a directory is an error") {
     CHECK(load_model("build/tests/no-such-file.hearth", &m).find("cannot open") != std::string::npos);
     Model d;
     CHECK(load_model("tests", &d) != "");
+}
+
+// A tokenizer whose normalizer table (precompiled_charsmap) is damaged crashed run inside the
+// SentencePiece library, which trusts its input; quantize embedded it without complaint.
+TEST_CASE("loader: an embedded tokenizer with a damaged normalizer is refused in one line") {
+    SentencePieceModel sp;
+    REQUIRE(parse_sentencepiece_model(slurp("tests/fuzz/corpus/sentencepiece/unigram-nfkc.model"), &sp) == "");
+    REQUIRE(sp.normalizer.precompiled_charsmap.size() > 1024);
+    const uint32_t trie_bytes = 0x7ffffff0;  // the double array claims more than the table holds
+    std::memcpy(&sp.normalizer.precompiled_charsmap[0], &trie_bytes, 4);
+    const std::string damaged = serialize_sentencepiece_model(sp);
+
+    // In a checkpoint: run refuses before tokenizing anything.
+    const std::string path = "build/tests/damaged-normalizer.hearth";
+    ModelConfig c = small_config();
+    c.vocab_size = int(sp.pieces.size());
+    c.bos_id = sp.bos_id;
+    c.eos_id = sp.eos_id;
+    std::vector<TensorSpec> specs;
+    for (const ModelTensor& t : model_tensors(c)) {
+        TensorSpec s;
+        s.name = t.name;
+        s.type = TYPE_F32;
+        s.n_dims = t.n_dims;
+        for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
+        specs.push_back(s);
+    }
+    CheckpointWriter w;
+    REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, {TokenizerKind::sentencepiece, damaged}), specs) == "");
+    for (const TensorSpec& s : specs) {
+        const std::vector<float> ones(tensor_bytes(s.type, s.n_dims, s.shape) / 4, 1.0f);
+        REQUIRE(w.write(ones.data(), ones.size() * 4) == "");
+    }
+    REQUIRE(w.commit() == "");
+    CommandResult r = run_command("./run " + path + " -p hello -n 2");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("charsmap") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+
+    // As a Hugging Face folder's tokenizer.model: quantize refuses to embed it.
+    REQUIRE(run_command("rm -rf build/tests/damaged-tok && cp -r tests/data/parity/mha build/tests/damaged-tok").exit_code == 0);
+    std::ofstream("build/tests/damaged-tok/tokenizer.model", std::ios::binary) << damaged;
+    r = run_command("./quantize build/tests/damaged-tok build/tests/damaged-tok.hearth -q");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("tokenizer.model") != std::string::npos);
+    CHECK(!file_exists("build/tests/damaged-tok.hearth"));
 }
