@@ -310,6 +310,10 @@ int main(int argc, char** argv) {
     Model model;
     if (!(err = load_model(o.model_path, &model)).empty()) return fail(err);
     if (!(err = check_kv_cache_types(model.config, o.cache_types)).empty()) return fail(err);
+    if (model.repacked_bytes)
+        std::fprintf(stderr, "run: %s stores %.0f MB of weights in the plain layout: they were repacked for the kernels at load; "
+                             "`quantize %s OUT.hearth` stores them repacked, so that loading is instant and the pages are shared\n",
+                     o.model_path.c_str(), model.repacked_bytes / 1e6, o.model_path.c_str());
     Tokenizer tok;
     if (model.tokenizer.kind == TokenizerKind::none) {
         // A llama2.c model converted without --tokenizer: ids in, ids out (or --bench).

@@ -19,6 +19,7 @@ bool matmul_supports(uint32_t type) {
 }
 
 bool dequantize_supports(uint32_t type) {
+    // Interleaved rows need their matrix's row count: dequantize_x8_row (kernels/rows_x8.h).
     return type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr) ||
            gguf_dequantizer(type) != nullptr;
 }

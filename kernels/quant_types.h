@@ -100,7 +100,7 @@ enum TypeUse : uint8_t {
     USE_STORE = 1,   // a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)
     USE_DEQUANT = 2, // quantize can read it (dequantized and re-quantized), run cannot
     USE_ACT = 3,     // activations only (q8_K)
-    USE_MEMORY = 4,  // interleaved rows, in memory only (kernels/rows_x8.h)
+    USE_INTERLEAVED = 4,  // rows interleaved by 8 (kernels/rows_x8.h): hearth files hold them, GGUF files do not
 };
 struct TypeTraits {
     uint32_t id;
@@ -127,8 +127,8 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {28, "f64", 1, 8, USE_NONE, 28},          {29, "iq1_m", 256, 56, USE_NONE, 29},
     {30, "bf16", 1, 2, USE_STORE, 30},        {34, "tq1_0", 256, 54, USE_NONE, 34},
     {35, "tq2_0", 256, 66, USE_NONE, 35},     {39, "mxfp4", 32, 17, USE_NONE, 39},
-    {1002, "q4_0x8", 32, 18, USE_MEMORY, 2},  {1008, "q8_0x8", 32, 34, USE_MEMORY, 8},
-    {1012, "q4_Kx8", 256, 144, USE_MEMORY, 12},
+    {1002, "q4_0x8", 32, 18, USE_INTERLEAVED, 2},  {1008, "q8_0x8", 32, 34, USE_INTERLEAVED, 8},
+    {1012, "q4_Kx8", 256, 144, USE_INTERLEAVED, 12},
 };
 
 // The index of type t's row in kTypeTraits, or -1 for an id no one knows. (An index, not a
@@ -145,8 +145,10 @@ constexpr const TypeTraits* type_traits(uint32_t t) { return type_index(t) >= 0 
 // Any type GGUF defines (a tensor of it can be sized), or one of hearth's in-memory types.
 constexpr bool type_is_known(uint32_t t) { return type_index(t) >= 0; }
 
-// Types a hearth checkpoint may store tensors in.
-constexpr bool type_is_storage(uint32_t t) { return type_is_known(t) && kTypeTraits[type_index(t)].use == USE_STORE; }
+// Types a hearth checkpoint may store tensors in: those run computes with, plain or interleaved.
+constexpr bool type_is_storage(uint32_t t) {
+    return type_is_known(t) && (kTypeTraits[type_index(t)].use == USE_STORE || kTypeTraits[type_index(t)].use == USE_INTERLEAVED);
+}
 
 // Elements per block (1 for the plain number types; 0 for an unknown type).
 constexpr int type_block_size(uint32_t t) { return type_is_known(t) ? kTypeTraits[type_index(t)].block_size : 0; }

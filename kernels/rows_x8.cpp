@@ -127,6 +127,25 @@ void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, 
 }
 
 // A record is a group of one block per row.
+void dequantize_x8_row(uint32_t type, const void* w, int64_t rows, int64_t cols, int64_t row, float* out) {
+    const uint32_t plain = type_plain(type);
+    const QuantKernels* k = quant_kernels(plain);
+    const size_t row_bytes = type_row_bytes(plain, cols), block = type_block_bytes(plain);
+    const auto* base = static_cast<const uint8_t*>(w);
+    if (row >= rows / 8 * 8) {  // the rows after the last whole group are plain
+        k->dequantize(base + size_t(row) * row_bytes, out, cols);
+        return;
+    }
+    // Block b of the row is one of the 8 a record of its group holds.
+    const int64_t nb = cols / type_block_size(plain), group = row / 8, i = row % 8;
+    const uint8_t* records = base + size_t(group) * 8 * row_bytes;
+    uint8_t blocks[8 * sizeof(block_q4_K)];
+    for (int64_t b = 0; b < nb; b++) {
+        x8_record_to_blocks(plain, records + size_t(b) * 8 * block, blocks);
+        k->dequantize(blocks + size_t(i) * block, out + b * type_block_size(plain), type_block_size(plain));
+    }
+}
+
 void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks) {
     const auto* s = static_cast<const uint8_t*>(rec);
     auto* d = static_cast<uint8_t*>(blocks);

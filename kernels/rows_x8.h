@@ -37,6 +37,10 @@ matmul_rows_fn x8_matmul_kernel(uint32_t type);
 void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 
+// Row `row` of a rows x cols matrix of an interleaved type, as fp32 (quantize reads rows of a
+// stored matrix this way to convert it to another type).
+void dequantize_x8_row(uint32_t type, const void* w, int64_t rows, int64_t cols, int64_t row, float* out);
+
 // One record (block b of a whole group's 8 rows) of a matrix of `type` (Q4_0, Q8_0 or Q4_K) in
 // the interleaved layout, to the 8 plain blocks it holds, row i's at blocks + i * block bytes.
 void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks);

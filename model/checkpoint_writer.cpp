@@ -78,7 +78,7 @@ CheckpointFormat checkpoint_format_for_path(const std::string& path) {
 // hearth's in-memory interleaved types), as the GGUF reader accepts.
 static bool format_holds(CheckpointFormat format, uint32_t type) {
     if (format == CheckpointFormat::hearth) return type_is_storage(type);
-    return type_is_known(type) && type_traits(type)->use != USE_ACT && type_traits(type)->use != USE_MEMORY;
+    return type_is_known(type) && type_traits(type)->use != USE_ACT && type_traits(type)->use != USE_INTERLEAVED;
 }
 
 static void put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }

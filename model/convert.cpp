@@ -11,6 +11,7 @@
 #include "../kernels/matmul.h"
 #include "../kernels/quant.h"
 #include "../kernels/quant_types.h"
+#include "../kernels/rows_x8.h"
 #include "metadata.h"
 #include "tokenizer_metadata.h"
 
@@ -72,7 +73,7 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
     if (t.n_dims == 1) return TYPE_F32;
     uint32_t want = TYPE_F16;
     switch (mix) {
-        case OutputMix::Keep: want = format == CheckpointFormat::gguf ? t.type : nearest_storage_type(t.type); break;
+        case OutputMix::Keep: want = format == CheckpointFormat::gguf ? type_plain(t.type) : nearest_storage_type(type_plain(t.type)); break;
         case OutputMix::F32: want = TYPE_F32; break;
         case OutputMix::F16: want = TYPE_F16; break;
         case OutputMix::Q8_0: want = TYPE_Q8_0; break;
@@ -92,9 +93,14 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
         }
     }
     const uint64_t cols = t.cols();
-    if (cols % type_block_size(want) == 0) return want;
-    if (cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32) return TYPE_Q8_0;
-    return TYPE_F16;
+    if (cols % type_block_size(want) != 0) want = cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32 ? TYPE_Q8_0 : TYPE_F16;
+    // A hearth file stores q4_0, q8_0 and q4_K matrices with their rows interleaved by 8, the
+    // layout the kernels of every ISA read (docs/format.md): run computes from the mapping in
+    // place, with nothing to copy at load. Not the token embedding, whose rows are looked up one
+    // at a time (and which, tied, is the output projection too).
+    if (format == CheckpointFormat::hearth && t.name != "token_embd.weight")
+        if (const uint32_t x8 = x8_type_for(want)) want = x8;
+    return want;
 }
 
 // The LLAMA_FTYPE llama.cpp's loader guesses when a file has no general.file_type, from its
@@ -136,19 +142,11 @@ int llama_file_type(OutputMix mix, const std::vector<TensorSpec>& tensors) {
     return most.second ? llama_ftype_guess(most.first) : -1;
 }
 
-// A tensor that already has the wanted type, and rows in hearth's order, is copied bit for bit:
-// re-quantizing a block can change it, and a GGUF file must compute what its blocks mean.
-static bool copies_as_is(const SourceTensor& t, uint32_t type) { return t.type == type && t.hf_rope_heads == 0; }
-
 // Converts rows [r0, r1) of a tensor into `out` (row_bytes each) and accumulates the
 // squared error of the stored values against the source values.
 static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint64_t r1, uint8_t* out, double* err2, double* ref2) {
     const int cols = int(t.cols());
     const size_t row_bytes = type_row_bytes(type, cols);
-    if (copies_as_is(t, type)) {
-        std::memcpy(out, t.data + r0 * row_bytes, (r1 - r0) * row_bytes);
-        return;
-    }
     std::vector<float> row(cols), back(cols);
     double e2 = 0, x2 = 0;
     for (uint64_t r = r0; r < r1; r++) {
@@ -233,24 +231,45 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     const auto start = std::chrono::steady_clock::now();
     uint64_t bytes_in = 0, bytes_out = 0, elements = 0;
     double err2_all = 0, ref2_all = 0;
-    std::vector<uint8_t> buf;
+    std::vector<uint8_t> buf, packed;
     for (size_t i = 0; i < src.tensors.size(); i++) {
         const SourceTensor& t = src.tensors[i];
-        const uint32_t type = specs[i].type;
+        const uint32_t type = specs[i].type, plain = type_plain(type);
         const auto t0 = std::chrono::steady_clock::now();
         const uint64_t rows = t.rows(), cols = t.cols();
         const size_t row_bytes = type_row_bytes(type, int64_t(cols));
-        // Rows are converted in parallel, a chunk at a time, and written in order.
-        const uint64_t chunk = std::max<uint64_t>(1, (uint64_t(16) << 20) / std::max<size_t>(row_bytes, 1));
+        // The same blocks in the same row order: stored as they are (a GGUF file must compute
+        // what its blocks mean; re-quantizing could change them), or only moved between the plain
+        // and the interleaved layout, which loses nothing.
+        const bool same_blocks = type_plain(t.type) == plain && t.hf_rope_heads == 0;
+        // Rows go a chunk at a time, a multiple of 8 rows (whole groups of the interleaved
+        // layout), converted in parallel and written in order.
+        const uint64_t chunk = std::max<uint64_t>(8, (uint64_t(16) << 20) / std::max<size_t>(row_bytes, 1) / 8 * 8);
         double err2 = 0, ref2 = 0;
         for (uint64_t r = 0; r < rows; r += chunk) {
             const uint64_t n = std::min(chunk, rows - r);
+            const uint8_t* stored = t.data + r * row_bytes;  // when same_blocks, the source's rows are this size too
+            if (same_blocks && t.type == type) {
+                if (!(err = writer.write(stored, n * row_bytes)).empty()) return err;
+                continue;
+            }
             buf.resize(n * row_bytes);
-            const int n_parts = 64;
+            if (same_blocks && t.type != plain) {
+                repack_x8_to_rows(plain, stored, buf.data(), int64_t(n), int64_t(cols));
+            } else if (same_blocks) {
+                std::memcpy(buf.data(), stored, n * row_bytes);
+            } else {
+                const int n_parts = 64;
 #pragma omp parallel for schedule(dynamic, 1) reduction(+ : err2, ref2)
-            for (int part = 0; part < n_parts; part++) {
-                const uint64_t p0 = r + n * part / n_parts, p1 = r + n * (part + 1) / n_parts;
-                if (p0 < p1) convert_rows(t, type, p0, p1, buf.data() + (p0 - r) * row_bytes, &err2, &ref2);
+                for (int part = 0; part < n_parts; part++) {
+                    const uint64_t p0 = r + n * part / n_parts, p1 = r + n * (part + 1) / n_parts;
+                    if (p0 < p1) convert_rows(t, plain, p0, p1, buf.data() + (p0 - r) * row_bytes, &err2, &ref2);
+                }
+            }
+            if (type != plain) {  // stored interleaved: the rows of this chunk are whole groups (and the tail)
+                packed.resize(buf.size());
+                repack_rows_to_x8(plain, buf.data(), packed.data(), int64_t(n), int64_t(cols));
+                buf.swap(packed);
             }
             if (!(err = writer.write(buf.data(), buf.size())).empty()) return err;
         }

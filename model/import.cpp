@@ -12,6 +12,7 @@
 
 #include "../kernels/matmul.h"
 #include "../kernels/quant_types.h"
+#include "../kernels/rows_x8.h"
 #include "../tokenizer/tokenizer.h"
 #include "chat_template.h"
 #include "model.h"
@@ -226,7 +227,7 @@ std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* ou
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         s.data = static_cast<const uint8_t*>(t.data);
-        if (!dequantize_supports(s.type)) return "tensor " + want.name + " has type " + type_name(s.type) + ", which this build cannot read";
+        if (!dequantize_supports(s.type) && type_plain(s.type) == s.type) return "tensor " + want.name + " has type " + type_name(s.type) + ", which this build cannot read";
         out->tensors.push_back(s);
     }
     return "";
@@ -268,5 +269,8 @@ void read_source_row(const SourceTensor& t, uint64_t row, float* out) {
         }
         return;
     }
-    dequantize_row(t.type, t.data, int(t.cols()), int64_t(source_row(t, row)), out);
+    if (type_plain(t.type) != t.type)  // rows interleaved by 8: stored so in hearth files
+        dequantize_x8_row(t.type, t.data, int64_t(t.rows()), int64_t(t.cols()), int64_t(source_row(t, row)), out);
+    else
+        dequantize_row(t.type, t.data, int(t.cols()), int64_t(source_row(t, row)), out);
 }

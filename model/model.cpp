@@ -48,10 +48,11 @@ uint64_t weight_bytes_per_token(const Model& m) {
     return bytes;
 }
 
-// Q4_0 / Q8_0 / Q4_K matrices into the row-interleaved layout of this build's kernels
-// (kernels/rows_x8.h), copied into one anonymous buffer; the file's pages of them are then
-// dropped. The token embedding stays plain: its rows are looked up one at a time (and with tied
-// embeddings it is the output matrix too).
+// Q4_0 / Q8_0 / Q4_K matrices stored plain (a GGUF file, a hearth file of format version 1)
+// into the row-interleaved layout the kernels read (kernels/rows_x8.h), copied into one
+// anonymous buffer; the file's pages of them are then dropped. A hearth file stores that layout
+// already (quantize writes it) and is used in place. The token embedding stays plain: its rows
+// are looked up one at a time (and with tied embeddings it is the output matrix too).
 static std::string repack_for_kernels(Model* m) {
     std::vector<TensorView*> views;
     for (const ModelTensor& t : model_tensors(m->config))
@@ -73,6 +74,7 @@ static std::string repack_for_kernels(Model* m) {
         total += (t->bytes + 63) / 64 * 64;
     }
     if (total == 0) return "";
+    m->repacked_bytes = total;
     std::string err = m->repacked.allocate(total);
     if (!err.empty()) return "repacking weights for the kernels: " + err;
     char* base = static_cast<char*>(m->repacked.data());

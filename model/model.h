@@ -19,7 +19,8 @@ struct LayerWeights {
 
 struct Model {
     MappedFile file;
-    AnonymousMemory repacked;  // weights repacked at load for this build's kernels, if any
+    AnonymousMemory repacked;  // weights stored plain (v1, GGUF) repacked at load for the kernels, if any
+    uint64_t repacked_bytes = 0;
     ModelConfig config;
     TokenizerSpec tokenizer;
     TensorView token_embd;   // [vocab, dim]

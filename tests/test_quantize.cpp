@@ -31,17 +31,28 @@ TEST_CASE("quantize: q4_k_m gives q6_k to the layers llama.cpp's use_more_bits p
     for (int l = 0; l < 32; l++) {
         std::string p = "blk." + std::to_string(l) + ".";
         uint32_t expect = more.count(l) ? TYPE_Q6_K : TYPE_Q4_K;
-        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_v.weight", 4096, 4096), 32) == expect);
-        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_down.weight", 4096, 11008 / 256 * 256), 32) == expect);
-        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_q.weight", 4096, 4096), 32) == TYPE_Q4_K);
-        CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_up.weight", 11008, 4096), 32) == TYPE_Q4_K);
+        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_v.weight", 4096, 4096), 32)) == expect);
+        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_down.weight", 4096, 11008 / 256 * 256), 32)) == expect);
+        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_q.weight", 4096, 4096), 32)) == TYPE_Q4_K);
+        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_up.weight", 11008, 4096), 32)) == TYPE_Q4_K);
     }
-    CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix("output.weight", 32000, 4096), 32) == TYPE_Q6_K);
-    CHECK(tensor_type_for(OutputMix::Q4_K_M, matrix("token_embd.weight", 32000, 4096), 32) == TYPE_Q6_K);
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q6_K);
     // q4_0 as llama.cpp's Q4_0: output in Q6_K, everything else (embedding included) Q4_0
-    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32) == TYPE_Q6_K);
-    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32) == TYPE_Q4_0);
-    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32) == TYPE_Q4_0);
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q4_0);
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32)) == TYPE_Q4_0);
+    // A hearth file stores q4_0/q8_0/q4_K matrices with rows interleaved by 8, the token embedding
+    // (looked up by row) plain; a GGUF file everything plain.
+    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32) == TYPE_Q4_0_X8);
+    CHECK(tensor_type_for(OutputMix::Q8_0, matrix("output.weight", 32000, 4096), 32) == TYPE_Q8_0_X8);
+    CHECK(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_up.weight", 11008, 4096), 32) == TYPE_Q4_K_X8);
+    CHECK(tensor_type_for(OutputMix::Q8_0, matrix("token_embd.weight", 32000, 4096), 32) == TYPE_Q8_0);
+    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32, CheckpointFormat::gguf) == TYPE_Q4_0);
+    SourceTensor stored = matrix("blk.0.attn_v.weight", 4096, 4096);
+    stored.type = TYPE_Q4_K_X8;
+    CHECK(tensor_type_for(OutputMix::Keep, stored, 32, CheckpointFormat::gguf) == TYPE_Q4_K);
+    CHECK(tensor_type_for(OutputMix::Keep, stored, 32) == TYPE_Q4_K_X8);
 }
 
 TEST_CASE("quantize: norms stay f32 and rows the block size does not divide fall back") {
@@ -50,10 +61,10 @@ TEST_CASE("quantize: norms stay f32 and rows the block size does not divide fall
     norm.n_dims = 1;
     norm.shape[0] = 4096;
     CHECK(tensor_type_for(OutputMix::Q4_0, norm, 2) == TYPE_F32);
-    CHECK(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_up.weight", 172, 64), 2) == TYPE_Q8_0);   // 64 % 256 != 0
-    CHECK(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_down.weight", 64, 172), 2) == TYPE_F16);  // 172 % 32 != 0
-    CHECK(tensor_type_for(OutputMix::Q8_0, matrix("blk.0.ffn_down.weight", 64, 172), 2) == TYPE_F16);
-    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.ffn_up.weight", 172, 64), 2) == TYPE_Q4_0);
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_up.weight", 172, 64), 2)) == TYPE_Q8_0);   // 64 % 256 != 0
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_down.weight", 64, 172), 2)) == TYPE_F16);  // 172 % 32 != 0
+    CHECK(type_plain(tensor_type_for(OutputMix::Q8_0, matrix("blk.0.ffn_down.weight", 64, 172), 2)) == TYPE_F16);
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.ffn_up.weight", 172, 64), 2)) == TYPE_Q4_0);
     OutputMix m;
     CHECK(parse_output_mix("Q4_K_M", &m));
     CHECK(m == OutputMix::Q4_K_M);
@@ -126,7 +137,7 @@ static LoadedVsPlain loaded_vs_plain(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ParsedCheckpoint parsed;
-    REQUIRE(parse_checkpoint(bytes.data(), bytes.size(), &parsed) == "");
+    REQUIRE(parse_model_file(bytes.data(), bytes.size(), &parsed) == "");
     Model plain;
     REQUIRE(bind_model(parsed, &plain) == "");
     r.stored_type = plain.layers[0].ffn_up.type;
@@ -157,7 +168,8 @@ static LoadedVsPlain loaded_vs_plain(const std::string& path) {
 TEST_CASE("load_model: matrices repacked for the kernels give the logits of the plain layout") {
     for (const std::string type : {"q4_0", "q8_0", "q4_k"}) {
         CAPTURE(type);
-        const std::string path = "build/tests/ts-repack-" + type + ".hearth";
+        // A file in the plain layout (GGUF, as a hearth file of format version 1 too) is repacked at load.
+        const std::string path = "build/tests/ts-repack-" + type + ".gguf";
         REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + path + " " + type + " -q").exit_code == 0);
         const LoadedVsPlain r = loaded_vs_plain(path);
         CHECK(type_is_quantized(r.stored_type));
@@ -221,4 +233,34 @@ TEST_CASE("load_model: a file whose tensors overlap is repacked without reading 
     std::vector<float> logits(m.config.vocab_size);
     const int ids[3] = {1, 5, 9};
     CHECK(forward(m, s, ids, 3, 0, logits.data(), false) == "");
+}
+
+TEST_CASE("load_model: a hearth file stores the interleaved layout and is used in place, with the logits of a repacked load") {
+    for (const std::string type : {"q4_0", "q8_0", "q4_k"}) {
+        CAPTURE(type);
+        const std::string hearth = "build/tests/ts-stored-" + type + ".hearth", gguf = "build/tests/ts-stored-" + type + ".gguf";
+        REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + hearth + " " + type + " -q").exit_code == 0);
+        REQUIRE(run_command("./quantize " + hearth + " " + gguf + " -q").exit_code == 0);
+        Model stored, repacked;
+        REQUIRE(load_model(hearth, &stored) == "");
+        REQUIRE(load_model(gguf, &repacked) == "");
+        CHECK(stored.repacked_bytes == 0);  // nothing copied at load
+        CHECK(repacked.repacked_bytes > 0);
+        CHECK(stored.layers[0].ffn_up.type == x8_type_for(type_plain(repacked.layers[0].ffn_up.type)));
+        CHECK(stored.layers[0].ffn_up.data >= stored.file.data());  // a view into the mapping
+        CHECK(stored.token_embd.type == repacked.token_embd.type);  // looked up by row: plain
+        const std::vector<int> ids = {1, 5, 9, 40, 3, 77, 12, 8};
+        std::vector<float> a(ids.size() * size_t(stored.config.vocab_size)), b(a.size());
+        RunState sa, sb;
+        REQUIRE(make_run_state(stored.config, 16, &sa) == "");
+        REQUIRE(make_run_state(repacked.config, 16, &sb) == "");
+        REQUIRE(forward(stored, sa, ids.data(), int(ids.size()), 0, a.data(), true) == "");
+        REQUIRE(forward(repacked, sb, ids.data(), int(ids.size()), 0, b.data(), true) == "");
+        CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+        // run says when a file could have been stored so.
+        CommandResult r = run_command("./run " + gguf + " -p hi -n 1");
+        CHECK(r.err.find("repacked for the kernels at load") != std::string::npos);
+        r = run_command("./run " + hearth + " -p hi -n 1");
+        CHECK(r.err.find("repacked") == std::string::npos);
+    }
 }
