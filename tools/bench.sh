@@ -4,6 +4,9 @@
 #   2. core: default model and a random TinyLlama-1.1B-shape model, f32 and f16, 1 and 2 threads
 #   3. quant: TinyLlama-1.1B and Llama-2-7B shapes, f16 q8_0 q4_0 q4_k_m, 2 threads, pp512 tg128
 #   4. quality: perplexity of the default model on its held-out text, per type
+#   5. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
+#      speed, peak RSS, load time, first token (tools/bench_peers.py; needs the peers built by
+#      ../shared/tools/build-peers.sh, PEERS_DIR)
 # Random-weight models are made here (tools/make_random_model.py) and kept in build/bench
 # (never committed). Choose parts with BENCH_PARTS="core quant quality" (default: all) and
 # shapes with BENCH_SHAPES="tinyllama llama2-7b". Results: stdout and build/bench/results.md.
@@ -11,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/bench
 mkdir -p "$dir"
-PARTS=${BENCH_PARTS:-"core quant quality"}
+PARTS=${BENCH_PARTS:-"core quant quality peers"}
 SHAPES=${BENCH_SHAPES:-"tinyllama llama2-7b"}
 REPS=${BENCH_REPS:-3}
 out=$dir/results.md
@@ -116,4 +119,8 @@ if has quality; then
         echo "| $type | $bpw | $ppl |" | tee -a "$out"
     done
     echo | tee -a "$out"
+fi
+
+if has peers; then
+    /usr/bin/python3 tools/bench_peers.py --shapes $SHAPES --reps "${BENCH_PEER_REPS:-5}" | tee -a "$out"
 fi
