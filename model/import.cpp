@@ -141,7 +141,7 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
         if (arch == f.architecture || (arch.empty() && model_type == f.model_type)) family = &f;
     if (!family)
         return "config.json describes " + (arch.empty() ? model_type : arch) +
-               ", not a model hearth runs (LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)";
+               ", not a Llama-family model hearth runs (LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)";
     for (const char* key : {"attention_bias", "mlp_bias"})
         if (j.contains(key) && j[key] != false && !j[key].is_null()) return std::string("config.json: ") + key + " is not supported";
     if (j.contains("hidden_act") && j["hidden_act"] != "silu") return "hidden_act " + text(j["hidden_act"]) + " is not supported (only silu)";

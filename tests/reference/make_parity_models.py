@@ -276,15 +276,55 @@ FEATURES = {
 }
 
 
+def _q8_0(w):
+    """ggml's Q8_0 values: blocks of 32, scale absmax/127 rounded to fp16."""
+    x = w.reshape(-1, 32)
+    d = (x.abs().max(1, keepdim=True).values / 127).half().float()
+    q = torch.where(d > 0, torch.round(x / torch.where(d > 0, d, torch.ones_like(d))), torch.zeros_like(x))
+    return (q * d).reshape(w.shape)
+
+
+def _q4_0(w):
+    """ggml's Q4_0 values: blocks of 32, scale (the value of largest magnitude) / -8 in fp16."""
+    x = w.reshape(-1, 32)
+    mx = torch.gather(x, 1, x.abs().argmax(1, keepdim=True))
+    d = mx / -8
+    inv = torch.where(d != 0, 1 / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    q = torch.clamp(torch.floor(x * inv + 8.5), 0, 15)
+    return ((q - 8) * d.half().float()).reshape(w.shape)
+
+
+def quant_sensitivity(folder, prompt):
+    """How far the reference's own prompt logits move when its matrices are rounded as
+    quantize's q8_0 and q4_0 store them (q4_0: the output projection in Q6_K, which falls back
+    to Q8_0 for these row lengths, as llama.cpp's does): max |logit - logit| / max |logit|.
+    The tests bound hearth's quantized files by this, with room for the activations' rounding."""
+    out = {}
+    for qname, qf in (("q8_0", _q8_0), ("q4_0", _q4_0)):
+        m = hf_llama.load_model(folder)
+        ref = hf_llama.logits(m, prompt)
+        for L in m.layers:
+            for k in ("wq", "wk", "wv", "wo", "gate", "up", "down"):
+                L[k] = qf(L[k])
+        tied = m.lm_head is m.embed
+        m.lm_head = _q8_0(m.lm_head)
+        m.embed = m.lm_head if tied else qf(m.embed)
+        got = hf_llama.logits(m, prompt)
+        out[qname] = float((got - ref).abs().max() / ref.abs().max())
+    return out
+
+
 def fmt(x):
     return "%.9g" % x
 
 
-def write_golden(path, prompt_text, prompt, seed, lg, greedy_ids):
+def write_golden(path, prompt_text, prompt, seed, lg, greedy_ids, extra=None):
     rows = ",\n    ".join("[" + ",".join(fmt(x) for x in row.tolist()) + "]" for row in lg)
+    more = "".join(f'  "{k}": {json.dumps(v)},\n' for k, v in (extra or {}).items())
     s = ("{\n"
          f'  "prompt_text": {json.dumps(prompt_text)},\n'
          f'  "seed": {seed},\n'
+         + more +
          f'  "prompt_ids": {json.dumps(prompt)},\n'
          f'  "greedy_ids": {json.dumps(greedy_ids)},\n'
          f'  "logits": [\n    {rows}\n  ]\n'
@@ -336,7 +376,11 @@ def main():
         if check_greedy.padded_wins:
             print(f"{name}: a padding row would have won {check_greedy.padded_wins} of {N_GREEDY} steps")
         lg = hf_llama.logits(model, prompt)
-        write_golden(os.path.join(folder, "golden.json"), v["prompt"], prompt, seed, lg, greedy_ids)
+        extra = {}
+        if name in FEATURES:
+            extra["quant_sensitivity"] = quant_sensitivity(folder, prompt)
+            print(f"{name}: reference on rounded weights: {extra['quant_sensitivity']}")
+        write_golden(os.path.join(folder, "golden.json"), v["prompt"], prompt, seed, lg, greedy_ids, extra)
         size = sum(os.path.getsize(os.path.join(folder, fn)) for fn in os.listdir(folder))
         print(f"{name}: seed {seed}, prompt {prompt}, greedy {greedy_ids[:8]}..., "
               f"min greedy gap/max|logit| {check_greedy.min_rel_gap:.2e}, "
