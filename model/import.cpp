@@ -110,8 +110,8 @@ static std::string llama3_rope_factors(const json& rs, ModelConfig* c) {
         if (!rs.contains(key)) return std::string("config.json: rope_scaling (llama3) has no ") + key;
         if (!(err = json_float(rs, key, 0.0f, out)).empty()) return err;
     }
-    if (!rs.contains("original_max_position_embeddings")) return "config.json: rope_scaling (llama3) has no original_max_position_embeddings";
-    if (!(err = json_int(rs, "original_max_position_embeddings", 1, 1 << 24, 0, &original)).empty()) return err;
+    if (!(err = json_int(rs, "original_max_position_embeddings", 1, 1 << 24, INT32_MIN, &original)).empty())
+        return err + " (rope_scaling, llama3)";
     if (!(factor >= 1.0f && factor <= 1e6f)) return "config.json: rope_scaling factor " + std::to_string(factor) + " is not in [1, 1e6]";
     if (!(low > 0.0f && high > low && high <= 1e6f))
         return "config.json: rope_scaling needs 0 < low_freq_factor < high_freq_factor, not " + std::to_string(low) + " and " +

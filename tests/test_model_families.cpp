@@ -254,6 +254,9 @@ TEST_CASE("families: config.json values hearth cannot honour are refused in one 
     CHECK(says(scaling("high_freq_factor", 0.5), "low_freq_factor < high_freq_factor"));
     CHECK(says(scaling("original_max_position_embeddings", 32.5), "original_max_position_embeddings"));
     CHECK(says(scaling("original_max_position_embeddings", -1), "original_max_position_embeddings"));
+    CHECK(says(scaling("original_max_position_embeddings", nullptr), "original_max_position_embeddings"));
+    CHECK(says(scaling("low_freq_factor", 1e300), "low_freq_factor"));
+    CHECK(says(scaling("factor", nullptr), "factor"));
     CHECK(import_family("llama3", {{"rope_scaling", {{"rope_type", "default"}}}}) == "");
     // transformers 5 spells rope_theta and rope_scaling as rope_parameters.
     J params = llama3;
