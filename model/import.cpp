@@ -181,7 +181,7 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (rope_type == "llama3") {
         if (!(err = llama3_rope_factors(rope, c)).empty()) return err;
     } else if (rope_type != "default") {
-        return "config.json: rope scaling type '" + rope_type.substr(0, 40) + "' is not supported (only llama3)";
+        return std::string("config.json: ") + rope_key + " type '" + rope_type.substr(0, 40) + "' is not supported (only llama3)";
     }
 
     // Mistral's sliding window (absent: MistralConfig's 4096; null: none).
