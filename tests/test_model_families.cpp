@@ -9,9 +9,11 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "../model/config.h"
+#include "../model/format.h"
 #include "../model/forward.h"
 #include "../model/import.h"
 #include "../model/metadata.h"
@@ -330,4 +332,27 @@ TEST_CASE("families: GGUF RoPE scaling keys hearth does not apply are refused, n
     m.set_u32("llama.attention.sliding_window", 6);
     REQUIRE(config_from_metadata(m, &back) == "");
     CHECK(back.sliding_window == 6);
+}
+
+TEST_CASE("families: a rope_freqs.weight that is not head_dim/2 positive f32 values is refused") {
+    quantize("tests/data/parity/llama3 build/tests/family-llama3-f32.gguf f32");
+    const std::string bytes = read_text("build/tests/family-llama3-f32.gguf");
+    ParsedCheckpoint p;
+    REQUIRE(parse_model_file(bytes.data(), bytes.size(), &p) == "");
+    REQUIRE(p.config.rope_freq_factors.size() == 16);
+    auto with = [&](const std::function<void(TensorView&, std::vector<float>&)>& change) {
+        ParsedCheckpoint q = p;
+        std::vector<float> values(p.config.rope_freq_factors);
+        for (TensorView& t : q.tensors)
+            if (t.name == "rope_freqs.weight") {
+                t.data = values.data();
+                change(t, values);
+            }
+        return finish_config(&q);
+    };
+    CHECK(with([](TensorView&, std::vector<float>&) {}) == "");
+    CHECK(says(with([](TensorView& t, std::vector<float>&) { t.type = TYPE_F16; }), "rope_freqs.weight"));
+    CHECK(says(with([](TensorView& t, std::vector<float>&) { t.shape[0] = 8; }), "frequency factors"));
+    CHECK(says(with([](TensorView&, std::vector<float>& v) { v[5] = -1.0f; }), "frequency factor"));
+    CHECK(says(with([](TensorView&, std::vector<float>& v) { v[5] = INFINITY; }), "frequency factor"));
 }
