@@ -356,3 +356,26 @@ TEST_CASE("families: a rope_freqs.weight that is not head_dim/2 positive f32 val
     CHECK(says(with([](TensorView&, std::vector<float>& v) { v[5] = -1.0f; }), "frequency factor"));
     CHECK(says(with([](TensorView&, std::vector<float>& v) { v[5] = INFINITY; }), "frequency factor"));
 }
+
+TEST_CASE("families: Llama-3.2-1B's config.json gives the reference's RoPE frequency divisors") {
+    // Llama-3.2-1B's published config.json, its weights aside.
+    const std::string config = R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+        "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+        "initializer_range": 0.02, "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false,
+        "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+        "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0,
+        "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.45.0.dev0",
+        "use_cache": true, "vocab_size": 128256})";
+    ModelConfig c;
+    REQUIRE(config_from_hf_json(config, &c) == "");
+    CHECK(c.vocab_size == 128256);
+    CHECK(c.tied_embeddings);
+    CHECK(c.head_dim == 64);
+    CHECK(c.n_kv_heads == 8);
+    // inv_freq / hf_llama.llama3_inv_freq(inv_freq, rope_scaling), in float32 as transformers computes it.
+    const float want[32] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1.651329f, 3.292263f, 9.66673f,
+                            32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+    REQUIRE(c.rope_freq_factors.size() == 32);
+    for (int i = 0; i < 32; i++) CHECK(c.rope_freq_factors[size_t(i)] == doctest::Approx(want[i]).epsilon(1e-5));
+}
