@@ -379,3 +379,35 @@ TEST_CASE("families: Llama-3.2-1B's config.json gives the reference's RoPE frequ
     REQUIRE(c.rope_freq_factors.size() == 32);
     for (int i = 0; i < 32; i++) CHECK(c.rope_freq_factors[size_t(i)] == doctest::Approx(want[i]).epsilon(1e-5));
 }
+
+TEST_CASE("families: Qwen3-0.6B's and Mistral-7B-v0.1's config.json read as their models are") {
+    ModelConfig q;
+    REQUIRE(config_from_hf_json(R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+        "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+        "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 40960, "max_window_layers": 28,
+        "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+        "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true,
+        "use_sliding_window": false, "vocab_size": 151936})", &q) == "");
+    CHECK(q.arch == "qwen3");
+    CHECK(q.head_dim == 128);
+    CHECK(q.n_heads * q.head_dim == 2048);  // the queries are wider than the residual stream (1024)
+    CHECK(q.rope_theta == 1000000.0f);
+    CHECK(q.tied_embeddings);
+    CHECK(q.sliding_window == 0);
+    CHECK(q.rope_freq_factors.empty());
+    CHECK(rope_style(q) == RopeStyle::halves);
+    CHECK(has_qk_norm(q));
+    ModelConfig m;
+    REQUIRE(config_from_hf_json(R"({"architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+        "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+        "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32,
+        "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096,
+        "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0", "use_cache": true,
+        "vocab_size": 32000})", &m) == "");
+    CHECK(m.arch == "llama");
+    CHECK(m.sliding_window == 4096);
+    CHECK(m.head_dim == 128);
+    CHECK(rope_style(m) == RopeStyle::adjacent_pairs);
+    CHECK(!has_qk_norm(m));
+}
