@@ -200,7 +200,9 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
         json wrapped = {{key, one}};
         if (!(err = json_int(wrapped, key, 0, 1 << 30, fallback, &(c->*field))).empty()) return err;
     }
-    c->add_bos = c->bos_id >= 0;
+    // Qwen's tokenizers add no BOS (their bos_token_id, <|endoftext|>, is not a prompt's first
+    // token; llama.cpp's qwen3 files say add_bos_token false); Llama's and Mistral's do.
+    c->add_bos = c->bos_id >= 0 && c->arch != "qwen3";
     return validate_config(*c);
 }
 

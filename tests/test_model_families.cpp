@@ -398,6 +398,8 @@ TEST_CASE("families: Qwen3-0.6B's and Mistral-7B-v0.1's config.json read as thei
     CHECK(q.rope_freq_factors.empty());
     CHECK(rope_style(q) == RopeStyle::halves);
     CHECK(has_qk_norm(q));
+    CHECK(q.bos_id == 151643);
+    CHECK(!q.add_bos);  // Qwen's tokenizers add no BOS
     ModelConfig m;
     REQUIRE(config_from_hf_json(R"({"architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
         "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
@@ -410,4 +412,5 @@ TEST_CASE("families: Qwen3-0.6B's and Mistral-7B-v0.1's config.json read as thei
     CHECK(m.head_dim == 128);
     CHECK(rope_style(m) == RopeStyle::adjacent_pairs);
     CHECK(!has_qk_norm(m));
+    CHECK(m.add_bos);
 }
