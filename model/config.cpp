@@ -5,9 +5,13 @@
 #include "chat_template.h"
 #include "metadata.h"
 
+RopeStyle rope_style(const ModelConfig& c) { return c.arch == "qwen3" ? RopeStyle::halves : RopeStyle::adjacent_pairs; }
+
+bool has_qk_norm(const ModelConfig& c) { return c.arch == "qwen3"; }
+
 std::string validate_config(const ModelConfig& c) {
     auto in = [](long v, long lo, long hi) { return v >= lo && v <= hi; };
-    if (c.arch != "llama") return "architecture '" + c.arch + "' is not supported (only llama)";
+    if (c.arch != "llama" && c.arch != "qwen3") return "architecture '" + c.arch + "' is not supported (llama or qwen3)";
     if (!in(c.dim, 1, 1 << 16)) return "dim " + std::to_string(c.dim) + " is out of range";
     if (!in(c.hidden_dim, 1, 1 << 18)) return "hidden dim " + std::to_string(c.hidden_dim) + " is out of range";
     if (!in(c.n_layers, 1, 1024)) return "layer count " + std::to_string(c.n_layers) + " is out of range";
@@ -23,6 +27,12 @@ std::string validate_config(const ModelConfig& c) {
         return "BOS/EOS ids are outside the vocabulary";
     if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1.0f) return "rope theta is not a number > 1";
     if (!std::isfinite(c.rms_eps) || c.rms_eps <= 0.0f || c.rms_eps > 1.0f) return "rms eps is not in (0, 1]";
+    if (!c.rope_freq_factors.empty() && c.rope_freq_factors.size() != size_t(c.head_dim / 2))
+        return "RoPE has " + std::to_string(c.rope_freq_factors.size()) + " frequency factors, the head dim " +
+               std::to_string(c.head_dim) + " needs " + std::to_string(c.head_dim / 2);
+    for (float f : c.rope_freq_factors)
+        if (!std::isfinite(f) || f <= 0.0f || f > 1e6f) return "a RoPE frequency factor is not a number in (0, 1e6]";
+    if (!in(c.sliding_window, 0, 1 << 24)) return "sliding window " + std::to_string(c.sliding_window) + " is out of range";
     if (!c.chat_template.empty() && !is_chat_template(c.chat_template))
         return "chat template '" + c.chat_template + "' is not one this build knows";
     return "";
@@ -48,6 +58,12 @@ const IntKey kIntKeys[] = {
 const char* const kName = "general.name";
 const char* const kRopeTheta = "rope.freq_base";
 const char* const kRmsEps = "attention.layer_norm_rms_epsilon";
+const char* const kSlidingWindow = "attention.sliding_window";
+// GGUF's RoPE scaling keys (llama.cpp: linear, yarn, longrope), which hearth does not apply:
+// a file that has them is refused rather than run wrong. Llama-3's scaling is not a key but
+// the tensor rope_freqs.weight (llama.cpp's converter writes no scaling key for it).
+const char* const kRopeScalingType = "rope.scaling.type";
+const char* const kRopeScalingFactor = "rope.scaling.factor";
 const char* const kBos = "tokenizer.ggml.bos_token_id";
 const char* const kEos = "tokenizer.ggml.eos_token_id";
 const char* const kAddBos = "tokenizer.ggml.add_bos_token";
@@ -65,6 +81,7 @@ void config_to_metadata(const ModelConfig& c, Metadata* m) {
     m->set_u32(a + "rope.dimension_count", uint32_t(c.head_dim));
     m->set_f32(a + kRopeTheta, c.rope_theta);
     m->set_f32(a + kRmsEps, c.rms_eps);
+    if (c.sliding_window > 0) m->set_u32(a + kSlidingWindow, uint32_t(c.sliding_window));
     if (c.bos_id >= 0) m->set_u32(kBos, uint32_t(c.bos_id));
     if (c.eos_id >= 0) m->set_u32(kEos, uint32_t(c.eos_id));
     m->set_bool(kAddBos, c.add_bos);
@@ -110,6 +127,23 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
     if (m.has(a + kRopeTheta) && !(err = m.get_f32(a + kRopeTheta, &c->rope_theta)).empty()) return err;
     c->rms_eps = 1e-5f;
     if (m.has(a + kRmsEps) && !(err = m.get_f32(a + kRmsEps, &c->rms_eps)).empty()) return err;
+    c->sliding_window = 0;
+    if (m.has(a + kSlidingWindow)) {
+        uint32_t v = 0;
+        if (!(err = m.get_u32(a + kSlidingWindow, &v)).empty()) return err;
+        if (v == 0 || v > (1u << 24)) return "metadata " + a + kSlidingWindow + " is " + std::to_string(v) + ", out of range";
+        c->sliding_window = int(v);
+    }
+    if (m.has(a + kRopeScalingType)) {
+        std::string type;
+        if (!(err = m.get_string(a + kRopeScalingType, &type)).empty()) return err;
+        if (type != "none") return "RoPE scaling '" + type.substr(0, 40) + "' (" + a + kRopeScalingType + ") is not supported";
+    }
+    if (m.has(a + kRopeScalingFactor)) {  // llama.cpp applies a factor without a type as linear scaling
+        float f = 0.0f;
+        if (!(err = m.get_f32(a + kRopeScalingFactor, &f)).empty()) return err;
+        if (f != 0.0f && f != 1.0f) return "RoPE scaling factor " + std::to_string(f) + " (" + a + kRopeScalingFactor + ") is not supported";
+    }
     for (auto [key, field] : {std::pair{kBos, &ModelConfig::bos_id}, std::pair{kEos, &ModelConfig::eos_id}}) {
         c->*field = -1;
         uint32_t v = 0;

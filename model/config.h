@@ -3,11 +3,14 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 class Metadata;
 
 struct ModelConfig {
-    std::string arch = "llama";  // the family: its tensors (model/tensors.h) and forward pass
+    // The family: its tensors (model/tensors.h) and forward pass. "llama" (Llama-2/3, Mistral,
+    // TinyLlama, ...) or "qwen3" (Qwen3 dense: RMSNorm of each query and key head, RoPE on halves).
+    std::string arch = "llama";
     std::string name;            // what the model is called (general.name), "" if unknown: kept to hand on
     int dim = 0;         // residual stream width
     int hidden_dim = 0;  // SwiGLU inner width
@@ -20,6 +23,14 @@ struct ModelConfig {
     bool tied_embeddings = false;  // the output projection is token_embd.weight
     float rope_theta = 10000.0f;
     float rms_eps = 1e-5f;
+    // RoPE's per-frequency divisors, [head_dim / 2]: frequency i is theta^(-2i/head_dim) /
+    // rope_freq_factors[i]. Llama-3.1's "llama3" rope scaling is this (model/import.cpp computes
+    // it from config.json's rope_scaling); files hold it as the tensor rope_freqs.weight, as GGUF
+    // does, and finish_config reads it from there. Empty: none.
+    std::vector<float> rope_freq_factors;
+    // > 0: a position attends only to itself and the sliding_window - 1 positions before it
+    // (Mistral; Hugging Face's mask keeps key positions k > q - sliding_window). 0: no limit.
+    int sliding_window = 0;
     // Tokens. -1: none.
     int bos_id = 1;
     int eos_id = 2;
@@ -30,12 +41,24 @@ struct ModelConfig {
     std::string chat_template_jinja;
 };
 
+// How a family's RoPE pairs the elements of a head. llama's q/k rows (in hearth files and in
+// GGUF) rotate adjacent pairs (x[2i], x[2i+1]); qwen3's, stored as Hugging Face and llama.cpp
+// (LLAMA_ROPE_TYPE_NEOX) have them, rotate x[i] with x[i + head_dim/2]. Importing a Hugging
+// Face llama folder reorders its q/k rows into pairs (docs/format.md); a qwen3 folder's are kept
+// as they are, so that its q_norm/k_norm weights and GGUF's qwen3 tensors need no reordering.
+enum class RopeStyle { adjacent_pairs, halves };
+RopeStyle rope_style(const ModelConfig& c);
+
+// Qwen3: attn_q_norm / attn_k_norm, an RMSNorm over each query and key head before RoPE.
+bool has_qk_norm(const ModelConfig& c);
+
 // "" when the configuration is one hearth can run, else what is wrong with it.
 std::string validate_config(const ModelConfig& c);
 
 // The configuration as metadata under GGUF's keys (general.architecture, general.name, llama.block_count,
 // tokenizer.ggml.bos_token_id, ...), and back. Tied embeddings are not a key: a model without
-// output.weight has them, in both formats. config_from_metadata leaves vocab_size 0 when no
+// output.weight has them, in both formats; nor are RoPE's frequency factors: the tensor
+// rope_freqs.weight holds them. config_from_metadata leaves vocab_size 0 when no
 // key gives it (GGUF files often have none; the embedding's shape does). "" or why not.
 void config_to_metadata(const ModelConfig& c, Metadata* m);
 std::string config_from_metadata(const Metadata& m, ModelConfig* c);

@@ -69,8 +69,10 @@ static uint32_t nearest_storage_type(uint32_t type) {
     return type_is_storage(type) ? type : TYPE_Q8_0;
 }
 
-uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format) {
+uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format, bool tied_embeddings) {
     if (t.n_dims == 1) return TYPE_F32;
+    // The output projection: output.weight, or the token embedding that stands in for it.
+    const bool is_output = t.name == "output.weight" || (tied_embeddings && t.name == "token_embd.weight");
     uint32_t want = TYPE_F16;
     switch (mix) {
         case OutputMix::Keep: want = format == CheckpointFormat::gguf ? type_plain(t.type) : nearest_storage_type(type_plain(t.type)); break;
@@ -79,14 +81,14 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
         case OutputMix::Q8_0: want = TYPE_Q8_0; break;
         case OutputMix::Q4_0:
             // As llama.cpp's Q4_0: the output projection, the most sensitive matrix, in Q6_K.
-            want = t.name == "output.weight" ? TYPE_Q6_K : TYPE_Q4_0;
+            want = is_output ? TYPE_Q6_K : TYPE_Q4_0;
             break;
         case OutputMix::Q4_K: want = TYPE_Q4_K; break;
         case OutputMix::Q6_K: want = TYPE_Q6_K; break;
         case OutputMix::Q4_K_M: {
             want = TYPE_Q4_K;
             const int layer = layer_of(t.name);
-            if (t.name == "output.weight" || t.name == "token_embd.weight") want = TYPE_Q6_K;
+            if (is_output || t.name == "token_embd.weight") want = TYPE_Q6_K;
             if ((ends_with(t.name, "attn_v.weight") || ends_with(t.name, "ffn_down.weight")) && use_more_bits(layer, n_layers))
                 want = TYPE_Q6_K;
             break;
@@ -202,7 +204,7 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     for (const SourceTensor& t : src.tensors) {
         TensorSpec s;
         s.name = t.name;
-        s.type = tensor_type_for(mix, t, c.n_layers, format);
+        s.type = tensor_type_for(mix, t, c.n_layers, format, c.tied_embeddings);
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);

@@ -27,7 +27,10 @@ const char* output_mix_name(OutputMix mix);
 // length the chosen block size does not divide falls back to q8_0 (32) and then to f16, as
 // llama.cpp does. Under keep, a GGUF file keeps every type as it is (llama.cpp computes with
 // all of them); a hearth file gets the nearest type run computes with.
-uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format = CheckpointFormat::hearth);
+// With tied embeddings the token embedding is the output projection too and gets the
+// output's type, as llama.cpp's quantizer gives it.
+uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format = CheckpointFormat::hearth,
+                         bool tied_embeddings = false);
 
 // general.file_type of a GGUF file: llama.cpp's LLAMA_FTYPE for the mix (include/llama.h);
 // for keep, the one llama.cpp's loader would guess from the most common type of the

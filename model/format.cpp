@@ -157,11 +157,21 @@ std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* ou
 
 std::string finish_config(ParsedCheckpoint* p) {
     ModelConfig& c = p->config;
-    const TensorView* embd = nullptr;
+    const TensorView *embd = nullptr, *rope_freqs = nullptr;
     c.tied_embeddings = true;
     for (const TensorView& t : p->tensors) {
         if (t.name == "token_embd.weight") embd = &t;
         if (t.name == "output.weight") c.tied_embeddings = false;
+        if (t.name == "rope_freqs.weight") rope_freqs = &t;
+    }
+    // RoPE's frequency factors (Llama-3's rope scaling) are a tensor, as in GGUF: read here so
+    // that the configuration, which the RoPE table is made from, has them.
+    c.rope_freq_factors.clear();
+    if (rope_freqs) {
+        if (rope_freqs->type != TYPE_F32 || rope_freqs->n_dims != 1 || rope_freqs->shape[0] > 1024)
+            return "rope_freqs.weight is not an f32 vector of at most 1024 values";
+        c.rope_freq_factors.resize(size_t(rope_freqs->shape[0]));
+        std::memcpy(c.rope_freq_factors.data(), rope_freqs->data, 4 * c.rope_freq_factors.size());
     }
     if (c.vocab_size == 0) {
         if (!embd || embd->n_dims != 2) return "the vocabulary size is neither stated nor given by token_embd.weight";

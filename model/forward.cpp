@@ -58,7 +58,7 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
         s->cache_types = types;
         s->k_row_bytes = type_row_bytes(types.k, kv_dim);
         s->v_row_bytes = type_row_bytes(types.v, kv_dim);
-        s->rope = make_rope_table(c.head_dim, n_ctx, c.rope_theta);
+        s->rope = make_rope_table(c.head_dim, n_ctx, c.rope_theta, c.rope_freq_factors);
         s->x.assign(B * c.dim, 0.0f);
         s->xb.assign(B * std::max<size_t>(c.dim, q_dim), 0.0f);
         s->xb2.assign(B * q_dim, 0.0f);
@@ -103,7 +103,8 @@ static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorV
 // positions after theirs). There are at least as many tasks as threads where there are rows
 // enough, so that one generated token's few groups still keep every thread busy; but no task
 // has fewer than kAttnFewRows rows unless the kv head has, so that the logits do not depend on
-// the number of threads.
+// the number of threads. With a sliding window (Mistral), a token sees only the last
+// sliding_window positions up to its own: the scores before those get weight 0.
 static void attention(const ModelConfig& c, RunState& s, int layer, int n, int pos) {
     const int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads, rows = n * group;
     const int threads = int(s.att_q.size() / (size_t(kAttnRows) * hd));  // the buffers make_run_state made
@@ -133,7 +134,9 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
         for (int i = 0; i < nr; i++) {
             float* row = scores + size_t(i) * s.n_ctx;
             const int n_seen = pos + (r0 + i) / group + 1;  // this token sees itself and everything before it
-            softmax(row, n_seen);
+            const int first = c.sliding_window > 0 ? std::max(0, n_seen - c.sliding_window) : 0;  // ... within the window
+            std::fill(row, row + first, 0.0f);
+            softmax(row + first, n_seen - first);
             std::fill(row + n_seen, row + n_keys, 0.0f);
         }
         vk.values(scores, s.n_ctx, nr, v_cache + kvh * v_head_bytes, s.v_row_bytes, n_keys, hd, out, hd, scratch);
@@ -144,7 +147,9 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
 // One chunk of at most max_batch tokens; logits may be null when none are wanted.
 static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
     const ModelConfig& c = m.config;
-    const int dim = c.dim, hidden = c.hidden_dim, q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+    const int dim = c.dim, hidden = c.hidden_dim, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
+    // RoPE rotates adjacent pairs of a head (llama) or its two halves (qwen3): model/config.h, rope_style.
+    const auto rope = rope_style(c) == RopeStyle::halves ? apply_rope_halves : apply_rope;
 
     for (int t = 0; t < n; t++) dequantize_row(m.token_embd.type, m.token_embd.data, dim, tokens[t], &s.x[size_t(t) * dim]);
 
@@ -153,13 +158,20 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
         uint8_t* k_cache = s.key_cache.get() + size_t(l) * s.n_ctx * s.k_row_bytes;
         uint8_t* v_cache = s.value_cache.get() + size_t(l) * s.n_ctx * s.v_row_bytes;
 
-        // Attention block: x += attn_output · attention(rope(attn_q · norm(x)), rope(attn_k · norm(x)), attn_v · norm(x))
+        // Attention block: x += attn_output · attention(rope(attn_q · norm(x)), rope(attn_k · norm(x)), attn_v · norm(x)),
+        // (qwen3: rope(qk_norm(attn_q · norm(x))), ...)
         for (int t = 0; t < n; t++)
             rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
         matmul_tensors({{s.q.data(), &L.attn_q}, {s.k.data(), &L.attn_k}, {s.v.data(), &L.attn_v}}, s.xb.data(), n);
+        if (has_qk_norm(c)) {  // Qwen3: each query and key head is RMS-normalized on its own, before RoPE
+            for (int h = 0; h < n * c.n_heads; h++)
+                rmsnorm(&s.q[size_t(h) * hd], &s.q[size_t(h) * hd], static_cast<const float*>(L.attn_q_norm.data), hd, c.rms_eps);
+            for (int h = 0; h < n * c.n_kv_heads; h++)
+                rmsnorm(&s.k[size_t(h) * hd], &s.k[size_t(h) * hd], static_cast<const float*>(L.attn_k_norm.data), hd, c.rms_eps);
+        }
         for (int t = 0; t < n; t++) {
-            apply_rope(&s.q[size_t(t) * q_dim], c.n_heads, s.rope, pos + t);
-            apply_rope(&s.k[size_t(t) * kv_dim], c.n_kv_heads, s.rope, pos + t);
+            rope(&s.q[size_t(t) * q_dim], c.n_heads, s.rope, pos + t);
+            rope(&s.k[size_t(t) * kv_dim], c.n_kv_heads, s.rope, pos + t);
             kv_cache_store_row(s.cache_types.k, &s.k[size_t(t) * kv_dim], k_cache + size_t(pos + t) * s.k_row_bytes, kv_dim);
             kv_cache_store_row(s.cache_types.v, &s.v[size_t(t) * kv_dim], v_cache + size_t(pos + t) * s.v_row_bytes, kv_dim);
         }

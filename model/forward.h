@@ -1,4 +1,5 @@
-// The Llama-2 forward pass over a batch of tokens, with a KV cache.
+// The forward pass of the Llama family (Llama-2/3, Mistral) and Qwen3 over a batch of tokens,
+// with a KV cache.
 #pragma once
 #include <memory>
 #include <string>

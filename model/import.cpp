@@ -81,19 +81,71 @@ static std::string model_name_from_path(const std::string& path, bool strip_exte
     return base == "." || base == ".." || base == "/" ? "" : base;
 }
 
+// The families hearth runs, by Hugging Face's class and model_type, with config.json's
+// defaults where they differ (transformers' LlamaConfig, MistralConfig, Qwen3Config).
+struct HfFamily {
+    const char* architecture;
+    const char* model_type;
+    const char* arch;                 // hearth's (and GGUF's) architecture
+    int default_head_dim;             // 0: dim / heads
+    int default_sliding_window;       // when config.json has no sliding_window key; -1: the family has none (key ignored)
+    const char* refused_if_true;      // a switch hearth does not support, or nullptr
+};
+static const HfFamily kHfFamilies[] = {
+    {"LlamaForCausalLM", "llama", "llama", 0, -1, nullptr},
+    {"MistralForCausalLM", "mistral", "llama", 0, 4096, nullptr},        // Mistral is Llama with a sliding window
+    {"Qwen3ForCausalLM", "qwen3", "qwen3", 128, -1, "use_sliding_window"},  // its sliding_window applies only with the switch
+};
+
+// Llama-3.1's "llama3" rope scaling as RoPE frequency divisors, as transformers'
+// _compute_llama3_parameters scales the frequencies: those with a wavelength below
+// original/high_freq_factor are kept, those above original/low_freq_factor divided by factor,
+// and those between interpolated smoothly. (llama.cpp's converter writes the same divisors
+// as rope_freqs.weight.)
+static std::string llama3_rope_factors(const json& rs, ModelConfig* c) {
+    float factor, low, high;
+    int original;
+    std::string err;
+    for (auto [key, out] : {std::pair{"factor", &factor}, std::pair{"low_freq_factor", &low}, std::pair{"high_freq_factor", &high}}) {
+        if (!rs.contains(key)) return std::string("config.json: rope_scaling (llama3) has no ") + key;
+        if (!(err = json_float(rs, key, 0.0f, out)).empty()) return err;
+    }
+    if (!(err = json_int(rs, "original_max_position_embeddings", 1, 1 << 24, INT32_MIN, &original)).empty())
+        return err + " (rope_scaling, llama3)";
+    if (!(factor >= 1.0f && factor <= 1e6f)) return "config.json: rope_scaling factor " + std::to_string(factor) + " is not in [1, 1e6]";
+    if (!(low > 0.0f && high > low && high <= 1e6f))
+        return "config.json: rope_scaling needs 0 < low_freq_factor < high_freq_factor, not " + std::to_string(low) + " and " +
+               std::to_string(high);
+    const double pi = 3.14159265358979323846, low_wavelen = original / double(low), high_wavelen = original / double(high);
+    c->rope_freq_factors.assign(size_t(c->head_dim / 2), 1.0f);
+    for (int i = 0; i < c->head_dim / 2; i++) {
+        const double wavelen = 2 * pi / std::pow(double(c->rope_theta), -2.0 * i / c->head_dim);
+        if (wavelen > low_wavelen) {
+            c->rope_freq_factors[size_t(i)] = factor;
+        } else if (wavelen >= high_wavelen) {
+            const double smooth = (original / wavelen - low) / (high - low);
+            c->rope_freq_factors[size_t(i)] = float(1.0 / ((1 - smooth) / factor + smooth));
+        }
+    }
+    return "";
+}
+
 static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (!j.is_object()) return "config.json is not a JSON object";
     auto text = [&](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump().substr(0, 40); };
     std::string arch = j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty()
                            ? text(j["architectures"][0]) : "";
     std::string model_type = j.contains("model_type") ? text(j["model_type"]) : "";
-    if (arch != "LlamaForCausalLM" && model_type != "llama")
-        return "config.json describes " + (arch.empty() ? model_type : arch) + ", not a Llama model (LlamaForCausalLM)";
-    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) return "rope_scaling is not supported yet";
+    const HfFamily* family = nullptr;
+    for (const HfFamily& f : kHfFamilies)
+        if (arch == f.architecture || (arch.empty() && model_type == f.model_type)) family = &f;
+    if (!family)
+        return "config.json describes " + (arch.empty() ? model_type : arch) +
+               ", not a Llama-family model hearth runs (LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)";
     for (const char* key : {"attention_bias", "mlp_bias"})
         if (j.contains(key) && j[key] != false && !j[key].is_null()) return std::string("config.json: ") + key + " is not supported";
     if (j.contains("hidden_act") && j["hidden_act"] != "silu") return "hidden_act " + text(j["hidden_act"]) + " is not supported (only silu)";
-    c->arch = "llama";
+    c->arch = family->arch;
     const int required = INT32_MIN;
     std::string err;
     for (auto [key, field, fallback] : {std::tuple{"hidden_size", &ModelConfig::dim, required},
@@ -104,9 +156,41 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
                                         std::tuple{"max_position_embeddings", &ModelConfig::max_seq_len, 2048}})
         if (!(err = json_int(j, key, 1, 1 << 30, fallback, &(c->*field))).empty()) return err;
     if (!(err = json_int(j, "num_key_value_heads", 1, 1 << 30, c->n_heads, &c->n_kv_heads)).empty()) return err;
-    if (!(err = json_int(j, "head_dim", 1, 1 << 30, c->dim / c->n_heads, &c->head_dim)).empty()) return err;
+    // Qwen3 states head_dim (e.g. 128 with dim 1024 and 16 heads); its default is 128, not dim / heads.
+    const int head_dim = family->default_head_dim ? family->default_head_dim : c->dim / c->n_heads;
+    if (!(err = json_int(j, "head_dim", 1, 1 << 30, head_dim, &c->head_dim)).empty()) return err;
     if (!(err = json_float(j, "rms_norm_eps", 1e-6f, &c->rms_eps)).empty()) return err;  // LlamaConfig's default
-    if (!(err = json_float(j, "rope_theta", 10000.0f, &c->rope_theta)).empty()) return err;
+
+    // RoPE: rope_theta and rope_scaling, or (transformers 5) both in rope_parameters.
+    const char* rope_key = j.contains("rope_parameters") && !j["rope_parameters"].is_null() ? "rope_parameters" : "rope_scaling";
+    const json rope = j.contains(rope_key) ? j[rope_key] : json();
+    if (!rope.is_null() && !rope.is_object()) return std::string("config.json: ") + rope_key + " is not an object";
+    const json& theta_holder = rope.is_object() && rope.contains("rope_theta") ? rope : j;
+    if (!(err = json_float(theta_holder, "rope_theta", 10000.0f, &c->rope_theta)).empty()) return err;
+    if (!std::isfinite(c->rope_theta) || c->rope_theta <= 1.0f) return "config.json: rope_theta is not a number > 1";
+    std::string rope_type = "default";
+    if (rope.is_object()) {
+        const bool only_theta = rope.empty() || (rope.size() == 1 && rope.contains("rope_theta"));
+        const json& t = rope.contains("rope_type") ? rope["rope_type"] : rope.contains("type") ? rope["type"] : json(only_theta ? "default" : "");
+        if (!t.is_string() || t.get<std::string>().empty()) return std::string("config.json: ") + rope_key + " has no rope_type";
+        rope_type = t.get<std::string>();
+    }
+    c->rope_freq_factors.clear();
+    if (!(c->n_heads > 0 && c->head_dim % 2 == 0 && c->head_dim <= 1024))
+        return validate_config(*c);  // the head sizes first: the factors depend on them
+    if (rope_type == "llama3") {
+        if (!(err = llama3_rope_factors(rope, c)).empty()) return err;
+    } else if (rope_type != "default") {
+        return std::string("config.json: ") + rope_key + " type '" + rope_type.substr(0, 40) + "' is not supported (only llama3)";
+    }
+
+    // Mistral's sliding window (absent: MistralConfig's 4096; null: none).
+    const char* sw = family->refused_if_true;
+    if (sw && j.contains(sw) && j[sw] != false && !j[sw].is_null()) return std::string("config.json: ") + sw + " is not supported";
+    c->sliding_window = 0;
+    if (family->default_sliding_window >= 0 && !(j.contains("sliding_window") && j["sliding_window"].is_null()))
+        if (!(err = json_int(j, "sliding_window", 1, 1 << 24, family->default_sliding_window, &c->sliding_window)).empty()) return err;
+
     if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean()) return "config.json: tie_word_embeddings is not true or false";
     c->tied_embeddings = j.value("tie_word_embeddings", false);
     // Some configs give a list of EOS ids; the first is the end of a turn. An id outside the
@@ -116,7 +200,9 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
         json wrapped = {{key, one}};
         if (!(err = json_int(wrapped, key, 0, 1 << 30, fallback, &(c->*field))).empty()) return err;
     }
-    c->add_bos = c->bos_id >= 0;
+    // Qwen's tokenizers add no BOS (their bos_token_id, <|endoftext|>, is not a prompt's first
+    // token; llama.cpp's qwen3 files say add_bos_token false); Llama's and Mistral's do.
+    c->add_bos = c->bos_id >= 0 && c->arch != "qwen3";
     return validate_config(*c);
 }
 
@@ -188,6 +274,16 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
 
     const ModelConfig& c = out->config;
     for (const ModelTensor& want : model_tensors(c)) {
+        if (!*want.role->hf_name) {  // rope_freqs.weight: computed from config.json's rope_scaling
+            SourceTensor s;
+            s.name = want.name;
+            s.type = TYPE_F32;
+            s.n_dims = want.n_dims;
+            for (int d = 0; d < kMaxDims; d++) s.shape[d] = want.shape[d];
+            s.data = reinterpret_cast<const uint8_t*>(c.rope_freq_factors.data());
+            out->tensors.push_back(s);
+            continue;
+        }
         char hf[256];
         std::snprintf(hf, sizeof hf, want.role->hf_name, want.layer);
         auto it = all.find(hf);
@@ -206,8 +302,13 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         s.n_dims = want.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = want.shape[d];
         s.data = st.data;
-        if (want.role->hf_rope == HfRope::q_heads) s.hf_rope_heads = c.n_heads;
-        if (want.role->hf_rope == HfRope::kv_heads) s.hf_rope_heads = c.n_kv_heads;
+        // Hugging Face's q/k rows are reordered into adjacent pairs for the families whose RoPE
+        // rotates those (llama); qwen3's are kept in Hugging Face's order, which its RoPE
+        // (rotate_half, llama.cpp's NEOX) and its q_norm/k_norm weights expect (rope_style, model/config.h).
+        if (rope_style(c) == RopeStyle::adjacent_pairs) {
+            if (want.role->hf_rope == HfRope::q_heads) s.hf_rope_heads = c.n_heads;
+            if (want.role->hf_rope == HfRope::kv_heads) s.hf_rope_heads = c.n_kv_heads;
+        }
         out->tensors.push_back(s);
     }
     return "";

@@ -39,7 +39,7 @@ struct ImportedCheckpoint {
     std::unique_ptr<MappedFile> mapped;
 };
 
-// A Hugging Face folder: config.json (LlamaForCausalLM), model.safetensors or shards
+// A Hugging Face folder: config.json (LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM), model.safetensors or shards
 // listed in model.safetensors.index.json, tokenizer.model. "" on success.
 std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out);
 

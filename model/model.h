@@ -13,6 +13,7 @@
 struct LayerWeights {
     TensorView attn_norm;                              // [dim] f32
     TensorView attn_q, attn_k, attn_v, attn_output;    // [q_dim, dim], [kv_dim, dim] x2, [dim, q_dim]
+    TensorView attn_q_norm, attn_k_norm;               // [head_dim] f32 (qwen3 only)
     TensorView ffn_norm;                               // [dim] f32
     TensorView ffn_gate, ffn_up, ffn_down;             // [hidden, dim] x2, [dim, hidden]
 };
@@ -25,6 +26,7 @@ struct Model {
     TokenizerSpec tokenizer;
     TensorView token_embd;   // [vocab, dim]
     TensorView output_norm;  // [dim] f32
+    TensorView rope_freqs;   // [head_dim / 2] f32, when RoPE has frequency factors (ModelConfig::rope_freq_factors)
     TensorView output;       // [vocab, dim]; token_embd itself when embeddings are tied
     std::vector<LayerWeights> layers;
     std::vector<TensorView> all_tensors;

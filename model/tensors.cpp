@@ -10,10 +10,13 @@
 const TensorRole kTensorRoles[] = {
 //   name                  layer  matrix rows            cols            need                 Hugging Face name                            HF RoPE order     llama2.c
     {"token_embd.weight",  false, true,  Extent::vocab,  Extent::dim,    Need::always,        "model.embed_tokens.weight",                 HfRope::none,     "token_embedding_table", nullptr, &Model::token_embd},
+    {"rope_freqs.weight",  false, false, Extent::rope_pairs, Extent::rope_pairs, Need::rope_freqs, "",                                   HfRope::none,     "", nullptr, &Model::rope_freqs},
     {"attn_norm.weight",   true,  false, Extent::dim,    Extent::dim,    Need::always,        "model.layers.%d.input_layernorm.weight",    HfRope::none,     "rms_att_weight", &LayerWeights::attn_norm, nullptr},
     {"attn_q.weight",      true,  true,  Extent::q_dim,  Extent::dim,    Need::always,        "model.layers.%d.self_attn.q_proj.weight",   HfRope::q_heads,  "wq", &LayerWeights::attn_q, nullptr},
     {"attn_k.weight",      true,  true,  Extent::kv_dim, Extent::dim,    Need::always,        "model.layers.%d.self_attn.k_proj.weight",   HfRope::kv_heads, "wk", &LayerWeights::attn_k, nullptr},
     {"attn_v.weight",      true,  true,  Extent::kv_dim, Extent::dim,    Need::always,        "model.layers.%d.self_attn.v_proj.weight",   HfRope::none,     "wv", &LayerWeights::attn_v, nullptr},
+    {"attn_q_norm.weight", true,  false, Extent::head_dim, Extent::head_dim, Need::qk_norm,   "model.layers.%d.self_attn.q_norm.weight",   HfRope::none,     "", &LayerWeights::attn_q_norm, nullptr},
+    {"attn_k_norm.weight", true,  false, Extent::head_dim, Extent::head_dim, Need::qk_norm,   "model.layers.%d.self_attn.k_norm.weight",   HfRope::none,     "", &LayerWeights::attn_k_norm, nullptr},
     {"attn_output.weight", true,  true,  Extent::dim,    Extent::q_dim,  Need::always,        "model.layers.%d.self_attn.o_proj.weight",   HfRope::none,     "wo", &LayerWeights::attn_output, nullptr},
     {"ffn_norm.weight",    true,  false, Extent::dim,    Extent::dim,    Need::always,        "model.layers.%d.post_attention_layernorm.weight", HfRope::none, "rms_ffn_weight", &LayerWeights::ffn_norm, nullptr},
     {"ffn_gate.weight",    true,  true,  Extent::hidden, Extent::dim,    Need::always,        "model.layers.%d.mlp.gate_proj.weight",      HfRope::none,     "w1", &LayerWeights::ffn_gate, nullptr},
@@ -33,6 +36,7 @@ uint64_t extent_value(Extent e, const ModelConfig& c) {
         case Extent::kv_dim: return uint64_t(c.n_kv_heads) * uint64_t(c.head_dim);
         case Extent::vocab: return uint64_t(c.vocab_size);
         case Extent::head_dim: return uint64_t(c.head_dim);
+        case Extent::rope_pairs: return uint64_t(c.head_dim / 2);
     }
     return 0;
 }
@@ -41,6 +45,8 @@ bool role_needed(const TensorRole& r, const ModelConfig& c) {
     switch (r.need) {
         case Need::always: return true;
         case Need::untied_output: return !c.tied_embeddings;
+        case Need::rope_freqs: return !c.rope_freq_factors.empty();
+        case Need::qk_norm: return has_qk_norm(c);
     }
     return false;
 }

@@ -15,16 +15,19 @@ struct LayerWeights;
 struct Model;
 
 // The extent of one dimension, as a rule on the configuration.
-enum class Extent : uint8_t { dim, hidden, q_dim, kv_dim, vocab, head_dim };
+enum class Extent : uint8_t { dim, hidden, q_dim, kv_dim, vocab, head_dim, rope_pairs /* head_dim / 2 */ };
 
 // When a role's tensor is in a model.
 enum class Need : uint8_t {
     always,
     untied_output,  // only when the output projection is not the token embedding
+    rope_freqs,     // only when RoPE has frequency factors (ModelConfig::rope_freq_factors: Llama-3)
+    qk_norm,        // only in families that normalize query and key heads (has_qk_norm: qwen3)
 };
 
 // How Hugging Face orders the rows of a q/k projection: by rotate-half pairs, which hearth
-// reorders into adjacent pairs while importing (docs/format.md, "RoPE convention").
+// reorders into adjacent pairs while importing a family whose RoPE rotates adjacent pairs
+// (rope_style in model/config.h; docs/format.md, "RoPE convention").
 enum class HfRope : uint8_t { none, q_heads, kv_heads };
 
 struct TensorRole {
@@ -33,9 +36,10 @@ struct TensorRole {
     bool matrix;            // a weight matrix [rows, cols] of any type run multiplies; else an f32 vector [cols]
     Extent rows, cols;      // rows is unused for vectors
     Need need;
-    const char* hf_name;    // the name in a Hugging Face checkpoint; "%d" stands for the layer
+    const char* hf_name;    // the name in a Hugging Face checkpoint; "%d" stands for the layer; "" for
+                            // none (rope_freqs: the importer computes it from config.json)
     HfRope hf_rope;
-    const char* llama2c_name;  // the field of llama2.c's TransformerWeights
+    const char* llama2c_name;  // the field of llama2.c's TransformerWeights ("" for none)
     // Where binding puts the view: a member of LayerWeights (per-layer) or of Model.
     TensorView LayerWeights::*layer_field;
     TensorView Model::*model_field;

@@ -106,6 +106,7 @@ const std::map<std::string, std::pair<uint32_t, uint32_t>> kExpectedTypes = {
     {"llama.vocab_size", {kU32, 0}},
     {"llama.rope.freq_base", {kF32, 0}},
     {"llama.attention.layer_norm_rms_epsilon", {kF32, 0}},
+    {"llama.attention.sliding_window", {kU32, 0}},
     {"tokenizer.ggml.model", {kString, 0}},
     {"tokenizer.ggml.tokens", {kArray, kString}},
     {"tokenizer.ggml.scores", {kArray, kF32}},
@@ -175,16 +176,21 @@ Gguf check_gguf(const std::string& bytes) {
         Kv kv;
         kv.type = r.get<uint32_t>();
         read_value(r, kv.type, &kv, 0);
-        auto want = kExpectedTypes.find(key);
+        // qwen3's keys are llama's under another prefix.
+        auto want = kExpectedTypes.find(key.rfind("qwen3.", 0) == 0 ? "llama." + key.substr(6) : key);
         if (want != kExpectedTypes.end()) {
             CHECK(kv.type == want->second.first);
             if (kv.type == kArray) CHECK(kv.elem_type == want->second.second);
         }
         g.kv[key] = kv;
     }
-    for (const char* key : kRequiredKeys) CHECK_MESSAGE(g.kv.count(key), key);
     REQUIRE(g.kv.count("general.architecture"));
-    CHECK(g.kv["general.architecture"].strings.at(0) == "llama");
+    const std::string arch = g.kv["general.architecture"].strings.at(0);
+    CHECK((arch == "llama" || arch == "qwen3"));
+    for (std::string key : kRequiredKeys) {
+        if (key.rfind("llama.", 0) == 0) key = arch + key.substr(5);
+        CHECK_MESSAGE(g.kv.count(key), key);
+    }
     if (g.kv.count("general.alignment")) {
         std::memcpy(&g.alignment, g.kv["general.alignment"].raw.data(), 4);
         g.alignment &= 0xffffffffu;
@@ -337,6 +343,8 @@ void check_same_config(const ModelConfig& a, const ModelConfig& b) {
     CHECK(a.tied_embeddings == b.tied_embeddings);
     CHECK(a.rope_theta == b.rope_theta);
     CHECK(a.rms_eps == b.rms_eps);
+    CHECK(a.rope_freq_factors == b.rope_freq_factors);
+    CHECK(a.sliding_window == b.sliding_window);
     CHECK(a.bos_id == b.bos_id);
     CHECK(a.eos_id == b.eos_id);
     CHECK(a.add_bos == b.add_bos);
@@ -393,7 +401,7 @@ Metadata metadata_of(const std::string& bytes) {
     return m;
 }
 
-const char* const kParityFolders[] = {"mha", "gqa", "tied", "theta500k", "bf16", "odd"};
+const char* const kParityFolders[] = {"mha", "gqa", "tied", "theta500k", "bf16", "odd", "llama3", "mistral", "qwen3"};
 const char* const kMiniTypes[] = {"F16", "Q8_0", "Q4_0", "Q4_K_M"};
 std::string mini(const std::string& type) { return "build/tests/gguf-mini/mini-" + type + ".gguf"; }
 const std::vector<int> kPrompt = {1, 9038, 2501, 263, 931};  // "<s> Once upon a time" in the Llama-2 vocabulary

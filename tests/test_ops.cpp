@@ -88,3 +88,44 @@ TEST_CASE("apply_rope rotates each adjacent pair as a complex multiplication") {
     apply_rope(y.data(), n_heads, t, 0);
     CHECK(y == x);
 }
+
+TEST_CASE("rope tables divide each frequency by its factor (Llama-3's rope scaling)") {
+    const int head_dim = 16;
+    std::vector<float> factors(head_dim / 2);
+    for (int i = 0; i < head_dim / 2; i++) factors[size_t(i)] = 1.0f + 0.75f * float(i);
+    RopeTable t = make_rope_table(head_dim, 512, 500000.0f, factors);
+    for (int p : {0, 1, 31, 300, 511})
+        for (int i = 0; i < head_dim / 2; i++) {
+            const double angle = p * std::pow(500000.0, -2.0 * i / head_dim) / factors[size_t(i)];
+            CHECK(t.cos[size_t(p) * head_dim / 2 + i] == doctest::Approx(std::cos(angle)).epsilon(1e-6).scale(1));
+            CHECK(t.sin[size_t(p) * head_dim / 2 + i] == doctest::Approx(std::sin(angle)).epsilon(1e-6).scale(1));
+        }
+}
+
+TEST_CASE("apply_rope_halves rotates element i with element i + head_dim/2 (Hugging Face's rotate_half)") {
+    const int head_dim = 16, half = head_dim / 2, n_heads = 3, pos = 37;
+    RopeTable t = make_rope_table(head_dim, 64, 1000000.0f);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    std::vector<float> x(n_heads * head_dim), y, pairs(n_heads * head_dim);
+    for (float& v : x) v = nd(rng);
+    y = x;
+    apply_rope_halves(y.data(), n_heads, t, pos);
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < half; i++) {
+            const double angle = pos * std::pow(1000000.0, -2.0 * i / head_dim);
+            const double a = x[h * head_dim + i], b = x[h * head_dim + i + half];
+            CHECK(y[h * head_dim + i] == doctest::Approx(a * std::cos(angle) - b * std::sin(angle)).epsilon(1e-5));
+            CHECK(y[h * head_dim + i + half] == doctest::Approx(a * std::sin(angle) + b * std::cos(angle)).epsilon(1e-5));
+            // The same as apply_rope on the head reordered into adjacent pairs, which is why
+            // importing a llama folder may reorder q/k rows (docs/format.md, RoPE convention).
+            pairs[h * head_dim + 2 * i] = float(a);
+            pairs[h * head_dim + 2 * i + 1] = float(b);
+        }
+    apply_rope(pairs.data(), n_heads, t, pos);
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < half; i++) {
+            CHECK(pairs[h * head_dim + 2 * i] == y[h * head_dim + i]);
+            CHECK(pairs[h * head_dim + 2 * i + 1] == y[h * head_dim + i + half]);
+        }
+}

@@ -41,6 +41,8 @@ TEST_CASE("quantize: q4_k_m gives q6_k to the layers llama.cpp's use_more_bits p
     // q4_0 as llama.cpp's Q4_0: output in Q6_K, everything else (embedding included) Q4_0
     CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
     CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q4_0);
+    // Tied (Llama-3.2, small Qwen3): the embedding is the output projection, and gets its type.
+    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32, CheckpointFormat::hearth, true)) == TYPE_Q6_K);
     CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32)) == TYPE_Q4_0);
     // A hearth file stores q4_0/q8_0/q4_K matrices with rows interleaved by 8, the token embedding
     // (looked up by row) plain; a GGUF file everything plain.

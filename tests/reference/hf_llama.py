@@ -1,9 +1,14 @@
 #!/usr/bin/python3
-"""Plain PyTorch reference of Hugging Face's LlamaForCausalLM forward pass.
+"""Plain PyTorch reference of Hugging Face's LlamaForCausalLM, MistralForCausalLM and
+Qwen3ForCausalLM forward passes.
 
-Written from the published semantics of transformers' modeling_llama (no
-transformers import): RMSNorm in fp32, rotate_half RoPE, grouped-query
-attention, causal softmax attention, SwiGLU MLP, optional tied lm_head.
+Written from the published semantics of transformers' modeling_llama, modeling_mistral,
+modeling_qwen3 and modeling_rope_utils (no transformers import): RMSNorm in fp32,
+rotate_half RoPE (with Llama-3's "llama3" frequency scaling), grouped-query
+attention, causal softmax attention (with Mistral's sliding window: key k is seen
+from query q when q - window < k <= q), Qwen3's q_norm/k_norm (RMSNorm over each
+head's head_dim, before RoPE), SwiGLU MLP, optional tied lm_head, head_dim from
+config.json when given (Qwen3's default 128).
 All weights are converted to float32 and all compute is float32.
 
 Library use:
@@ -86,20 +91,40 @@ class Model:
 def load_model(folder):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
-    if cfg.get("rope_scaling") is not None:
-        raise ValueError("rope_scaling is not supported by this reference")
     if cfg.get("hidden_act", "silu") != "silu":
         raise ValueError(f"hidden_act {cfg.get('hidden_act')} not supported")
+    arch = (cfg.get("architectures") or [""])[0]
+    family = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen3ForCausalLM": "qwen3"}.get(arch)
+    if family is None:
+        raise ValueError(f"architecture {arch} not supported")
+    if cfg.get("attention_bias") or cfg.get("mlp_bias"):
+        raise ValueError("attention/mlp bias not supported")
     m = Model()
     m.cfg = cfg
+    m.family = family
     m.hidden = cfg["hidden_size"]
     m.n_layers = cfg["num_hidden_layers"]
     m.n_heads = cfg["num_attention_heads"]
     m.n_kv = cfg.get("num_key_value_heads") or m.n_heads
-    m.head_dim = cfg.get("head_dim") or m.hidden // m.n_heads
+    # Qwen3Config's head_dim defaults to 128; Llama's and Mistral's to hidden / heads.
+    m.head_dim = cfg.get("head_dim") or (128 if family == "qwen3" else m.hidden // m.n_heads)
     m.vocab = cfg["vocab_size"]
     m.eps = float(cfg.get("rms_norm_eps", 1e-6))
     m.theta = float(cfg.get("rope_theta", 10000.0))
+    m.rope_scaling = cfg.get("rope_scaling")
+    if m.rope_scaling is not None:
+        rtype = m.rope_scaling.get("rope_type", m.rope_scaling.get("type"))
+        if rtype not in ("llama3", "default"):
+            raise ValueError(f"rope_scaling type {rtype} not supported by this reference")
+        if rtype == "default":
+            m.rope_scaling = None
+    # MistralConfig: sliding_window 4096 unless given (null: none). Llama has none; Qwen3's
+    # applies only with use_sliding_window.
+    m.window = None
+    if family == "mistral":
+        m.window = cfg["sliding_window"] if "sliding_window" in cfg else 4096
+    if family == "qwen3" and cfg.get("use_sliding_window"):
+        raise ValueError("use_sliding_window not supported by this reference")
     if m.n_heads % m.n_kv != 0:
         raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
 
@@ -119,6 +144,10 @@ def load_model(folder):
             "up": t[p + "mlp.up_proj.weight"],
             "down": t[p + "mlp.down_proj.weight"],
         })
+        if family == "qwen3":
+            m.layers[-1]["q_norm"] = t[p + "self_attn.q_norm.weight"]
+            m.layers[-1]["k_norm"] = t[p + "self_attn.k_norm.weight"]
+            assert m.layers[-1]["q_norm"].shape == (m.head_dim,)
     m.norm = t["model.norm.weight"]
     if cfg.get("tie_word_embeddings", False) or "lm_head.weight" not in t:
         m.lm_head = m.embed
@@ -141,8 +170,26 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def rope_cos_sin(n, head_dim, theta):
+def llama3_inv_freq(inv_freq, rs):
+    # transformers' _compute_llama3_parameters (modeling_rope_utils.py), step by step.
+    factor = rs["factor"]
+    low_freq_factor = rs["low_freq_factor"]
+    high_freq_factor = rs["high_freq_factor"]
+    old_context_len = rs["original_max_position_embeddings"]
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+def rope_cos_sin(n, head_dim, theta, rope_scaling=None):
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    if rope_scaling is not None:
+        inv_freq = llama3_inv_freq(inv_freq, rope_scaling)
     pos = torch.arange(n, dtype=torch.float32)
     freqs = torch.outer(pos, inv_freq)             # [n, hd/2]
     emb = torch.cat((freqs, freqs), dim=-1)        # [n, hd]
@@ -155,14 +202,22 @@ def logits(m, ids):
     n = ids.shape[0]
     hd = m.head_dim
     x = m.embed[ids]                                # [n, hidden]
-    cos, sin = rope_cos_sin(n, hd, m.theta)         # [n, hd]
+    cos, sin = rope_cos_sin(n, hd, m.theta, m.rope_scaling)  # [n, hd]
     mask = torch.full((n, n), float("-inf")).triu(1)
+    if m.window is not None:
+        # transformers' sliding_window_overlay: key k is seen from query q when k > q - window.
+        q_idx = torch.arange(n).view(-1, 1)
+        k_idx = torch.arange(n).view(1, -1)
+        mask = mask.masked_fill(k_idx <= q_idx - m.window, float("-inf"))
     group = m.n_heads // m.n_kv
     for L in m.layers:
         h = rms_norm(x, L["attn_norm"], m.eps)
         q = (h @ L["wq"].T).view(n, m.n_heads, hd).transpose(0, 1)   # [H, n, hd]
         k = (h @ L["wk"].T).view(n, m.n_kv, hd).transpose(0, 1)      # [KV, n, hd]
         v = (h @ L["wv"].T).view(n, m.n_kv, hd).transpose(0, 1)
+        if m.family == "qwen3":                      # Qwen3RMSNorm over each head, before RoPE
+            q = rms_norm(q, L["q_norm"], m.eps)
+            k = rms_norm(k, L["k_norm"], m.eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(group, dim=0)        # HF repeat_kv
@@ -179,11 +234,16 @@ def logits(m, ids):
     return (x @ m.lm_head.T).float().contiguous()
 
 
-def greedy(m, prompt_ids, n):
+def greedy(m, prompt_ids, n, n_pieces=None):
+    """n_pieces: only ids below it are picked (ids past the tokenizer's pieces, padding rows
+    of the embedding, have no text; hearth never samples them)."""
     ids = list(prompt_ids)
     out = []
     for _ in range(n):
-        nxt = int(torch.argmax(logits(m, ids)[-1]))
+        row = logits(m, ids)[-1]
+        if n_pieces is not None:
+            row = row[:n_pieces]
+        nxt = int(torch.argmax(row))
         ids.append(nxt)
         out.append(nxt)
     return out

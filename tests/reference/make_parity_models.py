@@ -53,7 +53,30 @@ VARIANTS = {
     "odd": dict(hidden=128, inter=172, layers=2, heads=2, kv=1, vocab=512, dtype="F16", tied=False,
                 theta=10000.0, eps=1e-6, seed=6000, shards=2, explicit_head_dim=True,
                 prompt="MACBETH: Is this a dagger which I see 1605"),
+    # The families of today, each with what sets it apart doing real work in a short test
+    # (main() checks that the greedy ids change without it), and sharper attention (qk_std)
+    # so that positions matter. Llama-3.1/3.2-style: GQA, theta 500000, llama3 rope scaling
+    # with a short original context (32, factor 8) so that 14 of the 16 frequencies are
+    # divided by 8 and one is interpolated, tied embeddings (no lm_head), BF16.
+    "llama3": dict(family="llama", hidden=128, inter=256, layers=2, heads=4, kv=2, vocab=512, dtype="BF16", tied=True,
+                   theta=500000.0, eps=1e-5, seed=7000, qk_std=0.2,
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 32},
+                   prompt="GLOUCESTER: Now is the winter of our discontent"),
+    # Mistral-style: GQA (4 query heads on 1 kv head), a sliding window of 6 positions, shorter
+    # than the prompt and the 32 greedy tokens, untied.
+    "mistral": dict(family="mistral", hidden=64, inter=160, layers=2, heads=4, kv=1, vocab=512, dtype="F32", tied=False,
+                    theta=10000.0, eps=1e-5, seed=8000, qk_std=0.2, sliding_window=6,
+                    prompt="PROSPERO: We are such stuff as dreams are made on"),
+    # Qwen3-style: head_dim 32 with dim 64 and 4 heads (not dim / heads), q_norm/k_norm with
+    # weights far from 1, tied, vocabulary padded to 576 rows beyond the tokenizer's 512 pieces
+    # (the padding rows larger, so that an unmasked argmax would pick them), theta 1e6.
+    "qwen3": dict(family="qwen3", hidden=64, inter=192, layers=2, heads=4, kv=2, head_dim=32, vocab=576, dtype="F16", tied=True,
+                  theta=1000000.0, eps=1e-6, seed=9000, qk_norm_mean=2.0, pad_rows_std=0.3,
+                  prompt="LEAR: How sharper than a serpent's tooth it is"),
 }
+ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "mistral": ("MistralForCausalLM", "mistral"),
+                 "qwen3": ("Qwen3ForCausalLM", "qwen3")}
 
 TORCH_DTYPE_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 TORCH_DTYPE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -111,7 +134,8 @@ def write_safetensors(path, tensors, dtype, metadata=None):
 def make_weights(v, seed):
     g = torch.Generator().manual_seed(seed)
     H, I, V = v["hidden"], v["inter"], v["vocab"]
-    hd = H // v["heads"]
+    hd = v.get("head_dim") or H // v["heads"]
+    qk_std = v.get("qk_std", 0.1)
 
     def rnd(*shape, std):
         return torch.randn(*shape, generator=g) * std
@@ -119,13 +143,16 @@ def make_weights(v, seed):
     def norm_w(n):
         return 1.0 + rnd(n, std=0.2)
 
-    ws = [("model.embed_tokens.weight", rnd(V, H, std=0.1))]
+    embed = rnd(V, H, std=0.1)
+    if v.get("pad_rows_std"):  # rows past the tokenizer's pieces
+        embed[512:] = rnd(V - 512, H, std=v["pad_rows_std"])
+    ws = [("model.embed_tokens.weight", embed)]
     for i in range(v["layers"]):
         p = f"model.layers.{i}."
         ws += [
             (p + "input_layernorm.weight", norm_w(H)),
-            (p + "self_attn.q_proj.weight", rnd(v["heads"] * hd, H, std=0.1)),
-            (p + "self_attn.k_proj.weight", rnd(v["kv"] * hd, H, std=0.1)),
+            (p + "self_attn.q_proj.weight", rnd(v["heads"] * hd, H, std=qk_std)),
+            (p + "self_attn.k_proj.weight", rnd(v["kv"] * hd, H, std=qk_std)),
             (p + "self_attn.v_proj.weight", rnd(v["kv"] * hd, H, std=0.1)),
             (p + "self_attn.o_proj.weight", rnd(H, v["heads"] * hd, std=0.08)),
             (p + "post_attention_layernorm.weight", norm_w(H)),
@@ -133,6 +160,10 @@ def make_weights(v, seed):
             (p + "mlp.up_proj.weight", rnd(I, H, std=0.1)),
             (p + "mlp.down_proj.weight", rnd(H, I, std=0.08)),
         ]
+        if v.get("family") == "qwen3":
+            m = v["qk_norm_mean"]
+            ws += [(p + "self_attn.q_norm.weight", m + rnd(hd, std=0.5)),
+                   (p + "self_attn.k_norm.weight", m + rnd(hd, std=0.5))]
     ws.append(("model.norm.weight", norm_w(H)))
     if not v["tied"]:
         ws.append(("lm_head.weight", rnd(V, H, std=0.15)))
@@ -140,9 +171,10 @@ def make_weights(v, seed):
 
 
 def config_for(v):
+    arch, model_type = ARCHITECTURES[v.get("family", "llama")]
     c = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
+        "architectures": [arch],
+        "model_type": model_type,
         "hidden_size": v["hidden"],
         "intermediate_size": v["inter"],
         "num_hidden_layers": v["layers"],
@@ -160,6 +192,15 @@ def config_for(v):
     }
     if v.get("explicit_head_dim"):
         c["head_dim"] = v["hidden"] // v["heads"]
+    if v.get("head_dim"):
+        c["head_dim"] = v["head_dim"]
+    if v.get("rope_scaling"):
+        c["rope_scaling"] = v["rope_scaling"]
+    if v.get("family") == "mistral":
+        c["sliding_window"] = v["sliding_window"]
+    if v.get("family") == "qwen3":  # as Qwen3's own configs have them
+        c.update({"attention_bias": False, "use_sliding_window": False, "sliding_window": None,
+                  "max_window_layers": v["layers"], "attention_dropout": 0.0})
     return c
 
 
@@ -193,12 +234,18 @@ def write_model(folder, v, weights):
 # ---------------------------------------------------------------- goldens
 
 def check_greedy(model, prompt, n, tok_vocab):
-    """Greedy decode; returns (ids, None) or (None, reason) if not robust."""
+    """Greedy decode; returns (ids, None) or (None, reason) if not robust. A model whose
+    vocabulary is padded beyond the tokenizer's pieces picks among the pieces only, as
+    hearth does (check_greedy.padded_wins counts the steps where a padding row would have won)."""
     ids = list(prompt)
     out = []
     check_greedy.min_rel_gap = float("inf")
+    check_greedy.padded_wins = 0
     for step in range(n):
-        row = hf_llama.logits(model, ids)[-1]
+        full = hf_llama.logits(model, ids)[-1]
+        row = full[:tok_vocab]
+        if int(torch.argmax(full)) >= tok_vocab:
+            check_greedy.padded_wins += 1
         top2 = torch.topk(row, 2)
         gap = float(top2.values[0] - top2.values[1])
         thr = 1e-3 * float(row.abs().max())
@@ -215,15 +262,69 @@ def check_greedy(model, prompt, n, tok_vocab):
     return out, None
 
 
+def _no_qk_norm(m):
+    for L in m.layers:
+        L["q_norm"] = torch.ones_like(L["q_norm"])
+        L["k_norm"] = torch.ones_like(L["k_norm"])
+
+
+# Per variant: (feature, a change to a loaded reference model that removes it).
+FEATURES = {
+    "llama3": [("llama3 rope scaling", lambda m: setattr(m, "rope_scaling", None))],
+    "mistral": [("the sliding window", lambda m: setattr(m, "window", None))],
+    "qwen3": [("q_norm/k_norm's weights", _no_qk_norm)],
+}
+
+
+def _q8_0(w):
+    """ggml's Q8_0 values: blocks of 32, scale absmax/127 rounded to fp16."""
+    x = w.reshape(-1, 32)
+    d = (x.abs().max(1, keepdim=True).values / 127).half().float()
+    q = torch.where(d > 0, torch.round(x / torch.where(d > 0, d, torch.ones_like(d))), torch.zeros_like(x))
+    return (q * d).reshape(w.shape)
+
+
+def _q4_0(w):
+    """ggml's Q4_0 values: blocks of 32, scale (the value of largest magnitude) / -8 in fp16."""
+    x = w.reshape(-1, 32)
+    mx = torch.gather(x, 1, x.abs().argmax(1, keepdim=True))
+    d = mx / -8
+    inv = torch.where(d != 0, 1 / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    q = torch.clamp(torch.floor(x * inv + 8.5), 0, 15)
+    return ((q - 8) * d.half().float()).reshape(w.shape)
+
+
+def quant_sensitivity(folder, prompt):
+    """How far the reference's own prompt logits move when its matrices are rounded as
+    quantize's q8_0 and q4_0 store them (q4_0: the output projection in Q6_K, which falls back
+    to Q8_0 for these row lengths, as llama.cpp's does): max |logit - logit| / max |logit|.
+    The tests bound hearth's quantized files by this, with room for the activations' rounding."""
+    out = {}
+    for qname, qf in (("q8_0", _q8_0), ("q4_0", _q4_0)):
+        m = hf_llama.load_model(folder)
+        ref = hf_llama.logits(m, prompt)
+        for L in m.layers:
+            for k in ("wq", "wk", "wv", "wo", "gate", "up", "down"):
+                L[k] = qf(L[k])
+        tied = m.lm_head is m.embed
+        m.lm_head = _q8_0(m.lm_head)
+        m.embed = m.lm_head if tied else qf(m.embed)
+        got = hf_llama.logits(m, prompt)
+        out[qname] = float((got - ref).abs().max() / ref.abs().max())
+    return out
+
+
 def fmt(x):
     return "%.9g" % x
 
 
-def write_golden(path, prompt_text, prompt, seed, lg, greedy_ids):
+def write_golden(path, prompt_text, prompt, seed, lg, greedy_ids, extra=None):
     rows = ",\n    ".join("[" + ",".join(fmt(x) for x in row.tolist()) + "]" for row in lg)
+    more = "".join(f'  "{k}": {json.dumps(v)},\n' for k, v in (extra or {}).items())
     s = ("{\n"
          f'  "prompt_text": {json.dumps(prompt_text)},\n'
          f'  "seed": {seed},\n'
+         + more +
          f'  "prompt_ids": {json.dumps(prompt)},\n'
          f'  "greedy_ids": {json.dumps(greedy_ids)},\n'
          f'  "logits": [\n    {rows}\n  ]\n'
@@ -263,8 +364,23 @@ def main():
                 break
             print(f"{name}: seed {seed} rejected ({why}); trying seed {seed + 1}")
             seed += 1
+        assert greedy_ids == hf_llama.greedy(model, prompt, N_GREEDY, tok_vocab)
+        # What sets the family apart must change the greedy ids, or the test would not see it.
+        for what, off in FEATURES.get(name, []):
+            plain = hf_llama.load_model(folder)
+            off(plain)
+            without = hf_llama.greedy(plain, prompt, N_GREEDY, tok_vocab)
+            first = next((i for i, (a, b) in enumerate(zip(greedy_ids, without)) if a != b), None)
+            assert first is not None, f"{name}: the greedy ids are the same without {what}"
+            print(f"{name}: without {what} the greedy ids differ from step {first}")
+        if check_greedy.padded_wins:
+            print(f"{name}: a padding row would have won {check_greedy.padded_wins} of {N_GREEDY} steps")
         lg = hf_llama.logits(model, prompt)
-        write_golden(os.path.join(folder, "golden.json"), v["prompt"], prompt, seed, lg, greedy_ids)
+        extra = {}
+        if name in FEATURES:
+            extra["quant_sensitivity"] = quant_sensitivity(folder, prompt)
+            print(f"{name}: reference on rounded weights: {extra['quant_sensitivity']}")
+        write_golden(os.path.join(folder, "golden.json"), v["prompt"], prompt, seed, lg, greedy_ids, extra)
         size = sum(os.path.getsize(os.path.join(folder, fn)) for fn in os.listdir(folder))
         print(f"{name}: seed {seed}, prompt {prompt}, greedy {greedy_ids[:8]}..., "
               f"min greedy gap/max|logit| {check_greedy.min_rel_gap:.2e}, "
