@@ -227,6 +227,28 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
                    }, 0.2, 5, true),
                    1);
         }
+        // The prompt path (pp): 64 tokens on the interleaved rows, through x8_matmul_kernel (which
+        // hands them to this build's GEMM for the x8 type), 1 thread and all threads.
+        {
+            const int nt64 = 64, rg = std::min(rows, 1024) / 16 * 16;
+            std::vector<uint8_t> A64(arb * nt64);
+            for (int t = 0; t < nt64; ++t) std::memcpy(A64.data() + size_t(t) * arb, A.data() + size_t(t % nt) * arb, arb);
+            std::vector<float> out64(size_t(rows) * nt64);
+            auto report_rg = [&](const char* nm, double t) {
+                std::printf("  %-40s %9s %9.2f %12.3e\n", nm, "", double(rg) * cols * nt64 / t / 1e9, double(rg) * nt64 / t);
+            };
+            std::snprintf(name, sizeof name, "x8 gemm 64 tokens, %d rows, 1 thread", rg);
+            report_rg(name, best_time([&] { mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg); }));
+            if (nth > 1) {
+                std::snprintf(name, sizeof name, "x8 gemm 64 tokens, %d rows, %d thr", rg, nth);
+                report_rg(name, best_time([&] {
+                              parallel_rows(rg, nth, [&](int r0, int r1) {
+                                  mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, r0 / 16 * 16,
+                                      r1 == rg ? r1 : r1 / 16 * 16);
+                              });
+                          }, 0.2, 5, true));
+            }
+        }
         const int rs8 = std::min(rows, 128);
         const double t8c = best_time([&] { mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rs8); });
         std::printf("  x8 rows cache-resident %d rows, 1 thread: 1 token %.2f GB/s\n", rs8, double(wrb) * rs8 / t8c / 1e9);

@@ -1,0 +1,216 @@
+// GEMM for interleaved Q4_0 / Q8_0 weights (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h) x
+// Q8_0 activations with AVX-512 VNNI on zmm registers (prompt processing).
+//
+// The scheme of kernels/gemm_avx2.cpp, twice as wide: a panel is two groups of 8 interleaved rows
+// (16 rows), so that one 64-byte step holds elements 4j..4j+3 of 16 rows (row i of the first group
+// in bytes 4i..4i+3, of the second in 32 + 4i..), and one vpdpbusd against the 4 activation bytes
+// of a token (an embedded {1to16} broadcast from memory) adds 64 products into the 16 rows' int32
+// lanes. A tile is kTile tokens x 16 rows: kTile int32 accumulators per block, kTile float
+// accumulators across blocks, each packed step loaded once per tile.
+//  - Both types put the weights in dpbusd's unsigned operand and the activations (as they are,
+//    signed) in the broadcast one, so no activation byte is widened or offset per step:
+//    Q4_0 nibbles 0..15 (the -8 is the per-(token, block) term 8 * sum(a)), Q8_0 weights + 128
+//    (w ^ 0x80 when packed; the term is 128 * sum(a)). The term is computed once per activation
+//    block, when the activations are packed, and is the int32 accumulator's starting value
+//    (negated), so it costs no instruction in the tile. dpbusd does not saturate; a block's sum
+//    is at most 32 * 255 * 128 < 2^21 in magnitude.
+//  - Per block and token then one int -> float conversion and one FMA with the 16 rows' scales
+//    times the token's (an embedded-broadcast multiply).
+// The integer sums are those of the scalar kernels exactly; only the float operations differ.
+// An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
+// Loop order: token blocks (kTokBlock tokens, activations packed once per block, kept in L2)
+// -> 16-row panels -> K chunks (packed once per token block, L1-resident) -> tiles of kTile
+// tokens; the next chunk's weight lines are prefetched a few per tile.
+#include "gemm_avx2.h"
+
+#if defined(HEARTH_GEMM_AVX512)
+
+// GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
+// (cvtepi32_ps, castsi256_si512) may be used uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "quant_types.h"
+
+namespace {
+
+constexpr int kChunk = 32;      // blocks per packed chunk: 32 * 576 = 18 KB
+constexpr int kTokBlock = 64;   // tokens per activation block
+constexpr int kTile = 8;        // tokens per register tile
+constexpr int kPackedBlock = 8 * 64 + 64;  // 8 steps of 16 rows, then the 16 rows' float scales
+
+uint8_t* packed_buf() {
+    alignas(64) thread_local uint8_t buf[kChunk * kPackedBlock];
+    return buf;
+}
+
+// Activations of a tile of kTile tokens, one block: the quants of each token, their scales and
+// the negated offset term (Q4_0: -8 * sum(q), Q8_0: -128 * sum(q)).
+struct alignas(64) ActBlock {
+    int8_t q[kTile][32];
+    float d[kTile];
+    int32_t neg_term[kTile];
+};
+
+ActBlock* act_buf(size_t n) {
+    thread_local std::vector<ActBlock> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
+inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+// Pack kn records of the group pair (ga, gb) (record b of each at + b * 8 * sizeof(WBlock)) into p.
+template <typename WBlock>
+void pack_x8_pair(const uint8_t* ga, const uint8_t* gb, int kn, uint8_t* p) {
+    constexpr size_t kRec = 8 * sizeof(WBlock);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8(char(0x80));
+    for (int b = 0; b < kn; ++b, p += kPackedBlock, ga += kRec, gb += kRec) {
+        __m512i* q = reinterpret_cast<__m512i*>(p);
+        if (sizeof(WBlock) == sizeof(block_q4_0)) {
+            for (int k = 0; k < 4; ++k) {
+                const __m512i w = join(loadu256(ga + 16 + 32 * k), loadu256(gb + 16 + 32 * k));
+                _mm512_store_si512(q + k, _mm512_and_si512(w, m4));
+                _mm512_store_si512(q + k + 4, _mm512_and_si512(_mm512_srli_epi16(w, 4), m4));
+            }
+        } else {
+            for (int k = 0; k < 8; ++k)
+                _mm512_store_si512(q + k, _mm512_xor_si512(join(loadu256(ga + 16 + 32 * k), loadu256(gb + 16 + 32 * k)), bias));
+        }
+        const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ga))),
+                                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(gb)), 1);
+        _mm512_store_ps(reinterpret_cast<float*>(p + 512), _mm512_cvtph_ps(h));
+    }
+}
+
+// Activation tiles of tokens [t0, te): tile g holds tokens t0 + kTile*g + i (the last tile
+// repeats its last token), nb blocks each. kShift: log2 of the offset (Q4_0 3, Q8_0 7).
+template <int kShift>
+void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out) {
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    for (int g = t0; g < te; g += kTile) {
+        const block_q8_0* a[kTile];
+        for (int i = 0; i < kTile; ++i)
+            a[i] = reinterpret_cast<const block_q8_0*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int b = 0; b < nb; ++b, ++out) {
+            __m256i s[kTile];
+            for (int i = 0; i < kTile; ++i) {
+                const __m256i q = loadu256(a[i][b].qs);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(out->q[i]), q);
+                out->d[i] = _cvtsh_ss(a[i][b].d);
+                s[i] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones8, q);  // 8 partial sums
+            }
+            for (int i = 0; i < kTile; i += 4) {
+                const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[i], s[i + 1]), _mm256_hadd_epi32(s[i + 2], s[i + 3]));
+                const __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+                _mm_store_si128(reinterpret_cast<__m128i*>(out->neg_term + i), _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(t, kShift)));
+            }
+        }
+    }
+}
+
+inline __m512i bcast32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+// kn blocks of the packed chunk pw x the activation tile ab: res[t] = the 16 rows' partial dots
+// with token t.
+void tile(const uint8_t* pw, const ActBlock* ab, int kn, __m512 res[kTile]) {
+    __m512 acc[kTile];
+    for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
+        const __m512i* q = reinterpret_cast<const __m512i*>(pw);
+        __m512i s[kTile];
+        for (int t = 0; t < kTile; ++t) s[t] = _mm512_set1_epi32(ab->neg_term[t]);
+        for (int j = 0; j < 8; ++j) {
+            const __m512i w = _mm512_load_si512(q + j);
+            for (int t = 0; t < kTile; ++t) s[t] = _mm512_dpbusd_epi32(s[t], w, bcast32(ab->q[t] + 4 * j));
+        }
+        const __m512 dw = _mm512_load_ps(reinterpret_cast<const float*>(pw + 512));
+        for (int t = 0; t < kTile; ++t)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(ab->d[t])), acc[t]);
+    }
+    for (int t = 0; t < kTile; ++t) res[t] = acc[t];
+}
+
+// kX8 weights [r0, r1), whole groups of 8 rows.
+template <typename WBlock>
+void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+          int r1) {
+    if (r0 >= r1 || n_tokens <= 0) return;
+    constexpr size_t kRec = 8 * sizeof(WBlock);
+    const int nb = n_cols / 32;
+    const uint8_t* Wc = static_cast<const uint8_t*>(W);
+    const size_t group_bytes = 8 * wrb;
+    uint8_t* pw = packed_buf();
+    ActBlock* acts = act_buf(size_t((kTokBlock + kTile - 1) / kTile) * nb);
+    for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
+        const int te = std::min(n_tokens, t0 + kTokBlock);
+        pack_acts<sizeof(WBlock) == sizeof(block_q4_0) ? 3 : 7>(static_cast<const char*>(A), arb, nb, t0, te, acts);
+        const size_t n_tiles = size_t(te - t0 + kTile - 1) / kTile;
+        for (int r = r0; r < r1; r += 16) {
+            const int nr = std::min(16, r1 - r);  // 16, or 8: an odd last group, paired with itself
+            const uint8_t* ga = Wc + size_t(r) * wrb;
+            const uint8_t* gb = nr == 16 ? ga + group_bytes : ga;
+            const __mmask16 keep = nr == 16 ? __mmask16(0xFFFF) : __mmask16(0x00FF);
+            for (int kb = 0; kb < nb; kb += kChunk) {
+                const int kn = std::min(kChunk, nb - kb);
+                pack_x8_pair<WBlock>(ga + size_t(kb) * kRec, gb + size_t(kb) * kRec, kn, pw);
+                // The chunk this loop packs next: the same groups' next records, or the next
+                // panel's first ones; its lines are asked for a few per tile while the tiles
+                // compute on this chunk, so packing finds them in cache.
+                const uint8_t *na, *nbp;
+                size_t nbytes;
+                if (kb + kn < nb) {
+                    na = ga + size_t(kb + kn) * kRec;
+                    nbp = gb + size_t(kb + kn) * kRec;
+                    nbytes = size_t(std::min(kChunk, nb - kb - kn)) * kRec;
+                } else {
+                    na = ga + 2 * group_bytes;
+                    nbp = na + group_bytes;
+                    nbytes = size_t(std::min(kChunk, nb)) * kRec;
+                    if (r + 16 >= r1) nbytes = 0;
+                }
+                const size_t lines = (nbytes + 63) / 64, per_tile = (lines + n_tiles - 1) / n_tiles;
+                for (int t = t0; t < te; t += kTile) {
+                    const size_t ti = size_t(t - t0) / kTile;
+                    for (size_t i = ti * per_tile; i < std::min(lines, (ti + 1) * per_tile); ++i) {
+                        __builtin_prefetch(na + 64 * i, 0, 3);
+                        __builtin_prefetch(nbp + 64 * i, 0, 3);
+                    }
+                    __m512 res[kTile];
+                    tile(pw, acts + ti * nb + kb, kn, res);
+                    const int nt = std::min(kTile, te - t);
+                    for (int i = 0; i < nt; ++i) {
+                        float* o = out + size_t(t + i) * size_t(os) + r;
+                        const __m512 v = kb == 0 ? res[i] : _mm512_add_ps(res[i], _mm512_maskz_loadu_ps(keep, o));
+                        _mm512_mask_storeu_ps(o, keep, v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                               int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm<block_q4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                               int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm<block_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+#endif  // HEARTH_GEMM_AVX512
