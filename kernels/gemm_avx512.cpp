@@ -36,13 +36,19 @@
 #include <cstring>
 #include <vector>
 
+#include "avx2_util.h"
 #include "quant_types.h"
 
 namespace {
 
-constexpr int kChunk = 32;      // blocks per packed chunk: 32 * 576 = 18 KB
-constexpr int kTokBlock = 64;   // tokens per activation block
-constexpr int kTile = 8;        // tokens per register tile
+#ifndef HEARTH_ZMM_CHUNK  // tuning overrides for tools/bench_kernels builds
+#define HEARTH_ZMM_CHUNK 32
+#define HEARTH_ZMM_TOKBLOCK 64
+#define HEARTH_ZMM_TILE 8
+#endif
+constexpr int kChunk = HEARTH_ZMM_CHUNK;        // blocks per packed chunk: 32 * 576 = 18 KB
+constexpr int kTokBlock = HEARTH_ZMM_TOKBLOCK;  // tokens per activation block
+constexpr int kTile = HEARTH_ZMM_TILE;          // tokens per register tile
 constexpr int kPackedBlock = 8 * 64 + 64;  // 8 steps of 16 rows, then the 16 rows' float scales
 
 uint8_t* packed_buf() {
@@ -116,7 +122,7 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
     }
 }
 
-inline __m512i bcast32(const int8_t* p) {
+inline __m512i bcast32z(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
@@ -133,7 +139,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, __m512 res[kTile]) {
         for (int t = 0; t < kTile; ++t) s[t] = _mm512_set1_epi32(ab->neg_term[t]);
         for (int j = 0; j < 8; ++j) {
             const __m512i w = _mm512_load_si512(q + j);
-            for (int t = 0; t < kTile; ++t) s[t] = _mm512_dpbusd_epi32(s[t], w, bcast32(ab->q[t] + 4 * j));
+            for (int t = 0; t < kTile; ++t) s[t] = _mm512_dpbusd_epi32(s[t], w, bcast32z(ab->q[t] + 4 * j));
         }
         const __m512 dw = _mm512_load_ps(reinterpret_cast<const float*>(pw + 512));
         for (int t = 0; t < kTile; ++t)
@@ -201,6 +207,178 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
     }
 }
 
+// ---- Q4_K (TYPE_Q4_K_X8, kernels/q4_kx8.h) x Q8_K ----
+//
+// The scheme of kernels/gemm_k_avx2.cpp's VNNI tile on 16 rows: per sub-block of 32, 8 steps of
+// one dpbusd per token (nibbles unsigned, activations signed, embedded broadcast) into a fresh
+// int32 sum, then times the 16 rows' 6-bit scales (int32 multiply) into the super-block's int32
+// sum (<= 256*15*128*63 < 2^25). The mins: sum_j m_j * (activation sum of sub-block j), as 4
+// vpdpwssd of the (m_2k, m_2k+1) int16 pairs with the activation's paired sub-block sums
+// (<= 256*128*63 < 2^21). Per super-block and token: (d * isum - dmin * msum) * d8, in floats.
+
+constexpr int kChunkK = 4;  // super-blocks per packed chunk: 4 * 4992 = 20 KB
+
+struct alignas(64) PanelQ4K16 {
+    uint8_t q[8][8][64];       // [sub-block][step][4*row + e], nibbles 0..15
+    int32_t scale[8][16];      // [sub-block][row]
+    uint32_t min_pair[4][16];  // [k][row]: m_2k | m_2k+1 << 16
+    float d[16];
+    float neg_dmin[16];
+};
+
+struct alignas(64) ActSuper {
+    int8_t q[kTile][256];
+    float d[kTile];
+    int16_t sub_sums[kTile][8];  // sums of the 8 sub-blocks of 32 (|.| <= 32*128)
+};
+
+PanelQ4K16* packed_buf_k() {
+    thread_local PanelQ4K16 buf[kChunkK];
+    return buf;
+}
+
+ActSuper* act_buf_k(size_t n) {
+    thread_local std::vector<ActSuper> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
+// Byte j (0..3) of each 32-bit lane, zero-extended to the lane (a _mm256_shuffle_epi8 control).
+inline __m256i lane_byte_to_int32(int j) {
+    return _mm256_add_epi32(_mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12), _mm256_set1_epi32(int32_t(0x80808000u | uint32_t(j))));
+}
+
+// Super-block records ra and rb (the group pair's) into p.
+void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4K16& p) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c)
+        for (int k = 0; k < 8; ++k) {
+            const __m512i bits = join(loadu256(ra + 128 + 256 * c + 32 * k), loadu256(rb + 128 + 256 * c + 32 * k));
+            _mm512_store_si512(p.q[2 * c][k], _mm512_and_si512(bits, m4));
+            _mm512_store_si512(p.q[2 * c + 1][k], _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4));
+        }
+    const Q4kScalesX8 sa = q4k_unpack_scales_x8(ra + 32), sb = q4k_unpack_scales_x8(rb + 32);
+    for (int j = 0; j < 8; ++j) {
+        const __m256i ctl = lane_byte_to_int32(j % 4);
+        _mm512_store_si512(p.scale[j], join(_mm256_shuffle_epi8(j < 4 ? sa.sc_lo : sa.sc_hi, ctl),
+                                            _mm256_shuffle_epi8(j < 4 ? sb.sc_lo : sb.sc_hi, ctl)));
+    }
+    for (int k = 0; k < 4; ++k) {  // (m_2k, m_2k+1)
+        const __m256i ctl = lane_bytes_to_int16(2 * k % 4, 2 * k % 4 + 1);
+        _mm512_store_si512(p.min_pair[k], join(_mm256_shuffle_epi8(k < 2 ? sa.mn_lo : sa.mn_hi, ctl),
+                                               _mm256_shuffle_epi8(k < 2 ? sb.mn_lo : sb.mn_hi, ctl)));
+    }
+    auto halves16 = [](const uint8_t* a, const uint8_t* b) {
+        return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
+    };
+    _mm512_store_ps(p.d, halves16(ra, rb));
+    _mm512_store_ps(p.neg_dmin, _mm512_sub_ps(_mm512_setzero_ps(), halves16(ra + 16, rb + 16)));
+}
+
+void pack_acts_k(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out) {
+    for (int g = t0; g < te; g += kTile) {
+        const block_q8_K* a[kTile];
+        for (int i = 0; i < kTile; ++i)
+            a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int b = 0; b < nsb; ++b, ++out)
+            for (int i = 0; i < kTile; ++i) {
+                const block_q8_K& x = a[i][b];
+                out->d[i] = x.d;
+                std::memcpy(out->q[i], x.qs, 256);
+                const __m256i bs = loadu256(x.bsums);
+                const __m128i s8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                _mm_store_si128(reinterpret_cast<__m128i*>(out->sub_sums[i]), s8);
+            }
+    }
+}
+
+void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, __m512 res[kTile]) {
+    __m512 acc[kTile];
+    for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < kn; ++b, ++pw, ++ab) {
+        __m512i isum[kTile];
+        for (int t = 0; t < kTile; ++t) isum[t] = _mm512_setzero_si512();
+        for (int sb = 0; sb < 8; ++sb) {
+            __m512i s[kTile];
+            for (int t = 0; t < kTile; ++t) s[t] = _mm512_setzero_si512();
+            for (int j = 0; j < 8; ++j) {
+                const __m512i w = _mm512_load_si512(pw->q[sb][j]);
+                for (int t = 0; t < kTile; ++t) s[t] = _mm512_dpbusd_epi32(s[t], w, bcast32z(ab->q[t] + 32 * sb + 4 * j));
+            }
+            const __m512i sc = _mm512_load_si512(pw->scale[sb]);
+            for (int t = 0; t < kTile; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
+        }
+        const __m512 d = _mm512_load_ps(pw->d), neg_dmin = _mm512_load_ps(pw->neg_dmin);
+        for (int t = 0; t < kTile; ++t) {
+            __m512i m = _mm512_setzero_si512();
+            for (int k = 0; k < 4; ++k) {
+                int32_t pair;
+                std::memcpy(&pair, ab->sub_sums[t] + 2 * k, 4);
+                m = _mm512_dpwssd_epi32(m, _mm512_load_si512(pw->min_pair[k]), _mm512_set1_epi32(pair));
+            }
+            const __m512 x = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), d, _mm512_mul_ps(_mm512_cvtepi32_ps(m), neg_dmin));
+            acc[t] = _mm512_fmadd_ps(x, _mm512_set1_ps(ab->d[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < kTile; ++t) res[t] = acc[t];
+}
+
+// TYPE_Q4_K_X8 weights [r0, r1), whole groups of 8 rows.
+void gemm_q4k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+              int r1) {
+    if (r0 >= r1 || n_tokens <= 0) return;
+    constexpr size_t kRec = 8 * sizeof(block_q4_K);
+    const int nsb = n_cols / QK_K;
+    const uint8_t* Wc = static_cast<const uint8_t*>(W);
+    const size_t group_bytes = 8 * wrb;
+    PanelQ4K16* pw = packed_buf_k();
+    ActSuper* acts = act_buf_k(size_t((kTokBlock + kTile - 1) / kTile) * nsb);
+    for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
+        const int te = std::min(n_tokens, t0 + kTokBlock);
+        pack_acts_k(static_cast<const char*>(A), arb, nsb, t0, te, acts);
+        const size_t n_tiles = size_t(te - t0 + kTile - 1) / kTile;
+        for (int r = r0; r < r1; r += 16) {
+            const int nr = std::min(16, r1 - r);
+            const uint8_t* ga = Wc + size_t(r) * wrb;
+            const uint8_t* gb = nr == 16 ? ga + group_bytes : ga;
+            const __mmask16 keep = nr == 16 ? __mmask16(0xFFFF) : __mmask16(0x00FF);
+            for (int kb = 0; kb < nsb; kb += kChunkK) {
+                const int kn = std::min(kChunkK, nsb - kb);
+                for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(kb + b) * kRec, gb + size_t(kb + b) * kRec, pw[b]);
+                const uint8_t *na, *nbp;
+                size_t nbytes;
+                if (kb + kn < nsb) {
+                    na = ga + size_t(kb + kn) * kRec;
+                    nbp = gb + size_t(kb + kn) * kRec;
+                    nbytes = size_t(std::min(kChunkK, nsb - kb - kn)) * kRec;
+                } else {
+                    na = ga + 2 * group_bytes;
+                    nbp = na + group_bytes;
+                    nbytes = size_t(std::min(kChunkK, nsb)) * kRec;
+                    if (r + 16 >= r1) nbytes = 0;
+                }
+                const size_t lines = (nbytes + 63) / 64, per_tile = (lines + n_tiles - 1) / n_tiles;
+                for (int t = t0; t < te; t += kTile) {
+                    const size_t ti = size_t(t - t0) / kTile;
+                    for (size_t i = ti * per_tile; i < std::min(lines, (ti + 1) * per_tile); ++i) {
+                        __builtin_prefetch(na + 64 * i, 0, 3);
+                        __builtin_prefetch(nbp + 64 * i, 0, 3);
+                    }
+                    __m512 res[kTile];
+                    tile_q4k(pw, acts + ti * nsb + kb, kn, res);
+                    const int nt = std::min(kTile, te - t);
+                    for (int i = 0; i < nt; ++i) {
+                        float* o = out + size_t(t + i) * size_t(os) + r;
+                        const __m512 v = kb == 0 ? res[i] : _mm512_add_ps(res[i], _mm512_maskz_loadu_ps(keep, o));
+                        _mm512_mask_storeu_ps(o, keep, v);
+                    }
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
@@ -211,6 +389,11 @@ void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A,
 void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                                int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm<block_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                               int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm_q4k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 #endif  // HEARTH_GEMM_AVX512

@@ -266,28 +266,31 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
 // The zmm GEMM tiles (kernels/gemm_avx512.cpp) called directly, below their token threshold too:
 // 16-row panels and an odd last group paired with itself, K chunks (32 blocks) and their tails,
 // tiles of 8 tokens and every remainder, token blocks of 64 and past them, row ranges that start
-// at a group after the first; against the scalar twin within the rounding of the float sums.
+// at a group after the first; against the scalar twin within the rounding of the float sums
+// (tests/test_gemm_kernels.cpp's bound: the integer block sums are exact).
 TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: tokens, groups, blocks, ranges") {
     struct ZmmCase {
         uint32_t plain;
         matmul_rows_fn zmm, twin;
     };
     const ZmmCase cases[] = {{TYPE_Q4_0, matmul_q4_0x8_gemm_avx512, matmul_q4_0x8_rows_scalar},
-                             {TYPE_Q8_0, matmul_q8_0x8_gemm_avx512, matmul_q8_0x8_rows_scalar}};
+                             {TYPE_Q8_0, matmul_q8_0x8_gemm_avx512, matmul_q8_0x8_rows_scalar},
+                             {TYPE_Q4_K, matmul_q4_kx8_gemm_avx512, matmul_q4_kx8_rows_scalar}};
     for (const ZmmCase& zc : cases) {
-        for (int nb : {1, 3, 32, 33, 70}) {
-            const int cols = nb * QK8_0;
+        const bool k_type = zc.plain == TYPE_Q4_K;  // chunks of 4 super-blocks, else of 32 blocks
+        for (int nb : k_type ? std::vector<int>{1, 3, 4, 5, 11} : std::vector<int>{1, 3, 32, 33, 70}) {
+            const int cols = nb * type_block_size(zc.plain);
             for (int groups : {1, 2, 3, 5}) {
                 const int rows = 8 * groups + 5;  // a plain tail the GEMM must leave alone
                 const Bytes plain = random_weights(zc.plain, rows, cols, uint32_t(31 * nb + groups));
                 Bytes x8(plain.size());
                 repack_rows_to_x8(zc.plain, plain.data(), x8.data(), rows, cols);
-                const size_t wrb = type_row_bytes(zc.plain, cols), arb = type_row_bytes(TYPE_Q8_0, cols);
+                const size_t wrb = type_row_bytes(zc.plain, cols), arb = type_row_bytes(type_vec_dot_type(zc.plain), cols);
                 std::vector<Ranges> range_sets = {{{0, 8 * groups}}};
                 if (groups > 1) range_sets.push_back({{8, 8 * groups}});
                 if (groups > 2) range_sets.push_back({{0, 8}, {16, 8 * groups}});
                 for (int n_tokens : {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130}) {
-                    if (n_tokens > 17 && nb > 33 && groups > 2) continue;  // keep the run short
+                    if (n_tokens > 17 && nb > (k_type ? 4 : 33) && groups > 2) continue;  // keep the run short
                     CAPTURE(zc.plain);
                     CAPTURE(nb);
                     CAPTURE(groups);

@@ -1,6 +1,6 @@
 // Micro-benchmark of the quantized kernels.
 //
-//   build/bench_kernels [rows=8192] [cols=8192] [threads=all]
+//   build/bench_kernels [rows=8192] [cols=8192] [threads=all] [types, e.g. q4_0,q8_0 (default all)]
 //
 // For each weight type: single-token GB/s of weight bytes (vec_dot per row, and matmul_rows with
 // n_tokens=1), then matmul_rows with 8 tokens (rows*tokens dots per second and GMAC/s), single
@@ -285,6 +285,8 @@ int main(int argc, char** argv) {
         {TYPE_Q4_K, quant_kernels(TYPE_Q4_K), matmul_q4_k_rows_scalar},
         {TYPE_Q6_K, quant_kernels(TYPE_Q6_K), matmul_q6_k_rows_scalar},
     };
-    for (const TypeInfo& ti : types) bench_type(ti, rows, cols, nth);
+    const char* only = argc > 4 ? argv[4] : nullptr;
+    for (const TypeInfo& ti : types)
+        if (!only || std::strstr(only, type_name(ti.w))) bench_type(ti, rows, cols, nth);
     return 0;
 }
