@@ -122,10 +122,12 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
     }
 }
 
-inline __m512i bcast32z(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
+// acc + dpbusd(w, the 4 bytes at p in every lane), with the broadcast embedded in the instruction
+// ({1to16}): GCC 12 does not fold _mm512_set1_epi32 of a load into vpdpbusd and emits a separate
+// vpbroadcastd per token and step. (Compiled by GCC and Clang, AT&T syntax.)
+inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
+    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+    return acc;
 }
 
 // kn blocks of the packed chunk pw x the activation tile ab: res[t] = the 16 rows' partial dots
@@ -139,7 +141,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, __m512 res[kTile]) {
         for (int t = 0; t < kTile; ++t) s[t] = _mm512_set1_epi32(ab->neg_term[t]);
         for (int j = 0; j < 8; ++j) {
             const __m512i w = _mm512_load_si512(q + j);
-            for (int t = 0; t < kTile; ++t) s[t] = _mm512_dpbusd_epi32(s[t], w, bcast32z(ab->q[t] + 4 * j));
+            for (int t = 0; t < kTile; ++t) s[t] = dpbusd_bcast(s[t], w, ab->q[t] + 4 * j);
         }
         const __m512 dw = _mm512_load_ps(reinterpret_cast<const float*>(pw + 512));
         for (int t = 0; t < kTile; ++t)
@@ -304,7 +306,7 @@ void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, __m512 res[kTile
             for (int t = 0; t < kTile; ++t) s[t] = _mm512_setzero_si512();
             for (int j = 0; j < 8; ++j) {
                 const __m512i w = _mm512_load_si512(pw->q[sb][j]);
-                for (int t = 0; t < kTile; ++t) s[t] = _mm512_dpbusd_epi32(s[t], w, bcast32z(ab->q[t] + 32 * sb + 4 * j));
+                for (int t = 0; t < kTile; ++t) s[t] = dpbusd_bcast(s[t], w, ab->q[t] + 32 * sb + 4 * j);
             }
             const __m512i sc = _mm512_load_si512(pw->scale[sb]);
             for (int t = 0; t < kTile; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
