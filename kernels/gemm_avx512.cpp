@@ -43,11 +43,11 @@ namespace {
 
 #ifndef HEARTH_ZMM_CHUNK  // tuning overrides for tools/bench_kernels builds
 #define HEARTH_ZMM_CHUNK 32
-#define HEARTH_ZMM_TOKBLOCK 64
+#define HEARTH_ZMM_TOKBLOCK 128
 #define HEARTH_ZMM_TILE 8
 #endif
 constexpr int kChunk = HEARTH_ZMM_CHUNK;        // blocks per packed chunk: 32 * 576 = 18 KB
-constexpr int kTokBlock = HEARTH_ZMM_TOKBLOCK;  // tokens per activation block
+constexpr int kTokBlock = HEARTH_ZMM_TOKBLOCK;  // tokens per activation block: 16 tiles x 64 blocks x 320 B = 320 KB at 2048 columns
 constexpr int kTile = HEARTH_ZMM_TILE;          // tokens per register tile
 constexpr int kPackedBlock = 8 * 64 + 64;  // 8 steps of 16 rows, then the 16 rows' float scales
 

@@ -227,20 +227,21 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
                    }, 0.2, 5, true),
                    1);
         }
-        // The prompt path (pp): 64 tokens on the interleaved rows, through x8_matmul_kernel (which
+        // The prompt path (pp): 64 tokens (HEARTH_BENCH_GEMM_TOKENS) on the interleaved rows, through x8_matmul_kernel (which
         // hands them to this build's GEMM for the x8 type), 1 thread and all threads.
         {
-            const int nt64 = 64, rg = std::min(rows, 1024) / 16 * 16;
+            const char* env_nt = std::getenv("HEARTH_BENCH_GEMM_TOKENS");  // default 64
+            const int nt64 = env_nt && std::atoi(env_nt) > 0 ? std::atoi(env_nt) : 64, rg = std::min(rows, 1024) / 16 * 16;
             std::vector<uint8_t> A64(arb * nt64);
             for (int t = 0; t < nt64; ++t) std::memcpy(A64.data() + size_t(t) * arb, A.data() + size_t(t % nt) * arb, arb);
             std::vector<float> out64(size_t(rows) * nt64);
             auto report_rg = [&](const char* nm, double t) {
                 std::printf("  %-40s %9s %9.2f %12.3e\n", nm, "", double(rg) * cols * nt64 / t / 1e9, double(rg) * nt64 / t);
             };
-            std::snprintf(name, sizeof name, "x8 gemm 64 tokens, %d rows, 1 thread", rg);
+            std::snprintf(name, sizeof name, "x8 gemm %d tokens, %d rows, 1 thread", nt64, rg);
             report_rg(name, best_time([&] { mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg); }));
             if (nth > 1) {
-                std::snprintf(name, sizeof name, "x8 gemm 64 tokens, %d rows, %d thr", rg, nth);
+                std::snprintf(name, sizeof name, "x8 gemm %d tokens, %d rows, %d thr", nt64, rg, nth);
                 report_rg(name, best_time([&] {
                               parallel_rows(rg, nth, [&](int r0, int r1) {
                                   mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, r0 / 16 * 16,
