@@ -57,5 +57,8 @@ void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A,
                                int n_tokens, float* out, int out_stride, int r0, int r1);
 void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                                int n_tokens, float* out, int out_stride, int r0, int r1);
+// Q6_K, plain rows: any [r0, r1), 16 rows per tile (the last panel's missing rows are not stored).
+void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1);
 #endif
 #endif

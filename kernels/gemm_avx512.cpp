@@ -381,6 +381,155 @@ void gemm_q4k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, 
     }
 }
 
+// ---- Q6_K (plain rows) x Q8_K ----
+//
+// The scheme of kernels/gemm_k_avx2.cpp's Q6_K tile on 16 rows: the weights packed signed (q - 32)
+// with 16 rows' transposed steps per 64 bytes, the activations + 128 as dpbusd's unsigned operand
+// (broadcast by a separate load: the embedded broadcast needs the signed operand), 4 steps per
+// group of 16 into a fresh int32 sum, times the 16 rows' group scales (int32 multiply). The +128
+// adds 128 * sum_g sc_g * sum (q - 32) per row: computed when packing, and the super-block's
+// starting value, negated. Bounds as the ymm tile's: |sum| < 2^29.
+
+constexpr int kChunkQ6 = 4;  // super-blocks per packed chunk: 4 * 5248 = 21 KB
+
+struct alignas(64) PanelQ6K16 {
+    int8_t q[16][4][64];    // [group][step][4*row + e], q - 32
+    int32_t scale[16][16];  // [group][row]
+    int32_t neg_corr[16];   // [row]: -128 * sum_g sc_g * sum (q - 32)
+    float d[16];
+};
+
+PanelQ6K16* packed_buf_q6() {
+    thread_local PanelQ6K16 buf[kChunkQ6];
+    return buf;
+}
+
+// Quants 32c..32c+31 of a block minus 32, in element order (layout in quant_types.h).
+inline __m256i q6k_chunk(const block_q6_K& b, int c) {
+    const int h = c / 4, p = c % 4;
+    const __m256i l = loadu256(b.ql + 64 * h + 32 * (p & 1));
+    const __m256i qh = loadu256(b.qh + 32 * h);
+    const __m256i lo = _mm256_and_si256(p < 2 ? l : _mm256_srli_epi16(l, 4), _mm256_set1_epi8(0x0F));
+    const __m256i hb = p == 0 ? _mm256_slli_epi16(qh, 4) : p == 1 ? _mm256_slli_epi16(qh, 2)
+                     : p == 2 ? qh : _mm256_srli_epi16(qh, 2);
+    const __m256i q = _mm256_or_si256(lo, _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
+}
+
+// Super-block sb of the 16 rows row[0..15] into p.
+void pack_q6k16(const block_q6_K* const row[16], int sb, PanelQ6K16& p) {
+    for (int c = 0; c < 8; ++c) {  // groups 2c, 2c + 1
+        __m256i va[8], vb[8];
+        for (int i = 0; i < 8; ++i) {
+            va[i] = q6k_chunk(row[i][sb], c);
+            vb[i] = q6k_chunk(row[8 + i][sb], c);
+        }
+        transpose8(va);
+        transpose8(vb);
+        for (int j = 0; j < 8; ++j) _mm512_store_si512(p.q[2 * c + j / 4][j % 4], join(va[j], vb[j]));
+    }
+    for (int i = 0; i < 16; ++i) {
+        const block_q6_K& b = row[i][sb];
+        for (int g = 0; g < 16; ++g) p.scale[g][i] = b.scales[g];
+        p.d[i] = _cvtsh_ss(b.d);
+    }
+    // A group's 4 steps added as bytes (4 * [-32, 31] fits in int8), summed per row by a dpbusd
+    // with 1s, times the group's scales.
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i corr = _mm512_setzero_si512();
+    for (int g = 0; g < 16; ++g) {
+        const __m512i s8 = _mm512_add_epi8(_mm512_add_epi8(_mm512_load_si512(p.q[g][0]), _mm512_load_si512(p.q[g][1])),
+                                           _mm512_add_epi8(_mm512_load_si512(p.q[g][2]), _mm512_load_si512(p.q[g][3])));
+        corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, s8),
+                                                         _mm512_load_si512(p.scale[g])));
+    }
+    _mm512_store_si512(p.neg_corr, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 7)));
+}
+
+void pack_acts_q6(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out) {
+    const __m256i bias = _mm256_set1_epi8(char(0x80));
+    for (int g = t0; g < te; g += kTile) {
+        const block_q8_K* a[kTile];
+        for (int i = 0; i < kTile; ++i)
+            a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int b = 0; b < nsb; ++b, ++out)
+            for (int i = 0; i < kTile; ++i) {
+                const block_q8_K& x = a[i][b];
+                out->d[i] = x.d;
+                for (int k = 0; k < 256; k += 32)  // a + 128 == a ^ 0x80 as a byte
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(out->q[i] + k), _mm256_xor_si256(loadu256(x.qs + k), bias));
+            }
+    }
+}
+
+void tile_q6k(const PanelQ6K16* pw, const ActSuper* ab, int kn, __m512 res[kTile]) {
+    __m512 acc[kTile];
+    for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < kn; ++b, ++pw, ++ab) {
+        __m512i isum[kTile];
+        for (int t = 0; t < kTile; ++t) isum[t] = _mm512_load_si512(pw->neg_corr);
+        for (int g = 0; g < 16; ++g) {
+            __m512i s[kTile];
+            for (int t = 0; t < kTile; ++t) s[t] = _mm512_setzero_si512();
+            for (int k = 0; k < 4; ++k) {
+                const __m512i w = _mm512_load_si512(pw->q[g][k]);
+                for (int t = 0; t < kTile; ++t) {
+                    int32_t a4;
+                    std::memcpy(&a4, ab->q[t] + 16 * g + 4 * k, 4);
+                    s[t] = _mm512_dpbusd_epi32(s[t], _mm512_set1_epi32(a4), w);
+                }
+            }
+            const __m512i sc = _mm512_load_si512(pw->scale[g]);
+            for (int t = 0; t < kTile; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
+        }
+        const __m512 d = _mm512_load_ps(pw->d);
+        for (int t = 0; t < kTile; ++t)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(ab->d[t])), acc[t]);
+    }
+    for (int t = 0; t < kTile; ++t) res[t] = acc[t];
+}
+
+// Q6_K weights, any rows [r0, r1) (plain layout): panels of 16 rows, the last one's missing rows
+// repeating its last row and not stored.
+void gemm_q6k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+              int r1) {
+    if (r0 >= r1 || n_tokens <= 0) return;
+    const int nsb = n_cols / QK_K;
+    const char* Wc = static_cast<const char*>(W);
+    PanelQ6K16* pw = packed_buf_q6();
+    ActSuper* acts = act_buf_k(size_t((kTokBlock + kTile - 1) / kTile) * nsb);
+    for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
+        const int te = std::min(n_tokens, t0 + kTokBlock);
+        pack_acts_q6(static_cast<const char*>(A), arb, nsb, t0, te, acts);
+        for (int r = r0; r < r1; r += 16) {
+            const int nr = std::min(16, r1 - r);
+            const __mmask16 keep = __mmask16((1u << nr) - 1);
+            const block_q6_K* row[16];
+            for (int i = 0; i < 16; ++i) row[i] = reinterpret_cast<const block_q6_K*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
+            for (int kb = 0; kb < nsb; kb += kChunkQ6) {
+                const int kn = std::min(kChunkQ6, nsb - kb);
+                for (int b = 0; b < kn; ++b) {
+                    pack_q6k16(row, kb + b, pw[b]);
+                    if (r + 16 < r1)  // the next panel's super-block, so that its packing does not wait on memory
+                        for (int i = 0; i < 16; ++i)
+                            for (size_t o = 0; o < sizeof(block_q6_K); o += 64)
+                                __builtin_prefetch(reinterpret_cast<const char*>(row[i] + kb + b) + 16 * wrb + o, 0, 3);
+                }
+                for (int t = t0; t < te; t += kTile) {
+                    __m512 res[kTile];
+                    tile_q6k(pw, acts + size_t(t - t0) / kTile * nsb + kb, kn, res);
+                    const int nt = std::min(kTile, te - t);
+                    for (int i = 0; i < nt; ++i) {
+                        float* o = out + size_t(t + i) * size_t(os) + r;
+                        const __m512 v = kb == 0 ? res[i] : _mm512_add_ps(res[i], _mm512_maskz_loadu_ps(keep, o));
+                        _mm512_mask_storeu_ps(o, keep, v);
+                    }
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
@@ -396,6 +545,11 @@ void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A,
 void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                                int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm_q4k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemm_q6k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 #endif  // HEARTH_GEMM_AVX512

@@ -181,7 +181,11 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
     const matmul_rows_fn gemm = ti.w == TYPE_Q4_0   ? matmul_q4_0_gemm_avx2
                                 : ti.w == TYPE_Q8_0 ? matmul_q8_0_gemm_avx2
                                 : ti.w == TYPE_Q4_K ? matmul_q4_k_gemm_avx2
+#if defined(HEARTH_GEMM_AVX512)
+                                : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx512  // what matmul_many runs here
+#else
                                 : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx2
+#endif
                                                     : nullptr;
     if (gemm) {
         const int nt64 = 64;
