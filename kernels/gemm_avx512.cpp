@@ -1,5 +1,6 @@
-// GEMM for interleaved Q4_0 / Q8_0 weights (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h) x
-// Q8_0 activations with AVX-512 VNNI on zmm registers (prompt processing).
+// GEMM with AVX-512 VNNI on zmm registers (prompt processing): interleaved Q4_0 / Q8_0 weights
+// (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h) x Q8_0 activations here; interleaved Q4_K
+// (TYPE_Q4_K_X8) and plain Q6_K x Q8_K in the sections further down.
 //
 // The scheme of kernels/gemm_avx2.cpp, twice as wide: a panel is two groups of 8 interleaved rows
 // (16 rows), so that one 64-byte step holds elements 4j..4j+3 of 16 rows (row i of the first group
@@ -12,7 +13,7 @@
 //    Q4_0 nibbles 0..15 (the -8 is the per-(token, block) term 8 * sum(a)), Q8_0 weights + 128
 //    (w ^ 0x80 when packed; the term is 128 * sum(a)). The term is computed once per activation
 //    block, when the activations are packed, and is the int32 accumulator's starting value
-//    (negated), so it costs no instruction in the tile. dpbusd does not saturate; a block's sum
+//    (negated), so it costs the tile no instruction beyond that broadcast. dpbusd does not saturate; a block's sum
 //    is at most 32 * 255 * 128 < 2^21 in magnitude.
 //  - Per block and token then one int -> float conversion and one FMA with the 16 rows' scales
 //    times the token's (an embedded-broadcast multiply).
@@ -160,7 +161,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
     const uint8_t* Wc = static_cast<const uint8_t*>(W);
     const size_t group_bytes = 8 * wrb;
     uint8_t* pw = packed_buf();
-    ActBlock* acts = act_buf(size_t((kTokBlock + kTile - 1) / kTile) * nb);
+    ActBlock* acts = act_buf(size_t((kTokBlock + kTile - 1) / kTile) * size_t(nb));
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
         pack_acts<sizeof(WBlock) == sizeof(block_q4_0) ? 3 : 7>(static_cast<const char*>(A), arb, nb, t0, te, acts);
