@@ -15,7 +15,7 @@ MODEL_LIBS := -lsentencepiece -lpthread
 AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
-KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
+KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/gemm_avx512.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
 MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 # The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
@@ -96,6 +96,15 @@ ifneq ($(HOST_VNNI),0)
 AVX2_TEST_BIN := build/tests/kernel_tests_avx2
 AVX2_TEST_RUN := "host, plain AVX2 build (no VNNI): kernel tests" "build/tests/kernel_tests_avx2"
 endif
+# AVX-VNNI without AVX-512 (ymm dpbusd: Intel client CPUs) cannot run on the AMD EPYC: a
+# -march=alderlake build of the kernel tests, compiled and linked but not run, keeps that path
+# building. (The AVX-512 zmm GEMM, kernels/gemm_avx512.cpp, is what the native build tests here.)
+build/tests/kernel_tests_alderlake: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -march=alderlake -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra $(filter %.cpp,$^) -o $@
+ifneq ($(filter x86_64,$(shell uname -m)),)
+ALDERLAKE_TEST_BIN := build/tests/kernel_tests_alderlake
+endif
 
 # llama.cpp's GGUF files the tests read, kept compressed in the repository.
 GGUF_MINI := $(patsubst tests/data/gguf-mini/%.xz,build/tests/gguf-mini/%,$(wildcard tests/data/gguf-mini/*.gguf.xz))
@@ -112,7 +121,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) \
-		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ASAN_BINS)
+		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ALDERLAKE_TEST_BIN) $(ASAN_BINS)
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
 		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \

@@ -44,4 +44,21 @@ void matmul_q4_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, s
                              int n_tokens, float* out, int out_stride, int r0, int r1);
 void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1);
+// AVX-512 VNNI on zmm (kernels/gemm_avx512.cpp): TYPE_Q4_0_X8 / TYPE_Q8_0_X8 / TYPE_Q4_K_X8 weights, 16 rows (two
+// interleaved groups) per tile; [r0, r1) must be whole groups of 8 rows. Chosen at compile time
+// (-march=native on a CPU with AVX512F/BW/VL/VNNI); the ymm tiles above stay for other CPUs and for
+// token counts below gemm_avx512_min_tokens.
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#define HEARTH_GEMM_AVX512 1
+constexpr int gemm_avx512_min_tokens = 8;
+void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                               int n_tokens, float* out, int out_stride, int r0, int r1);
+void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                               int n_tokens, float* out, int out_stride, int r0, int r1);
+void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                               int n_tokens, float* out, int out_stride, int r0, int r1);
+// Q6_K, plain rows: any [r0, r1), 16 rows per tile (the last panel's missing rows are not stored).
+void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1);
+#endif
 #endif

@@ -129,7 +129,11 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
                 case TYPE_Q4_0: b.mm = matmul_q4_0_gemm_avx2; break;
                 case TYPE_Q8_0: b.mm = matmul_q8_0_gemm_avx2; break;
                 case TYPE_Q4_K: b.mm = matmul_q4_k_gemm_avx2; break;
+#if defined(HEARTH_GEMM_AVX512)
+                case TYPE_Q6_K: b.mm = matmul_q6_k_gemm_avx512; break;  // zmm tiles (gemm_min_tokens: 16)
+#else
                 case TYPE_Q6_K: b.mm = matmul_q6_k_gemm_avx2; break;
+#endif
             }
         }
 #endif

@@ -205,7 +205,11 @@ void matmul_q4_kx8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
     const int g1 = r0 + (r1 - r0) / 8 * 8;
     if (g1 > r0) {
         if (n_tokens >= kGemmMinTokens)
+#if defined(HEARTH_GEMM_AVX512)
+            matmul_q4_kx8_gemm_avx512(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1);
+#else
             matmul_q4_kx8_gemm_avx2(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1);
+#endif
         else
             gemv_groups(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
                         n_tokens, out, out_stride, r0, g1);

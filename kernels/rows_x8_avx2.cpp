@@ -99,9 +99,18 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
     }
 }
 
-// Whole groups to the GEMM or the loop above, the plain tail to the plain kernel.
+#if defined(HEARTH_GEMM_AVX512)
+constexpr int kZmmMinTokens = gemm_avx512_min_tokens;
+#define HEARTH_X8_GEMM_ZMM(name) name##_avx512
+#else
+constexpr int kZmmMinTokens = 0;
+#define HEARTH_X8_GEMM_ZMM(name) static_cast<matmul_rows_fn>(nullptr)
+#endif
+
+// Whole groups to the GEMM (zmm tiles where built, from kZmmMinTokens tokens on) or the loop
+// above, the plain tail to the plain kernel.
 template <typename Block>
-void matmul_x8(uint32_t plain_type, matmul_rows_fn gemm, matmul_rows_fn plain, const void* W, size_t wrb, const void* A,
+void matmul_x8(uint32_t plain_type, matmul_rows_fn gemm, matmul_rows_fn gemm_zmm, matmul_rows_fn plain, const void* W, size_t wrb, const void* A,
                size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
     // Rows from the first one not in a whole group of [r0, r1) on are the plain tail
@@ -109,7 +118,7 @@ void matmul_x8(uint32_t plain_type, matmul_rows_fn gemm, matmul_rows_fn plain, c
     const int g1 = r0 + (r1 - r0) / 8 * 8;
     if (g1 > r0) {
         if (n_tokens >= gemm_min_tokens(plain_type))
-            gemm(W, wrb, A, arb, n_cols, n_tokens, out, os, r0, g1);
+            (n_tokens >= kZmmMinTokens && gemm_zmm ? gemm_zmm : gemm)(W, wrb, A, arb, n_cols, n_tokens, out, os, r0, g1);
         else
             gemv_groups<Block>(static_cast<const uint8_t*>(W), wrb, static_cast<const char*>(A), arb, n_cols, n_tokens, out, os, r0, g1);
     }
@@ -120,13 +129,13 @@ void matmul_x8(uint32_t plain_type, matmul_rows_fn gemm, matmul_rows_fn plain, c
 
 void matmul_q4_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_x8<block_q4_0>(TYPE_Q4_0, matmul_q4_0x8_gemm_avx2, matmul_q4_0_rows_avx2, W, w_row_bytes, A, a_row_bytes, n_cols,
+    matmul_x8<block_q4_0>(TYPE_Q4_0, matmul_q4_0x8_gemm_avx2, HEARTH_X8_GEMM_ZMM(matmul_q4_0x8_gemm), matmul_q4_0_rows_avx2, W, w_row_bytes, A, a_row_bytes, n_cols,
                           n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_x8<block_q8_0>(TYPE_Q8_0, matmul_q8_0x8_gemm_avx2, matmul_q8_0_rows_avx2, W, w_row_bytes, A, a_row_bytes, n_cols,
+    matmul_x8<block_q8_0>(TYPE_Q8_0, matmul_q8_0x8_gemm_avx2, HEARTH_X8_GEMM_ZMM(matmul_q8_0x8_gemm), matmul_q8_0_rows_avx2, W, w_row_bytes, A, a_row_bytes, n_cols,
                           n_tokens, out, out_stride, r0, r1);
 }
 

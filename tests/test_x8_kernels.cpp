@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../kernels/fp16.h"
+#include "../kernels/gemm_avx2.h"
 #include "../kernels/matmul.h"
 #include "../kernels/q4_kx8.h"
 #include "../kernels/quant.h"
@@ -260,3 +261,66 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
         }
     }
 }
+
+#if defined(HEARTH_GEMM_AVX512)
+// The zmm GEMM tiles (kernels/gemm_avx512.cpp) called directly, below their token threshold too:
+// 16-row panels and an odd last group paired with itself, K chunks (32 blocks) and their tails,
+// tiles of 8 tokens and every remainder, token blocks of 64 and past them, row ranges that start
+// at a group after the first; against the scalar twin within the rounding of the float sums
+// (tests/test_gemm_kernels.cpp's bound: the integer block sums are exact).
+TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: tokens, groups, blocks, ranges") {
+    struct ZmmCase {
+        uint32_t plain;
+        matmul_rows_fn zmm, twin;
+    };
+    const ZmmCase cases[] = {{TYPE_Q4_0, matmul_q4_0x8_gemm_avx512, matmul_q4_0x8_rows_scalar},
+                             {TYPE_Q8_0, matmul_q8_0x8_gemm_avx512, matmul_q8_0x8_rows_scalar},
+                             {TYPE_Q4_K, matmul_q4_kx8_gemm_avx512, matmul_q4_kx8_rows_scalar}};
+    for (const ZmmCase& zc : cases) {
+        const bool k_type = zc.plain == TYPE_Q4_K;  // chunks of 4 super-blocks, else of 32 blocks
+        for (int nb : k_type ? std::vector<int>{1, 3, 4, 5, 11} : std::vector<int>{1, 3, 32, 33, 70}) {
+            const int cols = nb * type_block_size(zc.plain);
+            for (int groups : {1, 2, 3, 5}) {
+                const int rows = 8 * groups + 5;  // a plain tail the GEMM must leave alone
+                const Bytes plain = random_weights(zc.plain, rows, cols, uint32_t(31 * nb + groups));
+                Bytes x8(plain.size());
+                repack_rows_to_x8(zc.plain, plain.data(), x8.data(), rows, cols);
+                const size_t wrb = type_row_bytes(zc.plain, cols), arb = type_row_bytes(type_vec_dot_type(zc.plain), cols);
+                std::vector<Ranges> range_sets = {{{0, 8 * groups}}};
+                if (groups > 1) range_sets.push_back({{8, 8 * groups}});
+                if (groups > 2) range_sets.push_back({{0, 8}, {16, 8 * groups}});
+                for (int n_tokens : {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130}) {
+                    if (n_tokens > 17 && nb > (k_type ? 4 : 33) && groups > 2) continue;  // keep the run short
+                    CAPTURE(zc.plain);
+                    CAPTURE(nb);
+                    CAPTURE(groups);
+                    CAPTURE(n_tokens);
+                    const Bytes a = random_acts(zc.plain, n_tokens, cols, uint32_t(500 + n_tokens + cols));
+                    const int os = rows + 3;
+                    const std::vector<double> mag = magnitudes(zc.plain, plain, a, rows, cols, n_tokens);
+                    for (const Ranges& ranges : range_sets) {
+                        CAPTURE(ranges.size());
+                        const std::vector<float> twin = run(zc.twin, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+                        const std::vector<float> got = run(zc.zmm, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+                        int bad = 0, unwritten = 0;
+                        for (int t = 0; t < n_tokens; t++)
+                            for (int r = 0; r < os; r++) {
+                                const size_t i = size_t(t) * os + r;
+                                bool written = false;
+                                for (const auto& [r0, r1] : ranges) written |= r >= r0 && r < r1;
+                                if (!written) {
+                                    unwritten += got[i] != kSentinel;
+                                } else if (!within_rounding(got[i], twin[i], mag[size_t(t) * rows + r], nb)) {
+                                    if (bad < 5) MESSAGE("t=" << t << " r=" << r << " got=" << got[i] << " twin=" << twin[i]);
+                                    ++bad;
+                                }
+                            }
+                        CHECK(bad == 0);
+                        CHECK(unwritten == 0);
+                    }
+                }
+            }
+        }
+    }
+}
+#endif

@@ -1,6 +1,6 @@
 // Micro-benchmark of the quantized kernels.
 //
-//   build/bench_kernels [rows=8192] [cols=8192] [threads=all]
+//   build/bench_kernels [rows=8192] [cols=8192] [threads=all] [types, e.g. q4_0,q8_0 (default all)]
 //
 // For each weight type: single-token GB/s of weight bytes (vec_dot per row, and matmul_rows with
 // n_tokens=1), then matmul_rows with 8 tokens (rows*tokens dots per second and GMAC/s), single
@@ -181,7 +181,11 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
     const matmul_rows_fn gemm = ti.w == TYPE_Q4_0   ? matmul_q4_0_gemm_avx2
                                 : ti.w == TYPE_Q8_0 ? matmul_q8_0_gemm_avx2
                                 : ti.w == TYPE_Q4_K ? matmul_q4_k_gemm_avx2
+#if defined(HEARTH_GEMM_AVX512)
+                                : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx512  // what matmul_many runs here
+#else
                                 : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx2
+#endif
                                                     : nullptr;
     if (gemm) {
         const int nt64 = 64;
@@ -227,6 +231,29 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
                    }, 0.2, 5, true),
                    1);
         }
+        // The prompt path (pp): 64 tokens (HEARTH_BENCH_GEMM_TOKENS) on the interleaved rows, through x8_matmul_kernel (which
+        // hands them to this build's GEMM for the x8 type), 1 thread and all threads.
+        {
+            const char* env_nt = std::getenv("HEARTH_BENCH_GEMM_TOKENS");  // default 64
+            const int nt64 = env_nt && std::atoi(env_nt) > 0 ? std::atoi(env_nt) : 64, rg = std::min(rows, 1024) / 16 * 16;
+            std::vector<uint8_t> A64(arb * nt64);
+            for (int t = 0; t < nt64; ++t) std::memcpy(A64.data() + size_t(t) * arb, A.data() + size_t(t % nt) * arb, arb);
+            std::vector<float> out64(size_t(rows) * nt64);
+            auto report_rg = [&](const char* nm, double t) {
+                std::printf("  %-40s %9s %9.2f %12.3e\n", nm, "", double(rg) * cols * nt64 / t / 1e9, double(rg) * nt64 / t);
+            };
+            std::snprintf(name, sizeof name, "x8 gemm %d tokens, %d rows, 1 thread", nt64, rg);
+            report_rg(name, best_time([&] { mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg); }));
+            if (nth > 1) {
+                std::snprintf(name, sizeof name, "x8 gemm %d tokens, %d rows, %d thr", nt64, rg, nth);
+                report_rg(name, best_time([&] {
+                              parallel_rows(rg, nth, [&](int r0, int r1) {
+                                  mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, r0 / 16 * 16,
+                                      r1 == rg ? r1 : r1 / 16 * 16);
+                              });
+                          }, 0.2, 5, true));
+            }
+        }
         const int rs8 = std::min(rows, 128);
         const double t8c = best_time([&] { mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rs8); });
         std::printf("  x8 rows cache-resident %d rows, 1 thread: 1 token %.2f GB/s\n", rs8, double(wrb) * rs8 / t8c / 1e9);
@@ -263,6 +290,8 @@ int main(int argc, char** argv) {
         {TYPE_Q4_K, quant_kernels(TYPE_Q4_K), matmul_q4_k_rows_scalar},
         {TYPE_Q6_K, quant_kernels(TYPE_Q6_K), matmul_q6_k_rows_scalar},
     };
-    for (const TypeInfo& ti : types) bench_type(ti, rows, cols, nth);
+    const char* only = argc > 4 ? argv[4] : nullptr;
+    for (const TypeInfo& ti : types)
+        if (!only || std::strstr(only, type_name(ti.w))) bench_type(ti, rows, cols, nth);
     return 0;
 }
