@@ -201,3 +201,123 @@ TEST_CASE("bpe: tokenizing 1 MB of text (speed printed, not checked)") {
         CHECK(tok.decode(ids) == text);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// quantize and run --tokenize on Hugging Face folders
+
+// A Llama of random shape-only weights (zeros, F16: the values do not matter to the
+// tokenizer) with `vocab` embedding rows, written as a Hugging Face folder at `dir`.
+static void write_tiny_llama_folder(const std::string& dir, int vocab) {
+    const int hidden = 32, inter = 64;
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}},
+                                                                         {"model.norm.weight", {hidden}}};
+    const std::string p = "model.layers.0.";
+    for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight"}) tensors.push_back({p + n, {hidden}});
+    for (const char* n : {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight"})
+        tensors.push_back({p + n, {hidden, hidden}});
+    tensors.push_back({p + "mlp.gate_proj.weight", {inter, hidden}});
+    tensors.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
+    tensors.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
+    nlohmann::json header = nlohmann::json::object();
+    uint64_t at = 0;
+    for (const auto& [name, shape] : tensors) {
+        uint64_t bytes = 2;
+        for (uint64_t d : shape) bytes *= d;
+        header[name] = {{"dtype", "F16"}, {"shape", shape}, {"data_offsets", {at, at + bytes}}};
+        at += bytes;
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    const uint64_t len = text.size();
+    REQUIRE(run_command("rm -rf " + dir + " && mkdir -p " + dir).exit_code == 0);
+    std::ofstream out(dir + "/model.safetensors", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << text << std::string(at, '\0');
+    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", hidden},
+                                   {"intermediate_size", inter}, {"num_hidden_layers", 1}, {"num_attention_heads", 1},
+                                   {"vocab_size", vocab}, {"max_position_embeddings", 256}, {"tie_word_embeddings", true},
+                                   {"bos_token_id", 1}, {"eos_token_id", 2}};
+    std::ofstream(dir + "/config.json") << config.dump(1);
+}
+
+static std::string ids_line(const std::vector<int>& ids) {
+    std::string s;
+    for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
+    return s + "\n";
+}
+
+// A shell word for the text (single quotes; ' as '\'').
+static std::string quoted(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+// The goldens' texts that a command line can carry (no NUL; not empty).
+static std::vector<nlohmann::json> cli_cases(const std::string& name) {
+    std::vector<nlohmann::json> out;
+    for (const auto& c : nlohmann::json::parse(read_text("tests/data/bpe_goldens.json")).at(name))
+        if (!c.at("text").get<std::string>().empty() && c.at("text").get<std::string>().size() < 2000) out.push_back(c);
+    return out;
+}
+
+TEST_CASE("bpe: quantize a Hugging Face folder with tokenizer.json, then run --tokenize gives the reference's ids") {
+    for (const auto& [name, vocab] : {std::pair{std::string("llama3"), 128256}, std::pair{std::string("qwen3"), 151936}}) {
+        const std::string dir = "build/tests/bpe-" + name + "-hf", model = "build/tests/bpe-" + name + ".hearth";
+        write_tiny_llama_folder(dir, vocab);
+        bpe_tokenizer(name);  // decompresses the tokenizer.json
+        REQUIRE(run_command("cp build/tests/bpe/" + name + "-tokenizer.json " + dir + "/tokenizer.json && cp tests/data/bpe/" + name +
+                            "-tokenizer_config.json " + dir + "/tokenizer_config.json").exit_code == 0);
+        const CommandResult q = run_command("./quantize " + dir + " " + model + " -q");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        // A few texts, not all: each run maps the model again.
+        const std::vector<nlohmann::json> cases = cli_cases(name);
+        for (size_t i = 0; i < cases.size(); i += 5) {
+            const std::string text = cases[i].at("text").get<std::string>();
+            INFO(name << ": '" << text << "'");
+            const CommandResult r = run_command("./run " + model + " --tokenize -p " + quoted(text));
+            CHECK(r.exit_code == 0);
+            CHECK(r.out == ids_line(cases[i].at("ids").get<std::vector<int>>()));
+        }
+    }
+}
+
+TEST_CASE("bpe: GGUF round trip of a gpt2 tokenizer: hearth -> GGUF -> hearth gives the same ids") {
+    for (const std::string name : {"llama3", "qwen3"}) {
+        const std::string model = "build/tests/bpe-" + name + ".hearth", gguf = "build/tests/bpe-" + name + ".gguf",
+                          back = "build/tests/bpe-" + name + "-back.hearth";
+        if (read_text(model).empty()) continue;  // made by the test above
+        const CommandResult q = run_command("(./quantize " + model + " " + gguf + " -q && ./quantize " + gguf + " " + back + " -q)");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        const std::vector<nlohmann::json> cases = cli_cases(name);
+        for (size_t i = 2; i < cases.size(); i += 7) {
+            const std::string text = cases[i].at("text").get<std::string>();
+            INFO(name << ": '" << text << "'");
+            const std::string want = ids_line(cases[i].at("ids").get<std::vector<int>>());
+            CHECK(run_command("./run " + gguf + " --tokenize -p " + quoted(text)).out == want);
+            CHECK(run_command("./run " + back + " --tokenize -p " + quoted(text)).out == want);
+        }
+    }
+}
+
+TEST_CASE("bpe: run --tokenize on a SentencePiece (Llama-2) model gives the SentencePiece library's ids") {
+    const std::string dir = "build/tests/bpe-llama2-hf", model = "build/tests/bpe-llama2.hearth";
+    write_tiny_llama_folder(dir, 32000);
+    REQUIRE(run_command("cp tests/data/llama2-tokenizer.model " + dir + "/tokenizer.model").exit_code == 0);
+    const CommandResult q = run_command("./quantize " + dir + " " + model + " -q");
+    INFO(q.err);
+    REQUIRE(q.exit_code == 0);
+    // tests/data/tokenizer_goldens.json: python sentencepiece's ids.
+    const auto goldens = nlohmann::json::parse(read_text("tests/data/tokenizer_goldens.json")).at("llama2-tokenizer.model");
+    int checked = 0;
+    for (const auto& c : goldens) {
+        const std::string text = c.at("text").get<std::string>();
+        if (text.empty() || text.find('\0') != std::string::npos) continue;
+        INFO("'" << text << "'");
+        CHECK(run_command("./run " + model + " --tokenize -p " + quoted(text)).out == ids_line(c.at("ids").get<std::vector<int>>()));
+        checked++;
+    }
+    CHECK(checked > 5);
+}
