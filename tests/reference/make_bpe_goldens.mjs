@@ -9,7 +9,8 @@
 //
 // (ES modules ignore NODE_PATH: the script imports the packages by their path under
 // $NPMREF, default /tmp/npmref.) Writes tests/data/bpe_goldens.json:
-//   { "llama3": [{"text", "ids"}...], "qwen3": [...] }
+//   { "llama3": [{"text", "ids"}...], "qwen3": [...],
+//     "chats": [{"llama3": [{"dialog", "ids"}...]}, {"qwen3": [...]}] }
 // ids are encode(text, {add_special_tokens: false}): the text alone, no BOS.
 import fs from "node:fs";
 import path from "node:path";
@@ -101,11 +102,40 @@ for (const [name, pkg] of [["llama3", "tokenizer-llama3"], ["qwen3", "tokenizer-
     const own = json.added_tokens.filter((t) => t.special).map((t) => t.content);
     out[name] = texts.filter((text) => !own.some((s) => text.includes(s))).map((text) => ({ text, ids: Array.from(tok.encode(text, { add_special_tokens: false })) }));
 }
+// Chats: the ids a dialog becomes with each model's chat template and the generation
+// prompt. Llama-3: the reference's own apply_chat_template (its Jinja engine runs Llama-3's
+// template). Qwen3's template is beyond that engine (it slices lists), so its text is
+// rendered here as the template writes it for these dialogs (no tools; thinking off: an
+// empty <think> block after the generation prompt; earlier replies without one), and the
+// reference tokenizes it, special tokens included, as apply_chat_template does.
+const dialogs = [
+    [{ role: "system", content: "You are a pirate." }, { role: "user", content: "Hello!" },
+     { role: "assistant", content: "Ahoy there." }, { role: "user", content: "What is your ship?" },
+     { role: "assistant", content: "The Black Pearl." }, { role: "user", content: "Where is it?" }],
+    [{ role: "user", content: "  Padded question?  " }],
+];
+const renderQwen3 = (d) => {
+    let s = "";
+    for (const m of d) s += `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`;
+    return s + "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+};
+const chats = {};
+for (const [name, pkg] of [["llama3", "tokenizer-llama3"], ["qwen3", "tokenizer-qwen3"]]) {
+    const tok = await load(pkg);
+    chats[name] = dialogs.map((dialog) => ({
+        dialog,
+        ids: Array.from(name === "llama3" ? tok.apply_chat_template(dialog, { tokenize: true, add_generation_prompt: true })
+                                          : tok.encode(renderQwen3(dialog), { add_special_tokens: false })),
+    }));
+}
+out.chats = chats;
+
 // One case per line, so that a diff shows which text changed.
 const lines = ["{"];
 for (const [i, name] of Object.keys(out).entries()) {
     lines.push(`  ${JSON.stringify(name)}: [`);
-    out[name].forEach((c, j) => lines.push("    " + JSON.stringify(c) + (j + 1 < out[name].length ? "," : "")));
+    const list = Array.isArray(out[name]) ? out[name] : Object.entries(out[name]).map(([k, v]) => ({ [k]: v }));
+    list.forEach((c, j) => lines.push("    " + JSON.stringify(c) + (j + 1 < list.length ? "," : "")));
     lines.push("  ]" + (i + 1 < Object.keys(out).length ? "," : ""));
 }
 lines.push("}");
