@@ -383,3 +383,18 @@ TEST_CASE("bpe: the mistral template, as Mistral-7B-Instruct's Jinja renders it"
     CHECK(ids == want);
     CHECK(detect_chat_template("{{ bos_token }}{% for message in messages %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endfor %}") == "mistral");
 }
+
+TEST_CASE("bpe: the fuzz seeds (small tokenizer.json files, both merge formats) are accepted and encode") {
+    for (const char* seed : {"llama3-small.json", "qwen3-small.json"}) {
+        INFO(seed);
+        TokenizerSpec spec;
+        spec.kind = TokenizerKind::bpe;
+        REQUIRE(bpe_from_tokenizer_json(read_text(std::string("tests/fuzz/corpus/tokenizer_json/") + seed), "", &spec.bpe) == "");
+        Tokenizer tok;
+        REQUIRE(tok.load(spec) == "");
+        const std::string text = "Hello there, the inn is in the east. 12345";
+        const std::vector<int> ids = tok.encode(text, false);
+        CHECK(ids.size() < text.size());  // some merges applied
+        CHECK(tok.decode(ids) == text);
+    }
+}
