@@ -337,6 +337,44 @@ struct BpeTokenizer::Regex {
     }
 };
 
+void StringIds::reset(const std::vector<std::string>* keys, size_t n) {
+    keys_ = keys;
+    size_t capacity = 16;
+    while (capacity < 2 * n) capacity *= 2;  // at most half full: short probes
+    slots_.assign(capacity, -1);
+    mask_ = capacity - 1;
+}
+
+bool StringIds::insert(int id) {
+    const std::string& key = (*keys_)[size_t(id)];
+    for (size_t at = std::hash<std::string_view>()(key) & mask_;; at = (at + 1) & mask_) {
+        if (slots_[at] < 0) {
+            slots_[at] = id;
+            return true;
+        }
+        if ((*keys_)[size_t(slots_[at])] == key) return false;
+    }
+}
+
+int StringIds::find(std::string_view s) const {
+    if (slots_.empty()) return -1;
+    for (size_t at = std::hash<std::string_view>()(s) & mask_;; at = (at + 1) & mask_) {
+        if (slots_[at] < 0) return -1;
+        if ((*keys_)[size_t(slots_[at])] == s) return slots_[at];
+    }
+}
+
+static size_t pair_hash(uint64_t pair) { return size_t((pair * 0x9E3779B97F4A7C15ull) >> 20); }
+
+const BpeTokenizer::Merge* BpeTokenizer::find_merge(int left, int right) const {
+    const uint64_t pair = uint64_t(uint32_t(left)) << 32 | uint32_t(right);
+    for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_) {
+        const Merge& m = merges_[at];
+        if (m.pair == pair) return &m;
+        if (m.pair == ~uint64_t(0)) return nullptr;
+    }
+}
+
 BpeTokenizer::BpeTokenizer() = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
@@ -352,11 +390,10 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         return "the pre-tokenizer has " + std::to_string(v.pre_split_regexes.size()) + " regexes";
 
     bytes_.assign(n, "");
-    by_bytes_.clear();
-    by_bytes_.reserve(n);
+    by_bytes_.reset(&bytes_, n);
     for (auto& list : added_by_first_byte_) list.clear();
-    std::unordered_map<std::string, int> by_spelling;
-    by_spelling.reserve(n);
+    StringIds by_spelling;
+    by_spelling.reset(&v.tokens, n);
     std::string raw;
     for (size_t id = 0; id < n; id++) {
         const std::string& t = v.tokens[id];
@@ -366,8 +403,8 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 // A token spelled with other characters than the 256 can never be produced;
                 // it decodes to its own text.
                 bytes_[id] = bytes_from_spelling(t, &raw) ? raw : t;
-                if (!by_spelling.emplace(t, int(id)).second) return "token " + shown(t) + " appears twice";
-                if (!raw.empty()) by_bytes_.emplace(raw, int(id));
+                if (!by_spelling.insert(int(id))) return "token " + shown(t) + " appears twice";
+                if (!raw.empty()) by_bytes_.insert(int(id));  // a second spelling of the same bytes: the first wins
                 break;
             case BpeVocab::kControl:
             case BpeVocab::kUserDefined:
@@ -382,24 +419,33 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     for (auto& list : added_by_first_byte_)
         std::stable_sort(list.begin(), list.end(), [](const Added& a, const Added& b) { return a.text.size() > b.text.size(); });
     for (int b = 0; b < 256; b++) {
-        auto it = by_bytes_.find(std::string(1, char(b)));
-        if (it == by_bytes_.end()) return "the vocabulary has no token for the byte " + std::to_string(b) + " (not byte-level BPE?)";
-        byte_id_[b] = it->second;
+        const char byte = char(b);
+        byte_id_[b] = by_bytes_.find(std::string_view(&byte, 1));
+        if (byte_id_[b] < 0) return "the vocabulary has no token for the byte " + std::to_string(b) + " (not byte-level BPE?)";
     }
 
-    merges_.clear();
-    merges_.reserve(v.merges.size());
+    size_t capacity = 16;
+    while (capacity < 2 * v.merges.size()) capacity *= 2;
+    merges_.assign(capacity, Merge{});
+    merges_mask_ = capacity - 1;
+    std::string joined;
     for (size_t rank = 0; rank < v.merges.size(); rank++) {
         const std::string& m = v.merges[rank];
         const size_t space = m.find(' ');
         if (space == std::string::npos || m.find(' ', space + 1) != std::string::npos)
             return "merge " + std::to_string(rank) + " is not two tokens separated by a space";
-        const std::string a = m.substr(0, space), b = m.substr(space + 1);
-        auto ia = by_spelling.find(a), ib = by_spelling.find(b), ir = by_spelling.find(a + b);
-        if (ia == by_spelling.end() || ib == by_spelling.end() || ir == by_spelling.end())
-            return "merge " + std::to_string(rank) + " " + shown(m) + " names a token the vocabulary lacks";
+        joined.assign(m, 0, space);
+        joined.append(m, space + 1, std::string::npos);
+        const int a = by_spelling.find(std::string_view(m).substr(0, space)), b = by_spelling.find(std::string_view(m).substr(space + 1)),
+                  result = by_spelling.find(joined);
+        if (a < 0 || b < 0 || result < 0) return "merge " + std::to_string(rank) + " " + shown(m) + " names a token the vocabulary lacks";
         // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
-        merges_[uint64_t(uint32_t(ia->second)) << 32 | uint32_t(ib->second)] = {int(rank), ir->second};
+        const uint64_t pair = uint64_t(uint32_t(a)) << 32 | uint32_t(b);
+        for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_)
+            if (merges_[at].pair == pair || merges_[at].pair == ~uint64_t(0)) {
+                merges_[at] = {pair, int(rank), result};
+                break;
+            }
     }
 
     regexes_.clear();
@@ -505,9 +551,9 @@ void BpeTokenizer::encode_piece(const char* p, size_t n, std::vector<int>* ids) 
     if (n == 0) return;
     const std::string key(p, n);
     if (vocab_.ignore_merges) {
-        auto it = by_bytes_.find(key);
-        if (it != by_bytes_.end()) {
-            ids->push_back(it->second);
+        const int id = by_bytes_.find(key);
+        if (id >= 0) {
+            ids->push_back(id);
             return;
         }
     }
@@ -546,8 +592,7 @@ void BpeTokenizer::merge_piece(const char* p, size_t n, std::vector<int>* ids) c
     auto consider = [&](int pos) {
         if (pos < 0 || sym[pos].next < 0) return;
         const int right = sym[pos].next;
-        auto it = merges_.find(uint64_t(uint32_t(sym[pos].id)) << 32 | uint32_t(sym[right].id));
-        if (it != merges_.end()) heap.push({it->second.rank, pos, sym[pos].id, sym[right].id, it->second.result});
+        if (const Merge* m = find_merge(sym[pos].id, sym[right].id)) heap.push({m->rank, pos, sym[pos].id, sym[right].id, m->result});
     };
     for (int i = 0; i + 1 < int(n); i++) consider(i);
     while (!heap.empty()) {
