@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <utf8proc.h>
 
 #include "../model/chat_template.h"
+#include "../model/metadata.h"
+#include "../model/tokenizer_metadata.h"
 #include "../tokenizer/tokenizer.h"
 #include "test_helpers.h"
 
@@ -396,5 +399,84 @@ TEST_CASE("bpe: the fuzz seeds (small tokenizer.json files, both merge formats) 
         const std::vector<int> ids = tok.encode(text, false);
         CHECK(ids.size() < text.size());  // some merges applied
         CHECK(tok.decode(ids) == text);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The vocabulary as metadata (hearth v2 and GGUF): untrusted input
+
+static BpeVocab small_vocab(const char* seed = "llama3-small.json") {
+    BpeVocab v;
+    REQUIRE(bpe_from_tokenizer_json(read_text(std::string("tests/fuzz/corpus/tokenizer_json/") + seed), "", &v) == "");
+    return v;
+}
+
+static std::string from_metadata(const Metadata& m, TokenizerSpec* spec) {
+    const std::string err = tokenizer_from_metadata(m, spec);
+    CHECK(err.find('\n') == std::string::npos);
+    return err;
+}
+
+TEST_CASE("bpe: metadata round trip, and llama.cpp's files that name the pre-tokenizer only") {
+    const std::string text = "Hello there, the inn is in the east. 12345  ";
+    for (const char* seed : {"llama3-small.json", "qwen3-small.json"}) {
+        INFO(seed);
+        TokenizerSpec spec;
+        spec.kind = TokenizerKind::bpe;
+        spec.bpe = small_vocab(seed);
+        Tokenizer want;
+        REQUIRE(want.load(spec) == "");
+        Metadata m;
+        tokenizer_to_metadata(spec, &m);
+        TokenizerSpec back;
+        REQUIRE(from_metadata(m, &back) == "");
+        Tokenizer got;
+        REQUIRE(got.load(back) == "");
+        CHECK(got.encode(text, false) == want.encode(text, false));
+        // As llama.cpp writes it: no hearth keys, the regex known by tokenizer.ggml.pre.
+        for (const char* key : {"hearth.tokenizer.pre_split_regex", "hearth.tokenizer.normalizer", "hearth.tokenizer.ignore_merges"}) m.erase(key);
+        REQUIRE(from_metadata(m, &back) == "");
+        CHECK(back.bpe.pre_split_regexes == spec.bpe.pre_split_regexes);
+        CHECK(back.bpe.normalizer == spec.bpe.normalizer);
+        CHECK(back.bpe.ignore_merges == spec.bpe.ignore_merges);
+        m.set_string("tokenizer.ggml.pre", "deepseek-llm");
+        CHECK(from_metadata(m, &back).find("deepseek-llm") != std::string::npos);
+    }
+}
+
+TEST_CASE("bpe: damaged vocabulary metadata is refused in one line") {
+    TokenizerSpec spec;
+    spec.kind = TokenizerKind::bpe;
+    spec.bpe = small_vocab();
+    const auto damaged = [&](const std::function<void(Metadata&)>& change) {
+        Metadata m;
+        tokenizer_to_metadata(spec, &m);
+        change(m);
+        TokenizerSpec out;
+        return from_metadata(m, &out);
+    };
+    REQUIRE(damaged([](Metadata&) {}) == "");
+    const std::vector<std::string>& tokens = spec.bpe.tokens;
+    std::vector<int32_t> types = spec.bpe.types;
+    const std::vector<std::function<void(Metadata&)>> changes = {
+        [&](Metadata& m) { m.set_i32s("tokenizer.ggml.token_type", std::vector<int32_t>(types.begin(), types.end() - 1)); },
+        [&](Metadata& m) { auto t = types; t[5] = 7; m.set_i32s("tokenizer.ggml.token_type", t); },
+        [&](Metadata& m) { auto t = tokens; t[300] = t[301]; m.set_strings("tokenizer.ggml.tokens", t); },  // a duplicate
+        [&](Metadata& m) { auto t = tokens; t[65] = "x"; t[120] = "y"; m.set_strings("tokenizer.ggml.tokens", t); },  // byte 'A' lost
+        [&](Metadata& m) { m.set_strings("tokenizer.ggml.tokens", {}); },
+        [&](Metadata& m) { m.set_strings("tokenizer.ggml.tokens", {std::string(5000, 'a')}); },
+        [&](Metadata& m) { m.set_strings("tokenizer.ggml.merges", {"a"}); },
+        [&](Metadata& m) { m.set_strings("tokenizer.ggml.merges", {"zz qq"}); },
+        [&](Metadata& m) { m.set_strings("hearth.tokenizer.pre_split_regex", {"(unclosed"}); },
+        [&](Metadata& m) { m.set_strings("hearth.tokenizer.pre_split_regex", {}); },
+        [&](Metadata& m) { m.set_string("hearth.tokenizer.normalizer", "nfkc"); },
+        [&](Metadata& m) { m.set_u32("tokenizer.ggml.bos_token_id", 1u << 30); },
+        [&](Metadata& m) { m.set_u32("tokenizer.ggml.eos_token_id", uint32_t(tokens.size())); },
+        [&](Metadata& m) { m.set_string("tokenizer.ggml.merges", "not a list"); },
+        [&](Metadata& m) { m.erase("tokenizer.ggml.token_type"); },
+    };
+    for (size_t i = 0; i < changes.size(); i++) {
+        CAPTURE(i);
+        CHECK(damaged(changes[i]) != "");
     }
 }
