@@ -65,15 +65,17 @@ static std::string bpe_from_metadata(const Metadata& m, BpeVocab* out) {
         if (!(err = m.get_strings(kPreSplitRegex, &out->pre_split_regexes)).empty()) return err;
         if (m.has(kNormalizer) && !(err = m.get_string(kNormalizer, &out->normalizer)).empty()) return err;
         if (m.has(kIgnoreMerges) && !(err = m.get_bool(kIgnoreMerges, &out->ignore_merges)).empty()) return err;
-    } else if (out->pre == "llama-bpe" || out->pre == "llama3") {
+    } else if (out->pre == "llama-bpe" || out->pre == "llama3" || out->pre == "llama-v3") {
         out->pre_split_regexes = {kLlama3SplitRegex};
         out->ignore_merges = true;
     } else if (out->pre == "qwen2") {
         out->pre_split_regexes = {kQwen2SplitRegex};
         out->normalizer = "nfc";
+    } else if (out->pre == "gpt-2") {
+        out->pre_split_regexes = {kGpt2SplitRegex};
     } else {
         return "BPE pre-tokenizer '" + (out->pre.empty() ? std::string("default") : out->pre.substr(0, 40)) +
-               "' is not supported (this build knows llama-bpe, llama3 and qwen2)";
+               "' is not supported (this build knows llama-bpe, llama3, llama-v3, qwen2 and gpt-2)";
     }
     for (auto [key, field] : {std::pair{kBosId, &BpeVocab::bos_id}, std::pair{kEosId, &BpeVocab::eos_id}}) {
         uint32_t v = 0;
@@ -153,7 +155,7 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
             types.push_back(BpeVocab::kUnused);
         }
         bpe_to_metadata(v, tokens, types, m);
-        if (v.pre != "llama-bpe" && v.pre != "qwen2")
+        if (v.pre != "llama-bpe" && v.pre != "qwen2" && v.pre != "gpt-2")
             *caveat = "llama.cpp does not know this pre-tokenizer (tokenizer.ggml.pre = '" + (v.pre.empty() ? "hearth" : v.pre) +
                       "') and will refuse the file's vocabulary";
         else if (v.pre == "qwen2")
