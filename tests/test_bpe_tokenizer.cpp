@@ -480,3 +480,17 @@ TEST_CASE("bpe: damaged vocabulary metadata is refused in one line") {
         CHECK(damaged(changes[i]) != "");
     }
 }
+
+TEST_CASE("bpe: a regex that could split a character, or backtrack without end, does no harm") {
+    TokenizerSpec spec;
+    spec.kind = TokenizerKind::bpe;
+    spec.bpe = small_vocab();
+    Tokenizer tok;
+    spec.bpe.pre_split_regexes = {"\\C"};
+    CHECK(tok.load(spec).find("\\C") != std::string::npos);
+    // Catastrophic backtracking is cut by the match limit: the rest of the text is one piece.
+    spec.bpe.pre_split_regexes = {"(a+)+$"};
+    REQUIRE(tok.load(spec) == "");
+    const std::string text = std::string(40, 'a') + "!";
+    CHECK(tok.decode(tok.encode(text, false)) == text);
+}

@@ -454,7 +454,10 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         std::unique_ptr<Regex> r(new Regex);
         int code;
         PCRE2_SIZE offset;
-        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr);
+        // \C (one byte, even inside a character) is refused: the next match would start
+        // inside a character, which PCRE2 does not allow without its UTF check.
+        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &code, &offset, nullptr);
         if (!r->code) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(code, msg, sizeof msg);
@@ -519,6 +522,7 @@ void BpeTokenizer::encode_segment(const std::string& segment, std::vector<int>* 
     for (const auto& r : regexes_) {
         next.clear();
         pcre2_match_data* md = pcre2_match_data_create_from_pattern(r->code, nullptr);
+        if (!md) throw std::bad_alloc();
         for (auto [begin, end] : pieces) {
             size_t at = begin;
             while (at < end) {
