@@ -262,7 +262,8 @@ static std::string quoted(const std::string& s) {
 // The goldens' texts that a command line can carry (no NUL; not empty).
 static std::vector<nlohmann::json> cli_cases(const std::string& name) {
     std::vector<nlohmann::json> out;
-    for (const auto& c : nlohmann::json::parse(read_text("tests/data/bpe_goldens.json")).at(name))
+    const nlohmann::json goldens = nlohmann::json::parse(read_text("tests/data/bpe_goldens.json"));  // must outlive the loop
+    for (const auto& c : goldens.at(name))
         if (!c.at("text").get<std::string>().empty() && c.at("text").get<std::string>().size() < 2000) out.push_back(c);
     return out;
 }

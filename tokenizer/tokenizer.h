@@ -31,7 +31,6 @@ public:
     // "" on success, else why the bytes are not a SentencePiece model.
     std::string load(const void* data, size_t bytes);
     std::string load_file(const std::string& path);
-    TokenizerKind kind() const { return bpe_ ? TokenizerKind::bpe : TokenizerKind::sentencepiece; }
     // The text's ids, BOS (when the tokenizer adds one) first if asked. Text never becomes
     // a control token's id: chat templates insert those as ids.
     std::vector<int> encode(const std::string& text, bool add_bos) const;
