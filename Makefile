@@ -7,16 +7,17 @@
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
 override CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
-# What each program links beyond its objects: the model library needs SentencePiece; only
+# What each program links beyond its objects: the model library needs SentencePiece, and
+# for byte-level BPE PCRE2 (the pre-tokenizer's Unicode regexes) and utf8proc (NFC); only
 # run's terminal chat needs libedit, and only the pseudo-terminal test needs -lutil (forkpty).
-MODEL_LIBS := -lsentencepiece -lpthread
+MODEL_LIBS := -lsentencepiece -lpcre2-8 -lutf8proc -lpthread
 
 # The cross toolchain for the NEON kernels; their tests run under qemu-user.
 AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
 KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/gemm_avx512.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
-MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp
+MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp tokenizer/bpe.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 # The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
 # table (which quantize links too).
@@ -30,7 +31,7 @@ TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests
              tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_metadata.cpp tests/test_gguf.cpp \
              tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp \
              tests/test_sentencepiece_model.cpp tests/test_import_hf.cpp tests/test_llama2c.cpp tests/test_gguf_export.cpp \
-             tests/test_kv_cache.cpp tests/test_output_files.cpp tests/test_model_families.cpp
+             tests/test_kv_cache.cpp tests/test_output_files.cpp tests/test_model_families.cpp tests/test_bpe_tokenizer.cpp
 
 .PHONY: all deps demo test test-host test-neon bench fuzz clean
 all: run quantize
@@ -112,6 +113,12 @@ build/tests/gguf-mini/%: tests/data/gguf-mini/%.xz
 	@mkdir -p $(dir $@)
 	xz -dc $< > $@.tmp && mv $@.tmp $@
 
+# The Llama-3 and Qwen3 tokenizer.json files the BPE tests read, kept compressed too.
+BPE_TOKENIZERS := $(patsubst tests/data/bpe/%.xz,build/tests/bpe/%,$(wildcard tests/data/bpe/*.json.xz))
+build/tests/bpe/%: tests/data/bpe/%.xz
+	@mkdir -p $(dir $@)
+	xz -dc $< > $@.tmp && mv $@.tmp $@
+
 deps:
 	@tools/install_deps.sh
 
@@ -120,7 +127,7 @@ demo: deps
 	./run models/tiny-shakespeare.hearth -p "ROMEO:" -n 200 --seed 42
 
 test: deps
-	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) \
+	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) $(BPE_TOKENIZERS) \
 		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ALDERLAKE_TEST_BIN) $(ASAN_BINS)
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
@@ -153,7 +160,7 @@ build/fuzz/obj/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ -lsentencepiece -lpthread
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ $(MODEL_LIBS)
 fuzz: deps
 	@tools/install_deps.sh --fuzz
 	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_TARGETS)

@@ -33,7 +33,7 @@ struct Options {
     std::string model_path;
     std::string prompt, prompt_ids;
     int n_predict = 256;
-    bool ignore_eos = false, print_ids = false;
+    bool ignore_eos = false, print_ids = false, tokenize = false;
     int n_ctx = 0;  // 0: the model's, at most 4096 (512 for --perplexity)
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
@@ -66,12 +66,15 @@ CommandLine command_line(Options& o) {
                 {"input and output",
                  {
                      {"-m", "--model", "FILE", &o.model_path, "the checkpoint (same as the first argument)"},
-                     {"-p", "--prompt", "TEXT", &o.prompt, "prompt text; SentencePiece-encoded with BOS prepended", 0, 0,
+                     {"-p", "--prompt", "TEXT", &o.prompt, "prompt text; encoded with BOS prepended (when the tokenizer adds one)", 0, 0,
                       "just BOS"},
                      {"", "--prompt-ids", "IDS", &o.prompt_ids, "prompt as raw token ids, comma-separated (nothing is added)"},
                      {"-n", "--n-predict", "N", &o.n_predict, "tokens to generate at most; stops earlier at EOS", 0, 1 << 30},
                      {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
                      {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
+                     {"", "--tokenize", "", &o.tokenize,
+                      "print the ids of the --prompt text alone (no BOS; control tokens are never matched in it), "
+                      "comma-separated on one line as llama.cpp's llama-tokenize --ids does, and exit"},
                      {"-c", "--ctx-size", "N", &o.n_ctx, "context length in tokens", 1, 1 << 24,
                       "the model's, at most 4096; 512 for --perplexity"},
                      {"-t", "--threads", "N", &o.threads, "threads; more than the physical cores makes generation slower", 1,
@@ -297,7 +300,9 @@ int main(int argc, char** argv) {
     }
     const bool prompt_given = args.was_given("--prompt"), ids_given = args.was_given("--prompt-ids");
     const bool perplexity_given = args.was_given("--perplexity");
-    if (int(o.chat) + int(o.bench) + int(perplexity_given) > 1) return fail("give only one of --chat, --bench and --perplexity");
+    if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) > 1)
+        return fail("give only one of --chat, --bench, --perplexity and --tokenize");
+    if (o.tokenize && ids_given) return fail("--tokenize encodes --prompt text, not --prompt-ids");
     if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
     if (o.chat && (prompt_given || ids_given)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
     std::string err;
@@ -322,6 +327,14 @@ int main(int argc, char** argv) {
     } else {
         if (!(err = tok.load(model.tokenizer)).empty()) return fail(o.model_path + ": embedded tokenizer: " + err);
         if (tok.vocab_size() > model.config.vocab_size) return fail(o.model_path + ": tokenizer is larger than the model's vocabulary");
+    }
+    if (o.tokenize) {
+        if (model.tokenizer.kind == TokenizerKind::none) return fail(o.model_path + " has no tokenizer");
+        const std::vector<int> ids = tok.encode(o.prompt, false);
+        std::string line;
+        for (size_t i = 0; i < ids.size(); i++) line += (i ? "," : "") + std::to_string(ids[i]);
+        std::printf("%s\n", line.c_str());
+        return 0;
     }
 
     // The context each mode will allocate, checked against the machine before it is.

@@ -10,7 +10,7 @@ const char* const kVicunaDefaultSystem =
     "The assistant gives helpful, detailed, and polite answers to the user's questions.";
 
 const std::vector<std::string>& chat_template_names() {
-    static const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "vicuna", "raw"};
+    static const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "vicuna", "llama3", "qwen3", "mistral", "raw"};
     return names;
 }
 
@@ -23,9 +23,13 @@ bool is_chat_template(const std::string& name) {
 std::string detect_chat_template(const std::string& t) {
     if (is_chat_template(t)) return t;
     auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
+    if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>")) return "llama3";
+    // Qwen3's ChatML has a thinking switch; plain ChatML (Qwen2, ...) has not.
+    if (has("<|im_start|>") && has("<|im_end|>") && (has("enable_thinking") || has("<think>"))) return "qwen3";
     if (has("<|im_start|>") && has("<|im_end|>")) return "chatml";
     // Llama-2-chat's template; Mistral's [INST] without <<SYS>> formats differently.
     if (has("[INST]") && has("[/INST]") && has("<<SYS>>")) return "llama2";
+    if (has("[INST]") && has("[/INST]")) return "mistral";
     // TinyLlama-Chat (Zephyr's recipe): the turn ends with eos_token. Phi-3 (<|end|>) and
     // StableLM-Zephyr (<|endoftext|>) use the same role markers with other ends.
     if (has("<|user|>") && has("<|assistant|>") && (has("eos_token") || has("</s>")) && !has("<|end|>") &&
@@ -125,6 +129,91 @@ void format_llama2(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first
     }
 }
 
+// Llama-3-Instruct's Jinja: BOS, then each message as
+// <|start_header_id|>role<|end_header_id|>\n\n{content | trim}<|eot_id|>; the generation
+// prompt is the assistant's header. (Llama-3.1's template adds a system message with
+// knowledge and current dates when tools are used; without tools it is this one.)
+void format_llama3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    for (const ChatMessage& m : d) {
+        b.add_marker("<|start_header_id|>");
+        b.add_text(m.role);
+        b.add_marker("<|end_header_id|>");
+        b.add_text("\n\n");
+        if (m.ids.empty()) b.add_text(strip(m.content));
+        else b.add_ids(m.ids);
+        b.add_marker("<|eot_id|>");
+    }
+    if (gen) {
+        b.add_marker("<|start_header_id|>");
+        b.add_text("assistant");
+        b.add_marker("<|end_header_id|>");
+        b.add_text("\n\n");
+    }
+}
+
+// Qwen3's Jinja without tools, thinking off (enable_thinking=false, as chat runs it):
+// ChatML, with an empty <think>\n\n</think>\n\n after the generation prompt. Earlier
+// replies are shown without their reasoning: the text after </think>, as the template cuts
+// it. The last message, when it is a reply (no generation prompt), keeps a think block.
+void format_qwen3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    const std::string think_end = "</think>";
+    for (size_t i = 0; i < d.size(); i++) {
+        const ChatMessage& m = d[i];
+        b.add_marker("<|im_start|>");
+        b.add_text(m.role + "\n");
+        if (m.role == "assistant" && m.ids.empty()) {
+            std::string content = m.content, reasoning;
+            const size_t end = content.rfind(think_end);
+            if (end != std::string::npos) {
+                reasoning = content.substr(0, content.find(think_end));
+                const size_t open = reasoning.rfind("<think>");
+                if (open != std::string::npos) reasoning.erase(0, open + 7);
+                content.erase(0, end + think_end.size());
+                content.erase(0, content.find_first_not_of('\n') == std::string::npos ? content.size() : content.find_first_not_of('\n'));
+            }
+            if (i + 1 == d.size()) {  // after the last user message: the template shows the think block
+                auto trim_newlines = [](std::string s) {
+                    s.erase(0, std::min(s.size(), s.find_first_not_of('\n')));
+                    s.erase(s.find_last_not_of('\n') + 1);
+                    return s;
+                };
+                b.add_text("<think>\n" + trim_newlines(reasoning) + "\n</think>\n\n");
+            }
+            b.add_text(content);
+        } else if (m.ids.empty()) {
+            b.add_text(m.content);
+        } else {
+            b.add_ids(m.ids);
+        }
+        b.add_marker("<|im_end|>");
+        b.add_text("\n");
+    }
+    if (gen) {
+        b.add_marker("<|im_start|>");
+        b.add_text("assistant\n<think>\n\n</think>\n\n");
+    }
+}
+
+// Mistral-7B-Instruct's Jinja (v0.2's; v0.1's adds a space after EOS): BOS,
+// "[INST] {user} [/INST]", then the reply and EOS, and so on. The templates differ in where a system prompt goes; here it opens the first user
+// message, followed by a blank line (as v0.1's community templates and llama.cpp's
+// "mistral-v1" do). [INST] and [/INST] are ids where the vocabulary has them (v0.3).
+void format_mistral(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system, bool gen) {
+    for (size_t i = first; i < d.size(); i++) {
+        const ChatMessage& m = d[i];
+        if (m.role == "user") {
+            b.add_marker("[INST]");
+            b.add_text(" " + (i == first && !system.empty() ? system + "\n\n" : std::string()) + m.content + " ");
+            b.add_marker("[/INST]");
+        } else {
+            if (m.ids.empty()) b.add_text(m.content);
+            else b.add_ids(m.ids);
+            b.add_id(b.tok.eos_id());
+        }
+    }
+    (void)gen;  // the prompt already ends where the reply begins
+}
+
 // TinyLlama-Chat's Jinja (rendered with trim_blocks, as transformers does): each message
 // is "<|role|>\n" + content + eos_token + "\n"; the generation prompt "<|assistant|>\n".
 void format_zephyr(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
@@ -209,7 +298,10 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
     } else {
         // The Hugging Face tokenizer adds BOS in front of the formatted text.
         b.add_id(tok.bos_id());
-        if (name == "zephyr") format_zephyr(b, d, add_generation_prompt);
+        if (name == "llama3") format_llama3(b, d, add_generation_prompt);
+        else if (name == "qwen3") format_qwen3(b, d, add_generation_prompt);
+        else if (name == "mistral") format_mistral(b, d, first, system, add_generation_prompt);
+        else if (name == "zephyr") format_zephyr(b, d, add_generation_prompt);
         else if (name == "chatml") format_chatml(b, d, add_generation_prompt);
         else if (name == "vicuna") format_vicuna(b, d, first, system, add_generation_prompt);
         else format_raw(b, d);
@@ -221,8 +313,9 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
 std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok) {
     std::vector<int> ids;
     if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
-    if (name == "chatml") {
-        int id = marker_token(tok, "<|im_end|>");
+    const char* marker = name == "chatml" || name == "qwen3" ? "<|im_end|>" : name == "llama3" ? "<|eot_id|>" : nullptr;
+    if (marker) {
+        int id = marker_token(tok, marker);
         if (id >= 0) ids.push_back(id);
     }
     return ids;

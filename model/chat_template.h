@@ -2,14 +2,19 @@
 //
 // Each built-in template follows its published definition:
 //   llama2  Meta's llama/generation.py chat_completion (what Llama-2-chat was trained on)
+//   llama3  Llama-3-Instruct's chat_template: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+//   mistral Mistral-7B-Instruct's chat_template: [INST] user [/INST]reply</s>
+//   qwen3   Qwen3's chat_template with thinking off: ChatML, and an empty <think></think>
+//           block where the assistant's reply begins
 //   zephyr  TinyLlama-1.1B-Chat-v1.0's chat_template: <|user|>\n...</s>\n<|assistant|>\n
 //   chatml  <|im_start|>role\n...<|im_end|>\n
 //   vicuna  FastChat's vicuna_v1.1: "{system} USER: {msg} ASSISTANT: {reply}</s>"
 //   raw     no template: the messages' texts one after another
 // A template's markers that are single tokens of the model's vocabulary (</s>,
 // <|im_end|>, ...) become those ids, never text; BOS and EOS are always ids. The text
-// between markers is encoded with SentencePiece one piece at a time, as Meta's code and
-// Hugging Face's tokenizers (which split the text at special tokens) do.
+// between markers is encoded one piece at a time, as Meta's code and Hugging Face's
+// tokenizers (which split the text at special tokens) do; a user's text never becomes a
+// control token's id (model/../tokenizer/bpe.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -43,7 +48,7 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
                         bool add_generation_prompt, std::vector<int>* ids);
 
 // The ids that end an assistant's turn: EOS, and the template's end marker when it is a
-// single token (<|im_end|> for chatml).
+// single token (<|im_end|> for chatml and qwen3, <|eot_id|> for llama3).
 std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok);
 
 // The id of the vocabulary piece spelled exactly `marker`, or -1.

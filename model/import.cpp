@@ -256,19 +256,39 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         for (auto& [name, t] : out->safetensors.back()->tensors()) all[name] = &t;
     }
 
-    out->tokenizer.kind = TokenizerKind::sentencepiece;
-    if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer.sentencepiece)).empty())
-        return err + " (hearth needs the SentencePiece tokenizer.model)";
-    out->files.push_back(dir + "/tokenizer.model");
+    // The tokenizer: SentencePiece's tokenizer.model when there is one (Llama-2, Mistral),
+    // else a byte-level BPE tokenizer.json (Llama-3, Qwen3), with tokenizer_config.json's
+    // BOS/EOS tokens and add_bos_token.
+    std::string tokenizer_config;  // "" when absent or unreadable: it only adds to the tokenizer
+    if (exists(dir + "/tokenizer_config.json") && !read_file(dir + "/tokenizer_config.json", &tokenizer_config).empty())
+        tokenizer_config.clear();
     Tokenizer tok;
-    if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.model: " + err;
+    if (exists(dir + "/tokenizer.model") || !exists(dir + "/tokenizer.json")) {
+        out->tokenizer.kind = TokenizerKind::sentencepiece;
+        if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer.sentencepiece)).empty())
+            return err + " (hearth needs the SentencePiece tokenizer.model or a byte-level BPE tokenizer.json)";
+        out->files.push_back(dir + "/tokenizer.model");
+        if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.model: " + err;
+    } else {
+        out->tokenizer.kind = TokenizerKind::bpe;
+        if (!(err = read_file(dir + "/tokenizer.json", &text)).empty()) return err;
+        if (!(err = bpe_from_tokenizer_json(text, tokenizer_config, &out->tokenizer.bpe)).empty()) return dir + "/tokenizer.json: " + err;
+        out->files.push_back(dir + "/tokenizer.json");
+        if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.json: " + err;
+        // The tokenizer decides whether prompts start with BOS (Qwen3's config.json names a
+        // bos_token_id that its tokenizer never adds).
+        const BpeVocab& v = out->tokenizer.bpe;
+        out->config.add_bos = v.add_bos;
+        if (v.add_bos) out->config.bos_id = v.bos_id;
+    }
     if (tok.vocab_size() > out->config.vocab_size)
-        return "tokenizer.model has " + std::to_string(tok.vocab_size()) + " pieces but the model only " + std::to_string(out->config.vocab_size);
+        return (tok.bpe() ? "tokenizer.json has " + std::to_string(tok.vocab_size()) + " tokens"
+                          : "tokenizer.model has " + std::to_string(tok.vocab_size()) + " pieces") +
+               " but the model only " + std::to_string(out->config.vocab_size);
 
     // The chat template, when tokenizer_config.json's is one hearth has built in.
-    if (exists(dir + "/tokenizer_config.json") && read_file(dir + "/tokenizer_config.json", &text).empty())
-    {
-        out->config.chat_template_jinja = chat_template_jinja(text);
+    if (!tokenizer_config.empty()) {
+        out->config.chat_template_jinja = chat_template_jinja(tokenizer_config);
         out->config.chat_template = detect_chat_template(out->config.chat_template_jinja);
     }
 

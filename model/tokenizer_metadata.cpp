@@ -6,6 +6,18 @@ static const char* const kModel = "tokenizer.ggml.model";
 static const char* const kSentencePieceBytes = "hearth.tokenizer.sentencepiece_model";
 static const char* const kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
 static const char* const kRemoveExtraWhitespaces = "tokenizer.ggml.remove_extra_whitespaces";
+// Byte-level BPE: GGUF's keys, and hearth's for what GGUF leaves to llama.cpp's code (which
+// knows the pre-tokenizer by its name only).
+static const char* const kTokens = "tokenizer.ggml.tokens";
+static const char* const kTokenTypes = "tokenizer.ggml.token_type";
+static const char* const kMerges = "tokenizer.ggml.merges";
+static const char* const kPre = "tokenizer.ggml.pre";
+static const char* const kPreSplitRegex = "hearth.tokenizer.pre_split_regex";
+static const char* const kNormalizer = "hearth.tokenizer.normalizer";
+static const char* const kIgnoreMerges = "hearth.tokenizer.ignore_merges";
+static const char* const kBosId = "tokenizer.ggml.bos_token_id";
+static const char* const kEosId = "tokenizer.ggml.eos_token_id";
+static const char* const kAddBos = "tokenizer.ggml.add_bos_token";
 // llama.cpp's defaults for a SentencePiece ("llama") vocabulary when a key is absent
 // (src/llama-vocab.cpp, llama_vocab::impl::load); the reader and the writer both use them.
 static constexpr bool kDefaultAddSpacePrefix = true, kDefaultRemoveExtraWhitespaces = false;
@@ -39,13 +51,72 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
     return err.empty() ? "" : "the SentencePiece vocabulary: " + err;
 }
 
+// A byte-level BPE vocabulary. A file hearth wrote has its regexes and normalizer; one
+// llama.cpp wrote names the pre-tokenizer, which is mapped to the regex llama.cpp's code uses
+// for that name (and to what the model's tokenizer.json declares besides: Llama-3 ignores
+// merges for whole tokens, Qwen2/3 normalize to NFC).
+static std::string bpe_from_metadata(const Metadata& m, BpeVocab* out) {
+    std::string err;
+    if (!(err = m.get_strings(kTokens, &out->tokens)).empty()) return err;
+    if (!(err = m.get_i32s(kTokenTypes, &out->types)).empty()) return err;
+    if (!(err = m.get_strings(kMerges, &out->merges)).empty()) return err;
+    if (m.has(kPre) && !(err = m.get_string(kPre, &out->pre)).empty()) return err;
+    if (m.has(kPreSplitRegex)) {
+        if (!(err = m.get_strings(kPreSplitRegex, &out->pre_split_regexes)).empty()) return err;
+        if (m.has(kNormalizer) && !(err = m.get_string(kNormalizer, &out->normalizer)).empty()) return err;
+        if (m.has(kIgnoreMerges) && !(err = m.get_bool(kIgnoreMerges, &out->ignore_merges)).empty()) return err;
+    } else if (out->pre == "llama-bpe" || out->pre == "llama3" || out->pre == "llama-v3") {
+        out->pre_split_regexes = {kLlama3SplitRegex};
+        out->ignore_merges = true;
+    } else if (out->pre == "qwen2") {
+        out->pre_split_regexes = {kQwen2SplitRegex};
+        out->normalizer = "nfc";
+    } else if (out->pre == "gpt-2") {
+        out->pre_split_regexes = {kGpt2SplitRegex};
+    } else {
+        return "BPE pre-tokenizer '" + (out->pre.empty() ? std::string("default") : out->pre.substr(0, 40)) +
+               "' is not supported (this build knows llama-bpe, llama3, llama-v3, qwen2 and gpt-2)";
+    }
+    for (auto [key, field] : {std::pair{kBosId, &BpeVocab::bos_id}, std::pair{kEosId, &BpeVocab::eos_id}}) {
+        uint32_t v = 0;
+        if (!m.has(key)) continue;
+        if (!(err = m.get_u32(key, &v)).empty()) return err;
+        if (v >= out->tokens.size()) return "metadata " + std::string(key) + " is " + std::to_string(v) + ", outside the vocabulary";
+        out->*field = int(v);
+    }
+    out->add_bos = out->bos_id >= 0;
+    if (m.has(kAddBos) && !(err = m.get_bool(kAddBos, &out->add_bos)).empty()) return err;
+    out->add_bos = out->add_bos && out->bos_id >= 0;
+    // What the keys say must make a tokenizer; checked here so that a damaged file is refused
+    // when it is read, not when run first encodes.
+    BpeTokenizer check;
+    err = check.load(*out);
+    return err.empty() ? "" : "the BPE vocabulary: " + err;
+}
+
+// The BPE keys both formats share.
+static void bpe_to_metadata(const BpeVocab& v, const std::vector<std::string>& tokens, const std::vector<int32_t>& types, Metadata* m) {
+    m->set_string(kModel, "gpt2");
+    m->set_string(kPre, v.pre.empty() ? "hearth" : v.pre);
+    m->set_strings(kTokens, tokens);
+    m->set_i32s(kTokenTypes, types);
+    m->set_strings(kMerges, v.merges);
+    m->set_strings(kPreSplitRegex, v.pre_split_regexes);
+    if (!v.normalizer.empty()) m->set_string(kNormalizer, v.normalizer);
+    m->set_bool(kIgnoreMerges, v.ignore_merges);
+}
+
 std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out) {
     *out = TokenizerSpec{};
     std::string model, err;
     if (m.has(kModel) && !(err = m.get_string(kModel, &model)).empty()) return err;
     if (model.empty() || model == "none" || model == "no_vocab") return "";
+    if (model == "gpt2") {
+        out->kind = TokenizerKind::bpe;
+        return bpe_from_metadata(m, &out->bpe);
+    }
     if (model != "llama")
-        return "tokenizer '" + model + "' is not supported (this build reads SentencePiece vocabularies, 'llama')";
+        return "tokenizer '" + model.substr(0, 40) + "' is not supported (this build reads SentencePiece ('llama') and byte-level BPE ('gpt2') vocabularies)";
     out->kind = TokenizerKind::sentencepiece;
     if (m.has(kSentencePieceBytes)) return m.get_bytes(kSentencePieceBytes, &out->sentencepiece);
     return sentencepiece_from_vocab(m, &out->sentencepiece);
@@ -58,6 +129,7 @@ void tokenizer_to_metadata(const TokenizerSpec& t, Metadata* m) {
             m->set_string(kModel, "llama");
             m->set_bytes(kSentencePieceBytes, t.sentencepiece);
             break;
+        case TokenizerKind::bpe: bpe_to_metadata(t.bpe, t.bpe.tokens, t.bpe.types, m); break;
     }
 }
 
@@ -67,6 +139,27 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
         // gguf-py's spelling (llama.cpp also reads "none"); llama.cpp then makes n_vocab
         // placeholder tokens from llama.vocab_size.
         m->set_string(kModel, "no_vocab");
+        return "";
+    }
+    if (t.kind == TokenizerKind::bpe) {
+        // One token per embedding row, as llama.cpp wants; the rows past the tokenizer's get
+        // placeholders, as llama.cpp's convert script writes them.
+        const BpeVocab& v = t.bpe;
+        if (v.tokens.size() > size_t(n_vocab))
+            return "the tokenizer has " + std::to_string(v.tokens.size()) + " tokens, more than the model's " +
+                   std::to_string(n_vocab) + " embedding rows";
+        std::vector<std::string> tokens = v.tokens;
+        std::vector<int32_t> types = v.types;
+        for (size_t i = tokens.size(); i < size_t(n_vocab); i++) {
+            tokens.push_back("[PAD" + std::to_string(i) + "]");
+            types.push_back(BpeVocab::kUnused);
+        }
+        bpe_to_metadata(v, tokens, types, m);
+        if (v.pre != "llama-bpe" && v.pre != "qwen2" && v.pre != "gpt-2")
+            *caveat = "llama.cpp does not know this pre-tokenizer (tokenizer.ggml.pre = '" + (v.pre.empty() ? "hearth" : v.pre) +
+                      "') and will refuse the file's vocabulary";
+        else if (v.pre == "qwen2")
+            *caveat = "llama.cpp does not normalize to NFC as Qwen's tokenizer.json does: texts with decomposed accents may tokenize differently";
         return "";
     }
     SentencePieceModel sp;

@@ -2,6 +2,10 @@
 // bytes (hearth.tokenizer.sentencepiece_model); a GGUF file keeps the vocabulary as arrays
 // (tokenizer.ggml.tokens / scores / token_type and the special ids), from which an equivalent
 // SentencePiece model is built. Both say which tokenizer it is in tokenizer.ggml.model.
+// A byte-level BPE ("gpt2") is stored the same way in both formats: GGUF's
+// tokenizer.ggml.tokens / token_type / merges / pre, and hearth.tokenizer.pre_split_regex /
+// normalizer / ignore_merges for what llama.cpp derives from the pre-tokenizer's name. BOS,
+// EOS and add_bos are the configuration's keys (model/config.h), read here too.
 #pragma once
 #include <string>
 

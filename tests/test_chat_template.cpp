@@ -179,6 +179,9 @@ TEST_CASE("chat template: a reply given as generated ids extends the previous tu
     const std::vector<int> reply_ids = enc(t.tok, "Ahoy there, matey.");
     for (const std::string& name : chat_template_names()) {
         INFO(name);
+        // Qwen3's template shows earlier replies without the (empty) think block that the
+        // generation prompt ended with: each turn re-evaluates the previous reply.
+        if (name == "qwen3") continue;
         std::vector<ChatMessage> d = {{"system", "You are a pirate.", {}}, {"user", "Hello!", {}}};
         std::vector<int> turn1 = format(name, t.tok, d);
         d.push_back({"assistant", t.tok.decode(reply_ids), reply_ids});
@@ -225,7 +228,8 @@ TEST_CASE("chat template: detection from Hugging Face chat_template strings") {
         "{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] + ' ' }}{% endif %}{% for message in messages %}"
         "{% if message['role'] == 'user' %}{{ 'USER: ' + message['content'] + ' ' }}{% elif message['role'] == 'assistant' %}"
         "{{ 'ASSISTANT: ' + message['content'] + '</s>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}";
-    // mistralai/Mistral-7B-Instruct-v0.1: [INST] without <<SYS>>, a different format.
+    // mistralai/Mistral-7B-Instruct-v0.1: [INST] without <<SYS>>: the mistral template (which
+    // follows v0.2's, without v0.1's space after </s>).
     const std::string mistral =
         "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
         "{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token + ' ' }}{% endif %}{% endfor %}";
@@ -237,7 +241,7 @@ TEST_CASE("chat template: detection from Hugging Face chat_template strings") {
     CHECK(detect_chat_template(zephyr) == "zephyr");
     CHECK(detect_chat_template(chatml) == "chatml");
     CHECK(detect_chat_template(vicuna) == "vicuna");
-    CHECK(detect_chat_template(mistral) == "");
+    CHECK(detect_chat_template(mistral) == "mistral");
     CHECK(detect_chat_template(phi3) == "");
     CHECK(detect_chat_template("chatml") == "chatml");
     CHECK(detect_chat_template("") == "");

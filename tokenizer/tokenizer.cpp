@@ -12,6 +12,13 @@ Tokenizer::~Tokenizer() = default;
 std::string Tokenizer::load(const TokenizerSpec& spec) {
     switch (spec.kind) {
         case TokenizerKind::sentencepiece: return load(spec.sentencepiece.data(), spec.sentencepiece.size());
+        case TokenizerKind::bpe: {
+            std::unique_ptr<BpeTokenizer> bpe(new BpeTokenizer);
+            std::string err = bpe->load(spec.bpe);
+            if (!err.empty()) return "not a usable BPE tokenizer: " + err;
+            bpe_ = std::move(bpe);
+            return "";
+        }
         case TokenizerKind::none: break;
     }
     return "the checkpoint has no tokenizer: give the prompt as ids (--prompt-ids) and print ids (--print-ids)";
@@ -26,6 +33,7 @@ std::string Tokenizer::load(const void* data, size_t bytes) {
     if (!err.empty()) return "not a usable SentencePiece model: " + err;
     auto status = sp_->LoadFromSerializedProto(serialize_sentencepiece_model(model));
     if (!status.ok()) return "not a SentencePiece model: " + status.ToString();
+    bpe_.reset();
     return "";
 }
 
@@ -40,43 +48,28 @@ std::string Tokenizer::load_file(const std::string& path) {
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text, bool add_bos) const {
+    if (bpe_) return bpe_->encode(text, add_bos);
     std::vector<int> ids;
     sp_->Encode(text, &ids);
     if (add_bos && sp_->bos_id() >= 0) ids.insert(ids.begin(), sp_->bos_id());
     return ids;
 }
 
-std::string Tokenizer::decode(const std::vector<int>& ids) const { return sp_->DecodeIds(ids); }
-int Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
-int Tokenizer::bos_id() const { return sp_->bos_id(); }
-int Tokenizer::eos_id() const { return sp_->eos_id(); }
-const std::string& Tokenizer::piece(int id) const { return sp_->IdToPiece(id); }
-bool Tokenizer::is_byte(int id) const { return sp_->IsByte(id); }
-bool Tokenizer::is_control(int id) const { return sp_->IsControl(id); }
-bool Tokenizer::is_unknown(int id) const { return sp_->IsUnknown(id); }
-
-// Length of the valid UTF-8 character at the start of s (1..4), 0 if s holds only the
-// valid beginning of one, -1 if the first byte cannot start a valid character.
-static int utf8_char_length(const std::string& s, size_t at) {
-    const unsigned char c = s[at];
-    int len;
-    unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-    if (c < 0x80) return 1;
-    else if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c == 0xe0) { len = 3; lo = 0xa0; }
-    else if (c == 0xed) { len = 3; hi = 0x9f; }  // no surrogates
-    else if (c >= 0xe1 && c <= 0xef) len = 3;
-    else if (c == 0xf0) { len = 4; lo = 0x90; }
-    else if (c >= 0xf1 && c <= 0xf3) len = 4;
-    else if (c == 0xf4) { len = 4; hi = 0x8f; }
-    else return -1;
-    for (int i = 1; i < len; i++) {
-        if (at + i >= s.size()) return 0;
-        const unsigned char b = s[at + i];
-        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xbf)) return -1;
-    }
-    return len;
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+    if (!bpe_) return sp_->DecodeIds(ids);
+    // The streaming decoder's rules, so that streaming and decoding agree by construction.
+    TextStreamer streamer(*this);
+    std::string text;
+    for (int id : ids) text += streamer.push(id);
+    return text + streamer.finish();
 }
+int Tokenizer::vocab_size() const { return bpe_ ? bpe_->vocab_size() : sp_->GetPieceSize(); }
+int Tokenizer::bos_id() const { return bpe_ ? bpe_->bos_id() : sp_->bos_id(); }
+int Tokenizer::eos_id() const { return bpe_ ? bpe_->eos_id() : sp_->eos_id(); }
+const std::string& Tokenizer::piece(int id) const { return bpe_ ? bpe_->token(id) : sp_->IdToPiece(id); }
+bool Tokenizer::is_byte(int id) const { return bpe_ ? false : sp_->IsByte(id); }
+bool Tokenizer::is_control(int id) const { return bpe_ ? bpe_->type(id) == BpeVocab::kControl : sp_->IsControl(id); }
+bool Tokenizer::is_unknown(int id) const { return bpe_ ? false : sp_->IsUnknown(id); }
 
 std::string TextStreamer::drain_bytes(bool at_end) {
     static const std::string kReplacement = "\xEF\xBF\xBD";
@@ -100,6 +93,13 @@ std::string TextStreamer::drain_bytes(bool at_end) {
 std::string TextStreamer::push(int id) {
     // Models may pad their vocabulary past the tokenizer's pieces; such ids have no text.
     if (id < 0 || id >= tok_.vocab_size()) return drain_bytes(true);
+    if (const BpeTokenizer* bpe = tok_.bpe()) {
+        // A BPE token is bytes, which may end inside a character that the next completes.
+        // A control token has none and, like an invalid id, ends any character left open.
+        if (bpe->type(id) == BpeVocab::kControl) return drain_bytes(true);
+        pending_bytes_ += bpe->token_bytes(id);
+        return drain_bytes(false);
+    }
     if (tok_.is_byte(id)) {
         const std::string& p = tok_.piece(id);  // "<0xAB>"
         pending_bytes_ += char(std::stoi(p.substr(3, 2), nullptr, 16));

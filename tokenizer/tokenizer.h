@@ -1,9 +1,12 @@
-// Text <-> token ids through the SentencePiece library, loaded from the bytes embedded
-// in the checkpoint, plus a streaming decoder for printing tokens as they come.
+// Text <-> token ids: through the SentencePiece library (loaded from the bytes embedded in
+// the checkpoint) or hearth's byte-level BPE (tokenizer/bpe.h), plus a streaming decoder
+// for printing tokens as they come.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "bpe.h"
 
 namespace sentencepiece { class SentencePieceProcessor; }
 
@@ -11,10 +14,12 @@ namespace sentencepiece { class SentencePieceProcessor; }
 enum class TokenizerKind {
     none,           // no tokenizer (a llama2.c model converted without one): ids in, ids out
     sentencepiece,  // a SentencePiece model (Llama-2, Mistral, TinyLlama, ...)
+    bpe,            // a byte-level BPE from a tokenizer.json (Llama-3, Qwen3, ...)
 };
 struct TokenizerSpec {
     TokenizerKind kind = TokenizerKind::none;
     std::string sentencepiece;  // the serialized SentencePiece ModelProto (tokenizer.model's bytes)
+    BpeVocab bpe;               // for kind bpe
 };
 
 class Tokenizer {
@@ -26,9 +31,10 @@ public:
     // "" on success, else why the bytes are not a SentencePiece model.
     std::string load(const void* data, size_t bytes);
     std::string load_file(const std::string& path);
-    // SentencePiece's own encoding; BOS (when the model has one) first if asked.
+    // The text's ids, BOS (when the tokenizer adds one) first if asked. Text never becomes
+    // a control token's id: chat templates insert those as ids.
     std::vector<int> encode(const std::string& text, bool add_bos) const;
-    // SentencePiece's own decoding of a whole sequence.
+    // The text of a whole sequence (control tokens print nothing).
     std::string decode(const std::vector<int>& ids) const;
     int vocab_size() const;
     int bos_id() const;
@@ -37,14 +43,18 @@ public:
     bool is_byte(int id) const;
     bool is_control(int id) const;
     bool is_unknown(int id) const;
+    // The byte-level BPE, or null for SentencePiece.
+    const BpeTokenizer* bpe() const { return bpe_.get(); }
 
 private:
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+    std::unique_ptr<BpeTokenizer> bpe_;
 };
 
-// Turns ids into text one at a time, so output can stream. Byte-fallback pieces are held
-// until they form whole UTF-8 characters; invalid bytes become U+FFFD. The concatenated
-// output equals Tokenizer::decode() of the whole sequence.
+// Turns ids into text one at a time, so output can stream. Bytes (SentencePiece's
+// byte-fallback pieces, a BPE token's bytes) are held until they form whole UTF-8
+// characters; invalid bytes become U+FFFD. The concatenated output equals
+// Tokenizer::decode() of the whole sequence.
 class TextStreamer {
 public:
     explicit TextStreamer(const Tokenizer& tok) : tok_(tok) {}

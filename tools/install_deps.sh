@@ -3,7 +3,7 @@
 # The PyTorch reference scripts need more (--reference), make bench a little (--bench),
 # make fuzz clang (--fuzz).
 set -e
-PKGS="g++ make xz-utils libsentencepiece-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
+PKGS="g++ make xz-utils libsentencepiece-dev libpcre2-dev libutf8proc-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
 if [ "${1:-}" = "--reference" ]; then
     PKGS="$PKGS python3-torch python3-numpy python3-sentencepiece libopenblas0-pthread"
 elif [ "${1:-}" = "--fuzz" ]; then

@@ -1,0 +1,616 @@
+#include "bpe.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <pcre2.h>
+#include <queue>
+#include <utf8proc.h>
+
+using json = nlohmann::json;
+
+const char* const kLlama3SplitRegex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char* const kQwen2SplitRegex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char* const kGpt2SplitRegex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+// Limits on what a file may declare, far above any real tokenizer (Llama-3: 128256 tokens,
+// 280147 merges; Qwen3: 151669 and 151387), so that a damaged file is refused before it
+// makes hearth allocate gigabytes.
+static constexpr size_t kMaxTokens = 1 << 21, kMaxMerges = 1 << 22, kMaxTokenBytes = 1024, kMaxRegexBytes = 4096,
+                        kMaxRegexes = 16;
+
+// ---------------------------------------------------------------------------------------
+// GPT-2's byte-level mapping: every byte is a printable character, so that a vocabulary of
+// strings can hold any bytes. Printable Latin-1 bytes stand for themselves; the others
+// (controls, space, 0x7f-0xa0, 0xad) become U+0100, U+0101, ... in byte order.
+
+namespace {
+
+struct ByteLevel {
+    std::string char_of[256];                  // byte -> the character's UTF-8
+    std::unordered_map<uint32_t, uint8_t> byte_of;  // code point -> byte
+    ByteLevel() {
+        uint32_t next = 256;
+        for (int b = 0; b < 256; b++) {
+            const bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+            const uint32_t cp = printable ? uint32_t(b) : next++;
+            char buf[4];
+            const utf8proc_ssize_t len = utf8proc_encode_char(utf8proc_int32_t(cp), reinterpret_cast<utf8proc_uint8_t*>(buf));
+            char_of[b].assign(buf, size_t(len));
+            byte_of[cp] = uint8_t(b);
+        }
+    }
+};
+
+const ByteLevel& byte_level() {
+    static const ByteLevel m;
+    return m;
+}
+
+// A byte-level spelled token back to its bytes; false if a character is not one of the 256.
+bool bytes_from_spelling(const std::string& s, std::string* out) {
+    out->clear();
+    const ByteLevel& m = byte_level();
+    for (size_t at = 0; at < s.size();) {
+        utf8proc_int32_t cp;
+        const utf8proc_ssize_t len = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + at),
+                                                      utf8proc_ssize_t(s.size() - at), &cp);
+        if (len <= 0) return false;
+        auto it = m.byte_of.find(uint32_t(cp));
+        if (it == m.byte_of.end()) return false;
+        out->push_back(char(it->second));
+        at += size_t(len);
+    }
+    return true;
+}
+
+// Invalid UTF-8 in the text becomes U+FFFD, byte by byte (as the streaming decoder does):
+// the regexes and the normalizer need valid text.
+std::string valid_utf8(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t at = 0; at < s.size();) {
+        const int len = utf8_char_length(s, at);
+        if (len <= 0) {
+            out += "\xEF\xBF\xBD";
+            at++;
+        } else {
+            out.append(s, at, size_t(len));
+            at += size_t(len);
+        }
+    }
+    return out;
+}
+
+std::string shown(const std::string& s) {
+    std::string out;
+    for (unsigned char c : s.substr(0, 60)) out += c < 0x20 || c == 0x7f ? '?' : char(c);
+    return "'" + out + (s.size() > 60 ? "...'" : "'");
+}
+
+}  // namespace
+
+int utf8_char_length(const std::string& s, size_t at) {
+    const unsigned char c = s[at];
+    int len;
+    unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+    if (c < 0x80) return 1;
+    else if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c == 0xe0) { len = 3; lo = 0xa0; }
+    else if (c == 0xed) { len = 3; hi = 0x9f; }  // no surrogates
+    else if (c >= 0xe1 && c <= 0xef) len = 3;
+    else if (c == 0xf0) { len = 4; lo = 0x90; }
+    else if (c >= 0xf1 && c <= 0xf3) len = 4;
+    else if (c == 0xf4) { len = 4; hi = 0x8f; }
+    else return -1;
+    for (int i = 1; i < len; i++) {
+        if (at + i >= s.size()) return 0;
+        const unsigned char b = s[at + i];
+        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xbf)) return -1;
+    }
+    return len;
+}
+
+// ---------------------------------------------------------------------------------------
+// tokenizer.json
+
+namespace {
+
+std::string type_of(const json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
+
+bool is_false_or_absent(const json& j, const char* key) { return !j.contains(key) || j[key].is_null() || j[key] == false; }
+
+// The pre-tokenizer: Split(regex, Isolated)* then ByteLevel without its own regex, or
+// ByteLevel alone with GPT-2's regex. Fills the regexes.
+std::string read_pre_tokenizer(const json& pre, BpeVocab* out) {
+    std::vector<json> steps;
+    if (type_of(pre) == "Sequence") {
+        if (!pre.contains("pretokenizers") || !pre["pretokenizers"].is_array()) return "pre_tokenizer: a Sequence without pretokenizers";
+        for (const json& s : pre["pretokenizers"]) steps.push_back(s);
+    } else {
+        steps.push_back(pre);
+    }
+    if (steps.empty() || type_of(steps.back()) != "ByteLevel")
+        return "pre_tokenizer: not byte-level (this build reads byte-level BPE: Split then ByteLevel)";
+    const json& bl = steps.back();
+    if (!is_false_or_absent(bl, "add_prefix_space")) return "pre_tokenizer: ByteLevel with add_prefix_space is not supported";
+    for (size_t i = 0; i + 1 < steps.size(); i++) {
+        const json& s = steps[i];
+        const std::string t = type_of(s);
+        if (t != "Split") return "pre_tokenizer type '" + t.substr(0, 40) + "' is not supported (only Split and ByteLevel)";
+        if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") || !s["pattern"]["Regex"].is_string())
+            return "pre_tokenizer: a Split without a Regex pattern is not supported";
+        if (s.value("behavior", json()) != "Isolated" || !is_false_or_absent(s, "invert"))
+            return "pre_tokenizer: only Split with behavior Isolated and invert false is supported";
+        out->pre_split_regexes.push_back(s["pattern"]["Regex"].get<std::string>());
+    }
+    const bool use_regex = !bl.contains("use_regex") || bl["use_regex"] == true;
+    if (use_regex) out->pre_split_regexes.push_back(kGpt2SplitRegex);
+    if (out->pre_split_regexes.empty()) return "pre_tokenizer: no regex splits the text";
+    // llama.cpp's names, so that a GGUF file written from this can be read by it.
+    if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kLlama3SplitRegex) out->pre = "llama-bpe";
+    else if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kQwen2SplitRegex) out->pre = "qwen2";
+    else if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kGpt2SplitRegex) out->pre = "gpt-2";
+    return "";
+}
+
+std::string read_normalizer(const json& n, BpeVocab* out) {
+    if (n.is_null()) return "";
+    std::vector<json> steps;
+    if (type_of(n) == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array())
+        for (const json& s : n["normalizers"]) steps.push_back(s);
+    else
+        steps.push_back(n);
+    for (const json& s : steps) {
+        if (type_of(s) != "NFC") return "normalizer '" + type_of(s).substr(0, 40) + "' is not supported (only NFC)";
+        out->normalizer = "nfc";
+    }
+    return "";
+}
+
+// The content of a tokenizer_config.json token entry: "text" or {"content": "text", ...}.
+std::string token_text(const json& j) {
+    if (j.is_string()) return j.get<std::string>();
+    if (j.is_object() && j.contains("content") && j["content"].is_string()) return j["content"].get<std::string>();
+    return "";
+}
+
+std::string from_json(const json& j, const json& config, BpeVocab* out) {
+    if (!j.is_object()) return "tokenizer.json is not a JSON object";
+    if (!j.contains("model") || !j["model"].is_object()) return "tokenizer.json has no model";
+    const json& model = j["model"];
+    if (type_of(model) != "BPE")
+        return "tokenizer model '" + (type_of(model).empty() ? std::string("?") : type_of(model).substr(0, 40)) +
+               "' is not supported (only byte-level BPE)";
+    if (!is_false_or_absent(model, "byte_fallback")) return "BPE with byte_fallback is not supported";
+    if (model.contains("dropout") && !model["dropout"].is_null()) return "BPE with dropout is not supported";
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+        if (model.contains(key) && !model[key].is_null() && model[key] != "") return std::string("BPE with ") + key + " is not supported";
+    if (model.contains("ignore_merges") && !model["ignore_merges"].is_boolean()) return "model.ignore_merges is not true or false";
+    out->ignore_merges = model.value("ignore_merges", false);
+
+    std::string err;
+    if (!(err = read_pre_tokenizer(j.value("pre_tokenizer", json()), out)).empty()) return err;
+    if (!(err = read_normalizer(j.value("normalizer", json()), out)).empty()) return err;
+    const json dec = j.value("decoder", json());
+    if (!dec.is_null() && type_of(dec) != "ByteLevel") return "decoder '" + type_of(dec).substr(0, 40) + "' is not supported (only ByteLevel)";
+
+    // The vocabulary: model.vocab, then the added tokens (which may reuse its ids).
+    if (!model.contains("vocab") || !model["vocab"].is_object()) return "model.vocab is not an object";
+    const json& vocab = model["vocab"];
+    if (vocab.size() > kMaxTokens) return "model.vocab has " + std::to_string(vocab.size()) + " tokens, too many";
+    std::vector<std::string> tokens;
+    std::vector<int32_t> types;
+    auto place = [&](const json& id_json, const std::string& text, int32_t type) -> std::string {
+        if (!id_json.is_number_unsigned() || id_json.get<uint64_t>() >= kMaxTokens)
+            return "token " + shown(text) + " has id " + id_json.dump().substr(0, 40) + ", not an id below " + std::to_string(kMaxTokens);
+        if (text.empty() || text.size() > kMaxTokenBytes) return "a token of " + std::to_string(text.size()) + " bytes";
+        const size_t id = id_json.get<size_t>();
+        if (id >= tokens.size()) {
+            tokens.resize(id + 1);
+            types.resize(id + 1, 0);
+        }
+        if (types[id] != 0 && type == BpeVocab::kNormal) return "two tokens have id " + std::to_string(id);
+        tokens[id] = text;
+        types[id] = type;
+        return "";
+    };
+    for (auto& [text, id] : vocab.items())
+        if (!(err = place(id, text, BpeVocab::kNormal)).empty()) return "model.vocab: " + err;
+    if (j.contains("added_tokens")) {
+        if (!j["added_tokens"].is_array() || j["added_tokens"].size() > kMaxTokens) return "added_tokens is not a list";
+        for (const json& t : j["added_tokens"]) {
+            if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id"))
+                return "added_tokens: an entry without content or id";
+            for (const char* key : {"lstrip", "rstrip", "single_word"})
+                if (!is_false_or_absent(t, key)) return "added token " + shown(t["content"].get<std::string>()) + ": " + key + " is not supported";
+            const bool special = t.value("special", json(false)) == true;
+            if (!(err = place(t["id"], t["content"].get<std::string>(), special ? BpeVocab::kControl : BpeVocab::kUserDefined)).empty())
+                return "added_tokens: " + err;
+        }
+    }
+    for (size_t id = 0; id < tokens.size(); id++)
+        if (types[id] == 0) {  // a gap in the ids: no token has it
+            tokens[id] = "[PAD" + std::to_string(id) + "]";
+            types[id] = BpeVocab::kUnused;
+        }
+    out->tokens = std::move(tokens);
+    out->types = std::move(types);
+
+    // Merges: "a b" strings (older files) or ["a", "b"] pairs (newer ones).
+    if (!model.contains("merges") || !model["merges"].is_array()) return "model.merges is not a list";
+    const json& merges = model["merges"];
+    if (merges.size() > kMaxMerges) return "model.merges has " + std::to_string(merges.size()) + " entries, too many";
+    out->merges.reserve(merges.size());
+    for (const json& m : merges) {
+        if (m.is_string()) {
+            const std::string s = m.get<std::string>();
+            const size_t space = s.find(' ');
+            if (space == std::string::npos || space == 0 || space + 1 == s.size() || s.find(' ', space + 1) != std::string::npos)
+                return "merge " + shown(s) + " is not two tokens separated by a space";
+            out->merges.push_back(s);
+        } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+            const std::string a = m[0].get<std::string>(), b = m[1].get<std::string>();
+            // GGUF stores merges as "a b": a token holding a space cannot be written so
+            // (byte-level tokens never do: the space is spelled 'Ġ').
+            if (a.empty() || b.empty() || a.find(' ') != std::string::npos || b.find(' ') != std::string::npos)
+                return "merge [" + shown(a) + ", " + shown(b) + "] has an empty token or one holding a space";
+            out->merges.push_back(a + " " + b);
+        } else {
+            return "model.merges: an entry is neither \"a b\" nor [\"a\", \"b\"]";
+        }
+    }
+
+    // BOS and EOS: tokenizer_config.json's tokens, looked up among the added tokens.
+    auto id_of = [&](const std::string& text) {
+        if (text.empty()) return -1;
+        for (size_t id = 0; id < out->tokens.size(); id++)
+            if (out->types[id] != BpeVocab::kNormal && out->tokens[id] == text) return int(id);
+        return -1;
+    };
+    if (config.is_object()) {
+        out->bos_id = id_of(token_text(config.value("bos_token", json())));
+        out->eos_id = id_of(token_text(config.value("eos_token", json())));
+    }
+    // BOS is added when tokenizer_config.json says so, else when the post-processor's
+    // template starts with it (Llama-3's own tokenizer.json), else when a BOS is declared.
+    const json post = j.value("post_processor", json());
+    std::vector<json> posts;
+    if (type_of(post) == "Sequence" && post.contains("processors") && post["processors"].is_array())
+        for (const json& p : post["processors"]) posts.push_back(p);
+    else if (!post.is_null())
+        posts.push_back(post);
+    int template_bos = -1;
+    bool has_template = false;
+    for (const json& p : posts) {
+        const std::string t = type_of(p);
+        if (t == "ByteLevel") continue;
+        if (t != "TemplateProcessing") return "post_processor '" + t.substr(0, 40) + "' is not supported (ByteLevel, TemplateProcessing)";
+        has_template = true;
+        const json single = p.value("single", json());
+        if (single.is_array() && !single.empty() && single[0].is_object() && single[0].contains("SpecialToken")) {
+            const json& st = single[0]["SpecialToken"];
+            if (st.is_object() && st.contains("id") && st["id"].is_string()) template_bos = id_of(st["id"].get<std::string>());
+        }
+    }
+    if (config.is_object() && config.contains("add_bos_token") && config["add_bos_token"].is_boolean()) {
+        out->add_bos = config["add_bos_token"].get<bool>() && out->bos_id >= 0;
+    } else if (has_template) {
+        out->add_bos = template_bos >= 0;
+        if (template_bos >= 0) out->bos_id = template_bos;
+    } else {
+        out->add_bos = out->bos_id >= 0;
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out) {
+    *out = BpeVocab{};
+    try {
+        const json config = tokenizer_config_json.empty() ? json() : json::parse(tokenizer_config_json);
+        std::string err = from_json(json::parse(tokenizer_json), config, out);
+        if (!err.empty()) return err;
+    } catch (const std::exception& e) {
+        std::string what = e.what();
+        return "not valid JSON: " + what.substr(0, 200);
+    }
+    // What the file declares must also make a working tokenizer.
+    BpeTokenizer check;
+    return check.load(*out);
+}
+
+// ---------------------------------------------------------------------------------------
+// The tokenizer
+
+struct BpeTokenizer::Regex {
+    pcre2_code* code = nullptr;
+    pcre2_match_context* context = nullptr;
+    pcre2_jit_stack* jit_stack = nullptr;
+    ~Regex() {
+        if (context) pcre2_match_context_free(context);
+        if (jit_stack) pcre2_jit_stack_free(jit_stack);
+        if (code) pcre2_code_free(code);
+    }
+};
+
+void StringIds::reset(const std::vector<std::string>* keys, size_t n) {
+    keys_ = keys;
+    size_t capacity = 16;
+    while (capacity < 2 * n) capacity *= 2;  // at most half full: short probes
+    slots_.assign(capacity, -1);
+    mask_ = capacity - 1;
+}
+
+bool StringIds::insert(int id) {
+    const std::string& key = (*keys_)[size_t(id)];
+    for (size_t at = std::hash<std::string_view>()(key) & mask_;; at = (at + 1) & mask_) {
+        if (slots_[at] < 0) {
+            slots_[at] = id;
+            return true;
+        }
+        if ((*keys_)[size_t(slots_[at])] == key) return false;
+    }
+}
+
+int StringIds::find(std::string_view s) const {
+    if (slots_.empty()) return -1;
+    for (size_t at = std::hash<std::string_view>()(s) & mask_;; at = (at + 1) & mask_) {
+        if (slots_[at] < 0) return -1;
+        if ((*keys_)[size_t(slots_[at])] == s) return slots_[at];
+    }
+}
+
+static size_t pair_hash(uint64_t pair) { return size_t((pair * 0x9E3779B97F4A7C15ull) >> 20); }
+
+const BpeTokenizer::Merge* BpeTokenizer::find_merge(int left, int right) const {
+    const uint64_t pair = uint64_t(uint32_t(left)) << 32 | uint32_t(right);
+    for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_) {
+        const Merge& m = merges_[at];
+        if (m.pair == pair) return &m;
+        if (m.pair == ~uint64_t(0)) return nullptr;
+    }
+}
+
+BpeTokenizer::BpeTokenizer() = default;
+BpeTokenizer::~BpeTokenizer() = default;
+
+std::string BpeTokenizer::load(const BpeVocab& v) {
+    const size_t n = v.tokens.size();
+    if (n == 0 || n > kMaxTokens) return "the vocabulary has " + std::to_string(n) + " tokens";
+    if (v.types.size() != n) return "the vocabulary has " + std::to_string(n) + " tokens but " + std::to_string(v.types.size()) + " token types";
+    if (v.merges.size() > kMaxMerges) return "the vocabulary has " + std::to_string(v.merges.size()) + " merges, too many";
+    for (int id : {v.bos_id, v.eos_id})
+        if (id < -1 || id >= int(n)) return "special token id " + std::to_string(id) + " is outside the vocabulary";
+    if (v.normalizer != "" && v.normalizer != "nfc") return "normalizer " + shown(v.normalizer) + " is not supported (only nfc)";
+    if (v.pre_split_regexes.empty() || v.pre_split_regexes.size() > kMaxRegexes)
+        return "the pre-tokenizer has " + std::to_string(v.pre_split_regexes.size()) + " regexes";
+
+    bytes_.assign(n, "");
+    by_bytes_.reset(&bytes_, n);
+    for (auto& list : added_by_first_byte_) list.clear();
+    StringIds by_spelling;
+    by_spelling.reset(&v.tokens, n);
+    std::string raw;
+    for (size_t id = 0; id < n; id++) {
+        const std::string& t = v.tokens[id];
+        if (t.size() > kMaxTokenBytes) return "token " + std::to_string(id) + " is " + std::to_string(t.size()) + " bytes long";
+        switch (v.types[id]) {
+            case BpeVocab::kNormal:
+                // A token spelled with other characters than the 256 can never be produced;
+                // it decodes to its own text.
+                bytes_[id] = bytes_from_spelling(t, &raw) ? raw : t;
+                if (!by_spelling.insert(int(id))) return "token " + shown(t) + " appears twice";
+                if (!raw.empty()) by_bytes_.insert(int(id));  // a second spelling of the same bytes: the first wins
+                break;
+            case BpeVocab::kControl:
+            case BpeVocab::kUserDefined:
+                if (t.empty()) return "added token " + std::to_string(id) + " is empty";
+                bytes_[id] = v.types[id] == BpeVocab::kControl ? "" : t;
+                added_by_first_byte_[uint8_t(t[0])].push_back({t, int(id), v.types[id] == BpeVocab::kControl});
+                break;
+            case BpeVocab::kUnused: break;
+            default: return "token " + std::to_string(id) + " has type " + std::to_string(v.types[id]) + " (1, 3, 4 or 5 expected)";
+        }
+    }
+    for (auto& list : added_by_first_byte_)
+        std::stable_sort(list.begin(), list.end(), [](const Added& a, const Added& b) { return a.text.size() > b.text.size(); });
+    for (int b = 0; b < 256; b++) {
+        const char byte = char(b);
+        byte_id_[b] = by_bytes_.find(std::string_view(&byte, 1));
+        if (byte_id_[b] < 0) return "the vocabulary has no token for the byte " + std::to_string(b) + " (not byte-level BPE?)";
+    }
+
+    size_t capacity = 16;
+    while (capacity < 2 * v.merges.size()) capacity *= 2;
+    merges_.assign(capacity, Merge{});
+    merges_mask_ = capacity - 1;
+    std::string joined;
+    for (size_t rank = 0; rank < v.merges.size(); rank++) {
+        const std::string& m = v.merges[rank];
+        const size_t space = m.find(' ');
+        if (space == std::string::npos || m.find(' ', space + 1) != std::string::npos)
+            return "merge " + std::to_string(rank) + " is not two tokens separated by a space";
+        joined.assign(m, 0, space);
+        joined.append(m, space + 1, std::string::npos);
+        const int a = by_spelling.find(std::string_view(m).substr(0, space)), b = by_spelling.find(std::string_view(m).substr(space + 1)),
+                  result = by_spelling.find(joined);
+        if (a < 0 || b < 0 || result < 0) return "merge " + std::to_string(rank) + " " + shown(m) + " names a token the vocabulary lacks";
+        // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
+        const uint64_t pair = uint64_t(uint32_t(a)) << 32 | uint32_t(b);
+        for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_)
+            if (merges_[at].pair == pair || merges_[at].pair == ~uint64_t(0)) {
+                merges_[at] = {pair, int(rank), result};
+                break;
+            }
+    }
+
+    regexes_.clear();
+    for (const std::string& pattern : v.pre_split_regexes) {
+        if (pattern.empty() || pattern.size() > kMaxRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
+        std::unique_ptr<Regex> r(new Regex);
+        int code;
+        PCRE2_SIZE offset;
+        // \C (one byte, even inside a character) is refused: the next match would start
+        // inside a character, which PCRE2 does not allow without its UTF check.
+        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &code, &offset, nullptr);
+        if (!r->code) {
+            PCRE2_UCHAR msg[256];
+            pcre2_get_error_message(code, msg, sizeof msg);
+            return "pre-tokenizer regex " + shown(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
+        }
+        // JIT where the platform has it (10x faster); the interpreter otherwise. A regex
+        // comes from the file: the limits stop one that backtracks without end.
+        r->context = pcre2_match_context_create(nullptr);
+        if (!r->context) return "out of memory";
+        pcre2_set_match_limit(r->context, 10000000);
+        pcre2_set_depth_limit(r->context, 100000);
+        if (pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0) {
+            r->jit_stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, nullptr);
+            if (r->jit_stack) pcre2_jit_stack_assign(r->context, nullptr, r->jit_stack);
+        }
+        regexes_.push_back(std::move(r));
+    }
+    vocab_ = v;
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    cache_.clear();
+    return "";
+}
+
+std::vector<int> BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool allow_control) const {
+    std::vector<int> ids;
+    if (add_bos && bos_id() >= 0) ids.push_back(bos_id());
+    const std::string text = valid_utf8(raw_text);
+    size_t start = 0;  // of the text not yet encoded
+    for (size_t at = 0; at < text.size();) {
+        const Added* found = nullptr;
+        for (const Added& a : added_by_first_byte_[uint8_t(text[at])])
+            if ((allow_control || !a.control) && text.compare(at, a.text.size(), a.text) == 0) {
+                found = &a;
+                break;
+            }
+        if (!found) {
+            at++;
+            continue;
+        }
+        encode_segment(text.substr(start, at - start), &ids);
+        ids.push_back(found->id);
+        at += found->text.size();
+        start = at;
+    }
+    encode_segment(text.substr(start), &ids);
+    return ids;
+}
+
+void BpeTokenizer::encode_segment(const std::string& segment, std::vector<int>* ids) const {
+    if (segment.empty()) return;
+    std::string text = segment;
+    if (vocab_.normalizer == "nfc") {
+        utf8proc_uint8_t* nfc = nullptr;
+        const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(segment.data()), utf8proc_ssize_t(segment.size()),
+                                                  &nfc, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        if (len >= 0) text.assign(reinterpret_cast<const char*>(nfc), size_t(len));  // the text is valid UTF-8: it cannot fail
+        std::free(nfc);
+    }
+    // Each regex splits the pieces of the one before; the text between matches is a piece too
+    // (Split's "Isolated" behaviour).
+    std::vector<std::pair<size_t, size_t>> pieces = {{0, text.size()}}, next;
+    for (const auto& r : regexes_) {
+        next.clear();
+        pcre2_match_data* md = pcre2_match_data_create_from_pattern(r->code, nullptr);
+        if (!md) throw std::bad_alloc();
+        for (auto [begin, end] : pieces) {
+            size_t at = begin;
+            while (at < end) {
+                const int rc = pcre2_match(r->code, reinterpret_cast<PCRE2_SPTR>(text.data() + begin), end - begin, at - begin,
+                                           PCRE2_NO_UTF_CHECK, md, r->context);
+                if (rc < 0) break;  // no more matches (or a limit was hit): the rest is one piece
+                const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+                const size_t m0 = begin + ov[0], m1 = begin + ov[1];
+                if (m1 == m0) {  // an empty match: step over one character
+                    size_t step = 1;
+                    while (m0 + step < end && (uint8_t(text[m0 + step]) & 0xc0) == 0x80) step++;
+                    if (m0 > at) next.push_back({at, m0});
+                    next.push_back({m0, m0 + step});
+                    at = m0 + step;
+                    continue;
+                }
+                if (m0 > at) next.push_back({at, m0});
+                next.push_back({m0, m1});
+                at = m1;
+            }
+            if (at < end) next.push_back({at, end});
+        }
+        pcre2_match_data_free(md);
+        pieces.swap(next);
+    }
+    for (auto [begin, end] : pieces) encode_piece(text.data() + begin, end - begin, ids);
+}
+
+void BpeTokenizer::encode_piece(const char* p, size_t n, std::vector<int>* ids) const {
+    if (n == 0) return;
+    const std::string key(p, n);
+    if (vocab_.ignore_merges) {
+        const int id = by_bytes_.find(key);
+        if (id >= 0) {
+            ids->push_back(id);
+            return;
+        }
+    }
+    {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        auto it = cache_.find(key);
+        if (it != cache_.end()) {
+            ids->insert(ids->end(), it->second.begin(), it->second.end());
+            return;
+        }
+    }
+    std::vector<int> piece_ids;
+    merge_piece(p, n, &piece_ids);
+    ids->insert(ids->end(), piece_ids.begin(), piece_ids.end());
+    if (n > 256) return;  // long runs (of spaces, say) rarely recur
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cache_.size() >= 65536) cache_.clear();
+    cache_.emplace(key, std::move(piece_ids));
+}
+
+// Merges the bytes of one piece: the pair of adjacent symbols with the lowest merge rank
+// first (the leftmost among equals), until no adjacent pair has a merge. The symbols form a
+// linked list; a heap holds the candidate pairs, and entries whose symbols have changed
+// since are skipped when they come up.
+void BpeTokenizer::merge_piece(const char* p, size_t n, std::vector<int>* ids) const {
+    struct Symbol {
+        int id, prev, next;
+    };
+    std::vector<Symbol> sym(n);
+    for (size_t i = 0; i < n; i++) sym[i] = {byte_id_[uint8_t(p[i])], int(i) - 1, i + 1 < n ? int(i) + 1 : -1};
+    struct Candidate {
+        int rank, pos, left, right, result;
+        bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+    auto consider = [&](int pos) {
+        if (pos < 0 || sym[pos].next < 0) return;
+        const int right = sym[pos].next;
+        if (const Merge* m = find_merge(sym[pos].id, sym[right].id)) heap.push({m->rank, pos, sym[pos].id, sym[right].id, m->result});
+    };
+    for (int i = 0; i + 1 < int(n); i++) consider(i);
+    while (!heap.empty()) {
+        const Candidate c = heap.top();
+        heap.pop();
+        Symbol& left = sym[c.pos];
+        if (left.id != c.left || left.next < 0 || sym[left.next].id != c.right) continue;  // stale
+        const int right = left.next;
+        left.id = c.result;
+        left.next = sym[right].next;
+        if (left.next >= 0) sym[left.next].prev = c.pos;
+        sym[right].id = -1;  // merged away
+        consider(left.prev);
+        consider(c.pos);
+    }
+    for (int i = 0; i >= 0 && i < int(n); i = sym[i].next) ids->push_back(sym[i].id);
+}

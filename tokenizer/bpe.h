@@ -1,0 +1,124 @@
+// Byte-level BPE (GPT-2's scheme, as Llama-3 and Qwen3 use it): a Hugging Face
+// tokenizer.json's "BPE" model with a ByteLevel pre-tokenizer, read into a BpeVocab (the
+// form GGUF and hearth checkpoints store), and the tokenizer that encodes and decodes with it.
+//
+// Encoding a text, as Hugging Face's tokenizers does:
+//   1. added tokens are found in the text (leftmost, longest first) and become their ids:
+//      user-defined ones (Qwen3's <think>) always, control ones (<|eot_id|>, <|im_end|>)
+//      only when the caller allows it: text a user typed never produces a control id;
+//   2. each stretch between them is normalized (NFC when declared, through utf8proc),
+//   3. split into pieces by the pre-tokenizer's regexes (PCRE2, Unicode properties),
+//   4. each piece's bytes are merged by rank, lowest first and leftmost among equals.
+// Decoding maps every id back to its bytes; control tokens decode to nothing.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+// The vocabulary as stored (GGUF's keys, docs/format.md), one entry per id.
+struct BpeVocab {
+    // GGUF's token types.
+    enum TokenType { kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5 };
+
+    // Normal tokens spelled with GPT-2's byte-to-character mapping ("Ġthe"); added tokens
+    // (control, user-defined) as their text ("<|eot_id|>"); unused ids hold placeholders.
+    std::vector<std::string> tokens;
+    std::vector<int32_t> types;
+    std::vector<std::string> merges;  // "left right" in byte-level spelling, by rank (first = merged first)
+    std::string pre;                  // llama.cpp's name of the pre-tokenizer: "llama-bpe", "qwen2", or "" when unknown
+    std::vector<std::string> pre_split_regexes;  // applied in order, each splitting the pieces of the one before
+    std::string normalizer;                       // "" (none) or "nfc"
+    bool ignore_merges = false;  // a piece that is a whole token is that token (Llama-3's tokenizer.json says so)
+    int bos_id = -1, eos_id = -1;
+    bool add_bos = false;  // prompts start with BOS
+};
+
+// The pre-tokenizer regexes as tokenizer.json files state them (and llama.cpp names them).
+extern const char* const kLlama3SplitRegex;  // "llama-bpe": digits in runs of 1 to 3
+extern const char* const kQwen2SplitRegex;   // "qwen2": single digits
+extern const char* const kGpt2SplitRegex;    // ByteLevel's own (use_regex: true)
+
+// Reads a tokenizer.json (and, when not empty, the tokenizer_config.json beside it, for
+// add_bos_token and the BOS/EOS tokens) into *out. Refuses, in one line, what it does not
+// implement exactly: other models than BPE, other pre-tokenizers than Split + ByteLevel or
+// ByteLevel, other normalizers than NFC, byte fallback, dropout, added tokens that strip
+// spaces. "" on success.
+std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out);
+
+// Length of the valid UTF-8 character at s[at] (1..4), 0 if s ends inside the valid
+// beginning of one, -1 if the byte at s[at] cannot start a valid character there.
+int utf8_char_length(const std::string& s, size_t at);
+
+// string -> id for strings held in a vector, by their index: open addressing with linear
+// probing over one array of ids, which loads a 128k-token vocabulary several times faster
+// than std::unordered_map's nodes (loading is on run's path to the first token).
+class StringIds {
+public:
+    // The table for up to n strings of *keys (which must outlive it and not move).
+    void reset(const std::vector<std::string>* keys, size_t n);
+    // Adds keys[id]; false if an equal string is already there.
+    bool insert(int id);
+    // The id of s, or -1.
+    int find(std::string_view s) const;
+
+private:
+    const std::vector<std::string>* keys_ = nullptr;
+    std::vector<int32_t> slots_;  // an id, or -1 when empty
+    size_t mask_ = 0;
+};
+
+class BpeTokenizer {
+public:
+    BpeTokenizer();
+    ~BpeTokenizer();
+    // Checks the vocabulary (it may come from an untrusted file) and builds the tables.
+    // "" on success, else a one-line reason.
+    std::string load(const BpeVocab& v);
+
+    // The text's ids; added control tokens are matched only with allow_control.
+    std::vector<int> encode(const std::string& text, bool add_bos, bool allow_control = false) const;
+    // The bytes a token stands for ("" for control and unused tokens).
+    const std::string& token_bytes(int id) const { return bytes_[size_t(id)]; }
+
+    int vocab_size() const { return int(vocab_.tokens.size()); }
+    int bos_id() const { return vocab_.add_bos ? vocab_.bos_id : -1; }
+    int eos_id() const { return vocab_.eos_id; }
+    const std::string& token(int id) const { return vocab_.tokens[size_t(id)]; }
+    int type(int id) const { return vocab_.types[size_t(id)]; }
+    const BpeVocab& vocab() const { return vocab_; }
+
+private:
+    struct Regex;
+    void encode_segment(const std::string& text, std::vector<int>* ids) const;
+    void encode_piece(const char* p, size_t n, std::vector<int>* ids) const;
+    void merge_piece(const char* p, size_t n, std::vector<int>* ids) const;
+
+    BpeVocab vocab_;
+    std::vector<std::string> bytes_;                // id -> the bytes it decodes to
+    StringIds by_bytes_;                            // normal token's bytes (bytes_) -> id
+    int byte_id_[256];                               // the token of each single byte
+    // (left id, right id) -> rank and merged id, open addressing as StringIds.
+    struct Merge {
+        uint64_t pair = ~uint64_t(0);  // left << 32 | right; all ones: empty
+        int rank = 0, result = 0;
+    };
+    std::vector<Merge> merges_;
+    size_t merges_mask_ = 0;
+    const Merge* find_merge(int left, int right) const;
+    std::vector<std::unique_ptr<Regex>> regexes_;
+    // Added tokens to find in text, by first byte, longest first: (text, id, is control).
+    struct Added {
+        std::string text;
+        int id;
+        bool control;
+    };
+    std::vector<Added> added_by_first_byte_[256];
+
+    // Pieces recur (" the", "\n"): their ids are kept. Bounded: cleared when full.
+    mutable std::mutex cache_mutex_;
+    mutable std::unordered_map<std::string, std::vector<int>> cache_;
+};
