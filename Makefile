@@ -139,7 +139,7 @@ test: deps
 
 bench: deps
 	@tools/install_deps.sh --bench
-	@$(MAKE) --no-print-directory -j$$(nproc) all build/membw
+	@$(MAKE) --no-print-directory -j$$(nproc) all build/membw $(BPE_TOKENIZERS)
 	tools/bench.sh
 
 build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS))

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <omp.h>
 #include <string>
 #include <unistd.h>
@@ -31,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
     std::string model_path;
-    std::string prompt, prompt_ids;
+    std::string prompt, prompt_file, prompt_ids;
     int n_predict = 256;
     bool ignore_eos = false, print_ids = false, tokenize = false;
     int n_ctx = 0;  // 0: the model's, at most 4096 (512 for --perplexity)
@@ -68,12 +69,13 @@ CommandLine command_line(Options& o) {
                      {"-m", "--model", "FILE", &o.model_path, "the checkpoint (same as the first argument)"},
                      {"-p", "--prompt", "TEXT", &o.prompt, "prompt text; encoded with BOS prepended (when the tokenizer adds one)", 0, 0,
                       "just BOS"},
+                     {"-f", "--file", "FILE", &o.prompt_file, "prompt text read from a file (instead of --prompt)"},
                      {"", "--prompt-ids", "IDS", &o.prompt_ids, "prompt as raw token ids, comma-separated (nothing is added)"},
                      {"-n", "--n-predict", "N", &o.n_predict, "tokens to generate at most; stops earlier at EOS", 0, 1 << 30},
                      {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
                      {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
                      {"", "--tokenize", "", &o.tokenize,
-                      "print the ids of the --prompt text alone (no BOS; control tokens are never matched in it), "
+                      "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
                       "comma-separated on one line as llama.cpp's llama-tokenize --ids does, and exit"},
                      {"-c", "--ctx-size", "N", &o.n_ctx, "context length in tokens", 1, 1 << 24,
                       "the model's, at most 4096; 512 for --perplexity"},
@@ -298,7 +300,17 @@ int main(int argc, char** argv) {
         if (!o.model_path.empty()) return fail("unexpected argument '" + a + "' (the model is already " + o.model_path + ")");
         o.model_path = a;
     }
-    const bool prompt_given = args.was_given("--prompt"), ids_given = args.was_given("--prompt-ids");
+    if (args.was_given("--file")) {
+        if (args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
+        FILE* f = std::fopen(o.prompt_file.c_str(), "rb");
+        char buf[1 << 16];
+        for (size_t n; f && (n = std::fread(buf, 1, sizeof buf, f)) > 0;) o.prompt.append(buf, n);
+        const bool failed = !f || std::ferror(f);  // a directory opens, then fails to read (EISDIR)
+        const int e = errno;
+        if (f) std::fclose(f);
+        if (failed) return fail("--file " + o.prompt_file + ": cannot read it (" + std::strerror(e) + ")");
+    }
+    const bool prompt_given = args.was_given("--prompt") || args.was_given("--file"), ids_given = args.was_given("--prompt-ids");
     const bool perplexity_given = args.was_given("--perplexity");
     if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) > 1)
         return fail("give only one of --chat, --bench, --perplexity and --tokenize");

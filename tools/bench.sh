@@ -4,7 +4,9 @@
 #   2. core: default model and a random TinyLlama-1.1B-shape model, f32 and f16, 1 and 2 threads
 #   3. quant: TinyLlama-1.1B and Llama-2-7B shapes, f16 q8_0 q4_0 q4_k_m, 2 threads, pp512 tg128
 #   4. quality: perplexity of the default model on its held-out text, per type
-#   5. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
+#   5. tokenize: 1 MiB of text with the Llama-3 and Qwen3 byte-level BPE tokenizers
+#      (run --tokenize -f), the whole process, vocabulary loading included
+#   6. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
 #      speed, peak RSS, load time, first token (tools/bench_peers.py; needs the peers built by
 #      ../shared/tools/build-peers.sh, PEERS_DIR)
 # Random-weight models are made here (tools/make_random_model.py) and kept in build/bench
@@ -14,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/bench
 mkdir -p "$dir"
-PARTS=${BENCH_PARTS:-"core quant quality peers"}
+PARTS=${BENCH_PARTS:-"core quant quality tokenize peers"}
 SHAPES=${BENCH_SHAPES:-"tinyllama llama2-7b"}
 REPS=${BENCH_REPS:-3}
 out=$dir/results.md
@@ -117,6 +119,31 @@ if has quality; then
         bpw=$(./quantize "$f32_default" "$f" "$type" -q 2>&1 | sed -nE 's/.* ([0-9.]+) bits per weight/\1/p')
         ppl=$(./run "$f" --perplexity "$valid" -c 256 -t 2 2>/dev/null | sed -nE 's/^perplexity: ([0-9.]+).*/\1/p')
         echo "| $type | $bpw | $ppl |" | tee -a "$out"
+    done
+    echo | tee -a "$out"
+fi
+
+if has tokenize; then
+    text=$dir/tokenize-1mib.txt
+    while [ "$(stat -c %s "$text" 2>/dev/null || echo 0)" -lt 1048576 ]; do cat tests/data/tinyshakespeare-valid.txt >> "$text"; done
+    truncate -s 1048576 "$text"
+    echo "| tokenizer | 1 MiB of text: tokens | seconds, whole process (median of $REPS) | of which loading the vocabulary |" | tee -a "$out"
+    echo "|---|---|---|---|" | tee -a "$out"
+    for name in llama3:128256 qwen3:151936; do
+        n=${name%%:*} vocab=${name##*:} f="$dir/tokenize-${name%%:*}.hearth"
+        if [ ! -f "$f" ]; then
+            /usr/bin/python3 tools/make_random_model.py "$dir/tokenize-$n-hf" --shape tiny --vocab "$vocab" \
+                --tokenizer-json "build/tests/bpe/$n-tokenizer.json" --tokenizer-config "tests/data/bpe/$n-tokenizer_config.json" >&2
+            ./quantize "$dir/tokenize-$n-hf" "$f" -q >&2
+        fi
+        times=() loads=()
+        for _ in $(seq "$REPS"); do
+            t0=$(date +%s.%N); tokens=$(./run "$f" --tokenize -f "$text" | tr ',' '\n' | wc -l); t1=$(date +%s.%N)
+            t2=$(date +%s.%N); ./run "$f" --tokenize -p x > /dev/null; t3=$(date +%s.%N)
+            times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')") loads+=("$(awk -v a="$t2" -v b="$t3" 'BEGIN { print b - a }')")
+        done
+        med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
+        echo "| $n | $tokens | $(med "${times[@]}") | $(med "${loads[@]}") |" | tee -a "$out"
     done
     echo | tee -a "$out"
 fi

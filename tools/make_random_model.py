@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Writes a random-weight Llama as a Hugging Face folder, for benchmarks only.
 
-    tools/make_random_model.py OUT_DIR --shape tinyllama|llama2-7b [--tokenizer FILE]
+    tools/make_random_model.py OUT_DIR --shape tinyllama|llama2-7b|tiny [--tokenizer FILE]
+    tools/make_random_model.py OUT_DIR --shape tiny --tokenizer-json FILE [--tokenizer-config FILE] --vocab N
 
 Weights are N(0, 0.02) in F16 (norm weights 1), written in chunks so memory stays small.
 Speed does not depend on the values, so random weights measure it as well as real ones.
-The Llama-2 tokenizer (32000 pieces) from tests/data is copied in.
+The Llama-2 tokenizer (32000 pieces) from tests/data is copied in, or with --tokenizer-json a
+byte-level BPE tokenizer.json (and tokenizer_config.json); the embedding gets --vocab rows.
 """
 import argparse
 import json
@@ -19,6 +21,7 @@ SHAPES = {
     # name: hidden, intermediate, layers, heads, kv heads, vocab
     "tinyllama": (2048, 5632, 22, 32, 4, 32000),
     "llama2-7b": (4096, 11008, 32, 32, 32, 32000),
+    "tiny": (64, 128, 1, 1, 1, 32000),  # for what does not depend on the model: tokenizing
 }
 
 
@@ -47,8 +50,12 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
     ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data", "llama2-tokenizer.model"))
+    ap.add_argument("--tokenizer-json", help="a tokenizer.json to copy in instead of the tokenizer.model")
+    ap.add_argument("--tokenizer-config", help="a tokenizer_config.json to copy in")
+    ap.add_argument("--vocab", type=int, help="embedding rows (default: the shape's)")
     a = ap.parse_args()
     hidden, inter, layers, heads, kv, vocab = SHAPES[a.shape]
+    vocab = a.vocab or vocab
     os.makedirs(a.out, exist_ok=True)
     tensors = tensor_list(hidden, inter, layers, heads, kv, vocab)
     header, offset = {"__metadata__": {"format": "pt"}}, 0
@@ -82,7 +89,12 @@ def main():
     }
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    shutil.copy(a.tokenizer, os.path.join(a.out, "tokenizer.model"))
+    if a.tokenizer_config:
+        shutil.copy(a.tokenizer_config, os.path.join(a.out, "tokenizer_config.json"))
+    if a.tokenizer_json:
+        shutil.copy(a.tokenizer_json, os.path.join(a.out, "tokenizer.json"))
+    else:
+        shutil.copy(a.tokenizer, os.path.join(a.out, "tokenizer.model"))
     print(f"wrote {a.out}: {a.shape}, {offset / 1e9:.2f} GB of F16 weights")
 
 
