@@ -119,12 +119,12 @@ def speed_row(label, hearth, gguf, pp, tg, reps):
 
 
 def timed(cmd):
-    """Peak RSS (MB) and wall seconds of a whole process, by GNU time."""
+    """Peak RSS (MB, 10^6 bytes, as the file sizes beside it) and wall seconds of a whole process, by GNU time (KiB)."""
     r = sh(["/usr/bin/time", "-f", "TIME %M %e"] + cmd)
     m = re.search(r"TIME (\d+) ([0-9.]+)", r.stderr)
     if r.returncode != 0 or not m:
         raise RuntimeError(r.stderr[-2000:])
-    return int(m.group(1)) / 1024, float(m.group(2)), r.stderr
+    return int(m.group(1)) * 1024 / 1e6, float(m.group(2)), r.stderr
 
 
 def memory_row(label, hearth, gguf, reps):
