@@ -21,7 +21,7 @@
 // An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
 // Loop order: token blocks (kTokBlock tokens, activations packed once per block, kept in L2)
 // -> 16-row panels -> K chunks (packed once per token block, L1-resident) -> tiles of kTile
-// tokens; the next chunk's weight lines are prefetched a few per tile.
+// tokens; the next chunk's weight lines are prefetched a few per block of every tile (NextChunk).
 #include "gemm_avx2.h"
 
 #if defined(HEARTH_GEMM_AVX512)
@@ -123,6 +123,21 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
     }
 }
 
+// The weight lines of the chunk a driver packs next, asked for a few at a time: step() is called
+// once per block by every tile over the current chunk, so the requests spread evenly over the
+// compute instead of coming in bursts that fill the miss buffers and stall (with few tokens,
+// there are few tiles per chunk: a 16-token prompt has 2).
+struct NextChunk {
+    const uint8_t *a, *b;  // the two groups' records
+    size_t line, lines, per_step;
+    void step() {
+        for (size_t e = std::min(lines, line + per_step); line < e; ++line) {
+            __builtin_prefetch(a + 64 * line, 0, 3);
+            __builtin_prefetch(b + 64 * line, 0, 3);
+        }
+    }
+};
+
 // acc + dpbusd(w, the 4 bytes at p in every lane), with the broadcast embedded in the instruction
 // ({1to16}): GCC 12 does not fold _mm512_set1_epi32 of a load into vpdpbusd and emits a separate
 // vpbroadcastd per token and step. (Compiled by GCC and Clang, AT&T syntax.)
@@ -133,10 +148,11 @@ inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
 
 // kn blocks of the packed chunk pw x the activation tile ab: res[t] = the 16 rows' partial dots
 // with token t.
-void tile(const uint8_t* pw, const ActBlock* ab, int kn, __m512 res[kTile]) {
+void tile(const uint8_t* pw, const ActBlock* ab, int kn, NextChunk& next, __m512 res[kTile]) {
     __m512 acc[kTile];
     for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
+        next.step();
         const __m512i* q = reinterpret_cast<const __m512i*>(pw);
         __m512i s[kTile];
         for (int t = 0; t < kTile; ++t) s[t] = _mm512_set1_epi32(ab->neg_term[t]);
@@ -149,65 +165,6 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, __m512 res[kTile]) {
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, _mm512_set1_ps(ab->d[t])), acc[t]);
     }
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
-}
-
-// kX8 weights [r0, r1), whole groups of 8 rows.
-template <typename WBlock>
-void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
-          int r1) {
-    if (r0 >= r1 || n_tokens <= 0) return;
-    constexpr size_t kRec = 8 * sizeof(WBlock);
-    const int nb = n_cols / 32;
-    const uint8_t* Wc = static_cast<const uint8_t*>(W);
-    const size_t group_bytes = 8 * wrb;
-    uint8_t* pw = packed_buf();
-    ActBlock* acts = act_buf(size_t((kTokBlock + kTile - 1) / kTile) * size_t(nb));
-    for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
-        const int te = std::min(n_tokens, t0 + kTokBlock);
-        pack_acts<sizeof(WBlock) == sizeof(block_q4_0) ? 3 : 7>(static_cast<const char*>(A), arb, nb, t0, te, acts);
-        const size_t n_tiles = size_t(te - t0 + kTile - 1) / kTile;
-        for (int r = r0; r < r1; r += 16) {
-            const int nr = std::min(16, r1 - r);  // 16, or 8: an odd last group, paired with itself
-            const uint8_t* ga = Wc + size_t(r) * wrb;
-            const uint8_t* gb = nr == 16 ? ga + group_bytes : ga;
-            const __mmask16 keep = nr == 16 ? __mmask16(0xFFFF) : __mmask16(0x00FF);
-            for (int kb = 0; kb < nb; kb += kChunk) {
-                const int kn = std::min(kChunk, nb - kb);
-                pack_x8_pair<WBlock>(ga + size_t(kb) * kRec, gb + size_t(kb) * kRec, kn, pw);
-                // The chunk this loop packs next: the same groups' next records, or the next
-                // panel's first ones; its lines are asked for a few per tile while the tiles
-                // compute on this chunk, so packing finds them in cache.
-                const uint8_t *na, *nbp;
-                size_t nbytes;
-                if (kb + kn < nb) {
-                    na = ga + size_t(kb + kn) * kRec;
-                    nbp = gb + size_t(kb + kn) * kRec;
-                    nbytes = size_t(std::min(kChunk, nb - kb - kn)) * kRec;
-                } else {
-                    na = ga + 2 * group_bytes;
-                    nbp = na + group_bytes;
-                    nbytes = size_t(std::min(kChunk, nb)) * kRec;
-                    if (r + 16 >= r1) nbytes = 0;
-                }
-                const size_t lines = (nbytes + 63) / 64, per_tile = (lines + n_tiles - 1) / n_tiles;
-                for (int t = t0; t < te; t += kTile) {
-                    const size_t ti = size_t(t - t0) / kTile;
-                    for (size_t i = ti * per_tile; i < std::min(lines, (ti + 1) * per_tile); ++i) {
-                        __builtin_prefetch(na + 64 * i, 0, 3);
-                        __builtin_prefetch(nbp + 64 * i, 0, 3);
-                    }
-                    __m512 res[kTile];
-                    tile(pw, acts + ti * nb + kb, kn, res);
-                    const int nt = std::min(kTile, te - t);
-                    for (int i = 0; i < nt; ++i) {
-                        float* o = out + size_t(t + i) * size_t(os) + r;
-                        const __m512 v = kb == 0 ? res[i] : _mm512_add_ps(res[i], _mm512_maskz_loadu_ps(keep, o));
-                        _mm512_mask_storeu_ps(o, keep, v);
-                    }
-                }
-            }
-        }
-    }
 }
 
 // ---- Q4_K (TYPE_Q4_K_X8, kernels/q4_kx8.h) x Q8_K ----
@@ -296,10 +253,11 @@ void pack_acts_k(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* o
     }
 }
 
-void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, __m512 res[kTile]) {
+void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, NextChunk& next, __m512 res[kTile]) {
     __m512 acc[kTile];
     for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
+        next.step();
         __m512i isum[kTile];
         for (int t = 0; t < kTile; ++t) isum[t] = _mm512_setzero_si512();
         for (int sb = 0; sb < 8; ++sb) {
@@ -327,49 +285,83 @@ void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, __m512 res[kTile
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
 }
 
-// TYPE_Q4_K_X8 weights [r0, r1), whole groups of 8 rows.
-void gemm_q4k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
-              int r1) {
+// ---- The driver of the interleaved formats ----
+//
+// What the driver needs of a format F: its packed chunk type and activation tile type, the
+// columns per block, the blocks per packed chunk, the bytes per record (one block of 8 rows),
+// and how to pack a chunk of a group pair's records, pack the activations and run a tile.
+
+// TYPE_Q4_0_X8 / TYPE_Q8_0_X8 x Q8_0.
+template <typename WBlock>
+struct FormatQ8_0Family {
+    using Packed = uint8_t;  // kPackedBlock bytes per block
+    using Act = ActBlock;
+    static constexpr int kBlockCols = 32, kChunkBlocks = kChunk;
+    static constexpr size_t kRec = 8 * sizeof(WBlock);
+    static Packed* packed() { return packed_buf(); }
+    static Act* acts(size_t n) { return act_buf(n); }
+    static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) { pack_x8_pair<WBlock>(ga, gb, kn, p); }
+    static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
+        pack_acts<sizeof(WBlock) == sizeof(block_q4_0) ? 3 : 7>(A, arb, nb, t0, te, out);
+    }
+    static void run_tile(const Packed* p, const Act* a, int kn, NextChunk& next, __m512 res[kTile]) { tile(p, a, kn, next, res); }
+};
+
+// TYPE_Q4_K_X8 x Q8_K.
+struct FormatQ4_K {
+    using Packed = PanelQ4K16;
+    using Act = ActSuper;
+    static constexpr int kBlockCols = QK_K, kChunkBlocks = kChunkK;
+    static constexpr size_t kRec = 8 * sizeof(block_q4_K);
+    static Packed* packed() { return packed_buf_k(); }
+    static Act* acts(size_t n) { return act_buf_k(n); }
+    static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) {
+        for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);
+    }
+    static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) { pack_acts_k(A, arb, nb, t0, te, out); }
+    static void run_tile(const Packed* p, const Act* a, int kn, NextChunk& next, __m512 res[kTile]) { tile_q4k(p, a, kn, next, res); }
+};
+
+// Weights of format F, rows [r0, r1) in whole groups of 8.
+template <typename F>
+void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+             int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
-    constexpr size_t kRec = 8 * sizeof(block_q4_K);
-    const int nsb = n_cols / QK_K;
+    const int nb = n_cols / F::kBlockCols;
     const uint8_t* Wc = static_cast<const uint8_t*>(W);
     const size_t group_bytes = 8 * wrb;
-    PanelQ4K16* pw = packed_buf_k();
-    ActSuper* acts = act_buf_k(size_t((kTokBlock + kTile - 1) / kTile) * nsb);
+    typename F::Packed* pw = F::packed();
+    typename F::Act* acts = F::acts(size_t((kTokBlock + kTile - 1) / kTile) * size_t(nb));
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
-        pack_acts_k(static_cast<const char*>(A), arb, nsb, t0, te, acts);
-        const size_t n_tiles = size_t(te - t0 + kTile - 1) / kTile;
+        F::pack_activations(static_cast<const char*>(A), arb, nb, t0, te, acts);
+        const int n_tiles = (te - t0 + kTile - 1) / kTile;
         for (int r = r0; r < r1; r += 16) {
-            const int nr = std::min(16, r1 - r);
+            const int nr = std::min(16, r1 - r);  // 16, or 8: an odd last group, paired with itself
             const uint8_t* ga = Wc + size_t(r) * wrb;
             const uint8_t* gb = nr == 16 ? ga + group_bytes : ga;
             const __mmask16 keep = nr == 16 ? __mmask16(0xFFFF) : __mmask16(0x00FF);
-            for (int kb = 0; kb < nsb; kb += kChunkK) {
-                const int kn = std::min(kChunkK, nsb - kb);
-                for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(kb + b) * kRec, gb + size_t(kb + b) * kRec, pw[b]);
-                const uint8_t *na, *nbp;
-                size_t nbytes;
-                if (kb + kn < nsb) {
-                    na = ga + size_t(kb + kn) * kRec;
-                    nbp = gb + size_t(kb + kn) * kRec;
-                    nbytes = size_t(std::min(kChunkK, nsb - kb - kn)) * kRec;
-                } else {
-                    na = ga + 2 * group_bytes;
-                    nbp = na + group_bytes;
-                    nbytes = size_t(std::min(kChunkK, nsb)) * kRec;
-                    if (r + 16 >= r1) nbytes = 0;
+            for (int kb = 0; kb < nb; kb += F::kChunkBlocks) {
+                const int kn = std::min(F::kChunkBlocks, nb - kb);
+                F::pack_weights(ga + size_t(kb) * F::kRec, gb + size_t(kb) * F::kRec, kn, pw);
+                // The chunk packed next, fetched while the tiles compute on this one, so that
+                // packing finds it in cache: the same groups' next records, or the next panel's first.
+                NextChunk next{ga, gb, 0, 0, 0};
+                size_t bytes = 0;
+                if (kb + kn < nb) {
+                    next.a = ga + size_t(kb + kn) * F::kRec;
+                    next.b = gb + size_t(kb + kn) * F::kRec;
+                    bytes = size_t(std::min(F::kChunkBlocks, nb - kb - kn)) * F::kRec;
+                } else if (r + 16 < r1) {
+                    next.a = ga + 2 * group_bytes;
+                    next.b = next.a + group_bytes;
+                    bytes = size_t(std::min(F::kChunkBlocks, nb)) * F::kRec;
                 }
-                const size_t lines = (nbytes + 63) / 64, per_tile = (lines + n_tiles - 1) / n_tiles;
+                next.lines = (bytes + 63) / 64;
+                next.per_step = (next.lines + size_t(n_tiles * kn) - 1) / size_t(n_tiles * kn);
                 for (int t = t0; t < te; t += kTile) {
-                    const size_t ti = size_t(t - t0) / kTile;
-                    for (size_t i = ti * per_tile; i < std::min(lines, (ti + 1) * per_tile); ++i) {
-                        __builtin_prefetch(na + 64 * i, 0, 3);
-                        __builtin_prefetch(nbp + 64 * i, 0, 3);
-                    }
                     __m512 res[kTile];
-                    tile_q4k(pw, acts + ti * nsb + kb, kn, res);
+                    F::run_tile(pw, acts + size_t(t - t0) / kTile * size_t(nb) + kb, kn, next, res);
                     const int nt = std::min(kTile, te - t);
                     for (int i = 0; i < nt; ++i) {
                         float* o = out + size_t(t + i) * size_t(os) + r;
@@ -535,17 +527,17 @@ void gemm_q6k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, 
 
 void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                                int n_tokens, float* out, int out_stride, int r0, int r1) {
-    gemm<block_q4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8<FormatQ8_0Family<block_q4_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                                int n_tokens, float* out, int out_stride, int r0, int r1) {
-    gemm<block_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8<FormatQ8_0Family<block_q8_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                                int n_tokens, float* out, int out_stride, int r0, int r1) {
-    gemm_q4k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8<FormatQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
