@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "avx2_util.h"
+#include "prefetch.h"
 #include "quant_types.h"
 
 namespace {
@@ -169,13 +170,14 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
 // kn blocks of the packed weight chunk pw x the activation tile ab: res[t][i] = partial dot of
 // row i with token t.
 template <bool kQ4>
-void tile(const uint8_t* pw, const ActBlock* ab, int kn, float res[kTile][8]) {
+void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, float res[kTile][8]) {
 #if !defined(HEARTH_AVX_VNNI)
     const __m256i ones = _mm256_set1_epi16(1);
 #endif
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
            acc3 = _mm256_setzero_ps();
     for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
+        next.step();
         const __m256i* q = reinterpret_cast<const __m256i*>(pw);
         __m256i s0, s1, s2, s3;
 #if defined(HEARTH_AVX_VNNI)
@@ -289,25 +291,22 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                 const int kn = std::min(kChunk, nb - kb);
                 // Interleaved weights: the chunk this loop packs next starts where this one ends
                 // (a group's last record is followed by the next group's first), so its lines are
-                // asked for a few per tile while the tiles compute on this one; packing then
+                // asked for while the tiles compute on this one (ChunkPrefetch); packing then
                 // finds them in cache instead of waiting on DRAM.
-                const char* next = nullptr;
-                size_t lines_per_tile = 0;
+                ChunkPrefetch next = ChunkPrefetch::over(nullptr, nullptr, 0, 1);
                 if (kX8) {
                     const char* chunk = Wc + size_t(r) * wrb + size_t(kb) * 8 * sizeof(WBlock);
                     pack_weights_x8<WBlock>(reinterpret_cast<const uint8_t*>(chunk), kn, pw);
-                    next = chunk + size_t(kn) * 8 * sizeof(WBlock);
                     const size_t n_tiles = size_t(te - t0 + kTile - 1) / kTile;
-                    lines_per_tile = (size_t(kChunk) * 8 * sizeof(WBlock) / 64 + n_tiles - 1) / n_tiles;
+                    next = ChunkPrefetch::over(chunk + size_t(kn) * 8 * sizeof(WBlock), nullptr,
+                                               size_t(kChunk) * 8 * sizeof(WBlock) / 64, n_tiles * size_t(kn));
                 } else {
                     pack_weights(row, kb, kn, pw);
                 }
                 for (int t = t0; t < te; t += kTile) {
                     const int nt = std::min(kTile, te - t);
-                    for (size_t i = 0; i < lines_per_tile; ++i)
-                        __builtin_prefetch(next + 64 * (size_t((t - t0) / kTile) * lines_per_tile + i), 0, 3);
                     alignas(32) float res[kTile][8];
-                    tile<kQ4>(pw, acts + size_t((t - t0) / kTile) * nb + kb, kn, res);
+                    tile<kQ4>(pw, acts + size_t((t - t0) / kTile) * nb + kb, kn, next, res);
                     store_gemm_tile(out, size_t(os), r, nr, t, nt, res, kb == 0);
                 }
             }

@@ -21,7 +21,7 @@
 // An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
 // Loop order: token blocks (kTokBlock tokens, activations packed once per block, kept in L2)
 // -> 16-row panels -> K chunks (packed once per token block, L1-resident) -> tiles of kTile
-// tokens; the next chunk's weight lines are prefetched a few per block of every tile (NextChunk).
+// tokens; the next chunk's weight lines are prefetched a few per block of every tile (ChunkPrefetch).
 #include "gemm_avx2.h"
 
 #if defined(HEARTH_GEMM_AVX512)
@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "avx2_util.h"
+#include "prefetch.h"
 #include "quant_types.h"
 
 namespace {
@@ -123,21 +124,6 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
     }
 }
 
-// The weight lines of the chunk a driver packs next, asked for a few at a time: step() is called
-// once per block by every tile over the current chunk, so the requests spread evenly over the
-// compute instead of coming in bursts that fill the miss buffers and stall (with few tokens,
-// there are few tiles per chunk: a 16-token prompt has 2).
-struct NextChunk {
-    const uint8_t *a, *b;  // the two groups' records
-    size_t line, lines, per_step;
-    void step() {
-        for (size_t e = std::min(lines, line + per_step); line < e; ++line) {
-            __builtin_prefetch(a + 64 * line, 0, 3);
-            __builtin_prefetch(b + 64 * line, 0, 3);
-        }
-    }
-};
-
 // acc + dpbusd(w, the 4 bytes at p in every lane), with the broadcast embedded in the instruction
 // ({1to16}): GCC 12 does not fold _mm512_set1_epi32 of a load into vpdpbusd and emits a separate
 // vpbroadcastd per token and step. (Compiled by GCC and Clang, AT&T syntax.)
@@ -148,7 +134,7 @@ inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
 
 // kn blocks of the packed chunk pw x the activation tile ab: res[t] = the 16 rows' partial dots
 // with token t.
-void tile(const uint8_t* pw, const ActBlock* ab, int kn, NextChunk& next, __m512 res[kTile]) {
+void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
     __m512 acc[kTile];
     for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
@@ -253,7 +239,7 @@ void pack_acts_k(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* o
     }
 }
 
-void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, NextChunk& next, __m512 res[kTile]) {
+void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
     __m512 acc[kTile];
     for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
@@ -304,7 +290,7 @@ struct FormatQ8_0Family {
     static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
         pack_acts<sizeof(WBlock) == sizeof(block_q4_0) ? 3 : 7>(A, arb, nb, t0, te, out);
     }
-    static void run_tile(const Packed* p, const Act* a, int kn, NextChunk& next, __m512 res[kTile]) { tile(p, a, kn, next, res); }
+    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) { tile(p, a, kn, next, res); }
 };
 
 // TYPE_Q4_K_X8 x Q8_K.
@@ -319,7 +305,7 @@ struct FormatQ4_K {
         for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);
     }
     static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) { pack_acts_k(A, arb, nb, t0, te, out); }
-    static void run_tile(const Packed* p, const Act* a, int kn, NextChunk& next, __m512 res[kTile]) { tile_q4k(p, a, kn, next, res); }
+    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) { tile_q4k(p, a, kn, next, res); }
 };
 
 // Weights of format F, rows [r0, r1) in whole groups of 8.
@@ -346,19 +332,18 @@ void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, i
                 F::pack_weights(ga + size_t(kb) * F::kRec, gb + size_t(kb) * F::kRec, kn, pw);
                 // The chunk packed next, fetched while the tiles compute on this one, so that
                 // packing finds it in cache: the same groups' next records, or the next panel's first.
-                NextChunk next{ga, gb, 0, 0, 0};
+                const uint8_t *na = nullptr, *nbp = nullptr;
                 size_t bytes = 0;
                 if (kb + kn < nb) {
-                    next.a = ga + size_t(kb + kn) * F::kRec;
-                    next.b = gb + size_t(kb + kn) * F::kRec;
+                    na = ga + size_t(kb + kn) * F::kRec;
+                    nbp = gb + size_t(kb + kn) * F::kRec;
                     bytes = size_t(std::min(F::kChunkBlocks, nb - kb - kn)) * F::kRec;
                 } else if (r + 16 < r1) {
-                    next.a = ga + 2 * group_bytes;
-                    next.b = next.a + group_bytes;
+                    na = ga + 2 * group_bytes;
+                    nbp = na + group_bytes;
                     bytes = size_t(std::min(F::kChunkBlocks, nb)) * F::kRec;
                 }
-                next.lines = (bytes + 63) / 64;
-                next.per_step = (next.lines + size_t(n_tiles * kn) - 1) / size_t(n_tiles * kn);
+                ChunkPrefetch next = ChunkPrefetch::over(na, nbp, (bytes + 63) / 64, size_t(n_tiles) * size_t(kn));
                 for (int t = t0; t < te; t += kTile) {
                     __m512 res[kTile];
                     F::run_tile(pw, acts + size_t(t - t0) / kTile * size_t(nb) + kb, kn, next, res);
