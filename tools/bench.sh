@@ -6,7 +6,10 @@
 #   4. quality: perplexity of the default model on its held-out text, per type
 #   5. tokenize: 1 MiB of text with the Llama-3 and Qwen3 byte-level BPE tokenizers
 #      (run --tokenize -f), the whole process, vocabulary loading included
-#   6. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
+#   6. layout: the interleaved layouts stored in the file and used in place, against the same
+#      weights in the plain layout (the file's GGUF export) that run repacks at load: TinyLlama
+#      shape, q4_0 q8_0 q4_k_m, pp512 and tg128, alternated, medians of BENCH_LAYOUT_REPS (7)
+#   7. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
 #      speed, peak RSS, load time, first token (tools/bench_peers.py; needs the peers built by
 #      ../shared/tools/build-peers.sh, PEERS_DIR)
 # Random-weight models are made here (tools/make_random_model.py) and kept in build/bench
@@ -16,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/bench
 mkdir -p "$dir"
-PARTS=${BENCH_PARTS:-"core quant quality tokenize peers"}
+PARTS=${BENCH_PARTS:-"core quant quality tokenize layout peers"}
 SHAPES=${BENCH_SHAPES:-"tinyllama llama2-7b"}
 REPS=${BENCH_REPS:-3}
 out=$dir/results.md
@@ -144,6 +147,32 @@ if has tokenize; then
         done
         med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
         echo "| $n | $tokens | $(med "${times[@]}") | $(med "${loads[@]}") |" | tee -a "$out"
+    done
+    echo | tee -a "$out"
+fi
+
+if has layout; then
+    reps=${BENCH_LAYOUT_REPS:-7}
+    med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}'; }
+    echo "| TinyLlama-1.1B shape, 2 threads | pp512 stored | pp512 repacked | tg128 stored | tg128 repacked | stored / repacked, pp and tg |" | tee -a "$out"
+    echo "|---|---|---|---|---|---|" | tee -a "$out"
+    for type in q4_0 q8_0 q4_k_m; do
+        f=$(model tinyllama $type) g=$dir/tinyllama.$type.gguf
+        [ -f "$g" ] || ./quantize "$f" "$g" -q >&2
+        cache_only "$f"
+        cat "$g" > /dev/null
+        sp=() rp=() st=() rt=()
+        for _ in $(seq "$reps"); do
+            for which in stored repacked; do
+                m=$f
+                [ $which = repacked ] && m=$g
+                r=$(./run "$m" --bench --bench-pp 512 --bench-tg 128 --bench-reps 1 -t 2 2>/dev/null)
+                p=$(echo "$r" | sed -nE 's/^pp512: ([0-9.]+) tok\/s.*/\1/p') t=$(echo "$r" | sed -nE 's/^tg128: ([0-9.]+) tok\/s.*/\1/p')
+                if [ $which = stored ]; then sp+=("$p") st+=("$t"); else rp+=("$p") rt+=("$t"); fi
+            done
+        done
+        a=$(med "${sp[@]}") b=$(med "${rp[@]}") c=$(med "${st[@]}") d=$(med "${rt[@]}")
+        echo "| $type | $a | $b | $c | $d | $(awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN { printf "%.2f, %.2f", a / b, c / d }') |" | tee -a "$out"
     done
     echo | tee -a "$out"
 fi
