@@ -104,7 +104,8 @@ static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorV
 // enough, so that one generated token's few groups still keep every thread busy; but no task
 // has fewer than kAttnFewRows rows unless the kv head has, so that the logits do not depend on
 // the number of threads. With a sliding window (Mistral), a token sees only the last
-// sliding_window positions up to its own: the scores before those get weight 0.
+// sliding_window positions up to its own: a task reads the positions from its first token's
+// window on, and the scores of its later tokens before their windows get weight 0.
 static void attention(const ModelConfig& c, RunState& s, int layer, int n, int pos) {
     const int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads, rows = n * group;
     const int threads = int(s.att_q.size() / (size_t(kAttnRows) * hd));  // the buffers make_run_state made
@@ -129,17 +130,22 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
         auto q_offset = [&](int r) { return size_t(r / group) * q_dim + size_t(kvh * group + r % group) * hd; };
         for (int i = 0; i < nr; i++)  // the 1/sqrt(head_dim) of the scores goes in with the query
             for (int d = 0; d < hd; d++) q[i * hd + d] = s.q[q_offset(r0 + i) + d] * scale;
-        const int n_keys = pos + (r0 + nr - 1) / group + 1;  // what the task's last token sees
-        kk.scores(q, nr, hd, k_cache + kvh * k_head_bytes, s.k_row_bytes, n_keys, scores, s.n_ctx, scratch);
+        // The positions [k0, n_keys) some row of the task sees: up to what its last token sees,
+        // from the first position in its first token's window (0 without a window). Row i's
+        // score of position k0 + j is scores[i][j].
+        auto first_seen = [&](int n_seen) { return c.sliding_window > 0 ? std::max(0, n_seen - c.sliding_window) : 0; };
+        const int n_keys = pos + (r0 + nr - 1) / group + 1, k0 = first_seen(pos + r0 / group + 1);
+        kk.scores(q, nr, hd, k_cache + size_t(k0) * s.k_row_bytes + kvh * k_head_bytes, s.k_row_bytes, n_keys - k0, scores, s.n_ctx, scratch);
         for (int i = 0; i < nr; i++) {
             float* row = scores + size_t(i) * s.n_ctx;
-            const int n_seen = pos + (r0 + i) / group + 1;  // this token sees itself and everything before it
-            const int first = c.sliding_window > 0 ? std::max(0, n_seen - c.sliding_window) : 0;  // ... within the window
+            const int n_seen = pos + (r0 + i) / group + 1 - k0;  // from k0: this token, everything before it
+            const int first = first_seen(n_seen + k0) - k0;      // ... within the window
             std::fill(row, row + first, 0.0f);
             softmax(row + first, n_seen - first);
-            std::fill(row + n_seen, row + n_keys, 0.0f);
+            std::fill(row + n_seen, row + n_keys - k0, 0.0f);
         }
-        vk.values(scores, s.n_ctx, nr, v_cache + kvh * v_head_bytes, s.v_row_bytes, n_keys, hd, out, hd, scratch);
+        vk.values(scores, s.n_ctx, nr, v_cache + size_t(k0) * s.v_row_bytes + kvh * v_head_bytes, s.v_row_bytes, n_keys - k0, hd, out, hd,
+                  scratch);
         for (int i = 0; i < nr; i++) std::memcpy(&s.xb2[q_offset(r0 + i)], out + i * hd, sizeof(float) * hd);
     }
 }
