@@ -97,34 +97,49 @@ void tile(const PanelBlock* panel, int n, const block_q8_0* const t[kTileTokens]
           int os, int r, int t0) {
     // acc[p][q]: rows 2p, 2p+1 x tokens 2q, 2q+1, lanes [r0 t0, r0 t1, r1 t0, r1 t1].
     float32x4_t acc[4][2];
-    for (auto& a : acc) a[0] = a[1] = vdupq_n_f32(0.f);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) acc[p][0] = acc[p][1] = vdupq_n_f32(0.f);
     for (int b = 0; b < n; ++b) {
         const PanelBlock& pb = panel[b];
         int32x4_t sum[4][2];
-        for (auto& s : sum) s[0] = s[1] = vdupq_n_s32(0);
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) sum[p][0] = sum[p][1] = vdupq_n_s32(0);
+        // The loops over registers are unrolled so that sum[][] and acc[][] stay in registers
+        // (GCC 12 -O2 otherwise keeps the s and p loops and indexes them through the stack).
+#pragma GCC unroll 4
         for (int s = 0; s < 4; ++s) {
             const int8x16_t x[2] = {vcombine_s8(vld1_s8(t[0][b].qs + 8 * s), vld1_s8(t[1][b].qs + 8 * s)),
                                     vcombine_s8(vld1_s8(t[2][b].qs + 8 * s), vld1_s8(t[3][b].qs + 8 * s))};
+#pragma GCC unroll 4
             for (int p = 0; p < 4; ++p)
+#pragma GCC unroll 2
                 for (int q = 0; q < 2; ++q) sum[p][q] = vmmlaq_s32(sum[p][q], pb.w[s][p], x[q]);
+            // A scheduling barrier (as step_barrier in rows_x8_neon.cpp): without it GCC loads the
+            // weights of all 4 slices first and spills the float sums acc[][] every block.
+            asm volatile("");
         }
         // Lane scales: row scale of [r0, r0, r1, r1] times token scale of [t0, t1, t0, t1].
-        float32x4_t dt[2];
-        for (int q = 0; q < 2; ++q) {
-            const float d0 = fp16_to_fp32(t[2 * q][b].d), d1 = fp16_to_fp32(t[2 * q + 1][b].d);
-            dt[q] = float32x4_t{d0, d1, d0, d1};
-        }
+        // The 4 token scales converted together (FCVTL), not one software fp16_to_fp32 each.
+        const uint16x4_t dt16 = {t[0][b].d, t[1][b].d, t[2][b].d, t[3][b].d};
+        const float32x4_t dt4 = vcvt_f32_f16(vreinterpret_f16_u16(dt16));
+        const float32x4_t dt[2] = {vcombine_f32(vget_low_f32(dt4), vget_low_f32(dt4)),
+                                   vcombine_f32(vget_high_f32(dt4), vget_high_f32(dt4))};
+#pragma GCC unroll 4
         for (int p = 0; p < 4; ++p) {
             const float32x4_t dr = float32x4_t{pb.d[2 * p], pb.d[2 * p], pb.d[2 * p + 1], pb.d[2 * p + 1]};
+#pragma GCC unroll 2
             for (int q = 0; q < 2; ++q) acc[p][q] = vfmaq_f32(acc[p][q], vcvtq_f32_s32(sum[p][q]), vmulq_f32(dr, dt[q]));
         }
     }
     // Token 2q + j, rows 4h..4h+3: lane j and 2 + j of row pairs 2h and 2h + 1 (uzp1: j = 0, uzp2: j = 1).
+#pragma GCC unroll 2
     for (int q = 0; q < 2; ++q)
+#pragma GCC unroll 2
         for (int j = 0; j < 2; ++j) {
             const int tok = 2 * q + j;
             if (tok >= nt) return;
             float* o = out + size_t(t0 + tok) * os + r;
+#pragma GCC unroll 2
             for (int h = 0; h < 2; ++h) {
                 const float32x4_t v = j == 0 ? vuzp1q_f32(acc[2 * h][q], acc[2 * h + 1][q])
                                              : vuzp2q_f32(acc[2 * h][q], acc[2 * h + 1][q]);
