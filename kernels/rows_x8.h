@@ -64,5 +64,6 @@ HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_neon)
 constexpr int i8mm_gemm_min_tokens = 4;
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_i8mm)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_i8mm)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_i8mm)  // TYPE_Q4_K_X8 (kernels/q4_kx8.h) x Q8_K
 #endif
 #endif

@@ -328,8 +328,8 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
 #if defined(HEARTH_QUANT_NEON) && defined(__ARM_FEATURE_MATMUL_INT8)
 // The i8mm (SMMLA) GEMM tiles (kernels/gemm_neon_i8mm.cpp) called directly, below their token
 // threshold too: every token count 1..20 (tiles of 4 and every remainder, the last token repeated)
-// and a few past them, 1 to 3 groups with and without a plain tail, panels of 32 blocks and their
-// tails, row ranges that start at a group after the first; against the scalar twin within the
+// and a few past them, 1 to 3 groups with and without a plain tail, panels (32 blocks, 4 Q4_K
+// super-blocks) and their tails, row ranges that start at a group after the first; against the scalar twin within the
 // rounding of the float sums (the integer block sums are exact).
 TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: tokens, groups, blocks, ranges") {
     struct I8mmCase {
@@ -337,12 +337,14 @@ TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: to
         matmul_rows_fn gemm, twin;
     };
     const I8mmCase cases[] = {{TYPE_Q4_0, matmul_q4_0x8_gemm_i8mm, matmul_q4_0x8_rows_scalar},
-                              {TYPE_Q8_0, matmul_q8_0x8_gemm_i8mm, matmul_q8_0x8_rows_scalar}};
+                              {TYPE_Q8_0, matmul_q8_0x8_gemm_i8mm, matmul_q8_0x8_rows_scalar},
+                              {TYPE_Q4_K, matmul_q4_kx8_gemm_i8mm, matmul_q4_kx8_rows_scalar}};
     std::vector<int> token_counts;
     for (int n = 1; n <= 20; n++) token_counts.push_back(n);
     for (int n : {31, 33, 70}) token_counts.push_back(n);
     for (const I8mmCase& ic : cases) {
-        for (int nb : {1, 3, 32, 33, 70}) {
+        const bool k_type = ic.plain == TYPE_Q4_K;  // panels of 4 super-blocks, else of 32 blocks
+        for (int nb : k_type ? std::vector<int>{1, 3, 4, 5, 9} : std::vector<int>{1, 3, 32, 33, 70}) {
             const int cols = nb * type_block_size(ic.plain);
             for (int groups : {1, 2, 3}) {
                 for (int tail : {0, 5}) {
@@ -350,12 +352,12 @@ TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: to
                     const Bytes plain = random_weights(ic.plain, rows, cols, uint32_t(31 * nb + 7 * groups + tail));
                     Bytes x8(plain.size());
                     repack_rows_to_x8(ic.plain, plain.data(), x8.data(), rows, cols);
-                    const size_t wrb = type_row_bytes(ic.plain, cols), arb = type_row_bytes(TYPE_Q8_0, cols);
+                    const size_t wrb = type_row_bytes(ic.plain, cols), arb = type_row_bytes(type_vec_dot_type(ic.plain), cols);
                     std::vector<Ranges> range_sets = {{{0, rows}}};
                     if (groups > 1) range_sets.push_back({{8, rows}});
                     if (groups > 2) range_sets.push_back({{0, 8}, {16, rows}});
                     for (int n_tokens : token_counts) {
-                        if (n_tokens > 20 && (nb > 33 || groups > 2)) continue;  // keep the qemu run short
+                        if (n_tokens > 20 && (nb > (k_type ? 4 : 33) || groups > 2)) continue;  // keep the qemu run short
                         CAPTURE(ic.plain);
                         CAPTURE(nb);
                         CAPTURE(rows);
