@@ -1,5 +1,5 @@
-// GEMM of rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8; kernels/rows_x8.h) x Q8_0
-// activations, AArch64 NEON with the int8 matrix multiply extension (FEAT_I8MM: SMMLA,
+// GEMM of rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8 x Q8_0 activations, kernels/rows_x8.h;
+// TYPE_Q4_K_X8 x Q8_K, kernels/q4_kx8.h), AArch64 NEON with the int8 matrix multiply extension (FEAT_I8MM: SMMLA,
 // vmmlaq_s32), for prompt processing: kernels/rows_x8_neon.cpp calls it from
 // i8mm_gemm_min_tokens tokens on.
 //
@@ -16,6 +16,11 @@
 // and rows 2, 3 of a 16-byte half). Q4_0 nibbles are unpacked to -8..7 here (SMMLA is signed x
 // signed), so the tiles need no offset term and both types share them. The panel (9 KB) stays in
 // L1 while every token tile of the call reads it.
+//
+// Q4_K: the same per 32-element sub-block (its 4 slices, nibbles 0..15 as they are), the sums
+// times the rows' 6-bit scales into int32, the mins times the tokens' sub-block sums likewise,
+// both to floats once per super-block. Its panel holds 4 super-blocks (12 KB): per super-block the
+// weights [sub-block][slice][row pair] and the scales and mins spread to SMMLA's lanes.
 //
 // A last tile of fewer than 4 tokens repeats its last token and stores only the real ones. Per
 // block, the int32 sums are exact; they are converted to float and added times the row scale x the
@@ -34,7 +39,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "fp16.h"
 
 namespace {
 
