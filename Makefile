@@ -16,7 +16,7 @@ MODEL_LIBS := -lsentencepiece -lpcre2-8 -lutf8proc -lpthread
 AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
-KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/gemm_avx512.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
+KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/gemm_avx512.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/gemm_neon_i8mm.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
 MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp tokenizer/bpe.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 # The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
@@ -77,12 +77,16 @@ build/asan/kernel_tests: $(patsubst %.cpp,build/asan/%.o,$(KERNEL_TEST_SRCS) $(K
 	$(CXX) $(ASAN_FLAGS) $^ -o $@
 ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests
 
-# Two aarch64 builds: with the dotprod extension and without, each run on a CPU model
-# that has (max) or lacks (cortex-a53) it.
+# Three aarch64 builds: with the dotprod extension, with dotprod and i8mm (the SMMLA GEMM,
+# kernels/gemm_neon_i8mm.cpp), and without either, run on a CPU model that has (max) or lacks
+# (cortex-a53) them.
 AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra
 build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod $(filter %.cpp,$^) -o $@
+build/aarch64/kernel_tests_i8mm: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod+i8mm $(filter %.cpp,$^) -o $@
 build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8-a $(filter %.cpp,$^) -o $@
@@ -128,13 +132,14 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) $(BPE_TOKENIZERS) \
-		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ALDERLAKE_TEST_BIN) $(ASAN_BINS)
+		build/aarch64/kernel_tests_dotprod build/aarch64/kernel_tests_i8mm build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ALDERLAKE_TEST_BIN) $(ASAN_BINS)
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
 		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \
 		"host, AddressSanitizer + UBSan: unit tests (driving build/asan/run and quantize)" "env HEARTH_BIN_DIR=build/asan build/asan/unit_tests" \
 		"host, AddressSanitizer + UBSan: kernel tests" "build/asan/kernel_tests" \
 		"aarch64 with dotprod (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_dotprod" \
+		"aarch64 with i8mm (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_i8mm" \
 		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
 
 bench: deps

@@ -58,4 +58,12 @@ HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
 #elif defined(HEARTH_QUANT_NEON)
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_neon)  // kernels/rows_x8_neon.cpp
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_neon)
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+// The i8mm (SMMLA) GEMM (kernels/gemm_neon_i8mm.cpp), any number of tokens; the NEON kernels above
+// call it from i8mm_gemm_min_tokens tokens on (a guess: not measured, there is no ARM CPU here).
+constexpr int i8mm_gemm_min_tokens = 4;
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_i8mm)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_i8mm)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_i8mm)  // TYPE_Q4_K_X8 (kernels/q4_kx8.h) x Q8_K
+#endif
 #endif

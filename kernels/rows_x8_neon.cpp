@@ -21,6 +21,9 @@
 // tokens than one tile, a group is taken in chunks of kChunkBytes of records, read from memory by
 // the first tile and from L1 by the others. The rows after the last whole group are plain and go
 // to the plain NEON kernels.
+//
+// With i8mm (__ARM_FEATURE_MATMUL_INT8), calls of i8mm_gemm_min_tokens tokens or more go to the
+// SMMLA GEMM of kernels/gemm_neon_i8mm.cpp instead.
 #include "q4_kx8.h"
 #include "rows_x8.h"
 
@@ -325,18 +328,30 @@ void matmul_x8(matmul_rows_fn plain, const void* W, size_t wrb, const void* A, s
 
 void matmul_q4_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    if (n_tokens >= i8mm_gemm_min_tokens)
+        return matmul_q4_0x8_gemm_i8mm(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+#endif
     matmul_x8<X8Q<block_q4_0>>(matmul_q4_0_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride,
                                r0, r1);
 }
 
 void matmul_q8_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    if (n_tokens >= i8mm_gemm_min_tokens)
+        return matmul_q8_0x8_gemm_i8mm(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+#endif
     matmul_x8<X8Q<block_q8_0>>(matmul_q8_0_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride,
                                r0, r1);
 }
 
 void matmul_q4_kx8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    if (n_tokens >= i8mm_gemm_min_tokens)
+        return matmul_q4_kx8_gemm_i8mm(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+#endif
     matmul_x8<X8Q4K>(matmul_q4_k_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 

@@ -9,7 +9,7 @@
 // With rows of random bytes in every field and rows of extreme quants, extreme activations, row
 // counts with a plain tail, row ranges (which must write their rows and nothing else), 1..70
 // tokens (one token, tiles and their remainders, chunked passes, the AVX2 GEMMs) and rows of one
-// and of several blocks.
+// and of several blocks. The AVX-512 and NEON i8mm GEMMs are also called directly (below).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -317,6 +317,74 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
                             }
                         CHECK(bad == 0);
                         CHECK(unwritten == 0);
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
+#if defined(HEARTH_QUANT_NEON) && defined(__ARM_FEATURE_MATMUL_INT8)
+// The i8mm (SMMLA) GEMM tiles (kernels/gemm_neon_i8mm.cpp) called directly, below their token
+// threshold too: every token count 1..20 (tiles of 4 and every remainder, the last token repeated)
+// and a few past them, 1 to 3 groups with and without a plain tail, panels (32 blocks, 4 Q4_K
+// super-blocks) and their tails, row ranges that start at a group after the first; against the scalar twin within the
+// rounding of the float sums (the integer block sums are exact).
+TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: tokens, groups, blocks, ranges") {
+    struct I8mmCase {
+        uint32_t plain;
+        matmul_rows_fn gemm, twin;
+    };
+    const I8mmCase cases[] = {{TYPE_Q4_0, matmul_q4_0x8_gemm_i8mm, matmul_q4_0x8_rows_scalar},
+                              {TYPE_Q8_0, matmul_q8_0x8_gemm_i8mm, matmul_q8_0x8_rows_scalar},
+                              {TYPE_Q4_K, matmul_q4_kx8_gemm_i8mm, matmul_q4_kx8_rows_scalar}};
+    std::vector<int> token_counts;
+    for (int n = 1; n <= 20; n++) token_counts.push_back(n);
+    for (int n : {31, 33, 70}) token_counts.push_back(n);
+    for (const I8mmCase& ic : cases) {
+        const bool k_type = ic.plain == TYPE_Q4_K;  // panels of 4 super-blocks, else of 32 blocks
+        for (int nb : k_type ? std::vector<int>{1, 3, 4, 5, 9} : std::vector<int>{1, 3, 32, 33, 70}) {
+            const int cols = nb * type_block_size(ic.plain);
+            for (int groups : {1, 2, 3}) {
+                for (int tail : {0, 5}) {
+                    const int rows = 8 * groups + tail;
+                    const Bytes plain = random_weights(ic.plain, rows, cols, uint32_t(31 * nb + 7 * groups + tail));
+                    Bytes x8(plain.size());
+                    repack_rows_to_x8(ic.plain, plain.data(), x8.data(), rows, cols);
+                    const size_t wrb = type_row_bytes(ic.plain, cols), arb = type_row_bytes(type_vec_dot_type(ic.plain), cols);
+                    std::vector<Ranges> range_sets = {{{0, rows}}};
+                    if (groups > 1) range_sets.push_back({{8, rows}});
+                    if (groups > 2) range_sets.push_back({{0, 8}, {16, rows}});
+                    for (int n_tokens : token_counts) {
+                        if (n_tokens > 20 && (nb > (k_type ? 4 : 33) || groups > 2)) continue;  // keep the qemu run short
+                        CAPTURE(ic.plain);
+                        CAPTURE(nb);
+                        CAPTURE(rows);
+                        CAPTURE(n_tokens);
+                        const Bytes a = random_acts(ic.plain, n_tokens, cols, uint32_t(700 + n_tokens + cols));
+                        const int os = rows + 3;
+                        const std::vector<double> mag = magnitudes(ic.plain, plain, a, rows, cols, n_tokens);
+                        for (const Ranges& ranges : range_sets) {
+                            CAPTURE(ranges.size());
+                            const std::vector<float> twin = run(ic.twin, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+                            const std::vector<float> got = run(ic.gemm, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+                            int bad = 0, unwritten = 0;
+                            for (int t = 0; t < n_tokens; t++)
+                                for (int r = 0; r < os; r++) {
+                                    const size_t i = size_t(t) * os + r;
+                                    bool written = false;
+                                    for (const auto& [r0, r1] : ranges) written |= r >= r0 && r < r1;
+                                    if (!written) {
+                                        unwritten += got[i] != kSentinel;
+                                    } else if (!within_rounding(got[i], twin[i], mag[size_t(t) * rows + r], nb)) {
+                                        if (bad < 5) MESSAGE("t=" << t << " r=" << r << " got=" << got[i] << " twin=" << twin[i]);
+                                        ++bad;
+                                    }
+                                }
+                            CHECK(bad == 0);
+                            CHECK(unwritten == 0);
+                        }
                     }
                 }
             }
