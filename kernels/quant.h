@@ -28,7 +28,9 @@
 #endif
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define HEARTH_QUANT_NEON 1
-#if defined(__ARM_FEATURE_DOTPROD)
+#if defined(__ARM_FEATURE_DOTPROD) && defined(__ARM_FEATURE_MATMUL_INT8)
+#define HEARTH_QUANT_IMPL "neon+dotprod+i8mm"  // the prompt GEMM uses SMMLA (kernels/gemm_neon_i8mm.cpp)
+#elif defined(__ARM_FEATURE_DOTPROD)
 #define HEARTH_QUANT_IMPL "neon+dotprod"
 #else
 #define HEARTH_QUANT_IMPL "neon"
