@@ -272,7 +272,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     } else {
         out->tokenizer.kind = TokenizerKind::bpe;
         if (!(err = read_file(dir + "/tokenizer.json", &text)).empty()) return err;
-        if (!(err = bpe_from_tokenizer_json(text, tokenizer_config, &out->tokenizer.bpe)).empty()) return dir + "/tokenizer.json: " + err;
+        if (!(err = bpe_from_tokenizer_json(text, tokenizer_config, &out->tokenizer.bpe, &out->tokenizer.bpe_built)).empty()) return dir + "/tokenizer.json: " + err;
         out->files.push_back(dir + "/tokenizer.json");
         if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.json: " + err;
         // The tokenizer decides whether prompts start with BOS (Qwen3's config.json names a

@@ -55,7 +55,8 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
 // llama.cpp wrote names the pre-tokenizer, which is mapped to the regex llama.cpp's code uses
 // for that name (and to what the model's tokenizer.json declares besides: Llama-3 ignores
 // merges for whole tokens, Qwen2/3 normalize to NFC).
-static std::string bpe_from_metadata(const Metadata& m, BpeVocab* out) {
+static std::string bpe_from_metadata(const Metadata& m, TokenizerSpec* spec) {
+    BpeVocab* out = &spec->bpe;
     std::string err;
     if (!(err = m.get_strings(kTokens, &out->tokens)).empty()) return err;
     if (!(err = m.get_i32s(kTokenTypes, &out->types)).empty()) return err;
@@ -88,10 +89,12 @@ static std::string bpe_from_metadata(const Metadata& m, BpeVocab* out) {
     if (m.has(kAddBos) && !(err = m.get_bool(kAddBos, &out->add_bos)).empty()) return err;
     out->add_bos = out->add_bos && out->bos_id >= 0;
     // What the keys say must make a tokenizer; checked here so that a damaged file is refused
-    // when it is read, not when run first encodes.
-    BpeTokenizer check;
-    err = check.load(*out);
-    return err.empty() ? "" : "the BPE vocabulary: " + err;
+    // when it is read, not when run first encodes. The tokenizer built to check them is kept:
+    // Tokenizer::load uses it rather than building it again.
+    std::shared_ptr<BpeTokenizer> check(new BpeTokenizer);
+    if (!(err = check->load(*out)).empty()) return "the BPE vocabulary: " + err;
+    spec->bpe_built = std::move(check);
+    return "";
 }
 
 // The BPE keys both formats share.
@@ -113,7 +116,7 @@ std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out) {
     if (model.empty() || model == "none" || model == "no_vocab") return "";
     if (model == "gpt2") {
         out->kind = TokenizerKind::bpe;
-        return bpe_from_metadata(m, &out->bpe);
+        return bpe_from_metadata(m, out);
     }
     if (model != "llama")
         return "tokenizer '" + model.substr(0, 40) + "' is not supported (this build reads SentencePiece ('llama') and byte-level BPE ('gpt2') vocabularies)";

@@ -513,6 +513,49 @@ TEST_CASE("bpe: metadata round trip, and llama.cpp's files that name the pre-tok
     }
 }
 
+TEST_CASE("bpe: the tokenizer built to check a vocabulary is the one used, unless the vocabulary changed since") {
+    const std::string text = "Hello there, the inn is in the east. 12345  ";
+    TokenizerSpec spec;
+    spec.kind = TokenizerKind::bpe;
+    spec.bpe = small_vocab();
+    Tokenizer fresh;
+    REQUIRE(fresh.load(spec) == "");  // nothing built yet: built here
+    REQUIRE(fresh.bpe() != nullptr);
+    const std::vector<int> want = fresh.encode(text, false);
+    // Read from metadata: the tokenizer that checked it is kept and shared, not built again.
+    Metadata m;
+    tokenizer_to_metadata(spec, &m);
+    TokenizerSpec read;
+    REQUIRE(from_metadata(m, &read) == "");
+    REQUIRE(read.bpe_built != nullptr);
+    CHECK(read.bpe_built->vocab() == read.bpe);
+    Tokenizer tok;
+    REQUIRE(tok.load(read) == "");
+    CHECK(tok.bpe() == read.bpe_built.get());
+    CHECK(tok.encode(text, false) == want);
+    // The same from a tokenizer.json.
+    TokenizerSpec json;
+    json.kind = TokenizerKind::bpe;
+    REQUIRE(bpe_from_tokenizer_json(read_text("tests/fuzz/corpus/tokenizer_json/llama3-small.json"), "", &json.bpe, &json.bpe_built) == "");
+    REQUIRE(json.bpe_built != nullptr);
+    Tokenizer from_json;
+    REQUIRE(from_json.load(json) == "");
+    CHECK(from_json.bpe() == json.bpe_built.get());
+    CHECK(from_json.encode(text, false) == want);
+    // Changed after it was read: built afresh from what the spec says now, and checked again.
+    TokenizerSpec changed = read;
+    changed.bpe.eos_id = read.bpe.eos_id == 0 ? 1 : 0;
+    Tokenizer other;
+    REQUIRE(other.load(changed) == "");
+    CHECK(other.bpe() != read.bpe_built.get());
+    CHECK(other.eos_id() == changed.bpe.eos_id);
+    CHECK(tok.eos_id() == read.bpe.eos_id);
+    TokenizerSpec damaged = read;
+    damaged.bpe.types[0] = 9;
+    Tokenizer refused;
+    CHECK(refused.load(damaged).find("type 9") != std::string::npos);
+}
+
 TEST_CASE("bpe: damaged vocabulary metadata is refused in one line") {
     TokenizerSpec spec;
     spec.kind = TokenizerKind::bpe;

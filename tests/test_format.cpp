@@ -50,7 +50,7 @@ static ModelConfig small_config() {
 }
 
 static TokenizerSpec small_tokenizer() {
-    return TokenizerSpec{TokenizerKind::sentencepiece, slurp("tests/data/parity/mha/tokenizer.model"), {}};
+    return TokenizerSpec{TokenizerKind::sentencepiece, slurp("tests/data/parity/mha/tokenizer.model"), {}, {}};
 }
 
 // The metadata quantize writes into a hearth file.
@@ -397,7 +397,7 @@ TEST_CASE("loader: an embedded tokenizer with a damaged normalizer is refused in
         specs.push_back(s);
     }
     CheckpointWriter w;
-    REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, {TokenizerKind::sentencepiece, damaged, {}}), specs) == "");
+    REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, {TokenizerKind::sentencepiece, damaged, {}, {}}), specs) == "");
     for (const TensorSpec& s : specs) {
         const std::vector<float> ones(tensor_bytes(s.type, s.n_dims, s.shape) / 4, 1.0f);
         REQUIRE(w.write(ones.data(), ones.size() * 4) == "");

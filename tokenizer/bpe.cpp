@@ -308,7 +308,14 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
 
 }  // namespace
 
-std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out) {
+bool operator==(const BpeVocab& a, const BpeVocab& b) {
+    return a.tokens == b.tokens && a.types == b.types && a.merges == b.merges && a.pre == b.pre &&
+           a.pre_split_regexes == b.pre_split_regexes && a.normalizer == b.normalizer && a.ignore_merges == b.ignore_merges &&
+           a.bos_id == b.bos_id && a.eos_id == b.eos_id && a.add_bos == b.add_bos;
+}
+
+std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out,
+                                    std::shared_ptr<const BpeTokenizer>* built) {
     *out = BpeVocab{};
     try {
         const json config = tokenizer_config_json.empty() ? json() : json::parse(tokenizer_config_json);
@@ -319,8 +326,10 @@ std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std
         return "not valid JSON: " + what.substr(0, 200);
     }
     // What the file declares must also make a working tokenizer.
-    BpeTokenizer check;
-    return check.load(*out);
+    std::shared_ptr<BpeTokenizer> check(new BpeTokenizer);
+    std::string err = check->load(*out);
+    if (err.empty() && built) *built = std::move(check);
+    return err;
 }
 
 // ---------------------------------------------------------------------------------------

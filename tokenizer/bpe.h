@@ -36,6 +36,9 @@ struct BpeVocab {
     int bos_id = -1, eos_id = -1;
     bool add_bos = false;  // prompts start with BOS
 };
+bool operator==(const BpeVocab& a, const BpeVocab& b);
+inline bool operator!=(const BpeVocab& a, const BpeVocab& b) { return !(a == b); }
+
 
 // The pre-tokenizer regexes as tokenizer.json files state them (and llama.cpp names them).
 extern const char* const kLlama3SplitRegex;  // "llama-bpe": digits in runs of 1 to 3
@@ -46,8 +49,10 @@ extern const char* const kGpt2SplitRegex;    // ByteLevel's own (use_regex: true
 // add_bos_token and the BOS/EOS tokens) into *out. Refuses, in one line, what it does not
 // implement exactly: other models than BPE, other pre-tokenizers than Split + ByteLevel or
 // ByteLevel, other normalizers than NFC, byte fallback, dropout, added tokens that strip
-// spaces. "" on success.
-std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out);
+// spaces. "" on success; then *built, when given, gets the tokenizer built to check it.
+class BpeTokenizer;
+std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out,
+                                    std::shared_ptr<const BpeTokenizer>* built = nullptr);
 
 // Length of the valid UTF-8 character at s[at] (1..4), 0 if s ends inside the valid
 // beginning of one, -1 if the byte at s[at] cannot start a valid character there.

@@ -13,7 +13,12 @@ std::string Tokenizer::load(const TokenizerSpec& spec) {
     switch (spec.kind) {
         case TokenizerKind::sentencepiece: return load(spec.sentencepiece.data(), spec.sentencepiece.size());
         case TokenizerKind::bpe: {
-            std::unique_ptr<BpeTokenizer> bpe(new BpeTokenizer);
+            // Built already when the vocabulary was checked: the same tables, not built twice.
+            if (spec.bpe_built && spec.bpe_built->vocab() == spec.bpe) {
+                bpe_ = spec.bpe_built;
+                return "";
+            }
+            std::shared_ptr<BpeTokenizer> bpe(new BpeTokenizer);
             std::string err = bpe->load(spec.bpe);
             if (!err.empty()) return "not a usable BPE tokenizer: " + err;
             bpe_ = std::move(bpe);

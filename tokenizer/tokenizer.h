@@ -20,6 +20,10 @@ struct TokenizerSpec {
     TokenizerKind kind = TokenizerKind::none;
     std::string sentencepiece;  // the serialized SentencePiece ModelProto (tokenizer.model's bytes)
     BpeVocab bpe;               // for kind bpe
+    // The tokenizer built from `bpe` when the vocabulary was checked (reading a checkpoint or
+    // a tokenizer.json builds it to check it), or null. Tokenizer::load uses it rather than
+    // building the same tables again, while its vocabulary still equals `bpe`.
+    std::shared_ptr<const BpeTokenizer> bpe_built;
 };
 
 class Tokenizer {
@@ -48,7 +52,7 @@ public:
 
 private:
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-    std::unique_ptr<BpeTokenizer> bpe_;
+    std::shared_ptr<const BpeTokenizer> bpe_;  // shared with the TokenizerSpec it was built for
 };
 
 // Turns ids into text one at a time, so output can stream. Bytes (SentencePiece's
