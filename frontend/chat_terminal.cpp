@@ -19,8 +19,9 @@
 
 namespace {
 
-// Set by Ctrl-C (SIGINT) and nothing else: a handler may only touch a sig_atomic_t. The
-// reply loop polls it between tokens and prompt chunks; the line reader after el_gets.
+// Set by Ctrl-C (SIGINT, or the key while a line is edited) and nothing else: a handler may
+// only touch a sig_atomic_t. The reply loop polls it between tokens and prompt chunks; the line
+// reader after el_gets.
 volatile sig_atomic_t g_interrupted = 0;
 extern "C" void on_sigint(int) { g_interrupted = 1; }
 
@@ -54,6 +55,13 @@ public:
         el_set(el_, EL_CLIENTDATA, this);
         el_set(el_, EL_PROMPT_ESC, &LineReader::prompt, '\1');  // \1 brackets the invisible colour codes
         el_set(el_, EL_EDITOR, "emacs");
+        // Ctrl-C while a line is edited is a key bound to on_ctrl_c, not a signal: as a signal
+        // it could come while libedit drew the line instead of waiting in read(), and then no
+        // read() was interrupted and the Ctrl-C waited for the next key. (Replies are written
+        // with the terminal's own settings, where Ctrl-C is SIGINT again.)
+        el_set(el_, EL_SETTY, "-d", "-isig", nullptr);
+        el_set(el_, EL_ADDFN, "hearth-ctrl-c", "cancel the line; leave at an empty prompt", &LineReader::on_ctrl_c);
+        el_set(el_, EL_BIND, "^C", "hearth-ctrl-c", nullptr);
         hist_ = history_init();
         HistEvent ev;
         history(hist_, &ev, H_SETSIZE, 1000);
@@ -78,7 +86,7 @@ public:
                 int count = 0;
                 const char* got = el_gets(el_, &count);
                 if (g_interrupted) {
-                    // Ctrl-C: read() was interrupted. An empty prompt means "leave";
+                    // Ctrl-C (the key, or SIGINT). An empty prompt means "leave";
                     // otherwise the message being typed is discarded.
                     const LineInfo* li = el_line(el_);
                     const bool typed = (got && count > 0) || (li && li->lastchar > li->buffer) || !first;
@@ -118,6 +126,10 @@ public:
     }
 
 private:
+    static unsigned char on_ctrl_c(EditLine*, int) {
+        g_interrupted = 1;
+        return CC_EOF;  // el_gets returns; read() sees g_interrupted and the line as typed
+    }
     static char* prompt(EditLine* el) {
         LineReader* self = nullptr;
         el_get(el, EL_CLIENTDATA, &self);
@@ -183,7 +195,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     const char* term = std::getenv("TERM");
     const bool colour = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !(term && std::strcmp(term, "dumb") == 0);
 
-    // No SA_RESTART: Ctrl-C must interrupt libedit's read() so that it returns.
+    // No SA_RESTART: Ctrl-C must interrupt a blocking read (getline when stdin is not a terminal).
     struct sigaction sa, old_sa;
     std::memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
