@@ -60,7 +60,8 @@ public:
         // read() was interrupted and the Ctrl-C waited for the next key. (Replies are written
         // with the terminal's own settings, where Ctrl-C is SIGINT again.)
         el_set(el_, EL_SETTY, "-d", "-isig", nullptr);
-        el_set(el_, EL_ADDFN, "hearth-ctrl-c", "cancel the line; leave at an empty prompt", &LineReader::on_ctrl_c);
+        // (el_wset: el_set would copy the two strings to wide ones that libedit never frees.)
+        el_wset(el_, EL_ADDFN, L"hearth-ctrl-c", L"cancel the line; leave at an empty prompt", &LineReader::on_ctrl_c);
         el_set(el_, EL_BIND, "^C", "hearth-ctrl-c", nullptr);
         hist_ = history_init();
         HistEvent ev;

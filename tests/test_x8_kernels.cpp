@@ -159,6 +159,33 @@ std::vector<float> run(matmul_rows_fn k, const Bytes& w, size_t wrb, const Bytes
     return out;
 }
 
+// A GEMM called directly on each set of row ranges against the scalar twin: the rows in the
+// ranges within rounding, every other entry of `out` (os columns per token) left unwritten.
+[[maybe_unused]] void check_ranges_against_twin(matmul_rows_fn fn, matmul_rows_fn twin_fn, const Bytes& x8, size_t wrb, const Bytes& a,
+                                                size_t arb, int cols, int n_tokens, int os, const std::vector<Ranges>& range_sets,
+                                                const std::vector<double>& mag, int rows, int nb) {
+    for (const Ranges& ranges : range_sets) {
+        CAPTURE(ranges.size());
+        const std::vector<float> twin = run(twin_fn, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+        const std::vector<float> got = run(fn, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+        int bad = 0, unwritten = 0;
+        for (int t = 0; t < n_tokens; t++)
+            for (int r = 0; r < os; r++) {
+                const size_t i = size_t(t) * os + r;
+                bool written = false;
+                for (const auto& [r0, r1] : ranges) written |= r >= r0 && r < r1;
+                if (!written) {
+                    unwritten += got[i] != kSentinel;
+                } else if (!within_rounding(got[i], twin[i], mag[size_t(t) * rows + r], nb)) {
+                    if (bad < 5) MESSAGE("t=" << t << " r=" << r << " got=" << got[i] << " twin=" << twin[i]);
+                    ++bad;
+                }
+            }
+        CHECK(bad == 0);
+        CHECK(unwritten == 0);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("x8 types: every build has kernels for them, its best ones") {
@@ -298,26 +325,7 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
                     const Bytes a = random_acts(zc.plain, n_tokens, cols, uint32_t(500 + n_tokens + cols));
                     const int os = rows + 3;
                     const std::vector<double> mag = magnitudes(zc.plain, plain, a, rows, cols, n_tokens);
-                    for (const Ranges& ranges : range_sets) {
-                        CAPTURE(ranges.size());
-                        const std::vector<float> twin = run(zc.twin, x8, wrb, a, arb, cols, n_tokens, os, ranges);
-                        const std::vector<float> got = run(zc.zmm, x8, wrb, a, arb, cols, n_tokens, os, ranges);
-                        int bad = 0, unwritten = 0;
-                        for (int t = 0; t < n_tokens; t++)
-                            for (int r = 0; r < os; r++) {
-                                const size_t i = size_t(t) * os + r;
-                                bool written = false;
-                                for (const auto& [r0, r1] : ranges) written |= r >= r0 && r < r1;
-                                if (!written) {
-                                    unwritten += got[i] != kSentinel;
-                                } else if (!within_rounding(got[i], twin[i], mag[size_t(t) * rows + r], nb)) {
-                                    if (bad < 5) MESSAGE("t=" << t << " r=" << r << " got=" << got[i] << " twin=" << twin[i]);
-                                    ++bad;
-                                }
-                            }
-                        CHECK(bad == 0);
-                        CHECK(unwritten == 0);
-                    }
+                    check_ranges_against_twin(zc.zmm, zc.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
                 }
             }
         }
@@ -365,26 +373,7 @@ TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: to
                         const Bytes a = random_acts(ic.plain, n_tokens, cols, uint32_t(700 + n_tokens + cols));
                         const int os = rows + 3;
                         const std::vector<double> mag = magnitudes(ic.plain, plain, a, rows, cols, n_tokens);
-                        for (const Ranges& ranges : range_sets) {
-                            CAPTURE(ranges.size());
-                            const std::vector<float> twin = run(ic.twin, x8, wrb, a, arb, cols, n_tokens, os, ranges);
-                            const std::vector<float> got = run(ic.gemm, x8, wrb, a, arb, cols, n_tokens, os, ranges);
-                            int bad = 0, unwritten = 0;
-                            for (int t = 0; t < n_tokens; t++)
-                                for (int r = 0; r < os; r++) {
-                                    const size_t i = size_t(t) * os + r;
-                                    bool written = false;
-                                    for (const auto& [r0, r1] : ranges) written |= r >= r0 && r < r1;
-                                    if (!written) {
-                                        unwritten += got[i] != kSentinel;
-                                    } else if (!within_rounding(got[i], twin[i], mag[size_t(t) * rows + r], nb)) {
-                                        if (bad < 5) MESSAGE("t=" << t << " r=" << r << " got=" << got[i] << " twin=" << twin[i]);
-                                        ++bad;
-                                    }
-                                }
-                            CHECK(bad == 0);
-                            CHECK(unwritten == 0);
-                        }
+                        check_ranges_against_twin(ic.gemm, ic.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
                     }
                 }
             }
