@@ -267,6 +267,19 @@ static void write_tiny_llama_folder(const std::string& dir, int vocab, const std
     std::ofstream(dir + "/config.json") << config.dump(1);
 }
 
+// write_tiny_llama_folder (of `family`) with the real tokenizer.json and tokenizer_config.json
+// of `name`, converted by quantize into `model` (`type_args`: a type, then flags).
+static void convert_bpe_folder(const std::string& dir, const std::string& model, const std::string& name, int vocab,
+                               const std::string& family, const std::string& type_args) {
+    write_tiny_llama_folder(dir, vocab, family);
+    bpe_tokenizer(name);  // decompresses the tokenizer.json
+    REQUIRE(run_command("cp build/tests/bpe/" + name + "-tokenizer.json " + dir + "/tokenizer.json && cp tests/data/bpe/" + name +
+                        "-tokenizer_config.json " + dir + "/tokenizer_config.json").exit_code == 0);
+    const CommandResult q = run_command("./quantize " + dir + " " + model + " " + type_args);
+    INFO(q.err);
+    REQUIRE(q.exit_code == 0);
+}
+
 static std::string ids_line(const std::vector<int>& ids) {
     std::string s;
     for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
@@ -292,13 +305,7 @@ static std::vector<nlohmann::json> cli_cases(const std::string& name) {
 TEST_CASE("bpe: quantize a Hugging Face folder with tokenizer.json, then run --tokenize gives the reference's ids") {
     for (const auto& [name, vocab] : {std::pair{std::string("llama3"), 128256}, std::pair{std::string("qwen3"), 151936}}) {
         const std::string dir = "build/tests/bpe-" + name + "-hf", model = "build/tests/bpe-" + name + ".hearth";
-        write_tiny_llama_folder(dir, vocab);
-        bpe_tokenizer(name);  // decompresses the tokenizer.json
-        REQUIRE(run_command("cp build/tests/bpe/" + name + "-tokenizer.json " + dir + "/tokenizer.json && cp tests/data/bpe/" + name +
-                            "-tokenizer_config.json " + dir + "/tokenizer_config.json").exit_code == 0);
-        const CommandResult q = run_command("./quantize " + dir + " " + model + " -q");
-        INFO(q.err);
-        REQUIRE(q.exit_code == 0);
+        convert_bpe_folder(dir, model, name, vocab, "llama", "-q");
         // A few texts, not all: each run maps the model again.
         const std::vector<nlohmann::json> cases = cli_cases(name);
         for (size_t i = 0; i < cases.size(); i += 5) {
@@ -317,13 +324,8 @@ TEST_CASE("bpe: quantize a Hugging Face folder with tokenizer.json, then run --t
 TEST_CASE("bpe: Llama-3 and Qwen3 folders with their own tokenizer.json convert, tokenize as the reference, and generate") {
     for (const auto& [name, vocab] : {std::pair{std::string("llama3"), 128256}, std::pair{std::string("qwen3"), 151936}}) {
         const std::string dir = "build/tests/family-" + name + "-hf", model = "build/tests/family-" + name + ".hearth";
-        write_tiny_llama_folder(dir, vocab, name);
-        const Tokenizer& tok = bpe_tokenizer(name);  // decompresses the tokenizer.json
-        REQUIRE(run_command("cp build/tests/bpe/" + name + "-tokenizer.json " + dir + "/tokenizer.json && cp tests/data/bpe/" + name +
-                            "-tokenizer_config.json " + dir + "/tokenizer_config.json").exit_code == 0);
-        const CommandResult q = run_command("./quantize " + dir + " " + model + " q8_0 -q");
-        INFO(q.err);
-        REQUIRE(q.exit_code == 0);
+        convert_bpe_folder(dir, model, name, vocab, name, "q8_0 -q");
+        const Tokenizer& tok = bpe_tokenizer(name);
         const std::vector<nlohmann::json> cases = cli_cases(name);
         REQUIRE(cases.size() > 3);
         const std::string text = cases[3].at("text").get<std::string>();
