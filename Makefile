@@ -17,7 +17,7 @@ AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
 KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/gemm_avx512.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/gemm_neon_i8mm.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
-MODEL_SRCS  := $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp tokenizer/bpe.cpp
+MODEL_SRCS  := $(wildcard base/*.cpp) $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp tokenizer/bpe.cpp
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 # The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
 # table (which quantize links too).

@@ -1,0 +1,124 @@
+#include "input_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "limits.h"
+#include "printable.h"
+
+namespace {
+
+struct KindRow {
+    InputKind kind;
+    const char* what;
+    uint64_t max_bytes;
+    bool fifo_allowed;
+};
+const KindRow kKinds[] = {
+    {InputKind::config_json, "config.json", limits::kConfigJsonBytes, false},
+    {InputKind::tokenizer_config_json, "tokenizer_config.json", limits::kTokenizerConfigJsonBytes, false},
+    {InputKind::tokenizer_json, "tokenizer.json", limits::kTokenizerJsonBytes, false},
+    {InputKind::safetensors_index, "safetensors index", limits::kSafetensorsIndexBytes, false},
+    {InputKind::sentencepiece_model, "SentencePiece model", limits::kSentencePieceModelBytes, false},
+    {InputKind::text, "text file", limits::kTextFileBytes, true},
+};
+
+const KindRow& row_of(InputKind kind) {
+    for (const KindRow& r : kKinds)
+        if (r.kind == kind) return r;
+    return kKinds[0];
+}
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// O_NONBLOCK: opening a FIFO without a writer, or some devices, would otherwise wait forever.
+int open_nonblocking(const std::string& path, std::string* why, struct stat* st) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        *why = "cannot open " + printable(path, 4096) + ": " + std::strerror(errno);
+        return -1;
+    }
+    if (fstat(fd, st) != 0) {
+        *why = "cannot read " + printable(path, 4096) + ": " + std::strerror(errno);
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+const char* file_kind_name(mode_t mode) {
+    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+}  // namespace
+
+bool file_id_of(const std::string& path, FileId* id) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return false;
+    *id = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
+    return true;
+}
+
+int open_regular_file(const std::string& path, std::string* why, FileId* id, uint64_t* size) {
+    struct stat st;
+    const int fd = open_nonblocking(path, why, &st);
+    if (fd < 0) return -1;
+    if (!S_ISREG(st.st_mode)) {
+        *why = printable(path, 4096) + " is " + file_kind_name(st.st_mode) + ", not a regular file";
+        ::close(fd);
+        return -1;
+    }
+    if (id) *id = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
+    if (size) *size = uint64_t(st.st_size);
+    return fd;
+}
+
+std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id) {
+    const KindRow& row = row_of(kind);
+    out->clear();
+    std::string why;
+    struct stat st;
+    const int fd = open_nonblocking(path, &why, &st);
+    if (fd < 0) return why;
+    const std::string shown = printable(path, 4096);
+    const bool fifo = S_ISFIFO(st.st_mode);
+    if (!S_ISREG(st.st_mode) && !(fifo && row.fifo_allowed)) {
+        ::close(fd);
+        return shown + " is " + file_kind_name(st.st_mode) + ", not a regular file (a " + row.what + " must be one)";
+    }
+    if (uint64_t(st.st_size) > row.max_bytes) {
+        ::close(fd);
+        return shown + " is " + mib(uint64_t(st.st_size)) + ", larger than a " + row.what + " may be (" + mib(row.max_bytes) + ")";
+    }
+    // A FIFO's writer may not have written yet: from here on, reads may wait for it.
+    if (fifo) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (id) *id = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
+    out->reserve(size_t(st.st_size));
+    char buf[1 << 16];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            why = shown + ": cannot read it: " + std::strerror(errno);
+            break;
+        }
+        if (n == 0) break;
+        // A file may grow while it is read, and a FIFO states no size: the limit holds anyway.
+        if (out->size() + size_t(n) > row.max_bytes) {
+            why = shown + " is larger than a " + row.what + " may be (" + mib(row.max_bytes) + ")";
+            break;
+        }
+        out->append(buf, size_t(n));
+    }
+    ::close(fd);
+    if (!why.empty()) out->clear();
+    return why;
+}

@@ -1,0 +1,37 @@
+// The one way hearth reads a small input file whole (JSON, tokenizer files, prompt text):
+// after following links it must be a regular file (a FIFO is allowed for prompt text only,
+// as `-f <(command)` makes one), no larger than its kind's limit (base/limits.h), and
+// opening it never blocks. A symlink to /dev/zero, a FIFO nobody writes to or a device in a
+// downloaded model folder is refused in one line instead of reading forever or hanging.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// What a file is to the file system: the same for every path to it (a symlink, a hard link,
+// "./x" and "x"), so that an output can be compared with every input read.
+struct FileId {
+    uint64_t dev = 0, ino = 0;
+    bool operator==(const FileId& o) const { return dev == o.dev && ino == o.ino; }
+};
+
+// The kinds of small input files, each with its size limit.
+enum class InputKind {
+    config_json,            // config.json
+    tokenizer_config_json,  // tokenizer_config.json
+    tokenizer_json,         // tokenizer.json
+    safetensors_index,      // model.safetensors.index.json
+    sentencepiece_model,    // tokenizer.model
+    text,                   // a prompt or a text to score; may be a FIFO
+};
+
+// The file's bytes in *out and, when asked, its identity. "" on success, else one line
+// naming the path (escaped) and the reason.
+std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id = nullptr);
+
+// The identity of the file a path names now (following links); false when there is none.
+bool file_id_of(const std::string& path, FileId* id);
+
+// Opens a file to read it without blocking on a FIFO or a device: the descriptor, or -1 with
+// *why set. Only regular files are accepted (after following links).
+int open_regular_file(const std::string& path, std::string* why, FileId* id = nullptr, uint64_t* size = nullptr);

@@ -1,0 +1,71 @@
+// Every limit hearth holds untrusted input to, in one place. docs/robustness.md lists them
+// with what a user sees when one is hit. Each is far above what any real model, tokenizer or
+// prompt needs, and low enough that a file or request crafted to exceed it is refused before
+// it costs unbounded time or memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace limits {
+
+constexpr uint64_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+
+// ---- Small input files, read whole into memory (base/input_file.h): the most bytes each
+// kind may have. Larger files are refused before anything is read.
+constexpr uint64_t kConfigJsonBytes = 16 * MiB;          // config.json (real ones: a few KB)
+constexpr uint64_t kTokenizerConfigJsonBytes = 64 * MiB;  // tokenizer_config.json (chat templates, added tokens)
+constexpr uint64_t kTokenizerJsonBytes = 128 * MiB;       // tokenizer.json (Gemma-3's: 33 MB)
+constexpr uint64_t kSafetensorsIndexBytes = 64 * MiB;     // model.safetensors.index.json
+constexpr uint64_t kSentencePieceModelBytes = 64 * MiB;   // tokenizer.model (Gemma's: 4 MB)
+constexpr uint64_t kTextFileBytes = 1 * GiB;              // a prompt (--file) or a text to score (--perplexity)
+
+// ---- JSON (base/json_input.h): nesting deeper than this is refused while parsing, so no
+// later copy, comparison or printing of a value can recurse deeply. Real files nest 6 deep.
+constexpr int kJsonDepth = 64;
+
+// ---- safetensors
+constexpr uint64_t kSafetensorsHeaderBytes = 100 * MiB;
+constexpr uint64_t kSafetensorsElements = uint64_t(1) << 48;
+
+// ---- Model files (hearth and GGUF) and their key/value metadata
+constexpr uint64_t kMaxTensors = 100000;
+constexpr uint64_t kTensorBytes = 1024 * GiB;              // one tensor
+constexpr uint64_t kMetaKeyBytes = 1 * KiB;
+constexpr uint64_t kMetaStringBytes = 64 * MiB;            // one string, or a byte array
+constexpr uint64_t kMetaArrayCount = uint64_t(1) << 24;    // 16M elements
+constexpr uint64_t kMetaEntries = 1 << 16;
+constexpr int kMetaArrayDepth = 4;                         // arrays of arrays
+
+// ---- Model configuration (model/config.cpp)
+constexpr int kDim = 1 << 16, kHiddenDim = 1 << 18, kLayers = 1024, kHeads = 1024, kHeadDim = 1024;
+constexpr int kVocabSize = 1 << 22;
+constexpr int kContextLength = 1 << 24;  // also the largest sliding window
+constexpr int kLlama2cGroupSize = 1 << 20;
+
+// ---- SentencePiece models (tokenizer/sentencepiece_model.cpp)
+constexpr size_t kSentencePiecePieces = size_t(1) << 22;
+constexpr size_t kSentencePiecePieceBytes = size_t(1) << 16;
+constexpr size_t kSentencePieceStringBytes = size_t(1) << 20;    // names, unk_surface
+constexpr size_t kSentencePieceCharsmapBytes = size_t(1) << 22;  // also normalization_rule_tsv
+
+// ---- Byte-level BPE vocabularies (tokenizer/bpe.cpp)
+constexpr size_t kBpeTokens = size_t(1) << 21;        // Llama-3: 128256, Qwen3: 151669
+constexpr size_t kBpeMerges = size_t(1) << 22;        // Llama-3: 280147
+constexpr size_t kBpeTokenBytes = 1024;               // one token's text
+constexpr size_t kBpeAddedTokenBytes = 4 * MiB;       // all added (control, user-defined) tokens' text together
+constexpr size_t kBpeRegexes = 16;                    // pre-tokenizer regexes
+constexpr size_t kBpeRegexBytes = 4096;               // one regex
+constexpr uint32_t kBpeRegexCaptureGroups = 64;       // real pre-tokenizer regexes have none
+// The pre-tokenizer's regexes share one budget per encode, counted in PCRE2's match-limit
+// units (backtracking steps): per regex, a base plus an amount per byte of text. Real
+// regexes use under 3 units per byte; a regex built to backtrack exhausts the budget and the
+// encode fails with a message instead of running for minutes.
+constexpr uint64_t kBpeRegexBudgetBase = 256 * 1024;
+constexpr uint64_t kBpeRegexBudgetPerByte = 1024;
+constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;      // PCRE2's backtracking memory per match
+constexpr size_t kBpeJitStackBytes = 4 * MiB;
+
+// ---- Strings from a file in a message: control characters escaped, cut to this many bytes.
+constexpr size_t kShownStringBytes = 80;
+
+}  // namespace limits

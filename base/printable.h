@@ -1,0 +1,22 @@
+// Strings taken from a file or a request, made safe to print in a one-line message: control
+// characters (C0, DEL and C1, which terminals read as escape sequences and line breaks) and
+// bytes that are not valid UTF-8 become \xNN, and the result is cut to a sane length.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "limits.h"
+
+// s escaped, at most max_bytes of it shown, "..." marking a cut.
+std::string printable(std::string_view s, size_t max_bytes = limits::kShownStringBytes);
+
+// The same, in single quotes: 'text'.
+std::string quoted(std::string_view s, size_t max_bytes = limits::kShownStringBytes);
+
+// Length of the valid UTF-8 character at s[at] (1..4), 0 if s ends inside the valid
+// beginning of one, -1 if the byte at s[at] cannot start a valid character there.
+int utf8_char_length(std::string_view s, size_t at);
+
+// Whether s is valid UTF-8 throughout.
+bool is_valid_utf8(std::string_view s);
