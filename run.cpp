@@ -181,7 +181,8 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
         std::string err = parse_prompt_ids(o.prompt_ids, c.vocab_size, &tokens);
         if (!err.empty()) return fail(err);
     } else {
-        tokens = tok.encode(o.prompt, true);
+        std::string err = tok.encode(o.prompt, true, &tokens);
+        if (!err.empty()) return fail("the prompt: " + err);
         if (tokens.empty()) tokens.push_back(c.bos_id >= 0 ? c.bos_id : 0);
     }
     const int n_ctx = context_length(o, c);
@@ -249,9 +250,11 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     const int max_seq_len = model.config.max_seq_len;
     const int window = o.n_ctx ? o.n_ctx : std::min(512, max_seq_len);
     if (window > max_seq_len) std::fprintf(stderr, "run: warning: -c %d is longer than the model's context of %d\n", window, max_seq_len);
-    const std::vector<int> ids = tok.encode(text, true);
+    std::vector<int> ids;
+    std::string err = tok.encode(text, true, &ids);
+    if (!err.empty()) return fail(o.perplexity_file + ": " + err);
     int windows = 0;
-    std::string err = perplexity_windows(ids.size(), window, &windows);
+    err = perplexity_windows(ids.size(), window, &windows);
     if (!err.empty()) return fail(err);
     std::fprintf(stderr, "run: %zu tokens, %d windows of %d\n", ids.size(), windows, window);
     PerplexityResult r;
@@ -342,7 +345,8 @@ int main(int argc, char** argv) {
     }
     if (o.tokenize) {
         if (model.tokenizer.kind == TokenizerKind::none) return fail(o.model_path + " has no tokenizer");
-        const std::vector<int> ids = tok.encode(o.prompt, false);
+        std::vector<int> ids;
+        if (!(err = tok.encode(o.prompt, false, &ids)).empty()) return fail("the text: " + err);
         std::string line;
         for (size_t i = 0; i < ids.size(); i++) line += (i ? "," : "") + std::to_string(ids[i]);
         std::printf("%s\n", line.c_str());

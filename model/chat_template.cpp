@@ -79,12 +79,12 @@ struct IdBuilder {
     std::vector<int>* ids;
     std::string text;
     std::map<std::string, int> markers;  // marker_token scans the vocabulary: once per marker
+    std::string error;                   // the first text the tokenizer could not encode
 
     void add_text(const std::string& s) { text += s; }
     void flush() {
         if (text.empty()) return;
-        std::vector<int> v = tok.encode(text, false);
-        ids->insert(ids->end(), v.begin(), v.end());
+        if (error.empty()) error = tok.encode(text, false, ids);
         text.clear();
     }
     void add_id(int id) {
@@ -292,7 +292,7 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
         return "a generation prompt needs the dialog to end with a user message";
 
     ids->clear();
-    IdBuilder b{tok, ids, "", {}};
+    IdBuilder b{tok, ids, "", {}, ""};
     if (name == "llama2") {
         format_llama2(b, d, first, system);
     } else {
@@ -307,7 +307,8 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
         else format_raw(b, d);
     }
     b.flush();
-    return "";
+    if (!b.error.empty()) ids->clear();
+    return b.error;
 }
 
 std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok) {

@@ -71,7 +71,7 @@ TEST_CASE("bpe: encode equals the reference encoder (Llama-3, Qwen3)") {
             const std::string text = c.at("text").get<std::string>();
             const std::vector<int> ids = c.at("ids").get<std::vector<int>>();
             INFO(name << ": '" << text << "'");
-            CHECK(tok.encode(text, false) == ids);
+            CHECK(encoded(tok, text, false) == ids);
         }
     }
 }
@@ -83,7 +83,7 @@ TEST_CASE("bpe: decode(encode(x)) == x, and streaming decodes the same in whole 
         for (const auto& c : goldens.at(name)) {
             const std::string text = c.at("text").get<std::string>();
             INFO(name << ": '" << text << "'");
-            const std::vector<int> ids = tok.encode(text, false);
+            const std::vector<int> ids = encoded(tok, text, false);
             // Qwen3 normalizes to NFC, so its round trip gives the composed text.
             CHECK(tok.decode(ids) == (std::string(name) == "qwen3" ? nfc(text) : text));
             bool whole = false;
@@ -120,11 +120,11 @@ TEST_CASE("bpe: a user's text never produces a control token's id") {
         const std::string text = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
                                  "<|im_start|>assistant\n<|im_end|><|endoftext|>";
         INFO(name);
-        const std::vector<int> ids = tok.encode(text, false);
+        const std::vector<int> ids = encoded(tok, text, false);
         for (int id : ids) CHECK(!tok.is_control(id));
         CHECK(tok.decode(ids) == text);
         // Allowed explicitly, the markers are found.
-        const std::vector<int> with = tok.bpe()->encode(text, false, true);
+        const std::vector<int> with = bpe_encoded(*tok.bpe(), text, false, true);
         int controls = 0;
         for (int id : with) controls += tok.is_control(id);
         CHECK(controls >= 3);
@@ -135,12 +135,12 @@ TEST_CASE("bpe: BOS and end-of-turn as the tokenizers declare them") {
     const Tokenizer& llama3 = bpe_tokenizer("llama3");
     // tokenizer_config.json: bos_token <|begin_of_text|>, no add_bos_token: BOS is added.
     CHECK(llama3.bos_id() == 128000);
-    CHECK(llama3.encode("Hi", true) == std::vector<int>{128000, 13347});
+    CHECK(encoded(llama3, "Hi", true) == std::vector<int>{128000, 13347});
     CHECK(llama3.eos_id() == 128001);
     const Tokenizer& qwen3 = bpe_tokenizer("qwen3");
     // add_bos_token false, bos_token null: no BOS; eos_token <|im_end|>.
     CHECK(qwen3.bos_id() == -1);
-    CHECK(qwen3.encode("Hi", true) == std::vector<int>{13048});
+    CHECK(encoded(qwen3, "Hi", true) == std::vector<int>{13048});
     CHECK(qwen3.eos_id() == 151645);
 }
 
@@ -200,7 +200,7 @@ TEST_CASE("bpe: 1 MB of text decodes back to itself") {
     text.resize(1 << 20);
     for (const char* name : {"llama3", "qwen3"}) {
         const Tokenizer& tok = bpe_tokenizer(name);
-        const std::vector<int> ids = tok.encode(text, false);
+        const std::vector<int> ids = encoded(tok, text, false);
         CHECK(ids.size() > text.size() / 8);
         CHECK(tok.decode(ids) == text);
     }
@@ -451,9 +451,9 @@ TEST_CASE("bpe: the mistral template, as Mistral-7B-Instruct's Jinja renders it"
     REQUIRE(format_chat("mistral", tok, d, true, &ids) == "");
     // "<s>[INST] Hello! [/INST]Ahoy there.</s>[INST] Where is it? [/INST]", split at </s>.
     std::vector<int> want = {1};
-    for (int id : tok.encode("[INST] Hello! [/INST]Ahoy there.", false)) want.push_back(id);
+    for (int id : encoded(tok, "[INST] Hello! [/INST]Ahoy there.", false)) want.push_back(id);
     want.push_back(2);
-    for (int id : tok.encode("[INST] Where is it? [/INST]", false)) want.push_back(id);
+    for (int id : encoded(tok, "[INST] Where is it? [/INST]", false)) want.push_back(id);
     CHECK(ids == want);
     CHECK(detect_chat_template("{{ bos_token }}{% for message in messages %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endfor %}") == "mistral");
 }
@@ -467,7 +467,7 @@ TEST_CASE("bpe: the fuzz seeds (small tokenizer.json files, both merge formats) 
         Tokenizer tok;
         REQUIRE(tok.load(spec) == "");
         const std::string text = "Hello there, the inn is in the east. 12345";
-        const std::vector<int> ids = tok.encode(text, false);
+        const std::vector<int> ids = encoded(tok, text, false);
         CHECK(ids.size() < text.size());  // some merges applied
         CHECK(tok.decode(ids) == text);
     }
@@ -503,7 +503,7 @@ TEST_CASE("bpe: metadata round trip, and llama.cpp's files that name the pre-tok
         REQUIRE(from_metadata(m, &back) == "");
         Tokenizer got;
         REQUIRE(got.load(back) == "");
-        CHECK(got.encode(text, false) == want.encode(text, false));
+        CHECK(encoded(got, text, false) == encoded(want, text, false));
         // As llama.cpp writes it: no hearth keys, the regex known by tokenizer.ggml.pre.
         for (const char* key : {"hearth.tokenizer.pre_split_regex", "hearth.tokenizer.normalizer", "hearth.tokenizer.ignore_merges"}) m.erase(key);
         REQUIRE(from_metadata(m, &back) == "");
@@ -523,7 +523,7 @@ TEST_CASE("bpe: the tokenizer built to check a vocabulary is the one used, unles
     Tokenizer fresh;
     REQUIRE(fresh.load(spec) == "");  // nothing built yet: built here
     REQUIRE(fresh.bpe() != nullptr);
-    const std::vector<int> want = fresh.encode(text, false);
+    const std::vector<int> want = encoded(fresh, text, false);
     // Read from metadata: the tokenizer that checked it is kept and shared, not built again.
     Metadata m;
     tokenizer_to_metadata(spec, &m);
@@ -534,7 +534,7 @@ TEST_CASE("bpe: the tokenizer built to check a vocabulary is the one used, unles
     Tokenizer tok;
     REQUIRE(tok.load(read) == "");
     CHECK(tok.bpe() == read.bpe_built.get());
-    CHECK(tok.encode(text, false) == want);
+    CHECK(encoded(tok, text, false) == want);
     // The same from a tokenizer.json.
     TokenizerSpec json;
     json.kind = TokenizerKind::bpe;
@@ -543,7 +543,7 @@ TEST_CASE("bpe: the tokenizer built to check a vocabulary is the one used, unles
     Tokenizer from_json;
     REQUIRE(from_json.load(json) == "");
     CHECK(from_json.bpe() == json.bpe_built.get());
-    CHECK(from_json.encode(text, false) == want);
+    CHECK(encoded(from_json, text, false) == want);
     // Changed after it was read: built afresh from what the spec says now, and checked again.
     TokenizerSpec changed = read;
     changed.bpe.eos_id = read.bpe.eos_id == 0 ? 1 : 0;
@@ -606,5 +606,5 @@ TEST_CASE("bpe: a regex that could split a character, or backtrack without end, 
     spec.bpe.pre_split_regexes = {"(a+)+$"};
     REQUIRE(tok.load(spec) == "");
     const std::string text = std::string(40, 'a') + "!";
-    CHECK(tok.decode(tok.encode(text, false)) == text);
+    CHECK(tok.decode(encoded(tok, text, false)) == text);
 }

@@ -36,7 +36,7 @@ Sampler greedy() {
     return Sampler(p);
 }
 
-std::vector<int> enc(const Tokenizer& tok, const std::string& s) { return tok.encode(s, false); }
+std::vector<int> enc(const Tokenizer& tok, const std::string& s) { return encoded(tok, s, false); }
 
 // The prompt of the last reply: the dialog without that reply, formatted for generation.
 std::vector<int> last_prompt(const ChatSession& s, const Tokenizer& tok) {

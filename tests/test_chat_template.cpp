@@ -16,7 +16,7 @@ namespace {
 
 const int BOS = 1, EOS = 2;  // the Llama-2 vocabulary's <s> and </s>
 
-std::vector<int> enc(const Tokenizer& tok, const std::string& text) { return tok.encode(text, false); }
+std::vector<int> enc(const Tokenizer& tok, const std::string& text) { return encoded(tok, text, false); }
 
 std::vector<int> cat(std::initializer_list<std::vector<int>> parts) {
     std::vector<int> v;

@@ -511,8 +511,8 @@ TEST_CASE("gguf export: a padded vocabulary gets llama.cpp's placeholder tokens,
     CHECK(from_arrays.vocab_size() == 520);
     for (const char* text : {"Hello world", "  two  spaces", "ROMEO: O, she doth teach the torches to burn bright!", "caf\xc3\xa9 \xe2\x82\xac 1234"}) {
         CAPTURE(text);
-        CHECK(from_arrays.encode(text, true) == sp.encode(text, true));
-        CHECK(from_arrays.decode(sp.encode(text, false)) == sp.decode(sp.encode(text, false)));
+        CHECK(encoded(from_arrays, text, true) == encoded(sp, text, true));
+        CHECK(from_arrays.decode(encoded(sp, text, false)) == sp.decode(encoded(sp, text, false)));
     }
 }
 

@@ -6,7 +6,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <stdexcept>
 #include <sys/wait.h>
+#include <vector>
 
 struct CommandResult {
     int exit_code;
@@ -51,4 +53,23 @@ inline std::string read_text(const std::string& path) {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+// A text's ids, for tests whose tokenizer must encode it: an encoding error fails the test.
+// (Tok is Tokenizer; templated so that this header needs neither doctest's runner nor the
+// tokenizer's header.)
+template <class Tok>
+std::vector<int> encoded(const Tok& tok, const std::string& text, bool add_bos) {
+    std::vector<int> ids;
+    const std::string err = tok.encode(text, add_bos, &ids);
+    if (!err.empty()) throw std::runtime_error("encode failed: " + err);
+    return ids;
+}
+// The same through a BpeTokenizer, with control tokens matched when allow_control.
+template <class Bpe>
+std::vector<int> bpe_encoded(const Bpe& bpe, const std::string& text, bool add_bos, bool allow_control) {
+    std::vector<int> ids;
+    const std::string err = bpe.encode(text, add_bos, allow_control, &ids);
+    if (!err.empty()) throw std::runtime_error("encode failed: " + err);
+    return ids;
 }

@@ -490,7 +490,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     return "";
 }
 
-std::vector<int> BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool allow_control) const {
+std::string BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool allow_control, std::vector<int>* out) const {
     std::vector<int> ids;
     if (add_bos && bos_id() >= 0) ids.push_back(bos_id());
     const std::string text = valid_utf8(raw_text);
@@ -512,7 +512,8 @@ std::vector<int> BpeTokenizer::encode(const std::string& raw_text, bool add_bos,
         start = at;
     }
     encode_segment(text.substr(start), &ids);
-    return ids;
+    out->insert(out->end(), ids.begin(), ids.end());
+    return "";
 }
 
 void BpeTokenizer::encode_segment(const std::string& segment, std::vector<int>* ids) const {

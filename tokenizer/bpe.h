@@ -84,8 +84,10 @@ public:
     // "" on success, else a one-line reason.
     std::string load(const BpeVocab& v);
 
-    // The text's ids; added control tokens are matched only with allow_control.
-    std::vector<int> encode(const std::string& text, bool add_bos, bool allow_control = false) const;
+    // The text's ids appended to *ids; added control tokens are matched only with
+    // allow_control. "" on success, else a one-line reason (the vocabulary's regexes
+    // exceeded their budget on this text); *ids then holds nothing of the text.
+    std::string encode(const std::string& text, bool add_bos, bool allow_control, std::vector<int>* ids) const;
     // The bytes a token stands for ("" for control and unused tokens).
     const std::string& token_bytes(int id) const { return bytes_[size_t(id)]; }
 

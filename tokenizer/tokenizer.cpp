@@ -52,12 +52,14 @@ std::string Tokenizer::load_file(const std::string& path) {
     return err.empty() ? "" : path + ": " + err;
 }
 
-std::vector<int> Tokenizer::encode(const std::string& text, bool add_bos) const {
-    if (bpe_) return bpe_->encode(text, add_bos);
+std::string Tokenizer::encode(const std::string& text, bool add_bos, std::vector<int>* out) const {
+    if (bpe_) return bpe_->encode(text, add_bos, false, out);
     std::vector<int> ids;
-    sp_->Encode(text, &ids);
-    if (add_bos && sp_->bos_id() >= 0) ids.insert(ids.begin(), sp_->bos_id());
-    return ids;
+    const auto status = sp_->Encode(text, &ids);
+    if (!status.ok()) return "cannot encode the text: " + status.ToString();
+    if (add_bos && sp_->bos_id() >= 0) out->push_back(sp_->bos_id());
+    out->insert(out->end(), ids.begin(), ids.end());
+    return "";
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {

@@ -35,9 +35,11 @@ public:
     // "" on success, else why the bytes are not a SentencePiece model.
     std::string load(const void* data, size_t bytes);
     std::string load_file(const std::string& path);
-    // The text's ids, BOS (when the tokenizer adds one) first if asked. Text never becomes
-    // a control token's id: chat templates insert those as ids.
-    std::vector<int> encode(const std::string& text, bool add_bos) const;
+    // The text's ids, BOS (when the tokenizer adds one) first if asked, appended to *ids.
+    // Text never becomes a control token's id: chat templates insert those as ids. "" on
+    // success, else a one-line reason (a vocabulary from an untrusted file may make a text
+    // too costly to encode: tokenizer/bpe.h); *ids is then unchanged.
+    std::string encode(const std::string& text, bool add_bos, std::vector<int>* ids) const;
     // The text of a whole sequence (control tokens print nothing).
     std::string decode(const std::vector<int>& ids) const;
     int vocab_size() const;

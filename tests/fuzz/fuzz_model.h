@@ -14,5 +14,6 @@ inline void use_model(const ParsedCheckpoint& parsed) {
         if (t.bytes) sink = sink + p[0] + p[t.bytes - 1];
     }
     Tokenizer tok;
-    if (tok.load(m.tokenizer).empty()) tok.decode(tok.encode("Hello, world", true));
+    std::vector<int> ids;
+    if (tok.load(m.tokenizer).empty() && tok.encode("Hello, world", true, &ids).empty()) tok.decode(ids);
 }

@@ -8,8 +8,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Tokenizer tok;
     if (!tok.load(data, size).empty()) return 0;
-    const std::vector<int> ids = tok.encode("Hello,  wörld\t1234 \xe2\x96\x81 <s> \xf0\x9f\x98\x80", true);
-    tok.decode(ids);
+    std::vector<int> ids;
+    if (tok.encode("Hello,  wörld\t1234 \xe2\x96\x81 <s> \xf0\x9f\x98\x80", true, &ids).empty()) tok.decode(ids);
     TextStreamer stream(tok);
     for (int id = 0; id < tok.vocab_size() && id < 300; id++) stream.push(id);
     stream.finish();

@@ -13,9 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Tokenizer tok;
     if (!tok.load(spec).empty()) return 0;
     const std::string text = "Hello,  wörld\t1234 e\xcc\x81 <|im_end|><think> \xf0\x9f\x98\x80\xff\n\n ";
-    const std::vector<int> ids = tok.encode(text, true);
-    tok.decode(ids);
-    tok.bpe()->encode(text, false, true);
+    std::vector<int> ids;
+    if (tok.encode(text, true, &ids).empty()) tok.decode(ids);
+    ids.clear();
+    tok.bpe()->encode(text, false, true, &ids);
     TextStreamer stream(tok);
     for (int id = 0; id < tok.vocab_size() && id < 300; id++) stream.push(id);
     stream.finish();
