@@ -50,6 +50,7 @@ int ChatSession::chunk_size() const {
 std::string ChatSession::evaluate(const std::vector<int>& target, const ChatCallbacks& cb, int* evaluated, bool* interrupted) {
     *evaluated = 0;
     *interrupted = false;
+    if (target.empty()) return "nothing to evaluate";
     size_t keep = 0;
     while (keep < context_.size() && keep < target.size() && context_[keep] == target[keep]) keep++;
     if (keep == target.size()) keep--;  // evaluated again: its logits are needed
@@ -90,6 +91,14 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
     if (!(st.error = format_with_reply({}, &target)).empty()) {
         turns_.pop_back();
         st.end = ReplyEnd::refused;
+        return st;
+    }
+    // A dialog that encodes to nothing (no BOS, and a message that normalizes away, such as
+    // an ideographic space) leaves nothing to continue from.
+    if (target.empty()) {
+        turns_.pop_back();
+        st.end = ReplyEnd::refused;
+        st.error = "the message is empty once encoded: there is nothing to reply to";
         return st;
     }
     // Room for a reply of a useful length; without it the turn would drop history at once.
