@@ -1,10 +1,10 @@
 #include "tokenizer.h"
 
-#include "sentencepiece_model.h"
-
-#include <fstream>
 #include <sentencepiece_processor.h>
-#include <sstream>
+
+#include "../base/input_file.h"
+#include "../base/printable.h"
+#include "sentencepiece_model.h"
 
 Tokenizer::Tokenizer() : sp_(new sentencepiece::SentencePieceProcessor) {}
 Tokenizer::~Tokenizer() = default;
@@ -36,24 +36,25 @@ std::string Tokenizer::load(const void* data, size_t bytes) {
     SentencePieceModel model;
     std::string err = parse_sentencepiece_model(std::string(static_cast<const char*>(data), bytes), &model);
     if (!err.empty()) return "not a usable SentencePiece model: " + err;
+    sp_loaded_ = false;
     auto status = sp_->LoadFromSerializedProto(serialize_sentencepiece_model(model));
-    if (!status.ok()) return "not a SentencePiece model: " + status.ToString();
+    if (!status.ok()) return "not a SentencePiece model: " + printable(status.ToString());
+    sp_loaded_ = true;
     bpe_.reset();
     return "";
 }
 
 std::string Tokenizer::load_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "cannot open " + path;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string bytes = ss.str();
-    std::string err = load(bytes.data(), bytes.size());
-    return err.empty() ? "" : path + ": " + err;
+    std::string bytes;
+    std::string err = read_input_file(path, InputKind::sentencepiece_model, &bytes);
+    if (!err.empty()) return err;
+    err = load(bytes.data(), bytes.size());
+    return err.empty() ? "" : printable(path, 4096) + ": " + err;
 }
 
 std::string Tokenizer::encode(const std::string& text, bool add_bos, std::vector<int>* out) const {
     if (bpe_) return bpe_->encode(text, add_bos, false, out);
+    if (!sp_loaded_) return "the model has no tokenizer";
     std::vector<int> ids;
     const auto status = sp_->Encode(text, &ids);
     if (!status.ok()) return "cannot encode the text: " + status.ToString();
@@ -63,6 +64,7 @@ std::string Tokenizer::encode(const std::string& text, bool add_bos, std::vector
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
+    if (!bpe_ && !sp_loaded_) return "";
     if (!bpe_) return sp_->DecodeIds(ids);
     // The streaming decoder's rules, so that streaming and decoding agree by construction.
     TextStreamer streamer(*this);
@@ -70,9 +72,11 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
     for (int id : ids) text += streamer.push(id);
     return text + streamer.finish();
 }
-int Tokenizer::vocab_size() const { return bpe_ ? bpe_->vocab_size() : sp_->GetPieceSize(); }
-int Tokenizer::bos_id() const { return bpe_ ? bpe_->bos_id() : sp_->bos_id(); }
-int Tokenizer::eos_id() const { return bpe_ ? bpe_->eos_id() : sp_->eos_id(); }
+// Without a tokenizer (ids in, ids out) there is no vocabulary: the SentencePiece library is
+// not asked, as it would print an error for every question.
+int Tokenizer::vocab_size() const { return bpe_ ? bpe_->vocab_size() : sp_loaded_ ? sp_->GetPieceSize() : 0; }
+int Tokenizer::bos_id() const { return bpe_ ? bpe_->bos_id() : sp_loaded_ ? sp_->bos_id() : -1; }
+int Tokenizer::eos_id() const { return bpe_ ? bpe_->eos_id() : sp_loaded_ ? sp_->eos_id() : -1; }
 const std::string& Tokenizer::piece(int id) const { return bpe_ ? bpe_->token(id) : sp_->IdToPiece(id); }
 bool Tokenizer::is_byte(int id) const { return bpe_ ? false : sp_->IsByte(id); }
 bool Tokenizer::is_control(int id) const { return bpe_ ? bpe_->type(id) == BpeVocab::kControl : sp_->IsControl(id); }

@@ -42,7 +42,7 @@ public:
     std::string encode(const std::string& text, bool add_bos, std::vector<int>* ids) const;
     // The text of a whole sequence (control tokens print nothing).
     std::string decode(const std::vector<int>& ids) const;
-    int vocab_size() const;
+    int vocab_size() const;  // 0 when nothing is loaded (a model without a tokenizer)
     int bos_id() const;
     int eos_id() const;
     const std::string& piece(int id) const;
@@ -54,6 +54,7 @@ public:
 
 private:
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+    bool sp_loaded_ = false;                    // a SentencePiece model is loaded (else, without bpe_, nothing is)
     std::shared_ptr<const BpeTokenizer> bpe_;  // shared with the TokenizerSpec it was built for
 };
 
