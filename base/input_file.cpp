@@ -33,6 +33,7 @@ const KindRow& row_of(InputKind kind) {
 }
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string bytes_text(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 // O_NONBLOCK: opening a FIFO without a writer, or some devices, would otherwise wait forever.
 int open_nonblocking(const std::string& path, std::string* why, struct stat* st) {
@@ -96,7 +97,7 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
     }
     if (uint64_t(st.st_size) > row.max_bytes) {
         ::close(fd);
-        return shown + " is " + mib(uint64_t(st.st_size)) + ", larger than a " + row.what + " may be (" + mib(row.max_bytes) + ")";
+        return shown + " is " + bytes_text(uint64_t(st.st_size)) + ", more than a " + row.what + " may have (" + mib(row.max_bytes) + ")";
     }
     // A FIFO's writer may not have written yet: from here on, reads may wait for it.
     if (fifo) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -113,7 +114,7 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
         if (n == 0) break;
         // A file may grow while it is read, and a FIFO states no size: the limit holds anyway.
         if (out->size() + size_t(n) > row.max_bytes) {
-            why = shown + " is larger than a " + row.what + " may be (" + mib(row.max_bytes) + ")";
+            why = shown + " holds more than a " + row.what + " may have (" + mib(row.max_bytes) + ")";
             break;
         }
         out->append(buf, size_t(n));

@@ -56,4 +56,4 @@ std::string printable(std::string_view s, size_t max_bytes) {
     return out;
 }
 
-std::string quoted(std::string_view s, size_t max_bytes) { return "'" + printable(s, max_bytes) + "'"; }
+std::string in_quotes(std::string_view s, size_t max_bytes) { return "'" + printable(s, max_bytes) + "'"; }

@@ -12,7 +12,7 @@
 std::string printable(std::string_view s, size_t max_bytes = limits::kShownStringBytes);
 
 // The same, in single quotes: 'text'.
-std::string quoted(std::string_view s, size_t max_bytes = limits::kShownStringBytes);
+std::string in_quotes(std::string_view s, size_t max_bytes = limits::kShownStringBytes);
 
 // Length of the valid UTF-8 character at s[at] (1..4), 0 if s ends inside the valid
 // beginning of one, -1 if the byte at s[at] cannot start a valid character there.

@@ -12,10 +12,11 @@
 #include <histedit.h>
 #undef Tokenizer
 
-#include "../tokenizer/tokenizer.h"
+#include "../base/printable.h"
 #include "../model/chat_session.h"
 #include "../model/chat_template.h"
 #include "../model/forward.h"
+#include "../tokenizer/tokenizer.h"
 
 namespace {
 
@@ -166,7 +167,7 @@ std::string resolve_template(const Model& model, const Tokenizer& tok, const std
         return "chatml";
     }
     *why = stored.empty() ? "the checkpoint names no chat template; --template chooses one"
-                          : "the checkpoint's template '" + stored + "' is unknown here; --template chooses one";
+                          : "the checkpoint's template " + in_quotes(stored) + " is unknown here; --template chooses one";
     return "raw";
 }
 
@@ -178,13 +179,13 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     if (!is_chat_template(name)) {
         std::string names;
         for (const std::string& n : chat_template_names()) names += (names.empty() ? "" : ", ") + n;
-        std::fprintf(stderr, "run: unknown chat template '%s' (built in: %s)\n", name.c_str(), names.c_str());
+        std::fprintf(stderr, "run: unknown chat template %s (built in: %s)\n", in_quotes(name).c_str(), names.c_str());
         return 1;
     }
     RunState state;
     std::string err = make_run_state(model.config, opt.n_ctx, &state, opt.cache_types);
     if (!err.empty()) {
-        std::fprintf(stderr, "run: %s\n", err.c_str());
+        std::fprintf(stderr, "run: %s\n", printable(err, 2048).c_str());
         return 1;
     }
     ChatSession session(model, tok, state, name);
@@ -257,7 +258,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                                     last.reply_tokens, last.reply_tokens / std::max(last.reply_seconds, 1e-9),
                                     last.prompt_tokens, last.reused_tokens, last.first_token_seconds * 1e3);
                 } else {
-                    std::fprintf(stderr, "[unknown command %s: /help lists them]\n", word.c_str());
+                    std::fprintf(stderr, "[unknown command %s: /help lists them]\n", printable(word).c_str());
                 }
                 std::fflush(stdout);
                 continue;
@@ -280,7 +281,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
             case ReplyEnd::context_full:
                 std::fprintf(stderr, "[reply stopped: this turn alone fills the context of %d tokens (raise -c)]\n", session.n_ctx());
                 break;
-            case ReplyEnd::refused: std::fprintf(stderr, "[%s]\n", st.error.c_str()); break;
+            case ReplyEnd::refused: std::fprintf(stderr, "[%s]\n", printable(st.error, 2048).c_str()); break;
             }
             if (opt.verbose && st.end != ReplyEnd::refused)
                 std::fprintf(stderr,

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "../base/limits.h"
+#include "../base/printable.h"
 #include "chat_template.h"
 #include "metadata.h"
 
@@ -11,18 +13,18 @@ bool has_qk_norm(const ModelConfig& c) { return c.arch == "qwen3"; }
 
 std::string validate_config(const ModelConfig& c) {
     auto in = [](long v, long lo, long hi) { return v >= lo && v <= hi; };
-    if (c.arch != "llama" && c.arch != "qwen3") return "architecture '" + c.arch + "' is not supported (llama or qwen3)";
-    if (!in(c.dim, 1, 1 << 16)) return "dim " + std::to_string(c.dim) + " is out of range";
-    if (!in(c.hidden_dim, 1, 1 << 18)) return "hidden dim " + std::to_string(c.hidden_dim) + " is out of range";
-    if (!in(c.n_layers, 1, 1024)) return "layer count " + std::to_string(c.n_layers) + " is out of range";
-    if (!in(c.n_heads, 1, 1024)) return "head count " + std::to_string(c.n_heads) + " is out of range";
+    if (c.arch != "llama" && c.arch != "qwen3") return "architecture " + in_quotes(c.arch) + " is not supported (llama or qwen3)";
+    if (!in(c.dim, 1, limits::kDim)) return "dim " + std::to_string(c.dim) + " is out of range";
+    if (!in(c.hidden_dim, 1, limits::kHiddenDim)) return "hidden dim " + std::to_string(c.hidden_dim) + " is out of range";
+    if (!in(c.n_layers, 1, limits::kLayers)) return "layer count " + std::to_string(c.n_layers) + " is out of range";
+    if (!in(c.n_heads, 1, limits::kHeads)) return "head count " + std::to_string(c.n_heads) + " is out of range";
     if (!in(c.n_kv_heads, 1, c.n_heads) || c.n_heads % c.n_kv_heads != 0)
         return "kv head count " + std::to_string(c.n_kv_heads) + " does not divide head count " +
                std::to_string(c.n_heads);
-    if (!in(c.head_dim, 2, 1024) || c.head_dim % 2 != 0)
+    if (!in(c.head_dim, 2, limits::kHeadDim) || c.head_dim % 2 != 0)
         return "head dim " + std::to_string(c.head_dim) + " is not an even number in range";
-    if (!in(c.vocab_size, 1, 1 << 22)) return "vocab size " + std::to_string(c.vocab_size) + " is out of range";
-    if (!in(c.max_seq_len, 1, 1 << 24)) return "context length " + std::to_string(c.max_seq_len) + " is out of range";
+    if (!in(c.vocab_size, 1, limits::kVocabSize)) return "vocab size " + std::to_string(c.vocab_size) + " is out of range";
+    if (!in(c.max_seq_len, 1, limits::kContextLength)) return "context length " + std::to_string(c.max_seq_len) + " is out of range";
     if (!in(c.bos_id, -1, c.vocab_size - 1) || !in(c.eos_id, -1, c.vocab_size - 1))
         return "BOS/EOS ids are outside the vocabulary";
     if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1.0f) return "rope theta is not a number > 1";
@@ -32,9 +34,9 @@ std::string validate_config(const ModelConfig& c) {
                std::to_string(c.head_dim) + " needs " + std::to_string(c.head_dim / 2);
     for (float f : c.rope_freq_factors)
         if (!std::isfinite(f) || f <= 0.0f || f > 1e6f) return "a RoPE frequency factor is not a number in (0, 1e6]";
-    if (!in(c.sliding_window, 0, 1 << 24)) return "sliding window " + std::to_string(c.sliding_window) + " is out of range";
+    if (!in(c.sliding_window, 0, limits::kContextLength)) return "sliding window " + std::to_string(c.sliding_window) + " is out of range";
     if (!c.chat_template.empty() && !is_chat_template(c.chat_template))
-        return "chat template '" + c.chat_template + "' is not one this build knows";
+        return "chat template " + in_quotes(c.chat_template) + " is not one this build knows";
     return "";
 }
 
@@ -131,13 +133,13 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
     if (m.has(a + kSlidingWindow)) {
         uint32_t v = 0;
         if (!(err = m.get_u32(a + kSlidingWindow, &v)).empty()) return err;
-        if (v == 0 || v > (1u << 24)) return "metadata " + a + kSlidingWindow + " is " + std::to_string(v) + ", out of range";
+        if (v == 0 || v > uint32_t(limits::kContextLength)) return "metadata " + a + kSlidingWindow + " is " + std::to_string(v) + ", out of range";
         c->sliding_window = int(v);
     }
     if (m.has(a + kRopeScalingType)) {
         std::string type;
         if (!(err = m.get_string(a + kRopeScalingType, &type)).empty()) return err;
-        if (type != "none") return "RoPE scaling '" + type.substr(0, 40) + "' (" + a + kRopeScalingType + ") is not supported";
+        if (type != "none") return "RoPE scaling " + in_quotes(type) + " (" + a + kRopeScalingType + ") is not supported";
     }
     if (m.has(a + kRopeScalingFactor)) {  // llama.cpp applies a factor without a type as linear scaling
         float f = 0.0f;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "../base/limits.h"
+#include "../base/printable.h"
 #include "../kernels/quant_types.h"
 #include "gguf.h"
 #include "metadata.h"
@@ -17,7 +19,7 @@ uint64_t TensorView::rows() const {
 
 uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape) {
     if (n_dims < 1 || n_dims > kMaxDims || !type_is_known(type)) return 0;
-    const uint64_t limit = uint64_t(1) << 40;  // 1 TiB: no real tensor is larger
+    const uint64_t limit = limits::kTensorBytes;
     uint64_t rows = 1;
     for (int i = 0; i + 1 < n_dims; i++) {
         if (shape[i] == 0 || shape[i] > limit / rows) return 0;  // divided, not multiplied: no overflow
@@ -40,7 +42,7 @@ static std::string field_string(const char* p, size_t n) {
 // The tensor table of either version: n entries at table_offset, data at or after data_offset.
 static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t n, uint64_t table_offset,
                                       uint64_t data_offset, std::vector<TensorView>* out) {
-    if (n == 0 || n > kMaxTensors) return "tensor count " + std::to_string(n) + " is absurd";
+    if (n == 0 || n > limits::kMaxTensors) return "tensor count " + std::to_string(n) + " is absurd";
     if (table_offset > size || n * sizeof(TensorEntry) > size - table_offset) return "tensor table lies outside the file";
     if (data_offset % kTensorAlignment != 0 || data_offset > size || data_offset < table_offset + n * sizeof(TensorEntry))
         return "tensor data offset is invalid";
@@ -54,7 +56,7 @@ static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t
         bool printable = !t.name.empty() && t.name.size() < sizeof e.name;
         for (unsigned char ch : t.name) printable = printable && ch >= 0x20 && ch < 0x7f;
         if (!printable) return "tensor " + std::to_string(i) + " has no valid name";
-        const std::string where = "tensor " + std::to_string(i) + " ('" + t.name + "')";
+        const std::string where = "tensor " + std::to_string(i) + " (" + in_quotes(t.name) + ")";
         if (!seen.insert(t.name).second) return where + " appears twice";
         if (!type_is_storage(e.type)) return where + " has element type " + std::to_string(e.type) + ", not one a checkpoint may hold";
         if (e.n_dims < 1 || e.n_dims > kMaxDims) return where + " has " + std::to_string(e.n_dims) + " dimensions";

@@ -21,7 +21,6 @@ static constexpr uint32_t kCheckpointVersion = 2;  // what the writer writes
 static constexpr uint64_t kTensorAlignment = 64;
 static constexpr int kMaxDims = 4;
 static constexpr int kTensorNameBytes = 64;
-static constexpr uint64_t kMaxTensors = 100000;
 
 #pragma pack(push, 1)
 struct FileHeaderV2 {

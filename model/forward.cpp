@@ -7,6 +7,7 @@
 #include <utility>
 #include <omp.h>
 
+#include "../base/printable.h"
 #include "../kernels/attention.h"
 #include "../kernels/matmul.h"
 #include "../kernels/swiglu.h"
@@ -20,7 +21,7 @@ static const TensorType kCacheTypes[] = {TYPE_F32, TYPE_F16, TYPE_Q8_0};
 std::string kv_cache_type_from_name(const std::string& name, TensorType* t) {
     for (TensorType c : kCacheTypes)
         if (name == type_name(c)) return *t = c, "";
-    return "'" + name + "' is not a KV cache type: f32, f16 or q8_0";
+    return in_quotes(name) + " is not a KV cache type: f32, f16 or q8_0";
 }
 
 std::string check_kv_cache_types(const ModelConfig& c, KvCacheTypes types) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "../base/limits.h"
 #include "../kernels/quant_types.h"
 #include "metadata.h"
 #include "tensors.h"
@@ -23,7 +24,7 @@ std::string parse_gguf(const void* data, size_t size, ParsedCheckpoint* out) {
         return "GGUF version " + std::to_string(version) + " is not supported (this build reads versions 2 and 3" +
                (version > 0xffff ? "; a big-endian file?)" : ")");
     out->format = "GGUF v" + std::to_string(version);
-    if (n_tensors == 0 || n_tensors > kMaxTensors) return "tensor count " + std::to_string(n_tensors) + " is absurd";
+    if (n_tensors == 0 || n_tensors > limits::kMaxTensors) return "tensor count " + std::to_string(n_tensors) + " is absurd";
 
     Metadata meta;
     uint64_t at = 24, used = 0;

@@ -4,6 +4,9 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "../base/limits.h"
+#include "../base/printable.h"
+
 const char* meta_type_name(uint32_t type) {
     static const char* const names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
                                         "bool", "string", "array", "u64", "i64", "f64"};
@@ -47,15 +50,15 @@ std::string skip_value(Cursor& c, uint32_t type, int depth) {
     if (type == META_STRING) {
         uint64_t len;
         if (!c.take(&len, 8)) return "ends inside a string length";
-        if (len > kMaxMetaStringBytes) return "has a string of " + std::to_string(len) + " bytes";
+        if (len > limits::kMetaStringBytes) return "has a string of " + std::to_string(len) + " bytes";
         return c.skip(len) ? "" : "has a string that runs past the end";
     }
     if (type == META_ARRAY) {
-        if (depth > 3) return "nests arrays too deeply";
+        if (depth + 1 >= limits::kMetaArrayDepth) return "nests arrays too deeply";
         uint32_t elem;
         uint64_t count;
         if (!c.take(&elem, 4) || !c.take(&count, 8)) return "ends inside an array header";
-        if (count > kMaxMetaArrayCount) return "has an array of " + std::to_string(count) + " elements";
+        if (count > limits::kMetaArrayCount) return "has an array of " + std::to_string(count) + " elements";
         if (const uint64_t n = scalar_bytes(elem)) {
             if (count > c.left() / n) return "has an array that runs past the end";
             c.p += count * n;
@@ -75,21 +78,21 @@ std::string skip_value(Cursor& c, uint32_t type, int depth) {
 
 std::string Metadata::parse(const uint8_t* p, uint64_t size, uint64_t n_kv, uint64_t* consumed) {
     entries_.clear();
-    if (n_kv > kMaxMetaEntries) return "metadata has " + std::to_string(n_kv) + " entries";
+    if (n_kv > limits::kMetaEntries) return "metadata has " + std::to_string(n_kv) + " entries";
     Cursor c{p, p + size};
     std::unordered_set<std::string> seen;
     for (uint64_t i = 0; i < n_kv; i++) {
         const std::string where = "metadata entry " + std::to_string(i);
         uint64_t key_len;
         if (!c.take(&key_len, 8)) return where + " runs past the end";
-        if (key_len == 0 || key_len > kMaxMetaKeyBytes) return where + " has a key of " + std::to_string(key_len) + " bytes";
+        if (key_len == 0 || key_len > limits::kMetaKeyBytes) return where + " has a key of " + std::to_string(key_len) + " bytes";
         if (key_len > c.left()) return where + " runs past the end";
         MetaEntry e;
         e.key.assign(reinterpret_cast<const char*>(c.p), key_len);
         c.p += key_len;
         for (unsigned char ch : e.key)  // keys are printed in messages: one line, no escapes
             if (ch < 0x20 || ch == 0x7f) return where + " has a key with control characters";
-        if (!seen.insert(e.key).second) return "metadata key " + e.key + " appears twice";
+        if (!seen.insert(e.key).second) return "metadata key " + in_quotes(e.key) + " appears twice";
         if (!c.take(&e.type, 4)) return "metadata " + e.key + " runs past the end";
         const uint8_t* start = c.p;
         if (e.type == META_ARRAY) {

@@ -67,9 +67,3 @@ private:
     void set(MetaEntry e);
     std::vector<MetaEntry> entries_;
 };
-
-// Limits the parser holds every file to: no real model comes near them.
-constexpr uint64_t kMaxMetaKeyBytes = 1 << 10;
-constexpr uint64_t kMaxMetaStringBytes = uint64_t(1) << 26;  // 64 MiB: one string, or a byte array
-constexpr uint64_t kMaxMetaArrayCount = uint64_t(1) << 24;   // 16M elements
-constexpr uint64_t kMaxMetaEntries = 1 << 16;

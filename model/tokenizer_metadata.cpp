@@ -1,5 +1,6 @@
 #include "tokenizer_metadata.h"
 
+#include "../base/printable.h"
 #include "../tokenizer/sentencepiece_model.h"
 
 static const char* const kModel = "tokenizer.ggml.model";
@@ -75,8 +76,8 @@ static std::string bpe_from_metadata(const Metadata& m, TokenizerSpec* spec) {
     } else if (out->pre == "gpt-2") {
         out->pre_split_regexes = {kGpt2SplitRegex};
     } else {
-        return "BPE pre-tokenizer '" + (out->pre.empty() ? std::string("default") : out->pre.substr(0, 40)) +
-               "' is not supported (this build knows llama-bpe, llama3, llama-v3, qwen2 and gpt-2)";
+        return "BPE pre-tokenizer " + (out->pre.empty() ? std::string("'default'") : in_quotes(out->pre)) +
+               " is not supported (this build knows llama-bpe, llama3, llama-v3, qwen2 and gpt-2)";
     }
     for (auto [key, field] : {std::pair{kBosId, &BpeVocab::bos_id}, std::pair{kEosId, &BpeVocab::eos_id}}) {
         uint32_t v = 0;
@@ -119,7 +120,7 @@ std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out) {
         return bpe_from_metadata(m, out);
     }
     if (model != "llama")
-        return "tokenizer '" + model.substr(0, 40) + "' is not supported (this build reads SentencePiece ('llama') and byte-level BPE ('gpt2') vocabularies)";
+        return "tokenizer " + in_quotes(model) + " is not supported (this build reads SentencePiece ('llama') and byte-level BPE ('gpt2') vocabularies)";
     out->kind = TokenizerKind::sentencepiece;
     if (m.has(kSentencePieceBytes)) return m.get_bytes(kSentencePieceBytes, &out->sentencepiece);
     return sentencepiece_from_vocab(m, &out->sentencepiece);
@@ -199,7 +200,7 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
     std::vector<std::string> lost;
     if (sp.model_type != SentencePieceModel::kBpe) lost.push_back("it is a unigram model (llama.cpp merges by score, as for BPE)");
     if (!sp.normalizer.precompiled_charsmap.empty())
-        lost.push_back("its normalizer '" + sp.normalizer.name + "' (llama.cpp does not normalize)");
+        lost.push_back("its normalizer " + in_quotes(sp.normalizer.name) + " (llama.cpp does not normalize)");
     if (sp.treat_whitespace_as_suffix) lost.push_back("treat_whitespace_as_suffix");
     for (size_t i = 0; i < lost.size(); i++) *caveat += (i ? "; " : "") + lost[i];
     if (!caveat->empty()) *caveat = "llama.cpp may tokenize some texts differently from hearth: " + *caveat;

@@ -1,5 +1,8 @@
 #include "sentencepiece_model.h"
 
+#include "../base/limits.h"
+#include "../base/printable.h"
+
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -8,12 +11,12 @@
 
 namespace {
 
-// Beyond what any real tokenizer needs (Llama: 32000 pieces of at most a few dozen bytes,
-// nmt_nfkc's charsmap 240 KB), small enough that checking stays fast on hostile input.
-constexpr size_t kMaxPieces = size_t(1) << 22;
-constexpr size_t kMaxPieceBytes = size_t(1) << 16;
-constexpr size_t kMaxStringBytes = size_t(1) << 20;      // names, unk_surface
-constexpr size_t kMaxCharsmapBytes = size_t(1) << 22;    // also normalization_rule_tsv
+// base/limits.h: beyond what any real tokenizer needs (Llama: 32000 pieces of at most a few
+// dozen bytes, nmt_nfkc's charsmap 240 KB), small enough that checking stays fast on hostile input.
+constexpr size_t kMaxPieces = limits::kSentencePiecePieces;
+constexpr size_t kMaxPieceBytes = limits::kSentencePiecePieceBytes;
+constexpr size_t kMaxStringBytes = limits::kSentencePieceStringBytes;
+constexpr size_t kMaxCharsmapBytes = limits::kSentencePieceCharsmapBytes;
 // SentencePiece's Normalizer::kMaxTrieResultsSize: the normalizer keeps this many prefix
 // matches in a stack array but loops over every match the trie reports.
 constexpr int kMaxCharsmapMatches = 32;
@@ -300,10 +303,10 @@ std::string check_special_id(const SentencePieceModel& m, const ReservedPieces& 
     if (id == found) return "";
     const char* type_name = type == SentencePieceModel::kUnknown ? "unknown" : "control";
     if (id == -1)
-        return std::string(what) + " is -1 but piece " + std::to_string(found) + " is the " + type_name + " piece '" +
-               spelled + "' SentencePiece would report";
-    return std::string(what) + " " + std::to_string(id) + " ('" + m.pieces[id].piece + "') is not the " + type_name +
-           " piece named '" + spelled + "'";
+        return std::string(what) + " is -1 but piece " + std::to_string(found) + " is the " + type_name + " piece " +
+               in_quotes(spelled) + " SentencePiece would report";
+    return std::string(what) + " " + std::to_string(id) + " (" + in_quotes(m.pieces[id].piece) + ") is not the " + type_name +
+           " piece named " + in_quotes(spelled);
 }
 
 uint32_t load_u32_le(const std::string& s, size_t at) {
@@ -444,12 +447,12 @@ std::string check_sentencepiece_model(const SentencePieceModel& m) {
         const bool normal = p.type == SentencePieceModel::kNormal || p.type == SentencePieceModel::kUserDefined ||
                             p.type == SentencePieceModel::kUnused;
         if (normal ? !normal_pieces.insert(p.piece).second : !reserved_pieces.emplace(p.piece, int(i)).second)
-            return at + " '" + p.piece + "' is defined twice";
+            return at + " " + in_quotes(p.piece) + " is defined twice";
         if (p.type == SentencePieceModel::kUnknown) unknown_pieces++;
         if (p.type == SentencePieceModel::kByte) {
             if (!m.byte_fallback) return at + " is a byte piece but byte_fallback is off";
             const int byte = byte_piece_value(p.piece);
-            if (byte < 0) return at + " is a byte piece not spelled <0xXX>: '" + p.piece + "'";
+            if (byte < 0) return at + " is a byte piece not spelled <0xXX>: " + in_quotes(p.piece);
             byte_seen[byte] = true;
         }
     }
