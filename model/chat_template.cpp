@@ -1,8 +1,9 @@
 #include "chat_template.h"
 
 #include <map>
-#include <nlohmann/json.hpp>
 
+#include "../base/json_input.h"
+#include "../base/printable.h"
 #include "../tokenizer/tokenizer.h"
 
 const char* const kVicunaDefaultSystem =
@@ -40,8 +41,9 @@ std::string detect_chat_template(const std::string& t) {
 }
 
 std::string chat_template_jinja(const std::string& json_text) {
+    nlohmann::json j;
+    if (!parse_json(json_text, &j).empty()) return "";  // the importer has reported a damaged file already
     try {
-        const nlohmann::json j = nlohmann::json::parse(json_text);
         if (!j.is_object() || !j.contains("chat_template")) return "";
         const nlohmann::json& t = j["chat_template"];
         if (t.is_string()) return t.get<std::string>();
@@ -50,7 +52,7 @@ std::string chat_template_jinja(const std::string& json_text) {
                 if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
                     return e["template"].get<std::string>();
     } catch (const std::exception&) {
-        // A damaged tokenizer_config.json only costs the template: `run --template` can name it.
+        // An oddly typed entry only costs the template: `run --template` can name it.
     }
     return "";
 }
@@ -277,7 +279,7 @@ void format_raw(IdBuilder& b, const std::vector<ChatMessage>& d) {
 
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& d,
                         bool add_generation_prompt, std::vector<int>* ids) {
-    if (!is_chat_template(name)) return "unknown chat template '" + name + "'";
+    if (!is_chat_template(name)) return "unknown chat template " + in_quotes(name);
     size_t first = 0;
     std::string system;
     if (!d.empty() && d[0].role == "system") {

@@ -2,14 +2,13 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <sys/stat.h>
 #include <tuple>
 
+#include "../base/json_input.h"
+#include "../base/printable.h"
 #include "../kernels/matmul.h"
 #include "../kernels/quant_types.h"
 #include "../kernels/rows_x8.h"
@@ -26,19 +25,30 @@ uint64_t SourceTensor::rows() const {
     return r;
 }
 
-static std::string read_file(const std::string& path, std::string* out) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "cannot read " + path;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    *out = ss.str();
-    return "";
+// Reads one of the folder's small files (base/input_file.h) and records it as an input.
+static std::string read_input(const std::string& path, InputKind kind, std::string* text, ImportedCheckpoint* out) {
+    FileId id;
+    std::string err = read_input_file(path, kind, text, &id);
+    if (err.empty()) out->inputs.push_back({path, id});
+    return err;
 }
 
+// Reads and parses one of the folder's JSON files; errors name the file.
+static std::string read_json(const std::string& path, InputKind kind, json* value, ImportedCheckpoint* out) {
+    std::string text;
+    std::string err = read_input(path, kind, &text, out);
+    if (err.empty() && !(err = parse_json(text, value)).empty()) err = printable(path, 4096) + ": " + err;
+    return err;
+}
+
+// Whether the folder has an entry of that name (a broken link counts: reading it says why).
 static bool exists(const std::string& path) {
     struct stat st;
-    return stat(path.c_str(), &st) == 0;
+    return lstat(path.c_str(), &st) == 0;
 }
+
+// A JSON value from a file, shown in a message: escaped and cut.
+static std::string shown(const json& v) { return v.is_string() ? in_quotes(v.get<std::string>()) : printable(v.dump()); }
 
 // config.json's values, strictly: an integer must be a JSON integer in range (256.9 and
 // 4294967552 are not 256), a number a finite JSON number.
@@ -53,7 +63,7 @@ static std::string json_int(const json& j, const char* key, long lo, long hi, in
                           : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
                                                   : false;
     if (!in_range)
-        return std::string("config.json: ") + key + " is " + v.dump().substr(0, 40) + ", not an integer from " + std::to_string(lo) +
+        return std::string("config.json: ") + key + " is " + shown(v) + ", not an integer from " + std::to_string(lo) +
                " to " + std::to_string(hi);
     *out = int(v.get<int64_t>());
     return "";
@@ -65,7 +75,7 @@ static std::string json_float(const json& j, const char* key, float fallback, fl
         return "";
     }
     if (!j[key].is_number() || !std::isfinite(j[key].get<double>()))
-        return std::string("config.json: ") + key + " is " + j[key].dump().substr(0, 40) + ", not a number";
+        return std::string("config.json: ") + key + " is " + shown(j[key]) + ", not a number";
     *out = j[key].get<float>();
     return "";
 }
@@ -132,7 +142,7 @@ static std::string llama3_rope_factors(const json& rs, ModelConfig* c) {
 
 static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (!j.is_object()) return "config.json is not a JSON object";
-    auto text = [&](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump().substr(0, 40); };
+    auto text = [&](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
     std::string arch = j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty()
                            ? text(j["architectures"][0]) : "";
     std::string model_type = j.contains("model_type") ? text(j["model_type"]) : "";
@@ -140,11 +150,11 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     for (const HfFamily& f : kHfFamilies)
         if (arch == f.architecture || (arch.empty() && model_type == f.model_type)) family = &f;
     if (!family)
-        return "config.json describes " + (arch.empty() ? model_type : arch) +
+        return "config.json describes " + in_quotes(arch.empty() ? model_type : arch) +
                ", not a Llama-family model hearth runs (LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)";
     for (const char* key : {"attention_bias", "mlp_bias"})
         if (j.contains(key) && j[key] != false && !j[key].is_null()) return std::string("config.json: ") + key + " is not supported";
-    if (j.contains("hidden_act") && j["hidden_act"] != "silu") return "hidden_act " + text(j["hidden_act"]) + " is not supported (only silu)";
+    if (j.contains("hidden_act") && j["hidden_act"] != "silu") return "hidden_act " + shown(j["hidden_act"]) + " is not supported (only silu)";
     c->arch = family->arch;
     const int required = INT32_MIN;
     std::string err;
@@ -181,7 +191,7 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (rope_type == "llama3") {
         if (!(err = llama3_rope_factors(rope, c)).empty()) return err;
     } else if (rope_type != "default") {
-        return std::string("config.json: ") + rope_key + " type '" + rope_type.substr(0, 40) + "' is not supported (only llama3)";
+        return std::string("config.json: ") + rope_key + " type " + in_quotes(rope_type) + " is not supported (only llama3)";
     }
 
     // Mistral's sliding window (absent: MistralConfig's 4096; null: none).
@@ -214,67 +224,84 @@ static uint32_t type_from_dtype(const std::string& dtype) {
 }
 
 std::string config_from_hf_json(const std::string& text, ModelConfig* c) {
+    json j;
+    std::string err = parse_json(text, &j);
+    if (!err.empty()) return err;
     try {
-        return config_from_hf(json::parse(text), c);
+        return config_from_hf(j, c);
     } catch (const std::exception& e) {
-        return e.what();
+        return printable(e.what(), 200);
     }
 }
 
 std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     std::string text, err;
-    if (!(err = read_file(dir + "/config.json", &text)).empty()) return err + " (is " + dir + " a Hugging Face model folder?)";
-    if (!(err = config_from_hf_json(text, &out->config)).empty()) return dir + "/config.json: " + err;
+    const std::string shown_dir = printable(dir, 4096);
+    if (!exists(dir + "/config.json")) return "cannot find config.json in " + shown_dir + " (is it a Hugging Face model folder?)";
+    if (!(err = read_input(dir + "/config.json", InputKind::config_json, &text, out)).empty()) return err;
+    if (!(err = config_from_hf_json(text, &out->config)).empty()) return shown_dir + "/config.json: " + err;
     out->config.name = model_name_from_path(dir, false);
 
     // Which safetensors files hold the weights.
     std::vector<std::string> files;
     if (exists(dir + "/model.safetensors.index.json")) {
-        if (!(err = read_file(dir + "/model.safetensors.index.json", &text)).empty()) return err;
-        try {
-            std::set<std::string> unique;
-            const json index = json::parse(text);  // must outlive the loop over its items
-            for (auto& [name, file] : index.at("weight_map").items()) {
-                std::string f = file.get<std::string>();
-                if (f.find('/') != std::string::npos) return "model.safetensors.index.json names a file outside the folder: " + f;
-                unique.insert(f);
-            }
-            files.assign(unique.begin(), unique.end());
-        } catch (const std::exception& e) {
-            return dir + "/model.safetensors.index.json: " + e.what();
+        const std::string index_path = dir + "/model.safetensors.index.json";
+        json index;
+        if (!(err = read_json(index_path, InputKind::safetensors_index, &index, out)).empty()) return err;
+        const std::string where = printable(index_path, 4096) + ": ";
+        if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+            return where + "no weight_map object";
+        std::set<std::string> unique;
+        for (auto& [name, file] : index["weight_map"].items()) {
+            if (!file.is_string()) return where + "weight_map names " + shown(file) + ", not a file name";
+            const std::string f = file.get<std::string>();
+            if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
+                return where + "weight_map names a file outside the folder: " + in_quotes(f);
+            unique.insert(f);
         }
+        files.assign(unique.begin(), unique.end());
     } else if (exists(dir + "/model.safetensors")) {
         files.push_back("model.safetensors");
     } else {
-        return dir + " has neither model.safetensors nor model.safetensors.index.json";
+        return shown_dir + " has neither model.safetensors nor model.safetensors.index.json";
     }
     std::map<std::string, const SafeTensor*> all;
     for (const std::string& f : files) {
         out->safetensors.emplace_back(new SafetensorsFile);
         if (!(err = out->safetensors.back()->open(dir + "/" + f)).empty()) return err;
-        out->files.push_back(dir + "/" + f);
+        out->inputs.push_back({dir + "/" + f, out->safetensors.back()->id()});
         for (auto& [name, t] : out->safetensors.back()->tensors()) all[name] = &t;
     }
 
     // The tokenizer: SentencePiece's tokenizer.model when there is one (Llama-2, Mistral),
     // else a byte-level BPE tokenizer.json (Llama-3, Qwen3), with tokenizer_config.json's
     // BOS/EOS tokens and add_bos_token.
-    std::string tokenizer_config;  // "" when absent or unreadable: it only adds to the tokenizer
-    if (exists(dir + "/tokenizer_config.json") && !read_file(dir + "/tokenizer_config.json", &tokenizer_config).empty())
-        tokenizer_config.clear();
+    // tokenizer_config.json is optional, but when it is there it must be readable JSON: it
+    // decides BOS/EOS and add_bos for a BPE tokenizer, and holds the chat template.
+    std::string tokenizer_config;
+    const std::string tokenizer_config_path = dir + "/tokenizer_config.json";
+    if (exists(tokenizer_config_path)) {
+        json parsed;  // checked here, so that the readers below (which parse it again) cannot fail on it
+        if (!(err = read_input(tokenizer_config_path, InputKind::tokenizer_config_json, &tokenizer_config, out)).empty()) return err;
+        if (!(err = parse_json(tokenizer_config, &parsed)).empty()) return printable(tokenizer_config_path, 4096) + ": " + err;
+    }
     Tokenizer tok;
     if (exists(dir + "/tokenizer.model") || !exists(dir + "/tokenizer.json")) {
         out->tokenizer.kind = TokenizerKind::sentencepiece;
-        if (!(err = read_file(dir + "/tokenizer.model", &out->tokenizer.sentencepiece)).empty())
-            return err + " (hearth needs the SentencePiece tokenizer.model or a byte-level BPE tokenizer.json)";
-        out->files.push_back(dir + "/tokenizer.model");
-        if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.model: " + err;
+        if (!exists(dir + "/tokenizer.model"))
+            return "cannot find tokenizer.model or tokenizer.json in " + shown_dir +
+                   " (hearth needs the SentencePiece tokenizer.model or a byte-level BPE tokenizer.json)";
+        if (!(err = read_input(dir + "/tokenizer.model", InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, out)).empty())
+            return err;
+        if (!(err = tok.load(out->tokenizer)).empty()) return shown_dir + "/tokenizer.model: " + err;
     } else {
         out->tokenizer.kind = TokenizerKind::bpe;
-        if (!(err = read_file(dir + "/tokenizer.json", &text)).empty()) return err;
-        if (!(err = bpe_from_tokenizer_json(text, tokenizer_config, &out->tokenizer.bpe, &out->tokenizer.bpe_built)).empty()) return dir + "/tokenizer.json: " + err;
-        out->files.push_back(dir + "/tokenizer.json");
-        if (!(err = tok.load(out->tokenizer)).empty()) return dir + "/tokenizer.json: " + err;
+        const std::string tokenizer_json_path = dir + "/tokenizer.json";
+        if (!(err = read_input(tokenizer_json_path, InputKind::tokenizer_json, &text, out)).empty()) return err;
+        err = bpe_from_tokenizer_json(text, tokenizer_config, &out->tokenizer.bpe, &out->tokenizer.bpe_built);
+        // The reader names tokenizer_config.json when that is the file at fault.
+        if (!err.empty()) return err.rfind("tokenizer_config.json: ", 0) == 0 ? shown_dir + "/" + err : printable(tokenizer_json_path, 4096) + ": " + err;
+        if (!(err = tok.load(out->tokenizer)).empty()) return printable(tokenizer_json_path, 4096) + ": " + err;
         // The tokenizer decides whether prompts start with BOS (Qwen3's config.json names a
         // bos_token_id that its tokenizer never adds).
         const BpeVocab& v = out->tokenizer.bpe;
@@ -318,7 +345,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         SourceTensor s;
         s.name = want.name;
         s.type = type_from_dtype(st.dtype);
-        if (s.type == UINT32_MAX) return std::string("tensor ") + hf + " has dtype " + st.dtype + " (F32, F16 or BF16 expected)";
+        if (s.type == UINT32_MAX) return std::string("tensor ") + hf + " has dtype " + in_quotes(st.dtype) + " (F32, F16 or BF16 expected)";
         s.n_dims = want.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = want.shape[d];
         s.data = st.data;
@@ -358,11 +385,11 @@ std::string import_model_file(const std::string& path, ImportedCheckpoint* out) 
     out->mapped.reset(new MappedFile);
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;
-    out->files.push_back(path);
+    out->inputs.push_back({path, out->mapped->id()});
     ParsedCheckpoint parsed;
     err = parse_model_file(out->mapped->data(), out->mapped->size(), &parsed);
     if (err.empty()) err = import_parsed(parsed, out);
-    if (!err.empty()) return path + ": " + err;
+    if (!err.empty()) return printable(path, 4096) + ": " + err;
     if (out->config.name.empty()) out->config.name = model_name_from_path(path, true);
     return "";
 }

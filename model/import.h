@@ -32,8 +32,13 @@ struct ImportedCheckpoint {
     ModelConfig config;
     TokenizerSpec tokenizer;
     std::vector<SourceTensor> tensors;
-    // Every file read (weights, tokenizer), so that quantize never writes over one of them.
-    std::vector<std::string> files;
+    // Every file read (weights, configuration, tokenizer, index), by identity (device and
+    // inode, whatever path reached it), so that quantize never writes over one of them.
+    struct Input {
+        std::string path;
+        FileId id;
+    };
+    std::vector<Input> inputs;
     // Owners of the memory `data` points into.
     std::vector<std::unique_ptr<SafetensorsFile>> safetensors;
     std::unique_ptr<MappedFile> mapped;

@@ -7,11 +7,12 @@
 // its layers. The ak42 files put the vectors (the norms) first, a stable partition of that order.
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_map>
 
+#include "../base/input_file.h"
+#include "../base/limits.h"
+#include "../base/printable.h"
 #include "../kernels/quant_types.h"
 #include "../tokenizer/tokenizer.h"
 #include "import.h"
@@ -23,7 +24,6 @@ constexpr uint32_t kAk42Magic = 0x616b3432;  // "ak42" read as a little-endian u
 constexpr uint64_t kLegacyHeaderBytes = 7 * 4;
 constexpr uint64_t kAk42HeaderBytes = 256;
 constexpr uint32_t kTypeI8 = 24;  // GGUF's I8: the int8 values of a version 2 tensor
-constexpr int32_t kMaxGroupSize = 1 << 20;
 
 enum class Layout { legacy, ak42_v1, ak42_v2 };
 
@@ -59,7 +59,7 @@ std::string parse_header(const uint8_t* p, uint64_t size, Header* h) {
         h->shared_classifier = p[36] == 1;
         if (version == 2) {
             h->group_size = read_i32(p + 37);  // packed right after the flag byte
-            if (h->group_size < 1 || h->group_size > kMaxGroupSize)
+            if (h->group_size < 1 || h->group_size > limits::kLlama2cGroupSize)
                 return "group size " + std::to_string(h->group_size) + " is out of range";
         }
         h->data_offset = kAk42HeaderBytes;
@@ -182,25 +182,18 @@ std::string examine(const uint8_t* p, uint64_t size, Header* h, ModelConfig* c, 
     return "";
 }
 
-std::string read_whole_file(const std::string& path, std::string* out) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "cannot read " + path;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    *out = ss.str();
-    return "";
-}
-
 }  // namespace
 
 Llama2cFormat detect_llama2c(const std::string& path, std::string* why_not) {
     if (why_not) why_not->clear();
-    std::ifstream in(path, std::ios::binary);
-    struct stat st;
-    if (!in || stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return Llama2cFormat::none;
+    std::string why;
+    uint64_t size = 0;
+    const int fd = open_regular_file(path, &why, nullptr, &size);
+    if (fd < 0) return Llama2cFormat::none;
     uint8_t head[kAk42HeaderBytes] = {};
-    in.read(reinterpret_cast<char*>(head), sizeof head);
-    const uint64_t got = uint64_t(in.gcount()), size = uint64_t(st.st_size);
+    const ssize_t n = ::read(fd, head, sizeof head);
+    ::close(fd);
+    const uint64_t got = n > 0 ? uint64_t(n) : 0;
     if (got >= 4 && uint32_t(read_i32(head)) == kAk42Magic) return Llama2cFormat::ak42;
     // The legacy header has no magic: it is one when its seven numbers are a configuration
     // hearth accepts whose tensors fill the file exactly.
@@ -247,19 +240,20 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;
     err = parse_llama2c(static_cast<const uint8_t*>(out->mapped->data()), out->mapped->size(), out);
-    if (!err.empty()) return path + ": " + err;
-    out->files.push_back(path);
+    if (!err.empty()) return printable(path, 4096) + ": " + err;
+    out->inputs.push_back({path, out->mapped->id()});
     if (tokenizer_path.empty()) {
         out->tokenizer = TokenizerSpec{};  // kind none: run takes and prints ids only
         return "";
     }
     out->tokenizer.kind = TokenizerKind::sentencepiece;
-    if (!(err = read_whole_file(tokenizer_path, &out->tokenizer.sentencepiece)).empty()) return err;
-    out->files.push_back(tokenizer_path);
+    FileId id;
+    if (!(err = read_input_file(tokenizer_path, InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, &id)).empty()) return err;
+    out->inputs.push_back({tokenizer_path, id});
     Tokenizer tok;
-    if (!(err = tok.load(out->tokenizer)).empty()) return tokenizer_path + ": " + err;
+    if (!(err = tok.load(out->tokenizer)).empty()) return printable(tokenizer_path, 4096) + ": " + err;
     if (tok.vocab_size() != out->config.vocab_size)
-        return tokenizer_path + " has " + std::to_string(tok.vocab_size()) + " pieces but " + path + " has a vocabulary of " +
+        return printable(tokenizer_path, 4096) + " has " + std::to_string(tok.vocab_size()) + " pieces but " + printable(path, 4096) + " has a vocabulary of " +
                std::to_string(out->config.vocab_size) + ": it is not this model's tokenizer";
     // The ids the tokenizer encodes with (the Llama-2 one's are llama2.c's 1 and 2).
     out->config.bos_id = tok.bos_id();

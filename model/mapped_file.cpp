@@ -8,22 +8,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/printable.h"
+
 MappedFile::~MappedFile() {
     if (data_ && size_) munmap(data_, size_);
 }
 
 std::string MappedFile::open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return path + " is not a regular file";
-    }
-    size_ = size_t(st.st_size);
+    std::string why;
+    uint64_t size = 0;
+    const int fd = open_regular_file(path, &why, &id_, &size);
+    if (fd < 0) return why;
+    size_ = size_t(size);
     if (size_ == 0) {
         ::close(fd);
-        return path + " is empty";
+        return printable(path, 4096) + " is empty";
     }
     data_ = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     int err = errno;
@@ -31,7 +30,7 @@ std::string MappedFile::open(const std::string& path) {
     if (data_ == MAP_FAILED) {
         data_ = nullptr;
         size_ = 0;
-        return "cannot map " + path + ": " + std::strerror(err);
+        return "cannot map " + printable(path, 4096) + ": " + std::strerror(err);
     }
     return "";
 }
@@ -59,10 +58,4 @@ std::string AnonymousMemory::allocate(size_t bytes) {
     data_ = p;
     size_ = bytes;
     return "";
-}
-
-bool same_file(const std::string& a, const std::string& b) {
-    struct stat sa, sb;
-    if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return false;
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

@@ -4,16 +4,20 @@
 #include <cstddef>
 #include <string>
 
+#include "../base/input_file.h"
+
 class MappedFile {
 public:
     MappedFile() = default;
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
     ~MappedFile();
-    // "" on success, else a one-line reason.
+    // "" on success, else a one-line reason. Only a regular file (after following links) is
+    // mapped, and opening never blocks (base/input_file.h).
     std::string open(const std::string& path);
     const void* data() const { return data_; }
     size_t size() const { return size_; }
+    const FileId& id() const { return id_; }  // the file mapped, to compare an output with
     // Drops this process's pages of [p, p + n) (whole pages only): for data copied elsewhere.
     // A later read would page it in again from the file.
     void release(const void* p, size_t n);
@@ -21,6 +25,7 @@ public:
 private:
     void* data_ = nullptr;
     size_t size_ = 0;
+    FileId id_;
 };
 
 // Zeroed anonymous memory (for weights repacked at load), with transparent huge pages asked
@@ -39,6 +44,3 @@ private:
     void* data_ = nullptr;
     size_t size_ = 0;
 };
-
-// True when both paths name the same existing file (same device and inode).
-bool same_file(const std::string& a, const std::string& b);

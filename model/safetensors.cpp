@@ -1,14 +1,10 @@
 #include "safetensors.h"
 
 #include <cstring>
-#include <nlohmann/json.hpp>
 
-// A name from the file as it may be printed in a one-line message.
-static std::string printable(const std::string& s) {
-    std::string out;
-    for (unsigned char ch : s.substr(0, 200)) out += ch >= 0x20 && ch != 0x7f ? char(ch) : '?';
-    return out;
-}
+#include "../base/json_input.h"
+#include "../base/limits.h"
+#include "../base/printable.h"
 
 static uint64_t dtype_bytes(const std::string& dtype) {
     if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
@@ -30,16 +26,18 @@ std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::
     if (size < 8) return "too short for a safetensors file";
     uint64_t header_len;
     std::memcpy(&header_len, base, 8);
-    if (header_len < 2 || header_len > size - 8 || header_len > (uint64_t(100) << 20))
+    if (header_len < 2 || header_len > size - 8 || header_len > limits::kSafetensorsHeaderBytes)
         return "safetensors header length " + std::to_string(header_len) + " does not fit the file";
     const uint8_t* data = base + 8 + header_len;
     const uint64_t data_size = size - 8 - header_len;
+    nlohmann::json header;
+    std::string err = parse_json(std::string_view(reinterpret_cast<const char*>(base) + 8, header_len), &header);
+    if (!err.empty()) return "bad safetensors header: " + err;
     try {
-        auto header = nlohmann::json::parse(base + 8, base + 8 + header_len);
         if (!header.is_object()) return "safetensors header is not a JSON object";
         for (auto& [key, info] : header.items()) {
             if (key == "__metadata__") continue;
-            const std::string name = printable(key);
+            const std::string name = in_quotes(key);
             if (!info.is_object() || !info.contains("dtype") || !info["dtype"].is_string() || !info.contains("shape") ||
                 !info["shape"].is_array() || info["shape"].size() > 8 || !info.contains("data_offsets") ||
                 !info["data_offsets"].is_array() || info["data_offsets"].size() != 2)
@@ -50,7 +48,7 @@ std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::
             for (auto& d : info["shape"]) {
                 if (!d.is_number_unsigned()) return "tensor " + name + " has a shape that is not whole numbers";
                 uint64_t n = d.get<uint64_t>();
-                if (n != 0 && numel > (uint64_t(1) << 48) / n) return "tensor " + name + " has an absurd shape";
+                if (n != 0 && numel > limits::kSafetensorsElements / n) return "tensor " + name + " has an absurd shape";
                 numel *= n;
                 t.shape.push_back(n);
             }
@@ -60,14 +58,14 @@ std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::
             uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
             if (begin > end || end > data_size) return "tensor " + name + " lies outside the file (truncated?)";
             uint64_t elem = dtype_bytes(t.dtype);
-            if (elem == 0) return "tensor " + name + " has unknown dtype " + printable(t.dtype);
+            if (elem == 0) return "tensor " + name + " has unknown dtype " + in_quotes(t.dtype);
             if (end - begin != numel * elem) return "tensor " + name + " byte range does not match its shape";
             // Read through a float or a half pointer, the data must be aligned to its element size
             // (the format pads its header so that it is).
             if ((8 + header_len + begin) % elem != 0) return "tensor " + name + " is not aligned to its element size";
             t.data = data + begin;
             t.bytes = end - begin;
-            (*tensors)[name] = std::move(t);
+            (*tensors)[key] = std::move(t);
         }
     } catch (const std::exception& e) {
         return std::string("bad safetensors header: ") + e.what();

@@ -25,6 +25,7 @@ public:
     // Maps the file and parses it. "" on success, else a reason naming the file.
     std::string open(const std::string& path);
     const std::map<std::string, SafeTensor>& tensors() const { return tensors_; }
+    const FileId& id() const { return map_.id(); }
 
 private:
     MappedFile map_;
