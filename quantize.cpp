@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "base/input_file.h"
+#include "base/printable.h"
 #include "frontend/options.h"
 #include "model/checkpoint_writer.h"
 #include "model/convert.h"
@@ -39,14 +41,17 @@ static const char* kUsage =
     "        Norm weights always stay f32; a matrix whose rows the block size does not\n"
     "        divide falls back to q8_0, then f16.\n";
 
+// One line, whatever the message carries from a file: control characters are escaped.
 static int fail(const std::string& msg) {
-    std::fprintf(stderr, "quantize: %s\n", msg.c_str());
+    std::fprintf(stderr, "quantize: %s\n", printable(msg, 2048).c_str());
     return 1;
 }
 
 // Any signal that ends quantize first removes the unfinished output: an interrupt, a closed
-// pipe on stderr (`quantize ... 2>&1 | head -1`), a file size limit (ulimit -f), and SIGBUS,
-// which is how an input file truncated while it is mapped shows itself (then with a message).
+// pipe on stderr (`quantize ... 2>&1 | head -1`), and SIGBUS, which is how an input file
+// truncated while it is mapped shows itself (then with a message). A file size limit
+// (ulimit -f) is not a signal here: SIGXFSZ is ignored, so the write fails with EFBIG and
+// quantize says "File too large" in one line.
 extern "C" void on_signal(int sig) {
     remove_unfinished_checkpoints();
     if (sig == SIGBUS) {
@@ -112,9 +117,11 @@ int main(int argc, char** argv) {
         err = import_hf_folder(in_path, &src);
     } else {
         char magic[8] = {};
-        FILE* f = std::fopen(in_path.c_str(), "rb");
-        size_t got = f ? std::fread(magic, 1, sizeof magic, f) : 0;
-        if (f) std::fclose(f);
+        const int fd = open_regular_file(in_path, &err);  // a FIFO or device: refused, not waited on
+        if (fd < 0) return fail(err);
+        const ssize_t n = read(fd, magic, sizeof magic);
+        close(fd);
+        const size_t got = n > 0 ? size_t(n) : 0;
         if ((got == sizeof magic && std::memcmp(magic, kCheckpointMagic, sizeof magic) == 0) || is_gguf(magic, got)) {
             err = import_model_file(in_path, &src);
             if (!type_given) mix = OutputMix::Keep;
@@ -137,14 +144,17 @@ int main(int argc, char** argv) {
     if (llama2c && tokenizer_path.empty())
         std::fprintf(stderr, "quantize: warning: no --tokenizer: %s will have no tokenizer and run only with --prompt-ids and --print-ids\n",
                      out_path.c_str());
-    for (const std::string& read : src.files)
-        if (same_file(read, out_path)) return fail("the output would overwrite the input " + read);
-    if (same_file(in_path, out_path)) return fail("the output would overwrite the input " + in_path);
+    // The output may be none of the files read, whatever path names it (a symlink, a hard
+    // link, DIR/config.json): compared by device and inode.
+    FileId out_id;
+    if (file_id_of(out_path, &out_id))
+        for (const ImportedCheckpoint::Input& read : src.inputs)
+            if (read.id == out_id) return fail("the output " + out_path + " would overwrite the input " + read.path);
 
-    // A signal the caller ignores (nohup's SIGHUP, a shell's trap '') stays ignored: a write
-    // past a file size limit then fails like a full disk, and the writer cleans up itself.
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ, SIGBUS})
+    // A signal the caller ignores (nohup's SIGHUP, a shell's trap '') stays ignored.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGBUS})
         if (std::signal(sig, on_signal) == SIG_IGN) std::signal(sig, SIG_IGN);
+    std::signal(SIGXFSZ, SIG_IGN);
     std::fprintf(stderr, "quantize: reading %s\n", in_path.c_str());
     if (!(err = convert_checkpoint(src, out_path, format, mix, quiet)).empty()) return fail(err);
     return 0;

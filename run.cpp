@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "base/input_file.h"
+#include "base/printable.h"
 #include "frontend/bench.h"
 #include "frontend/chat_terminal.h"
 #include "frontend/cpu_info.h"
@@ -135,8 +137,9 @@ CommandLine command_line(Options& o) {
             "Timing (load, prompt and generation speed) is printed on stderr at the end.\n"};
 }
 
+// One line, whatever the message carries from a file: control characters are escaped.
 int fail(const std::string& msg) {
-    std::fprintf(stderr, "run: %s\n", msg.c_str());
+    std::fprintf(stderr, "run: %s\n", printable(msg, 2048).c_str());
     return 1;
 }
 
@@ -241,18 +244,14 @@ std::string check_context_memory(const ModelConfig& c, int n_ctx, KvCacheTypes t
 }
 
 int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
-    std::FILE* f = std::fopen(o.perplexity_file.c_str(), "rb");
-    if (!f) return fail("cannot read " + o.perplexity_file);
     std::string text;
-    char buf[65536];
-    for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
-    std::fclose(f);
+    std::string err = read_input_file(o.perplexity_file, InputKind::text, &text);
+    if (!err.empty()) return fail("--perplexity: " + err);
     const int max_seq_len = model.config.max_seq_len;
     const int window = o.n_ctx ? o.n_ctx : std::min(512, max_seq_len);
     if (window > max_seq_len) std::fprintf(stderr, "run: warning: -c %d is longer than the model's context of %d\n", window, max_seq_len);
     std::vector<int> ids;
-    std::string err = tok.encode(text, true, &ids);
-    if (!err.empty()) return fail(o.perplexity_file + ": " + err);
+    if (!(err = tok.encode(text, true, &ids)).empty()) return fail(o.perplexity_file + ": " + err);
     int windows = 0;
     err = perplexity_windows(ids.size(), window, &windows);
     if (!err.empty()) return fail(err);
@@ -305,13 +304,8 @@ int main(int argc, char** argv) {
     }
     if (args.was_given("--file")) {
         if (args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
-        FILE* f = std::fopen(o.prompt_file.c_str(), "rb");
-        char buf[1 << 16];
-        for (size_t n; f && (n = std::fread(buf, 1, sizeof buf, f)) > 0;) o.prompt.append(buf, n);
-        const bool failed = !f || std::ferror(f);  // a directory opens, then fails to read (EISDIR)
-        const int e = errno;
-        if (f) std::fclose(f);
-        if (failed) return fail("--file " + o.prompt_file + ": cannot read it (" + std::strerror(e) + ")");
+        std::string err = read_input_file(o.prompt_file, InputKind::text, &o.prompt);
+        if (!err.empty()) return fail("--file: " + err);
     }
     const bool prompt_given = args.was_given("--prompt") || args.was_given("--file"), ids_given = args.was_given("--prompt-ids");
     const bool perplexity_given = args.was_given("--perplexity");
@@ -339,9 +333,8 @@ int main(int argc, char** argv) {
         // A llama2.c model converted without --tokenizer: ids in, ids out (or --bench).
         if (!o.bench && !(ids_given && o.print_ids && !o.chat && !perplexity_given))
             return fail(o.model_path + " has no tokenizer: give the prompt as ids (--prompt-ids) and print ids (--print-ids)");
-    } else {
-        if (!(err = tok.load(model.tokenizer)).empty()) return fail(o.model_path + ": embedded tokenizer: " + err);
-        if (tok.vocab_size() > model.config.vocab_size) return fail(o.model_path + ": tokenizer is larger than the model's vocabulary");
+    } else if (!(err = load_tokenizer(model, &tok)).empty()) {
+        return fail(o.model_path + ": " + err);
     }
     if (o.tokenize) {
         if (model.tokenizer.kind == TokenizerKind::none) return fail(o.model_path + " has no tokenizer");

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "../kernels/quant_types.h"
+#include "config.h"
 #include "gguf.h"
+#include "tokenizer_metadata.h"
 
 // Paths of unfinished temporary files, for remove_unfinished_checkpoints(). A fixed array of
 // fixed buffers, because a signal handler may not allocate.
@@ -99,6 +101,19 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
     }
     const uint64_t alignment = gguf ? kGgufDefaultAlignment : kTensorAlignment;
     const std::string meta_bytes = meta.serialize();
+    // The metadata must pass the reader's checks (its limits, the configuration, the
+    // tokenizer): found out now, before gigabytes of tensors are written. commit()'s check
+    // covers the whole file at the end.
+    {
+        Metadata reread;
+        ModelConfig config;
+        TokenizerSpec tokenizer;
+        uint64_t used = 0;
+        std::string err = reread.parse(reinterpret_cast<const uint8_t*>(meta_bytes.data()), meta_bytes.size(), meta.size(), &used);
+        if (err.empty()) err = config_from_metadata(reread, &config);
+        if (err.empty()) err = tokenizer_from_metadata(reread, &tokenizer);
+        if (!err.empty()) return "the file would not load: " + err;
+    }
 
     // What comes before the data is sized first: where the data starts fixes every offset.
     uint64_t head_bytes = 0;
@@ -233,7 +248,7 @@ std::string CheckpointWriter::write(const void* data, size_t bytes) {
     return "";
 }
 
-std::string CheckpointWriter::commit() {
+std::string CheckpointWriter::commit(const std::function<std::string(const std::string& path)>& check) {
     if (!f_) return "checkpoint is not open";
     if (current_ != placements_.size())
         return fail("tensor data is incomplete (" + std::to_string(current_) + " of " + std::to_string(placements_.size()) + " tensors)");
@@ -244,6 +259,10 @@ std::string CheckpointWriter::commit() {
     const int closed = fclose(f_);
     f_ = nullptr;
     if (closed != 0) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
+    if (check) {
+        const std::string err = check(tmp_path_);
+        if (!err.empty()) return fail("the file written does not load, so it was removed: " + err);
+    }
     if (rename(tmp_path_.c_str(), path_.c_str()) != 0) return fail("cannot rename to " + path_ + ": " + std::strerror(errno));
     track(tmp_path_, false);
     committed_ = true;

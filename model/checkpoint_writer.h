@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,11 @@ public:
     // Appends bytes of the tensor data, in table order; padding is added between tensors.
     std::string write(const void* data, size_t bytes);
     // Checks that every tensor is complete, pads the end as the format wants, flushes, and
-    // renames into place.
-    std::string commit();
+    // renames into place — but first hands the finished temporary file to `check` (when
+    // given), and on its error removes the file and returns that error: quantize asks its
+    // output to pass the checks run applies (check_model_file), so that it never leaves a
+    // file run refuses.
+    std::string commit(const std::function<std::string(const std::string& path)>& check = nullptr);
 
     uint64_t file_bytes() const { return file_bytes_; }
 

@@ -13,6 +13,7 @@
 #include "../kernels/quant_types.h"
 #include "../kernels/rows_x8.h"
 #include "metadata.h"
+#include "model.h"
 #include "tokenizer_metadata.h"
 
 // Each mix's name and llama.cpp's LLAMA_FTYPE for it (include/llama.h), which a GGUF file
@@ -287,7 +288,8 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
                          src.tensors.size(), t.name.c_str(), type_name(t.type), type_name(type), in / 1e6, out / 1e6,
                          ref2 > 0 ? std::sqrt(err2 / ref2) : 0.0, in / 1e6 / std::max(secs, 1e-6));
     }
-    if (!(err = writer.commit()).empty()) return err;
+    // The file must load as run loads it before it takes its name.
+    if (!(err = writer.commit(check_model_file)).empty()) return err;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr,
                  "quantize: wrote %s in %.1f s: tensors %.2f MB -> %.2f MB, relative RMS error %.2e, %.3f bits per weight\n",

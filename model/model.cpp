@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "../base/printable.h"
 #include "../kernels/matmul.h"
 #include "../kernels/quant_types.h"
 #include "../kernels/rows_x8.h"
@@ -89,14 +90,37 @@ static std::string repack_for_kernels(Model* m) {
     return "";
 }
 
+std::string load_tokenizer(const Model& m, Tokenizer* tok) {
+    std::string err = tok->load(m.tokenizer);
+    if (!err.empty()) return "embedded tokenizer: " + err;
+    if (tok->vocab_size() > m.config.vocab_size)
+        return "the tokenizer has " + std::to_string(tok->vocab_size()) + " tokens, more than the model's vocabulary of " +
+               std::to_string(m.config.vocab_size);
+    return "";
+}
+
+std::string check_model_file(const std::string& path) {
+    Model m;
+    std::string err = m.file.open(path);
+    if (!err.empty()) return err;
+    ParsedCheckpoint parsed;
+    if ((err = parse_model_file(m.file.data(), m.file.size(), &parsed)).empty() && (err = bind_model(parsed, &m)).empty() &&
+        m.tokenizer.kind != TokenizerKind::none) {
+        Tokenizer tok;
+        err = load_tokenizer(m, &tok);
+    }
+    return err;
+}
+
 std::string load_model(const std::string& path, Model* m) {
     std::string err = m->file.open(path);
     if (!err.empty()) return err;
     ParsedCheckpoint parsed;
+    const std::string shown = printable(path, 4096);
     err = parse_model_file(m->file.data(), m->file.size(), &parsed);
-    if (!err.empty()) return path + ": " + err;
+    if (!err.empty()) return shown + ": " + err;
     err = bind_model(parsed, m);
-    if (!err.empty()) return path + ": " + err;
+    if (!err.empty()) return shown + ": " + err;
     err = repack_for_kernels(m);
-    return err.empty() ? "" : path + ": " + err;
+    return err.empty() ? "" : shown + ": " + err;
 }

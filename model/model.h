@@ -38,6 +38,13 @@ struct Model {
 std::string load_model(const std::string& path, Model* model);
 // The same checks on a checkpoint already parsed (the loader tests use this); no repacking.
 std::string bind_model(const ParsedCheckpoint& parsed, Model* model);
+// The model's tokenizer, as run uses it: "" or why the embedded tokenizer cannot be used
+// (including one larger than the model's vocabulary). A model without one is an error too.
+std::string load_tokenizer(const Model& model, Tokenizer* tok);
+// Every check `run` applies when it loads the file (parse, bind, tokenizer), without mapping
+// more than it reads or repacking anything: what quantize asks of its output before it is
+// renamed into place. "" or the reason.
+std::string check_model_file(const std::string& path);
 
 // Weight bytes read to generate one token: every matrix once, one row of the embedding.
 uint64_t weight_bytes_per_token(const Model& m);
