@@ -144,6 +144,8 @@ int main(int argc, char** argv) {
     if (llama2c && tokenizer_path.empty())
         std::fprintf(stderr, "quantize: warning: no --tokenizer: %s will have no tokenizer and run only with --prompt-ids and --print-ids\n",
                      out_path.c_str());
+    // An existing output is replaced by a rename: never a device, a FIFO or a folder.
+    if (stat(out_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return fail(out_path + " exists and is not a regular file");
     // The output may be none of the files read, whatever path names it (a symlink, a hard
     // link, DIR/config.json): compared by device and inode.
     FileId out_id;
