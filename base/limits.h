@@ -38,7 +38,7 @@ constexpr int kMetaArrayDepth = 4;                         // arrays of arrays
 
 // ---- Model configuration (model/config.cpp)
 constexpr int kDim = 1 << 16, kHiddenDim = 1 << 18, kLayers = 1024, kHeads = 1024, kHeadDim = 1024;
-constexpr int kVocabSize = 1 << 22;
+constexpr int kVocabSize = 1 << 21;  // the embedding's rows; a BPE vocabulary padded to them must fit kBpeTokens
 constexpr int kContextLength = 1 << 24;  // also the largest sliding window
 constexpr int kLlama2cGroupSize = 1 << 20;
 
@@ -49,7 +49,7 @@ constexpr size_t kSentencePieceStringBytes = size_t(1) << 20;    // names, unk_s
 constexpr size_t kSentencePieceCharsmapBytes = size_t(1) << 22;  // also normalization_rule_tsv
 
 // ---- Byte-level BPE vocabularies (tokenizer/bpe.cpp)
-constexpr size_t kBpeTokens = size_t(1) << 21;        // Llama-3: 128256, Qwen3: 151669
+constexpr size_t kBpeTokens = size_t(kVocabSize);     // Llama-3: 128256, Qwen3: 151669
 constexpr size_t kBpeMerges = size_t(1) << 22;        // Llama-3: 280147
 constexpr size_t kBpeTokenBytes = 1024;               // one token's text
 constexpr size_t kBpeAddedTokenBytes = 4 * MiB;       // all added (control, user-defined) tokens' text together
