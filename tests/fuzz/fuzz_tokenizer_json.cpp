@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../../tokenizer/tokenizer.h"
+#include "fuzz_json_depth.h"
 #include "fuzz_tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -36,4 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     fuzz::use_tokenizer(tok, texts, size);
     return 0;
+}
+
+// JSON nested beyond what byte mutations reach (fuzz_json_depth.h).
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+    return fuzz::mutate_json(data, size, max_size, seed);
 }
