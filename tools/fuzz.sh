@@ -63,14 +63,15 @@ for t in $targets; do
     # Classic mode ends with stat:: lines; fork mode's last status line is "#RUNS: cov: N ft: N ...".
     runs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
     [ -z "$runs" ] && runs=$(grep -oE '^#[0-9]+:' "$log" | tail -1 | tr -d '#:')
-    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1)
-    ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1)
+    # Coverage (edges) and features when the seeds had run, and at the end.
+    cov=$(grep -oE 'cov: [0-9]+' "$log" | sed -n '1p;$p' | awk '{printf "%s%s", sep, $2; sep="->"}')
+    ft=$(grep -oE 'ft: [0-9]+' "$log" | sed -n '1p;$p' | awk '{printf "%s%s", sep, $2; sep="->"}')
     found=$(ls build/fuzz/crashes/ | grep "^$t-" | sed 's/^'"$t"'-//; s/-.*//' | sort | uniq -c | awk '{printf "%s%d %s", sep, $1, $2; sep=", "}')
     new=$(( $(ls build/fuzz/crashes/ | grep -c "^$t-") - before ))
     [ $rc -ne 0 ] && tail -n 30 "$log"
     [ $rc -ne 0 ] || [ $new -ne 0 ] && status=1
-    summary="$summary$(printf '%-16s %4ss  %9s runs  %-10s %-10s  corpus %5s  exit %d  new findings %d (in build/fuzz/crashes: %s)' \
-        "$t" "$seconds" "${runs:-?}" "${cov:-cov: ?}" "${ft:-ft: ?}" "$(ls "$corpus" | wc -l)" $rc $new "${found:-none}")\n"
+    summary="$summary$(printf '%-16s %4ss  %9s runs  cov %-11s ft %-11s corpus %5s  exit %d  new findings %d (in build/fuzz/crashes: %s)' \
+        "$t" "$seconds" "${runs:-?}" "${cov:-?}" "${ft:-?}" "$(ls "$corpus" | wc -l)" $rc $new "${found:-none}")\n"
 done
 printf "$summary"
 exit $status
