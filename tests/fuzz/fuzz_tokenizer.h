@@ -154,6 +154,22 @@ inline bool is_nfc(const std::string& s) {
     return same;
 }
 
+// For messages: the first 160 bytes, printable ASCII as it is and every other byte as \xNN.
+inline std::string escaped(const std::string& s) {
+    std::string out;
+    char buf[8];
+    for (size_t i = 0; i < s.size() && i < 160; i++) {
+        const unsigned char c = s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            out += char(c);
+        } else {
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        }
+    }
+    return out + (s.size() > 160 ? "..." : "");
+}
+
 // What encode_one needs besides the text: the tokenizer and, for BPE, its control tokens.
 struct Use {
     const Tokenizer& tok;
@@ -189,8 +205,8 @@ inline void check_round_trip(const Use& use, const std::string& text, bool add_b
     }
     const std::string back = bos ? use.tok.decode(std::vector<int>(ids.begin() + 1, ids.end())) : decoded;
     if (back != text) {
-        std::fprintf(stderr, "fuzz: decode(encode(text)) != text (%zu bytes in, %zu out, %zu ids, allow_control %d)\n", text.size(),
-                     back.size(), ids.size(), int(allow_control));
+        std::fprintf(stderr, "fuzz: decode(encode(text)) != text (%zu bytes in, %zu out, %zu ids, allow_control %d)\n  text: %s\n  back: %s\n",
+                     text.size(), back.size(), ids.size(), int(allow_control), escaped(text).c_str(), escaped(back).c_str());
         std::abort();
     }
 }
