@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes the fuzzers' dictionaries and generated seeds (docs/robustness.md, "Fuzzing").
 
-    tools/make_fuzz_seeds.py            write tests/fuzz/dict/TARGET.dict and tests/fuzz/corpus/TARGET/gen-*
+    tools/make_fuzz_seeds.py            write tests/fuzz/dict/TARGET.dict, tests/fuzz/corpus/TARGET/gen-*
+                                        and tests/fuzz/regressions/TARGET/gen-*
     tools/make_fuzz_seeds.py --check    also run each seed through its built fuzzer (build/fuzz/)
                                         with HEARTH_FUZZ_VERBOSE=1 and say which ones the parser refuses
 
@@ -16,8 +17,9 @@ GGUF and hearth models with a byte-level BPE vocabulary. The dictionaries give t
 the words those files are made of. Standard library only; the output is deterministic, so a
 diff of the committed files shows what a change to this script did.
 
-A seed that crashes the current code is still a seed (the fixes make it pass); the reproducers
-of known crashes live in tests/fuzz/regressions/TARGET/ (tools/fuzz.sh replays them).
+A seed that crashes the current code is still a seed (the fixes make it pass). Reproducers of
+the crashes issue 20 names go to tests/fuzz/regressions/TARGET/gen-* (tools/fuzz.sh replays
+them; the fuzzers' own finds sit beside them as found-*, which this script leaves alone).
 """
 import json
 import os
@@ -28,6 +30,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+REGRESSIONS = os.path.join(ROOT, "tests", "fuzz", "regressions")
 DICTS = os.path.join(ROOT, "tests", "fuzz", "dict")
 
 # ---------------------------------------------------------------------------------------------
@@ -57,6 +60,7 @@ BACKTRACKING_REGEXES = [
     "(*NO_JIT)(*NO_START_OPT)(*NO_AUTO_POSSESS)(?:(\\w)|(\\W))*?\\z|.",
     "(?=(\\p{L}*)*\\p{N})|\\p{L}+|\\p{N}|\\s+",
 ]
+BACKTRACKING_WORDS = "(*NO_JIT)(\\p{L}|\\p{L}\\p{M}?)+!|\\p{L}+|\\s+|."
 MANY_GROUPS_REGEXES = [
     "()" * 63 + "(\\p{L}+)|\\s+|.",                     # 64 groups: hearth's limit
     "()" * 64 + "(\\p{L}+)|\\s+|.",                     # 65
@@ -297,11 +301,11 @@ DEEP = [1000, 4000]
 DEEPEST = 8000
 
 
-def write(target, name, data):
-    d = os.path.join(CORPUS, target)
+def write(target, name, data, where=CORPUS):
+    d = os.path.join(where, target)
     os.makedirs(d, exist_ok=True)
     data = utf8(data)
-    assert len(data) < 50 * 1024, (target, name, len(data))
+    assert len(data) < (50 if where == CORPUS else 64) * 1024, (target, name, len(data))
     with open(os.path.join(d, "gen-" + name), "wb") as f:
         f.write(data)
 
@@ -719,6 +723,58 @@ def write_bpe_vocab():
 
 
 # ---------------------------------------------------------------------------------------------
+# Reproducers of the crashes issue 20 names, made rather than found (tests/fuzz/regressions/;
+# the fuzzers' own finds sit beside them, minimized). Each fails on the code of issue 20 and
+# must pass once it is fixed.
+
+def write_regressions():
+    def reg(target, name, data):
+        write(target, name, data, REGRESSIONS)
+
+    # Copying a value nested 16,000 deep overflows the stack (the ASan build's 8 MB run out near
+    # 10,000; 16,000 leaves a margin); printing one (dump) 30,000 deep. One reproducer for each
+    # place a reader copies or prints a value of the file.
+    deep = 16000
+    reg("hf_config", "stack-overflow-rope_scaling-deep%d.json" % deep, json_with(HF_BASE, "rope_scaling", nested_array(deep)))
+    reg("hf_config", "stack-overflow-eos_token_id-deep%d.json" % deep, json_with(HF_BASE, "eos_token_id", nested_array(deep, "2")))
+    reg("hf_config", "stack-overflow-architectures-dump-deep30000.json", json_with(HF_BASE, "architectures", nested_array(30000)))
+    small = tokenizer_json(Vocab(), pre_splits(LLAMA3_REGEX))
+    reg("tokenizer_json", "stack-overflow-normalizer-deep%d.json" % deep, json_with(small, "normalizer", nested_array(deep, "null")))
+    reg("tokenizer_json", "stack-overflow-pre_tokenizer-deep%d.json" % deep, json_with(small, "pre_tokenizer", nested_array(deep, "null")))
+    reg("tokenizer_json", "stack-overflow-config-bos_token-deep%d.json" % deep,
+        json.dumps(small) + "\0" + json_with(LLAMA3_CONFIG, "bos_token", nested_array(deep, '"<s>"')))
+    tensor = '{"dtype": "F32", "shape": [2, 2], "data_offsets": [0, %s]}' % nested_array(deep, "16")
+    header = ('{"w": %s}' % tensor).encode()
+    header += b" " * (-len(header) % 8)
+    reg("safetensors", "stack-overflow-data_offsets-deep%d.safetensors" % deep, struct.pack("<Q", len(header)) + header + b"\0" * 16)
+    # A user-defined added token that is the tail of a character ("\x98\x80", of U+1F600): the
+    # encoder matches it inside the character and hands the invalid rest to PCRE2 unchecked,
+    # which reads past the text (heap-buffer-overflow).
+    reg("bpe_vocab", "heap-overflow-added-token-tail-of-a-character.bin", records(("A", b"\x98\x80")))
+    for name, vocab, tokenizer_keys, texts in model_seeds():
+        if name == "bpe-partial-utf8-added":
+            tensors = model_tensors(len(vocab.tokens))
+            data = tensor_data(tensors, texts)
+            meta = model_metadata(vocab, tokenizer_keys)
+            reg("gguf", "heap-overflow-added-tokens-not-whole-characters.gguf", gguf_file(meta, tensors, data))
+            reg("checkpoint", "heap-overflow-added-tokens-not-whole-characters.hearth", hearth_file(meta, tensors, data))
+    # 2001 capture groups: every match start of PCRE2's interpreter copies a 32 KB frame.
+    reg("bpe_vocab", "timeout-2001-capture-groups.bin", records(("R", MANY_GROUPS_REGEXES[2]), ("T", "ab" * 20 + "c")))
+    # A regex that backtracks exponentially on a run of letters, after Llama-3's has split the text
+    # into words: each word costs PCRE2's whole match limit (10M steps), 30 words several seconds
+    # (with PCRE2's JIT; (*NO_JIT) takes the interpreter, slower still).
+    words = " abcdefghijklmnopqrstuvwxyzab" * 30
+    reg("bpe_vocab", "timeout-backtracking-no-jit.bin", records(("r", "0"), ("R", BACKTRACKING_WORDS), ("T", words)))
+    reg("tokenizer_json", "timeout-backtracking-no-jit.json",
+        with_texts(tokenizer_json(Vocab(), pre_splits(LLAMA3_REGEX, BACKTRACKING_WORDS)), {}, [words]))
+    v = Vocab()
+    tensors = model_tensors(len(v.tokens))
+    meta = model_metadata(v, lambda m: (m.string("tokenizer.ggml.pre", "hearth"),
+                                        m.strings("hearth.tokenizer.pre_split_regex", [LLAMA3_REGEX, BACKTRACKING_WORDS])))
+    reg("gguf", "timeout-backtracking-no-jit.gguf", gguf_file(meta, tensors, tensor_data(tensors, [words])))
+
+
+# ---------------------------------------------------------------------------------------------
 
 def check():
     """Runs each generated seed through its fuzzer with HEARTH_FUZZ_VERBOSE=1 and prints what the
@@ -747,10 +803,13 @@ def check():
 def main():
     # Generated seeds are named gen-*: remove the old ones first, so a seed that is no longer
     # generated does not linger.
-    for target in os.listdir(CORPUS) if os.path.isdir(CORPUS) else []:
-        for name in os.listdir(os.path.join(CORPUS, target)):
-            if name.startswith("gen-"):
-                os.remove(os.path.join(CORPUS, target, name))
+    for where in (CORPUS, REGRESSIONS):
+        for target in os.listdir(where) if os.path.isdir(where) else []:
+            if not os.path.isdir(os.path.join(where, target)):
+                continue
+            for name in os.listdir(os.path.join(where, target)):
+                if name.startswith("gen-"):
+                    os.remove(os.path.join(where, target, name))
     write_dicts()
     write_hf_config()
     write_tokenizer_config()
@@ -758,6 +817,7 @@ def main():
     write_safetensors()
     write_models()
     write_bpe_vocab()
+    write_regressions()
     if "--check" in sys.argv[1:]:
         check()
 
