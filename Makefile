@@ -166,6 +166,13 @@ build/fuzz/obj/%.o: %.cpp Makefile
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ $(MODEL_LIBS)
+# Only the crash reproducers of tests/fuzz/regressions/ (each passes once its bug is fixed);
+# `make fuzz` replays them too before fuzzing.
+.PHONY: fuzz-regressions
+fuzz-regressions: deps
+	@tools/install_deps.sh --fuzz
+	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_TARGETS)
+	tools/fuzz.sh --replay
 fuzz: deps
 	@tools/install_deps.sh --fuzz
 	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_TARGETS)

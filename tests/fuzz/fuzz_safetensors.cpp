@@ -3,9 +3,16 @@
 #include <string>
 
 #include "../../model/safetensors.h"
+#include "fuzz_json_depth.h"
+#include "fuzz_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::map<std::string, SafeTensor> tensors;
-    parse_safetensors(data, size, &tensors);
+    fuzz::report("safetensors", parse_safetensors(data, size, &tensors));
     return 0;
+}
+
+// JSON nested beyond what byte mutations reach (fuzz_json_depth.h).
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+    return fuzz::mutate_json(data, size, max_size, seed, 8, true);
 }

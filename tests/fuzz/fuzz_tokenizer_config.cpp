@@ -2,8 +2,17 @@
 #include <string>
 
 #include "../../model/chat_template.h"
+#include "fuzz_json_depth.h"
+#include "fuzz_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    detect_chat_template(chat_template_jinja(std::string(reinterpret_cast<const char*>(data), size)));
+    const std::string jinja = chat_template_jinja(std::string(reinterpret_cast<const char*>(data), size));
+    const std::string name = detect_chat_template(jinja);
+    fuzz::report("chat template", jinja.empty() ? "none" : name.empty() ? "not recognised" : "");
     return 0;
+}
+
+// JSON nested beyond what byte mutations reach (fuzz_json_depth.h).
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+    return fuzz::mutate_json(data, size, max_size, seed);
 }
