@@ -75,7 +75,16 @@ build/asan/unit_tests: $(patsubst %.cpp,build/asan/%.o,$(TEST_SRCS)) $(ASAN_LIB_
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
 build/asan/kernel_tests: $(patsubst %.cpp,build/asan/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))
 	$(CXX) $(ASAN_FLAGS) $^ -o $@
-ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests
+# The fuzz targets (tests/fuzz/), built with g++ and the sanitizers into one binary that runs
+# each committed seed and crash reproducer through its target once (tests/fuzz/replay_main.cpp);
+# `make fuzz` (clang, libFuzzer) is the fuzzing itself.
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+build/asan/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.cpp Makefile
+	@mkdir -p $(dir $@)
+	$(CXX) $(ASAN_FLAGS) -DLLVMFuzzerTestOneInput=fuzz_entry_$* -DLLVMFuzzerCustomMutator=fuzz_mutator_$* -c $< -o $@
+build/asan/fuzz_replay: tests/fuzz/replay_main.cpp $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(ASAN_LIB_OBJS)
+	$(CXX) $(ASAN_FLAGS) '-DHEARTH_FUZZ_TARGETS=$(foreach t,$(FUZZ_NAMES),X($(t)))' $^ -o $@ $(MODEL_LIBS)
+ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests build/asan/fuzz_replay
 
 # Three aarch64 builds: with the dotprod extension, with dotprod and i8mm (the SMMLA GEMM,
 # kernels/gemm_neon_i8mm.cpp), and without either, run on a CPU model that has (max) or lacks
@@ -138,6 +147,7 @@ test: deps
 		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \
 		"host, AddressSanitizer + UBSan: unit tests (driving build/asan/run and quantize)" "env HEARTH_BIN_DIR=build/asan build/asan/unit_tests" \
 		"host, AddressSanitizer + UBSan: kernel tests" "build/asan/kernel_tests" \
+		"host, AddressSanitizer + UBSan: the fuzz targets' seeds and crash reproducers" "build/asan/fuzz_replay" \
 		"aarch64 with dotprod (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_dotprod" \
 		"aarch64 with i8mm (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_i8mm" \
 		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
