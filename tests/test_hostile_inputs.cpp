@@ -167,7 +167,7 @@ struct Job {
 
 struct Outcome {
     int exit_code = -1;      // when it exited
-    long rss_bound_kib = 0;  // when max_rss_kib is 0 (it ended before a poll): its peak was below this
+    long rss_bound_kib = 0;  // when not 0, max_rss_kib is what polls saw and the peak was below this
     int signal = 0;          // when a signal ended it (not the guard or the watchdog)
     bool hung = false;       // killed by the time guard
     bool too_big = false;    // killed by the memory watchdog
@@ -176,7 +176,7 @@ struct Outcome {
     std::string out, err;
     std::string summary() const {
         char buf[160];
-        if (max_rss_kib) std::snprintf(buf, sizeof buf, ", %.2f s, peak %ld MiB", seconds, max_rss_kib >> 10);
+        if (!rss_bound_kib) std::snprintf(buf, sizeof buf, ", %.2f s, peak %ld MiB", seconds, max_rss_kib >> 10);
         else std::snprintf(buf, sizeof buf, ", %.2f s, peak under %ld MiB", seconds, (rss_bound_kib >> 10) + 1);
         if (hung) return "hung: killed by the time guard" + std::string(buf);
         if (too_big) return "killed by the watchdog past " + std::to_string(kKillRssKiB >> 10) + " MiB" + buf;
@@ -226,7 +226,8 @@ std::vector<Outcome> run_jobs(const std::vector<Job>& jobs) {
     while (next < jobs.size() || !live.empty()) {
         while (next < jobs.size() && live.size() < parallel) {
             const Job& job = jobs[next];
-            int pin[2], pout[2], perr[2];
+            int pin[2], pout[2], perr[2], exec_sync[2];
+            REQUIRE(pipe2(exec_sync, O_CLOEXEC) == 0);
             REQUIRE(pipe2(pin, O_CLOEXEC) == 0);
             REQUIRE(pipe2(pout, O_CLOEXEC) == 0);
             REQUIRE(pipe2(perr, O_CLOEXEC) == 0);
@@ -253,8 +254,18 @@ std::vector<Outcome> run_jobs(const std::vector<Job>& jobs) {
                     setrlimit(RLIMIT_FSIZE, &r);
                 }
                 execv(argv[0], argv.data());
+                const int e = errno;
+                (void)!write(exec_sync[1], &e, sizeof e);
                 _exit(127);
             }
+            // Until it has exec'd, the child is a copy of this process, and /proc shows this
+            // process's memory: wait for the exec (the pipe closes) before measuring anything.
+            close(exec_sync[1]);
+            int exec_errno = 0;
+            while (read(exec_sync[0], &exec_errno, sizeof exec_errno) < 0 && errno == EINTR) {
+            }
+            close(exec_sync[0]);
+            REQUIRE_MESSAGE(exec_errno == 0, "cannot run " << args[0] << ": " << std::strerror(exec_errno));
             close(pin[0]);
             close(pout[1]);
             close(perr[1]);
@@ -322,8 +333,9 @@ std::vector<Outcome> run_jobs(const std::vector<Job>& jobs) {
                 l.reaped = true;
                 // ru_maxrss keeps the forked copy of this process's memory across exec: above
                 // that it is the program's own peak; below, the peak polled from /proc is.
-                o.max_rss_kib = std::max(l.hwm_kib, ru.ru_maxrss > l.parent_rss_kib + (8L << 10) ? long(ru.ru_maxrss) : 0L);
-                o.rss_bound_kib = ru.ru_maxrss;
+                const bool own_peak = ru.ru_maxrss > l.parent_rss_kib + (8L << 10);
+                o.max_rss_kib = std::max(l.hwm_kib, own_peak ? long(ru.ru_maxrss) : 0L);
+                if (!own_peak && l.hwm_kib < ru.ru_maxrss) o.rss_bound_kib = ru.ru_maxrss;
                 if (WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
                 else if (WIFSIGNALED(status) && !o.hung && !o.too_big) o.signal = WTERMSIG(status);
                 // What the pipes still hold; the child is gone, so they end.
