@@ -102,8 +102,8 @@ std::string line_problem(const std::string& line) {
         const unsigned char c = static_cast<unsigned char>(line[i]);
         char where[64];
         std::snprintf(where, sizeof where, " at byte %zu", i);
-        if (c < 0x20) return "control byte " + shown(std::string(1, char(c))) + where;
-        if (c == 0x7f) return std::string("DEL") + where;
+        if (c < 0x20) return "a control byte " + shown(std::string(1, char(c))) + where;
+        if (c == 0x7f) return std::string("a DEL") + where;
         if (c < 0x80) {
             i++;
             continue;
@@ -113,15 +113,15 @@ std::string line_problem(const std::string& line) {
         if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f, min = 0x80;
         else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f, min = 0x800;
         else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07, min = 0x10000;
-        else return "invalid UTF-8 byte " + shown(std::string(1, char(c))) + where;
+        else return "an invalid UTF-8 byte " + shown(std::string(1, char(c))) + where;
         if (i + size_t(len) > line.size()) return std::string("a UTF-8 character cut short") + where;
         for (int k = 1; k < len; k++) {
             const unsigned char b = static_cast<unsigned char>(line[i + size_t(k)]);
-            if ((b & 0xc0) != 0x80) return std::string("invalid UTF-8 sequence") + where;
+            if ((b & 0xc0) != 0x80) return std::string("an invalid UTF-8 sequence") + where;
             cp = cp << 6 | (b & 0x3f);
         }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return std::string("invalid UTF-8 sequence") + where;
-        if (cp >= 0x80 && cp <= 0x9f) return std::string("C1 control character") + where;
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return std::string("an invalid UTF-8 sequence") + where;
+        if (cp >= 0x80 && cp <= 0x9f) return std::string("a C1 control character") + where;
         i += size_t(len);
     }
     return "";
@@ -135,7 +135,7 @@ std::string not_one_clean_line(const std::string& err) {
     if (lines != 1) return "stderr is " + std::to_string(lines) + " lines";
     if (err.size() > kMaxLineBytes) return "stderr is " + std::to_string(err.size()) + " bytes long";
     const std::string p = line_problem(err.substr(0, err.size() - 1));
-    return p.empty() ? "" : "stderr has a " + p;
+    return p.empty() ? "" : "stderr has " + p;
 }
 
 // For a run that succeeded: every line of stderr printable and of sane length (may be none).
@@ -146,7 +146,7 @@ std::string not_clean_lines(const std::string& err) {
         const std::string line = err.substr(at, nl - at);
         if (line.size() > kMaxLineBytes) return "a stderr line is " + std::to_string(line.size()) + " bytes long";
         const std::string p = line_problem(line);
-        if (!p.empty()) return "a stderr line has a " + p;
+        if (!p.empty()) return "a stderr line has " + p;
         at = nl + 1;
     }
     return "";
