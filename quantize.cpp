@@ -157,7 +157,6 @@ int main(int argc, char** argv) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGBUS})
         if (std::signal(sig, on_signal) == SIG_IGN) std::signal(sig, SIG_IGN);
     std::signal(SIGXFSZ, SIG_IGN);
-    std::fprintf(stderr, "quantize: reading %s\n", in_path.c_str());
     if (!(err = convert_checkpoint(src, out_path, format, mix, quiet)).empty()) return fail(err);
     return 0;
 }

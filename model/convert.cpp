@@ -228,8 +228,9 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     CheckpointWriter writer;
     if (!(err = writer.open(out_path, format, meta, specs)).empty()) return err;
 
-    std::fprintf(stderr, "quantize: -> %s (%s, %s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
-                 out_path.c_str(), checkpoint_format_name(format), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
+    // The first line quantize prints: a refusal before this point is its only line.
+    std::fprintf(stderr, "quantize: %s -> %s (%s, %s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
+                 src.source.c_str(), out_path.c_str(), checkpoint_format_name(format), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
                  c.vocab_size);
     const auto start = std::chrono::steady_clock::now();
     uint64_t bytes_in = 0, bytes_out = 0, elements = 0;

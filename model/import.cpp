@@ -236,6 +236,7 @@ std::string config_from_hf_json(const std::string& text, ModelConfig* c) {
 
 std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     std::string text, err;
+    out->source = dir;
     const std::string shown_dir = printable(dir, 4096);
     if (!exists(dir + "/config.json")) return "cannot find config.json in " + shown_dir + " (is it a Hugging Face model folder?)";
     if (!(err = read_input(dir + "/config.json", InputKind::config_json, &text, out)).empty()) return err;
@@ -382,6 +383,7 @@ std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* ou
 }
 
 std::string import_model_file(const std::string& path, ImportedCheckpoint* out) {
+    out->source = path;
     out->mapped.reset(new MappedFile);
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;

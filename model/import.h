@@ -29,6 +29,7 @@ struct SourceTensor {
 };
 
 struct ImportedCheckpoint {
+    std::string source;  // the folder or file it was read from, as given
     ModelConfig config;
     TokenizerSpec tokenizer;
     std::vector<SourceTensor> tensors;

@@ -236,6 +236,7 @@ std::string parse_llama2c(const uint8_t* base, uint64_t size, ImportedCheckpoint
 }
 
 std::string import_llama2c(const std::string& path, const std::string& tokenizer_path, ImportedCheckpoint* out) {
+    out->source = path;
     out->mapped.reset(new MappedFile);
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;
