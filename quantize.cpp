@@ -43,7 +43,7 @@ static const char* kUsage =
 
 // One line, whatever the message carries from a file: control characters are escaped.
 static int fail(const std::string& msg) {
-    std::fprintf(stderr, "quantize: %s\n", printable(msg, 2048).c_str());
+    std::fprintf(stderr, "quantize: %s\n", message_line(msg).c_str());
     return 1;
 }
 
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
         return fail("--tokenizer is for llama2.c checkpoints; " + in_path + " brings its own tokenizer");
     if (llama2c && tokenizer_path.empty())
         std::fprintf(stderr, "quantize: warning: no --tokenizer: %s will have no tokenizer and run only with --prompt-ids and --print-ids\n",
-                     out_path.c_str());
+                     shown_path(out_path).c_str());
     // An existing output is replaced by a rename: never a device, a FIFO or a folder.
     if (stat(out_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return fail(out_path + " exists and is not a regular file");
     // The output may be none of the files read, whatever path names it (a symlink, a hard

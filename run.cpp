@@ -139,7 +139,7 @@ CommandLine command_line(Options& o) {
 
 // One line, whatever the message carries from a file: control characters are escaped.
 int fail(const std::string& msg) {
-    std::fprintf(stderr, "run: %s\n", printable(msg, 2048).c_str());
+    std::fprintf(stderr, "run: %s\n", message_line(msg).c_str());
     return 1;
 }
 

@@ -39,11 +39,11 @@ std::string bytes_text(uint64_t bytes) { return std::to_string(bytes) + " bytes"
 int open_nonblocking(const std::string& path, std::string* why, struct stat* st) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
-        *why = "cannot open " + printable(path, 4096) + ": " + std::strerror(errno);
+        *why = "cannot open " + shown_path(path) + ": " + std::strerror(errno);
         return -1;
     }
     if (fstat(fd, st) != 0) {
-        *why = "cannot read " + printable(path, 4096) + ": " + std::strerror(errno);
+        *why = "cannot read " + shown_path(path) + ": " + std::strerror(errno);
         ::close(fd);
         return -1;
     }
@@ -73,7 +73,7 @@ int open_regular_file(const std::string& path, std::string* why, FileId* id, uin
     const int fd = open_nonblocking(path, why, &st);
     if (fd < 0) return -1;
     if (!S_ISREG(st.st_mode)) {
-        *why = printable(path, 4096) + " is " + file_kind_name(st.st_mode) + ", not a regular file";
+        *why = shown_path(path) + " is " + file_kind_name(st.st_mode) + ", not a regular file";
         ::close(fd);
         return -1;
     }
@@ -89,7 +89,7 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
     struct stat st;
     const int fd = open_nonblocking(path, &why, &st);
     if (fd < 0) return why;
-    const std::string shown = printable(path, 4096);
+    const std::string shown = shown_path(path);
     const bool fifo = S_ISFIFO(st.st_mode);
     if (!S_ISREG(st.st_mode) && !(fifo && row.fifo_allowed)) {
         ::close(fd);

@@ -65,7 +65,10 @@ constexpr uint64_t kBpeRegexBudgetPerByte = 1024;
 constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;      // PCRE2's backtracking memory per match
 constexpr size_t kBpeJitStackBytes = 4 * MiB;
 
-// ---- Strings from a file in a message: control characters escaped, cut to this many bytes.
+// ---- Messages. A string from a file (a name, a key) is shown escaped and cut to
+// kShownStringBytes; a path to kShownPathBytes; a whole error line to kMessageBytes.
 constexpr size_t kShownStringBytes = 80;
+constexpr size_t kShownPathBytes = 300;
+constexpr size_t kMessageBytes = 1000;
 
 }  // namespace limits

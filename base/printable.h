@@ -14,6 +14,13 @@ std::string printable(std::string_view s, size_t max_bytes = limits::kShownStrin
 // The same, in single quotes: 'text'.
 std::string in_quotes(std::string_view s, size_t max_bytes = limits::kShownStringBytes);
 
+// A path in a message: escaped, cut at limits::kShownPathBytes.
+inline std::string shown_path(std::string_view path) { return printable(path, limits::kShownPathBytes); }
+
+// A whole message line, as run and quantize print it: one line, escaped, cut at
+// limits::kMessageBytes, whatever its parts carried.
+inline std::string message_line(std::string_view msg) { return printable(msg, limits::kMessageBytes); }
+
 // Length of the valid UTF-8 character at s[at] (1..4), 0 if s ends inside the valid
 // beginning of one, -1 if the byte at s[at] cannot start a valid character there.
 int utf8_char_length(std::string_view s, size_t at);

@@ -185,7 +185,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     RunState state;
     std::string err = make_run_state(model.config, opt.n_ctx, &state, opt.cache_types);
     if (!err.empty()) {
-        std::fprintf(stderr, "run: %s\n", printable(err, 2048).c_str());
+        std::fprintf(stderr, "run: %s\n", message_line(err).c_str());
         return 1;
     }
     ChatSession session(model, tok, state, name);
@@ -281,7 +281,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
             case ReplyEnd::context_full:
                 std::fprintf(stderr, "[reply stopped: this turn alone fills the context of %d tokens (raise -c)]\n", session.n_ctx());
                 break;
-            case ReplyEnd::refused: std::fprintf(stderr, "[%s]\n", printable(st.error, 2048).c_str()); break;
+            case ReplyEnd::refused: std::fprintf(stderr, "[%s]\n", message_line(st.error).c_str()); break;
             }
             if (opt.verbose && st.end != ReplyEnd::refused)
                 std::fprintf(stderr,

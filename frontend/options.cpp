@@ -151,7 +151,7 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
     for (const OptionSection& s : cl.sections)
         for (const Option& o : s.options) defaults.push_back(default_shown(o));
     auto fail = [&](const std::string& msg) {
-        std::fprintf(stderr, "%s: %s\n", cl.program.c_str(), printable(msg, 2048).c_str());
+        std::fprintf(stderr, "%s: %s\n", cl.program.c_str(), message_line(msg).c_str());
         return 1;
     };
 

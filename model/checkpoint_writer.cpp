@@ -9,9 +9,7 @@
 #include <unistd.h>
 
 #include "../kernels/quant_types.h"
-#include "config.h"
 #include "gguf.h"
-#include "tokenizer_metadata.h"
 
 // Paths of unfinished temporary files, for remove_unfinished_checkpoints(). A fixed array of
 // fixed buffers, because a signal handler may not allocate.
@@ -101,19 +99,6 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
     }
     const uint64_t alignment = gguf ? kGgufDefaultAlignment : kTensorAlignment;
     const std::string meta_bytes = meta.serialize();
-    // The metadata must pass the reader's checks (its limits, the configuration, the
-    // tokenizer): found out now, before gigabytes of tensors are written. commit()'s check
-    // covers the whole file at the end.
-    {
-        Metadata reread;
-        ModelConfig config;
-        TokenizerSpec tokenizer;
-        uint64_t used = 0;
-        std::string err = reread.parse(reinterpret_cast<const uint8_t*>(meta_bytes.data()), meta_bytes.size(), meta.size(), &used);
-        if (err.empty()) err = config_from_metadata(reread, &config);
-        if (err.empty()) err = tokenizer_from_metadata(reread, &tokenizer);
-        if (!err.empty()) return "the file would not load: " + err;
-    }
 
     // What comes before the data is sized first: where the data starts fixes every offset.
     uint64_t head_bytes = 0;

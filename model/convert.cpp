@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../base/printable.h"
 #include "../kernels/fp16.h"
 #include "../kernels/matmul.h"
 #include "../kernels/quant.h"
@@ -177,16 +178,14 @@ static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint
 // The file's metadata: the configuration and the tokenizer, and for GGUF what llama.cpp reads
 // besides (general.file_type, general.quantization_version).
 static std::string file_metadata(const ImportedCheckpoint& src, CheckpointFormat format, OutputMix mix,
-                                 const std::vector<TensorSpec>& specs, Metadata* meta) {
+                                 const std::vector<TensorSpec>& specs, Metadata* meta, std::string* caveat) {
     config_to_metadata(src.config, meta);
     if (format == CheckpointFormat::hearth) {
         tokenizer_to_metadata(src.tokenizer, meta);
         return "";
     }
-    std::string caveat;
-    std::string err = tokenizer_to_gguf_metadata(src.tokenizer, src.config.vocab_size, meta, &caveat);
+    std::string err = tokenizer_to_gguf_metadata(src.tokenizer, src.config.vocab_size, meta, caveat);
     if (!err.empty()) return err;
-    if (!caveat.empty()) std::fprintf(stderr, "quantize: warning: %s\n", caveat.c_str());
     const int file_type = llama_file_type(mix, specs);
     if (file_type >= 0) meta->set_u32("general.file_type", uint32_t(file_type));
     // ggml's GGML_QNT_VERSION, the version of the quantized blocks' layout; llama.cpp's
@@ -220,18 +219,24 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
             if (n_requantized <= 8) requantized += (n_requantized > 1 ? ", " : "") + src.tensors[i].name + " (" +
                                                    type_name(src.tensors[i].type) + " -> " + type_name(specs[i].type) + ")";
         }
-    if (n_requantized)
-        std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n", n_requantized,
-                     requantized.c_str(), n_requantized > 8 ? ", ..." : "");
     Metadata meta;
-    if (!(err = file_metadata(src, format, mix, specs, &meta)).empty()) return err;
+    std::string caveat;
+    if (!(err = file_metadata(src, format, mix, specs, &meta, &caveat)).empty()) return err;
+    // Refused now if run would refuse the file, before gigabytes of tensors are written;
+    // commit()'s check covers the whole file at the end.
+    if (!(err = check_model_metadata(meta)).empty()) return "the output would not load: " + err;
     CheckpointWriter writer;
     if (!(err = writer.open(out_path, format, meta, specs)).empty()) return err;
 
     // The first line quantize prints: a refusal before this point is its only line.
     std::fprintf(stderr, "quantize: %s -> %s (%s, %s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
-                 src.source.c_str(), out_path.c_str(), checkpoint_format_name(format), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
+                 shown_path(src.source).c_str(), shown_path(out_path).c_str(), checkpoint_format_name(format), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
                  c.vocab_size);
+    // Warnings once the conversion is sure to start (names from the file escaped).
+    if (!caveat.empty()) std::fprintf(stderr, "quantize: warning: %s\n", message_line(caveat).c_str());
+    if (n_requantized)
+        std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n", n_requantized,
+                     requantized.c_str(), n_requantized > 8 ? ", ..." : "");
     const auto start = std::chrono::steady_clock::now();
     uint64_t bytes_in = 0, bytes_out = 0, elements = 0;
     double err2_all = 0, ref2_all = 0;
@@ -294,7 +299,7 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr,
                  "quantize: wrote %s in %.1f s: tensors %.2f MB -> %.2f MB, relative RMS error %.2e, %.3f bits per weight\n",
-                 out_path.c_str(), secs, bytes_in / 1e6, bytes_out / 1e6, ref2_all > 0 ? std::sqrt(err2_all / ref2_all) : 0.0,
+                 shown_path(out_path).c_str(), secs, bytes_in / 1e6, bytes_out / 1e6, ref2_all > 0 ? std::sqrt(err2_all / ref2_all) : 0.0,
                  8.0 * bytes_out / std::max<uint64_t>(elements, 1));
     return "";
 }

@@ -37,7 +37,7 @@ static std::string read_input(const std::string& path, InputKind kind, std::stri
 static std::string read_json(const std::string& path, InputKind kind, json* value, ImportedCheckpoint* out) {
     std::string text;
     std::string err = read_input(path, kind, &text, out);
-    if (err.empty() && !(err = parse_json(text, value)).empty()) err = printable(path, 4096) + ": " + err;
+    if (err.empty() && !(err = parse_json(text, value)).empty()) err = shown_path(path) + ": " + err;
     return err;
 }
 
@@ -237,7 +237,7 @@ std::string config_from_hf_json(const std::string& text, ModelConfig* c) {
 std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     std::string text, err;
     out->source = dir;
-    const std::string shown_dir = printable(dir, 4096);
+    const std::string shown_dir = shown_path(dir);
     if (!exists(dir + "/config.json")) return "cannot find config.json in " + shown_dir + " (is it a Hugging Face model folder?)";
     if (!(err = read_input(dir + "/config.json", InputKind::config_json, &text, out)).empty()) return err;
     if (!(err = config_from_hf_json(text, &out->config)).empty()) return shown_dir + "/config.json: " + err;
@@ -249,7 +249,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         const std::string index_path = dir + "/model.safetensors.index.json";
         json index;
         if (!(err = read_json(index_path, InputKind::safetensors_index, &index, out)).empty()) return err;
-        const std::string where = printable(index_path, 4096) + ": ";
+        const std::string where = shown_path(index_path) + ": ";
         if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
             return where + "no weight_map object";
         std::set<std::string> unique;
@@ -284,7 +284,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     if (exists(tokenizer_config_path)) {
         json parsed;  // checked here, so that the readers below (which parse it again) cannot fail on it
         if (!(err = read_input(tokenizer_config_path, InputKind::tokenizer_config_json, &tokenizer_config, out)).empty()) return err;
-        if (!(err = parse_json(tokenizer_config, &parsed)).empty()) return printable(tokenizer_config_path, 4096) + ": " + err;
+        if (!(err = parse_json(tokenizer_config, &parsed)).empty()) return shown_path(tokenizer_config_path) + ": " + err;
     }
     Tokenizer tok;
     if (exists(dir + "/tokenizer.model") || !exists(dir + "/tokenizer.json")) {
@@ -301,8 +301,8 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         if (!(err = read_input(tokenizer_json_path, InputKind::tokenizer_json, &text, out)).empty()) return err;
         err = bpe_from_tokenizer_json(text, tokenizer_config, &out->tokenizer.bpe, &out->tokenizer.bpe_built);
         // The reader names tokenizer_config.json when that is the file at fault.
-        if (!err.empty()) return err.rfind("tokenizer_config.json: ", 0) == 0 ? shown_dir + "/" + err : printable(tokenizer_json_path, 4096) + ": " + err;
-        if (!(err = tok.load(out->tokenizer)).empty()) return printable(tokenizer_json_path, 4096) + ": " + err;
+        if (!err.empty()) return err.rfind("tokenizer_config.json: ", 0) == 0 ? shown_dir + "/" + err : shown_path(tokenizer_json_path) + ": " + err;
+        if (!(err = tok.load(out->tokenizer)).empty()) return shown_path(tokenizer_json_path) + ": " + err;
         // The tokenizer decides whether prompts start with BOS (Qwen3's config.json names a
         // bos_token_id that its tokenizer never adds).
         const BpeVocab& v = out->tokenizer.bpe;
@@ -391,7 +391,7 @@ std::string import_model_file(const std::string& path, ImportedCheckpoint* out) 
     ParsedCheckpoint parsed;
     err = parse_model_file(out->mapped->data(), out->mapped->size(), &parsed);
     if (err.empty()) err = import_parsed(parsed, out);
-    if (!err.empty()) return printable(path, 4096) + ": " + err;
+    if (!err.empty()) return shown_path(path) + ": " + err;
     if (out->config.name.empty()) out->config.name = model_name_from_path(path, true);
     return "";
 }

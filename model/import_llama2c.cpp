@@ -241,7 +241,7 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
     std::string err = out->mapped->open(path);
     if (!err.empty()) return err;
     err = parse_llama2c(static_cast<const uint8_t*>(out->mapped->data()), out->mapped->size(), out);
-    if (!err.empty()) return printable(path, 4096) + ": " + err;
+    if (!err.empty()) return shown_path(path) + ": " + err;
     out->inputs.push_back({path, out->mapped->id()});
     if (tokenizer_path.empty()) {
         out->tokenizer = TokenizerSpec{};  // kind none: run takes and prints ids only
@@ -252,9 +252,9 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
     if (!(err = read_input_file(tokenizer_path, InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, &id)).empty()) return err;
     out->inputs.push_back({tokenizer_path, id});
     Tokenizer tok;
-    if (!(err = tok.load(out->tokenizer)).empty()) return printable(tokenizer_path, 4096) + ": " + err;
+    if (!(err = tok.load(out->tokenizer)).empty()) return shown_path(tokenizer_path) + ": " + err;
     if (tok.vocab_size() != out->config.vocab_size)
-        return printable(tokenizer_path, 4096) + " has " + std::to_string(tok.vocab_size()) + " pieces but " + printable(path, 4096) + " has a vocabulary of " +
+        return shown_path(tokenizer_path) + " has " + std::to_string(tok.vocab_size()) + " pieces but " + shown_path(path) + " has a vocabulary of " +
                std::to_string(out->config.vocab_size) + ": it is not this model's tokenizer";
     // The ids the tokenizer encodes with (the Llama-2 one's are llama2.c's 1 and 2).
     out->config.bos_id = tok.bos_id();

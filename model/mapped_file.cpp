@@ -22,7 +22,7 @@ std::string MappedFile::open(const std::string& path) {
     size_ = size_t(size);
     if (size_ == 0) {
         ::close(fd);
-        return printable(path, 4096) + " is empty";
+        return shown_path(path) + " is empty";
     }
     data_ = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     int err = errno;
@@ -30,7 +30,7 @@ std::string MappedFile::open(const std::string& path) {
     if (data_ == MAP_FAILED) {
         data_ = nullptr;
         size_ = 0;
-        return "cannot map " + printable(path, 4096) + ": " + std::strerror(err);
+        return "cannot map " + shown_path(path) + ": " + std::strerror(err);
     }
     return "";
 }

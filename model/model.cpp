@@ -8,7 +8,9 @@
 #include "../kernels/matmul.h"
 #include "../kernels/quant_types.h"
 #include "../kernels/rows_x8.h"
+#include "metadata.h"
 #include "tensors.h"
+#include "tokenizer_metadata.h"
 
 std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
     m->config = parsed.config;
@@ -99,6 +101,19 @@ std::string load_tokenizer(const Model& m, Tokenizer* tok) {
     return "";
 }
 
+std::string check_model_metadata(const Metadata& meta) {
+    // Through the bytes, so that the reader's limits apply as they will to the file.
+    const std::string bytes = meta.serialize();
+    Metadata reread;
+    ModelConfig config;
+    TokenizerSpec tokenizer;
+    uint64_t used = 0;
+    std::string err = reread.parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), meta.size(), &used);
+    if (err.empty()) err = config_from_metadata(reread, &config);
+    if (err.empty()) err = tokenizer_from_metadata(reread, &tokenizer);
+    return err;
+}
+
 std::string check_model_file(const std::string& path) {
     Model m;
     std::string err = m.file.open(path);
@@ -116,7 +131,7 @@ std::string load_model(const std::string& path, Model* m) {
     std::string err = m->file.open(path);
     if (!err.empty()) return err;
     ParsedCheckpoint parsed;
-    const std::string shown = printable(path, 4096);
+    const std::string shown = shown_path(path);
     err = parse_model_file(m->file.data(), m->file.size(), &parsed);
     if (!err.empty()) return shown + ": " + err;
     err = bind_model(parsed, m);

@@ -9,6 +9,8 @@
 #include "format.h"
 #include "mapped_file.h"
 
+class Metadata;
+
 // The fields are named after their roles in model/tensors.h, which binds them.
 struct LayerWeights {
     TensorView attn_norm;                              // [dim] f32
@@ -41,6 +43,9 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* model);
 // The model's tokenizer, as run uses it: "" or why the embedded tokenizer cannot be used
 // (including one larger than the model's vocabulary). A model without one is an error too.
 std::string load_tokenizer(const Model& model, Tokenizer* tok);
+// The checks a reader applies to a file's metadata (its limits, the configuration, the
+// tokenizer), for metadata about to be written: "" or why the file would not load.
+std::string check_model_metadata(const Metadata& meta);
 // Every check `run` applies when it loads the file (parse, bind, tokenizer), without mapping
 // more than it reads or repacking anything: what quantize asks of its output before it is
 // renamed into place. "" or the reason.

@@ -49,7 +49,7 @@ std::string Tokenizer::load_file(const std::string& path) {
     std::string err = read_input_file(path, InputKind::sentencepiece_model, &bytes);
     if (!err.empty()) return err;
     err = load(bytes.data(), bytes.size());
-    return err.empty() ? "" : printable(path, 4096) + ": " + err;
+    return err.empty() ? "" : shown_path(path) + ": " + err;
 }
 
 std::string Tokenizer::encode(const std::string& text, bool add_bos, std::vector<int>* out) const {
