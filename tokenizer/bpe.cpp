@@ -7,6 +7,9 @@
 #include <queue>
 #include <utf8proc.h>
 
+#include "../base/limits.h"
+#include "../base/printable.h"  // ::quoted, spelled so: std::quoted (<iomanip>) would win by ADL on a std::string
+
 using json = nlohmann::json;
 
 const char* const kLlama3SplitRegex =
@@ -14,12 +17,6 @@ const char* const kLlama3SplitRegex =
 const char* const kQwen2SplitRegex =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char* const kGpt2SplitRegex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-// Limits on what a file may declare, far above any real tokenizer (Llama-3: 128256 tokens,
-// 280147 merges; Qwen3: 151669 and 151387), so that a damaged file is refused before it
-// makes hearth allocate gigabytes.
-static constexpr size_t kMaxTokens = 1 << 21, kMaxMerges = 1 << 22, kMaxTokenBytes = 1024, kMaxRegexBytes = 4096,
-                        kMaxRegexes = 16;
 
 // ---------------------------------------------------------------------------------------
 // GPT-2's byte-level mapping: every byte is a printable character, so that a vocabulary of
@@ -84,34 +81,7 @@ std::string valid_utf8(const std::string& s) {
     return out;
 }
 
-std::string shown(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s.substr(0, 60)) out += c < 0x20 || c == 0x7f ? '?' : char(c);
-    return "'" + out + (s.size() > 60 ? "...'" : "'");
-}
-
 }  // namespace
-
-int utf8_char_length(const std::string& s, size_t at) {
-    const unsigned char c = s[at];
-    int len;
-    unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-    if (c < 0x80) return 1;
-    else if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c == 0xe0) { len = 3; lo = 0xa0; }
-    else if (c == 0xed) { len = 3; hi = 0x9f; }  // no surrogates
-    else if (c >= 0xe1 && c <= 0xef) len = 3;
-    else if (c == 0xf0) { len = 4; lo = 0x90; }
-    else if (c >= 0xf1 && c <= 0xf3) len = 4;
-    else if (c == 0xf4) { len = 4; hi = 0x8f; }
-    else return -1;
-    for (int i = 1; i < len; i++) {
-        if (at + i >= s.size()) return 0;
-        const unsigned char b = s[at + i];
-        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xbf)) return -1;
-    }
-    return len;
-}
 
 // ---------------------------------------------------------------------------------------
 // tokenizer.json
@@ -200,13 +170,13 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     // The vocabulary: model.vocab, then the added tokens (which may reuse its ids).
     if (!model.contains("vocab") || !model["vocab"].is_object()) return "model.vocab is not an object";
     const json& vocab = model["vocab"];
-    if (vocab.size() > kMaxTokens) return "model.vocab has " + std::to_string(vocab.size()) + " tokens, too many";
+    if (vocab.size() > limits::kBpeTokens) return "model.vocab has " + std::to_string(vocab.size()) + " tokens, too many";
     std::vector<std::string> tokens;
     std::vector<int32_t> types;
     auto place = [&](const json& id_json, const std::string& text, int32_t type) -> std::string {
-        if (!id_json.is_number_unsigned() || id_json.get<uint64_t>() >= kMaxTokens)
-            return "token " + shown(text) + " has id " + id_json.dump().substr(0, 40) + ", not an id below " + std::to_string(kMaxTokens);
-        if (text.empty() || text.size() > kMaxTokenBytes) return "a token of " + std::to_string(text.size()) + " bytes";
+        if (!id_json.is_number_unsigned() || id_json.get<uint64_t>() >= limits::kBpeTokens)
+            return "token " + ::quoted(text) + " has id " + id_json.dump().substr(0, 40) + ", not an id below " + std::to_string(limits::kBpeTokens);
+        if (text.empty() || text.size() > limits::kBpeTokenBytes) return "a token of " + std::to_string(text.size()) + " bytes";
         const size_t id = id_json.get<size_t>();
         if (id >= tokens.size()) {
             tokens.resize(id + 1);
@@ -220,12 +190,12 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     for (auto& [text, id] : vocab.items())
         if (!(err = place(id, text, BpeVocab::kNormal)).empty()) return "model.vocab: " + err;
     if (j.contains("added_tokens")) {
-        if (!j["added_tokens"].is_array() || j["added_tokens"].size() > kMaxTokens) return "added_tokens is not a list";
+        if (!j["added_tokens"].is_array() || j["added_tokens"].size() > limits::kBpeTokens) return "added_tokens is not a list";
         for (const json& t : j["added_tokens"]) {
             if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id"))
                 return "added_tokens: an entry without content or id";
             for (const char* key : {"lstrip", "rstrip", "single_word"})
-                if (!is_false_or_absent(t, key)) return "added token " + shown(t["content"].get<std::string>()) + ": " + key + " is not supported";
+                if (!is_false_or_absent(t, key)) return "added token " + ::quoted(t["content"].get<std::string>()) + ": " + key + " is not supported";
             const bool special = t.value("special", json(false)) == true;
             if (!(err = place(t["id"], t["content"].get<std::string>(), special ? BpeVocab::kControl : BpeVocab::kUserDefined)).empty())
                 return "added_tokens: " + err;
@@ -242,21 +212,21 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     // Merges: "a b" strings (older files) or ["a", "b"] pairs (newer ones).
     if (!model.contains("merges") || !model["merges"].is_array()) return "model.merges is not a list";
     const json& merges = model["merges"];
-    if (merges.size() > kMaxMerges) return "model.merges has " + std::to_string(merges.size()) + " entries, too many";
+    if (merges.size() > limits::kBpeMerges) return "model.merges has " + std::to_string(merges.size()) + " entries, too many";
     out->merges.reserve(merges.size());
     for (const json& m : merges) {
         if (m.is_string()) {
             const std::string s = m.get<std::string>();
             const size_t space = s.find(' ');
             if (space == std::string::npos || space == 0 || space + 1 == s.size() || s.find(' ', space + 1) != std::string::npos)
-                return "merge " + shown(s) + " is not two tokens separated by a space";
+                return "merge " + ::quoted(s) + " is not two tokens separated by a space";
             out->merges.push_back(s);
         } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
             const std::string a = m[0].get<std::string>(), b = m[1].get<std::string>();
             // GGUF stores merges as "a b": a token holding a space cannot be written so
             // (byte-level tokens never do: the space is spelled 'Ġ').
             if (a.empty() || b.empty() || a.find(' ') != std::string::npos || b.find(' ') != std::string::npos)
-                return "merge [" + shown(a) + ", " + shown(b) + "] has an empty token or one holding a space";
+                return "merge [" + ::quoted(a) + ", " + ::quoted(b) + "] has an empty token or one holding a space";
             out->merges.push_back(a + " " + b);
         } else {
             return "model.merges: an entry is neither \"a b\" nor [\"a\", \"b\"]";
@@ -389,13 +359,13 @@ BpeTokenizer::~BpeTokenizer() = default;
 
 std::string BpeTokenizer::load(const BpeVocab& v) {
     const size_t n = v.tokens.size();
-    if (n == 0 || n > kMaxTokens) return "the vocabulary has " + std::to_string(n) + " tokens";
+    if (n == 0 || n > limits::kBpeTokens) return "the vocabulary has " + std::to_string(n) + " tokens";
     if (v.types.size() != n) return "the vocabulary has " + std::to_string(n) + " tokens but " + std::to_string(v.types.size()) + " token types";
-    if (v.merges.size() > kMaxMerges) return "the vocabulary has " + std::to_string(v.merges.size()) + " merges, too many";
+    if (v.merges.size() > limits::kBpeMerges) return "the vocabulary has " + std::to_string(v.merges.size()) + " merges, too many";
     for (int id : {v.bos_id, v.eos_id})
         if (id < -1 || id >= int(n)) return "special token id " + std::to_string(id) + " is outside the vocabulary";
-    if (v.normalizer != "" && v.normalizer != "nfc") return "normalizer " + shown(v.normalizer) + " is not supported (only nfc)";
-    if (v.pre_split_regexes.empty() || v.pre_split_regexes.size() > kMaxRegexes)
+    if (v.normalizer != "" && v.normalizer != "nfc") return "normalizer " + ::quoted(v.normalizer) + " is not supported (only nfc)";
+    if (v.pre_split_regexes.empty() || v.pre_split_regexes.size() > limits::kBpeRegexes)
         return "the pre-tokenizer has " + std::to_string(v.pre_split_regexes.size()) + " regexes";
 
     bytes_.assign(n, "");
@@ -406,13 +376,13 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     std::string raw;
     for (size_t id = 0; id < n; id++) {
         const std::string& t = v.tokens[id];
-        if (t.size() > kMaxTokenBytes) return "token " + std::to_string(id) + " is " + std::to_string(t.size()) + " bytes long";
+        if (t.size() > limits::kBpeTokenBytes) return "token " + std::to_string(id) + " is " + std::to_string(t.size()) + " bytes long";
         switch (v.types[id]) {
             case BpeVocab::kNormal:
                 // A token spelled with other characters than the 256 can never be produced;
                 // it decodes to its own text.
                 bytes_[id] = bytes_from_spelling(t, &raw) ? raw : t;
-                if (!by_spelling.insert(int(id))) return "token " + shown(t) + " appears twice";
+                if (!by_spelling.insert(int(id))) return "token " + ::quoted(t) + " appears twice";
                 if (!raw.empty()) by_bytes_.insert(int(id));  // a second spelling of the same bytes: the first wins
                 break;
             case BpeVocab::kControl:
@@ -447,7 +417,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         joined.append(m, space + 1, std::string::npos);
         const int a = by_spelling.find(std::string_view(m).substr(0, space)), b = by_spelling.find(std::string_view(m).substr(space + 1)),
                   result = by_spelling.find(joined);
-        if (a < 0 || b < 0 || result < 0) return "merge " + std::to_string(rank) + " " + shown(m) + " names a token the vocabulary lacks";
+        if (a < 0 || b < 0 || result < 0) return "merge " + std::to_string(rank) + " " + ::quoted(m) + " names a token the vocabulary lacks";
         // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
         const uint64_t pair = uint64_t(uint32_t(a)) << 32 | uint32_t(b);
         for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_)
@@ -459,7 +429,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
 
     regexes_.clear();
     for (const std::string& pattern : v.pre_split_regexes) {
-        if (pattern.empty() || pattern.size() > kMaxRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
+        if (pattern.empty() || pattern.size() > limits::kBpeRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
         std::unique_ptr<Regex> r(new Regex);
         int code;
         PCRE2_SIZE offset;
@@ -470,7 +440,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         if (!r->code) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(code, msg, sizeof msg);
-            return "pre-tokenizer regex " + shown(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
+            return "pre-tokenizer regex " + ::quoted(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
         }
         // JIT where the platform has it (10x faster); the interpreter otherwise. A regex
         // comes from the file: the limits stop one that backtracks without end.

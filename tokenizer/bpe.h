@@ -19,6 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
+// A token's bytes may end inside a character that the next token completes: decoders tell
+// whole characters with base/printable.h's utf8_char_length.
+#include "../base/printable.h"
+
 // The vocabulary as stored (GGUF's keys, docs/format.md), one entry per id.
 struct BpeVocab {
     // GGUF's token types.
@@ -53,10 +57,6 @@ extern const char* const kGpt2SplitRegex;    // ByteLevel's own (use_regex: true
 class BpeTokenizer;
 std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out,
                                     std::shared_ptr<const BpeTokenizer>* built = nullptr);
-
-// Length of the valid UTF-8 character at s[at] (1..4), 0 if s ends inside the valid
-// beginning of one, -1 if the byte at s[at] cannot start a valid character there.
-int utf8_char_length(const std::string& s, size_t at);
 
 // string -> id for strings held in a vector, by their index: open addressing with linear
 // probing over one array of ids, which loads a 128k-token vocabulary several times faster
