@@ -7,6 +7,7 @@
 #include <queue>
 #include <utf8proc.h>
 
+#include "../base/json_input.h"
 #include "../base/limits.h"
 #include "../base/printable.h"  // ::quoted, spelled so: std::quoted (<iomanip>) would win by ADL on a std::string
 
@@ -287,17 +288,22 @@ bool operator==(const BpeVocab& a, const BpeVocab& b) {
 std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out,
                                     std::shared_ptr<const BpeTokenizer>* built) {
     *out = BpeVocab{};
+    json tokenizer, config;
+    std::string err = parse_json(tokenizer_json, &tokenizer);
+    if (!err.empty()) return err;
+    // Named, so that the caller blames the right file.
+    if (!tokenizer_config_json.empty() && !(err = parse_json(tokenizer_config_json, &config)).empty()) return "tokenizer_config.json: " + err;
     try {
-        const json config = tokenizer_config_json.empty() ? json() : json::parse(tokenizer_config_json);
-        std::string err = from_json(json::parse(tokenizer_json), config, out);
-        if (!err.empty()) return err;
-    } catch (const std::exception& e) {
-        std::string what = e.what();
-        return "not valid JSON: " + what.substr(0, 200);
+        err = from_json(tokenizer, config, out);
+    } catch (const json::exception& e) {
+        // from_json checks each value's type before it reads it; this only turns a check
+        // it lacks into a message rather than a crash.
+        return "an unexpected JSON value (" + printable(e.what(), 200) + ")";
     }
+    if (!err.empty()) return err;
     // What the file declares must also make a working tokenizer.
     std::shared_ptr<BpeTokenizer> check(new BpeTokenizer);
-    std::string err = check->load(*out);
+    err = check->load(*out);
     if (err.empty() && built) *built = std::move(check);
     return err;
 }
