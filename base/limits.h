@@ -63,6 +63,7 @@ constexpr uint32_t kBpeRegexCaptureGroups = 64;       // real pre-tokenizer rege
 constexpr uint64_t kBpeRegexBudgetBase = 256 * 1024;
 constexpr uint64_t kBpeRegexBudgetPerByte = 1024;
 constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;      // PCRE2's backtracking memory per match
+constexpr uint32_t kBpeRegexDepth = 100000;           // PCRE2's nested backtracking per match (the interpreter's)
 constexpr size_t kBpeJitStackBytes = 4 * MiB;
 
 // ---- Strings from a file in a message: control characters escaped, cut to this many bytes.

@@ -436,6 +436,12 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     regexes_.clear();
     for (const std::string& pattern : v.pre_split_regexes) {
         if (pattern.empty() || pattern.size() > limits::kBpeRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
+        // PCRE2 reads option verbs at the very start of a pattern, as many as are stacked there:
+        // (*NO_JIT), (*LIMIT_MATCH=n), (*LIMIT_HEAP=n), (*UTF), (*CR), (*NO_START_OPT), ...
+        // They turn off the JIT and the optimizations the limits were measured with, or change
+        // what the pattern means; no real pre-tokenizer regex starts with one.
+        if (pattern.compare(0, 2, "(*") == 0)
+            return "pre-tokenizer regex " + ::quoted(pattern) + " starts with a PCRE2 verb such as (*NO_JIT) or (*LIMIT_MATCH=n): refused";
         std::unique_ptr<Regex> r(new Regex);
         int code;
         PCRE2_SIZE offset;
@@ -448,14 +454,23 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
             pcre2_get_error_message(code, msg, sizeof msg);
             return "pre-tokenizer regex " + ::quoted(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
         }
+        // The interpreter's backtracking frames each hold every capture group: thousands of
+        // groups make gigabytes of a short text. Real pre-tokenizer regexes have none.
+        uint32_t groups = 0;
+        pcre2_pattern_info(r->code, PCRE2_INFO_CAPTURECOUNT, &groups);
+        if (groups > limits::kBpeRegexCaptureGroups)
+            return "pre-tokenizer regex " + ::quoted(pattern) + " has " + std::to_string(groups) + " capture groups (at most " +
+                   std::to_string(limits::kBpeRegexCaptureGroups) + ")";
         // JIT where the platform has it (10x faster); the interpreter otherwise. A regex
-        // comes from the file: the limits stop one that backtracks without end.
+        // comes from the file: the limits stop one that backtracks without end. The heap
+        // holds the interpreter's backtracking, the JIT's stack the JIT's.
         r->context = pcre2_match_context_create(nullptr);
         if (!r->context) return "out of memory";
         pcre2_set_match_limit(r->context, 10000000);
-        pcre2_set_depth_limit(r->context, 100000);
+        pcre2_set_heap_limit(r->context, limits::kBpeRegexHeapKiB);
+        pcre2_set_depth_limit(r->context, limits::kBpeRegexDepth);
         if (pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0) {
-            r->jit_stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, nullptr);
+            r->jit_stack = pcre2_jit_stack_create(32 * 1024, limits::kBpeJitStackBytes, nullptr);
             if (r->jit_stack) pcre2_jit_stack_assign(r->context, nullptr, r->jit_stack);
         }
         regexes_.push_back(std::move(r));
