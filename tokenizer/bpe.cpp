@@ -313,13 +313,83 @@ std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std
 
 struct BpeTokenizer::Regex {
     pcre2_code* code = nullptr;
-    pcre2_match_context* context = nullptr;
-    pcre2_jit_stack* jit_stack = nullptr;
     ~Regex() {
-        if (context) pcre2_match_context_free(context);
-        if (jit_stack) pcre2_jit_stack_free(jit_stack);
         if (code) pcre2_code_free(code);
     }
+};
+
+// What the pcre2_match calls of one encode share: the budget, and PCRE2's match context, JIT
+// stack and match data. They are made per encode, not per regex: each call sets its own match
+// limit, and a JIT stack serves one thread at a time, so encodes running at once must not
+// share them.
+class BpeTokenizer::RegexRun {
+public:
+    RegexRun(size_t n_regexes, size_t text_bytes)
+        : left_(uint64_t(n_regexes) * (limits::kBpeRegexBudgetBase + limits::kBpeRegexBudgetPerByte * uint64_t(text_bytes))),
+          text_bytes_(text_bytes) {}
+    ~RegexRun() {
+        if (data_) pcre2_match_data_free(data_);
+        if (context_) pcre2_match_context_free(context_);
+        if (jit_stack_) pcre2_jit_stack_free(jit_stack_);
+    }
+    RegexRun(const RegexRun&) = delete;
+    RegexRun& operator=(const RegexRun&) = delete;
+
+    // "" or why PCRE2 could not be set up.
+    std::string start(bool jit) {
+        context_ = pcre2_match_context_create(nullptr);
+        data_ = pcre2_match_data_create(limits::kBpeRegexCaptureGroups + 1, nullptr);
+        if (!context_ || !data_) return "out of memory";
+        // The heap holds the interpreter's backtracking (frames as large as the capture
+        // groups); the JIT backtracks on its stack. Both are bounded, and so is the depth.
+        pcre2_set_heap_limit(context_, limits::kBpeRegexHeapKiB);
+        pcre2_set_depth_limit(context_, limits::kBpeRegexDepth);
+        if (jit) {
+            jit_stack_ = pcre2_jit_stack_create(32 * 1024, limits::kBpeJitStackBytes, nullptr);
+            if (!jit_stack_) return "out of memory";
+            pcre2_jit_stack_assign(context_, nullptr, jit_stack_);
+        }
+        return "";
+    }
+
+    // pcre2_match's result for the regex on subject[0, size) from offset `from`, within the
+    // budget; kOverBudget when the budget is spent.
+    //
+    // PCRE2 cannot tell how much of its match limit a call used, so each attempt gets a
+    // limit, kFirstLimit first and 4 times more after each PCRE2_ERROR_MATCHLIMIT, never more
+    // than the budget has left, and is charged its whole limit: the total charged bounds the
+    // work done (the failed attempts add at most a third to the last one).
+    static constexpr int kOverBudget = PCRE2_ERROR_MATCHLIMIT;
+    int match(const Regex& r, const char* subject, size_t size, size_t from) {
+        static constexpr uint64_t kFirstLimit = 256;
+        for (uint64_t limit = kFirstLimit;; limit = std::min<uint64_t>(4 * limit, UINT32_MAX)) {
+            if (left_ == 0) return kOverBudget;
+            const uint64_t granted = std::min(limit, left_);
+            left_ -= granted;
+            pcre2_set_match_limit(context_, uint32_t(granted));
+            const int rc = pcre2_match(r.code, reinterpret_cast<PCRE2_SPTR>(subject), size, from, PCRE2_NO_UTF_CHECK, data_, context_);
+            if (rc != PCRE2_ERROR_MATCHLIMIT) return rc;
+        }
+    }
+    const PCRE2_SIZE* ovector() const { return pcre2_get_ovector_pointer(data_); }
+
+    // The one-line message for a failed match of the regex.
+    std::string error(int rc, const std::string& pattern) const {
+        const std::string text = "this text (" + std::to_string(text_bytes_) + " bytes)";
+        if (rc == kOverBudget) return "the vocabulary's pre-tokenizer regexes exceed their budget on " + text + ": they backtrack too much";
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(rc, msg, sizeof msg);
+        return "the vocabulary's pre-tokenizer regex " + ::quoted(pattern) + " failed on " + text + ": " + reinterpret_cast<const char*>(msg);
+    }
+
+    std::vector<std::pair<size_t, size_t>> pieces, next;  // encode_segment's, kept to reuse their memory
+
+private:
+    uint64_t left_;  // of the budget, in match-limit units
+    size_t text_bytes_;
+    pcre2_match_context* context_ = nullptr;
+    pcre2_jit_stack* jit_stack_ = nullptr;
+    pcre2_match_data* data_ = nullptr;
 };
 
 void StringIds::reset(const std::vector<std::string>* keys, size_t n) {
@@ -434,6 +504,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     }
 
     regexes_.clear();
+    jit_ = false;
     for (const std::string& pattern : v.pre_split_regexes) {
         if (pattern.empty() || pattern.size() > limits::kBpeRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
         // PCRE2 reads option verbs at the very start of a pattern, as many as are stacked there:
@@ -461,18 +532,9 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         if (groups > limits::kBpeRegexCaptureGroups)
             return "pre-tokenizer regex " + ::quoted(pattern) + " has " + std::to_string(groups) + " capture groups (at most " +
                    std::to_string(limits::kBpeRegexCaptureGroups) + ")";
-        // JIT where the platform has it (10x faster); the interpreter otherwise. A regex
-        // comes from the file: the limits stop one that backtracks without end. The heap
-        // holds the interpreter's backtracking, the JIT's stack the JIT's.
-        r->context = pcre2_match_context_create(nullptr);
-        if (!r->context) return "out of memory";
-        pcre2_set_match_limit(r->context, 10000000);
-        pcre2_set_heap_limit(r->context, limits::kBpeRegexHeapKiB);
-        pcre2_set_depth_limit(r->context, limits::kBpeRegexDepth);
-        if (pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0) {
-            r->jit_stack = pcre2_jit_stack_create(32 * 1024, limits::kBpeJitStackBytes, nullptr);
-            if (r->jit_stack) pcre2_jit_stack_assign(r->context, nullptr, r->jit_stack);
-        }
+        // JIT where the platform has it (10x faster); the interpreter otherwise. Its limits
+        // are set per encode (RegexRun).
+        if (pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0) jit_ = true;
         regexes_.push_back(std::move(r));
     }
     vocab_ = v;
@@ -485,6 +547,9 @@ std::string BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool
     std::vector<int> ids;
     if (add_bos && bos_id() >= 0) ids.push_back(bos_id());
     const std::string text = valid_utf8(raw_text);
+    RegexRun run(regexes_.size(), text.size());  // the regexes' budget for this text
+    std::string err = run.start(jit_);
+    if (!err.empty()) return err;
     size_t start = 0;  // of the text not yet encoded
     for (size_t at = 0; at < text.size();) {
         const Added* found = nullptr;
@@ -497,48 +562,48 @@ std::string BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool
             at++;
             continue;
         }
-        encode_segment(text.substr(start, at - start), &ids);
+        if (!(err = encode_segment(std::string_view(text).substr(start, at - start), &run, &ids)).empty()) return err;
         ids.push_back(found->id);
         at += found->text.size();
         start = at;
     }
-    encode_segment(text.substr(start), &ids);
+    if (!(err = encode_segment(std::string_view(text).substr(start), &run, &ids)).empty()) return err;
     out->insert(out->end(), ids.begin(), ids.end());
     return "";
 }
 
-void BpeTokenizer::encode_segment(const std::string& segment, std::vector<int>* ids) const {
-    if (segment.empty()) return;
-    std::string text = segment;
+std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run, std::vector<int>* ids) const {
+    if (segment.empty()) return "";
+    std::string normalized;
+    std::string_view text = segment;
     if (vocab_.normalizer == "nfc") {
         utf8proc_uint8_t* nfc = nullptr;
         const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(segment.data()), utf8proc_ssize_t(segment.size()),
                                                   &nfc, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-        if (len >= 0) text.assign(reinterpret_cast<const char*>(nfc), size_t(len));  // the text is valid UTF-8: it cannot fail
+        if (len < 0) return std::string("cannot normalize the text: ") + utf8proc_errmsg(len);
+        normalized.assign(reinterpret_cast<const char*>(nfc), size_t(len));
         std::free(nfc);
+        text = normalized;
     }
     // Each regex splits the pieces of the one before; the text between matches is a piece too
     // (Split's "Isolated" behaviour).
-    std::vector<std::pair<size_t, size_t>> pieces = {{0, text.size()}}, next;
-    for (const auto& r : regexes_) {
+    auto& pieces = run->pieces;
+    auto& next = run->next;
+    pieces.assign(1, {0, text.size()});
+    for (size_t r = 0; r < regexes_.size(); r++) {
         next.clear();
-        pcre2_match_data* md = pcre2_match_data_create_from_pattern(r->code, nullptr);
-        if (!md) throw std::bad_alloc();
         for (auto [begin, end] : pieces) {
             size_t at = begin;
             while (at < end) {
-                const int rc = pcre2_match(r->code, reinterpret_cast<PCRE2_SPTR>(text.data() + begin), end - begin, at - begin,
-                                           PCRE2_NO_UTF_CHECK, md, r->context);
-                if (rc < 0) break;  // no more matches (or a limit was hit): the rest is one piece
-                const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-                const size_t m0 = begin + ov[0], m1 = begin + ov[1];
-                if (m1 == m0) {  // an empty match: step over one character
-                    size_t step = 1;
-                    while (m0 + step < end && (uint8_t(text[m0 + step]) & 0xc0) == 0x80) step++;
-                    if (m0 > at) next.push_back({at, m0});
-                    next.push_back({m0, m0 + step});
-                    at = m0 + step;
-                    continue;
+                const int rc = run->match(*regexes_[r], text.data() + begin, end - begin, at - begin);
+                if (rc == PCRE2_ERROR_NOMATCH) break;  // the rest is one piece
+                if (rc < 0) return run->error(rc, vocab_.pre_split_regexes[r]);
+                const PCRE2_SIZE* ov = run->ovector();
+                const size_t m0 = begin + ov[0];
+                size_t m1 = std::max(m0, begin + ov[1]);
+                if (m0 == m1) {  // an empty match: the character there is a piece of its own
+                    if (m0 == end) break;
+                    m1 = m0 + size_t(utf8_char_length(text, m0));  // the text is valid: 1 to 4
                 }
                 if (m0 > at) next.push_back({at, m0});
                 next.push_back({m0, m1});
@@ -546,10 +611,10 @@ void BpeTokenizer::encode_segment(const std::string& segment, std::vector<int>* 
             }
             if (at < end) next.push_back({at, end});
         }
-        pcre2_match_data_free(md);
         pieces.swap(next);
     }
     for (auto [begin, end] : pieces) encode_piece(text.data() + begin, end - begin, ids);
+    return "";
 }
 
 void BpeTokenizer::encode_piece(const char* p, size_t n, std::vector<int>* ids) const {

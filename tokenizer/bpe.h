@@ -10,6 +10,10 @@
 //   3. split into pieces by the pre-tokenizer's regexes (PCRE2, Unicode properties),
 //   4. each piece's bytes are merged by rank, lowest first and leftmost among equals.
 // Decoding maps every id back to its bytes; control tokens decode to nothing.
+//
+// The vocabulary may come from a stranger's file: the regexes share one budget of PCRE2
+// match-limit units per encode, in proportion to the text (base/limits.h), and an encode
+// that exceeds it fails with a one-line message rather than running on.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -86,7 +90,7 @@ public:
 
     // The text's ids appended to *ids; added control tokens are matched only with
     // allow_control. "" on success, else a one-line reason (the vocabulary's regexes
-    // exceeded their budget on this text); *ids then holds nothing of the text.
+    // exceeded their budget on this text); *ids is then unchanged. Encodes may run at once.
     std::string encode(const std::string& text, bool add_bos, bool allow_control, std::vector<int>* ids) const;
     // The bytes a token stands for ("" for control and unused tokens).
     const std::string& token_bytes(int id) const { return bytes_[size_t(id)]; }
@@ -100,7 +104,8 @@ public:
 
 private:
     struct Regex;
-    void encode_segment(const std::string& text, std::vector<int>* ids) const;
+    class RegexRun;
+    std::string encode_segment(std::string_view segment, RegexRun* run, std::vector<int>* ids) const;
     void encode_piece(const char* p, size_t n, std::vector<int>* ids) const;
     void merge_piece(const char* p, size_t n, std::vector<int>* ids) const;
 
@@ -117,6 +122,7 @@ private:
     size_t merges_mask_ = 0;
     const Merge* find_merge(int left, int right) const;
     std::vector<std::unique_ptr<Regex>> regexes_;
+    bool jit_ = false;  // some regex is JIT-compiled: encodes need a JIT stack
     // Added tokens to find in text, by first byte, longest first: (text, id, is control).
     struct Added {
         std::string text;
