@@ -311,6 +311,10 @@ std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std
 // ---------------------------------------------------------------------------------------
 // The tokenizer
 
+// A pre-tokenizer regex, compiled anchored: each match is tried at one position, and the
+// search moves on one character at a time outside PCRE2. PCRE2's match limit counts anew at
+// each start position of an unanchored search, so one unanchored call could do the limit's
+// work at every position of the text; anchored, the units charged bound the work done.
 struct BpeTokenizer::Regex {
     pcre2_code* code = nullptr;
     ~Regex() {
@@ -352,8 +356,8 @@ public:
         return "";
     }
 
-    // pcre2_match's result for the regex on subject[0, size) from offset `from`, within the
-    // budget; kOverBudget when the budget is spent.
+    // pcre2_match's result for the regex anchored at subject[from], the subject being
+    // subject[0, size); kOverBudget when the budget is spent.
     //
     // PCRE2 cannot tell how much of its match limit a call used, so each attempt gets a
     // limit, kFirstLimit first and 4 times more after each PCRE2_ERROR_MATCHLIMIT, never more
@@ -519,7 +523,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         // \C (one byte, even inside a character) is refused: the next match would start
         // inside a character, which PCRE2 does not allow without its UTF check.
         r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &code, &offset, nullptr);
+                                PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | PCRE2_ANCHORED, &code, &offset, nullptr);
         if (!r->code) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(code, msg, sizeof msg);
@@ -586,28 +590,33 @@ std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run
         text = normalized;
     }
     // Each regex splits the pieces of the one before; the text between matches is a piece too
-    // (Split's "Isolated" behaviour).
+    // (Split's "Isolated" behaviour). A match is tried at each character in turn (the regexes
+    // are anchored, Regex), which finds the leftmost match as an unanchored search would.
     auto& pieces = run->pieces;
     auto& next = run->next;
     pieces.assign(1, {0, text.size()});
     for (size_t r = 0; r < regexes_.size(); r++) {
         next.clear();
         for (auto [begin, end] : pieces) {
-            size_t at = begin;
-            while (at < end) {
-                const int rc = run->match(*regexes_[r], text.data() + begin, end - begin, at - begin);
-                if (rc == PCRE2_ERROR_NOMATCH) break;  // the rest is one piece
+            size_t at = begin;  // the end of the last match
+            for (size_t from = begin; from < end;) {
+                const int rc = run->match(*regexes_[r], text.data() + begin, end - begin, from - begin);
+                if (rc == PCRE2_ERROR_NOMATCH) {
+                    from += size_t(utf8_char_length(text, from));  // the text is valid: 1 to 4
+                    continue;
+                }
                 if (rc < 0) return run->error(rc, vocab_.pre_split_regexes[r]);
                 const PCRE2_SIZE* ov = run->ovector();
-                const size_t m0 = begin + ov[0];
+                // Anchored, a match starts at `from` (or later, after \K) and ends no earlier.
+                const size_t m0 = std::max(from, begin + ov[0]);
                 size_t m1 = std::max(m0, begin + ov[1]);
                 if (m0 == m1) {  // an empty match: the character there is a piece of its own
                     if (m0 == end) break;
-                    m1 = m0 + size_t(utf8_char_length(text, m0));  // the text is valid: 1 to 4
+                    m1 = m0 + size_t(utf8_char_length(text, m0));
                 }
                 if (m0 > at) next.push_back({at, m0});
                 next.push_back({m0, m1});
-                at = m1;
+                at = from = m1;
             }
             if (at < end) next.push_back({at, end});
         }
