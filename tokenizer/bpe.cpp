@@ -2,6 +2,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <pcre2.h>
 #include <queue>
@@ -316,20 +317,24 @@ std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std
 // each start position of an unanchored search, so one unanchored call could do the limit's
 // work at every position of the text; anchored, the units charged bound the work done.
 struct BpeTokenizer::Regex {
-    pcre2_code* code = nullptr;
+    pcre2_code* code = nullptr;     // for a first attempt at each position
+    pcre2_code* guarded = nullptr;  // the same with a callout before each item: for longer attempts, which the deadline can stop
     ~Regex() {
         if (code) pcre2_code_free(code);
+        if (guarded) pcre2_code_free(guarded);
     }
 };
 
-// What the pcre2_match calls of one encode share: the budget, and PCRE2's match context, JIT
-// stack and match data. They are made per encode, not per regex: each call sets its own match
-// limit, and a JIT stack serves one thread at a time, so encodes running at once must not
-// share them.
+// What the pcre2_match calls of one encode share: the budget and the deadline, and PCRE2's
+// match context, JIT stack and match data. They are made per encode, not per regex: each
+// call sets its own match limit, and a JIT stack serves one thread at a time, so encodes
+// running at once must not share them.
 class BpeTokenizer::RegexRun {
 public:
     RegexRun(size_t n_regexes, size_t text_bytes)
         : left_(uint64_t(n_regexes) * (limits::kBpeRegexBudgetBase + limits::kBpeRegexBudgetPerByte * uint64_t(text_bytes))),
+          allowed_(std::chrono::milliseconds(limits::kBpeRegexTimeBaseMs) +
+                   std::chrono::microseconds(limits::kBpeRegexTimePerKiBMs * uint64_t(text_bytes) * 1000 / 1024)),
           text_bytes_(text_bytes) {}
     ~RegexRun() {
         if (data_) pcre2_match_data_free(data_);
@@ -348,6 +353,7 @@ public:
         // groups); the JIT backtracks on its stack. Both are bounded, and so is the depth.
         pcre2_set_heap_limit(context_, limits::kBpeRegexHeapKiB);
         pcre2_set_depth_limit(context_, limits::kBpeRegexDepth);
+        pcre2_set_callout(context_, &RegexRun::callout, this);
         if (jit) {
             jit_stack_ = pcre2_jit_stack_create(32 * 1024, limits::kBpeJitStackBytes, nullptr);
             if (!jit_stack_) return "out of memory";
@@ -356,14 +362,24 @@ public:
         return "";
     }
 
+    // The time the regexes take is counted between begin_timing() and end_timing().
+    void begin_timing() { since_ = std::chrono::steady_clock::now(); }
+    void end_timing() { spent_ += std::chrono::steady_clock::now() - since_; }
+
     // pcre2_match's result for the regex anchored at subject[from], the subject being
-    // subject[0, size); kOverBudget when the budget is spent.
+    // subject[0, size); kOverBudget or kTooLong when the budget or the time is spent.
     //
     // PCRE2 cannot tell how much of its match limit a call used, so each attempt gets a
     // limit, kFirstLimit first and 4 times more after each PCRE2_ERROR_MATCHLIMIT, never more
     // than the budget has left, and is charged its whole limit: the total charged bounds the
-    // work done (the failed attempts add at most a third to the last one).
-    static constexpr int kOverBudget = PCRE2_ERROR_MATCHLIMIT;
+    // backtracking done (the failed attempts add at most a third to the last one).
+    //
+    // A unit of the limit may scan up to the whole subject, though (a lookahead over the rest
+    // of the text, tried at every position), which the budget cannot see; the time limit
+    // stops that. The first attempt (all that real text needs, but on long runs of spaces) is
+    // short: its time is checked after it. The longer ones run the guarded code, whose
+    // callouts check the time as it goes.
+    static constexpr int kOverBudget = PCRE2_ERROR_MATCHLIMIT, kTooLong = PCRE2_ERROR_CALLOUT;
     int match(const Regex& r, const char* subject, size_t size, size_t from) {
         static constexpr uint64_t kFirstLimit = 256;
         for (uint64_t limit = kFirstLimit;; limit = std::min<uint64_t>(4 * limit, UINT32_MAX)) {
@@ -371,7 +387,9 @@ public:
             const uint64_t granted = std::min(limit, left_);
             left_ -= granted;
             pcre2_set_match_limit(context_, uint32_t(granted));
-            const int rc = pcre2_match(r.code, reinterpret_cast<PCRE2_SPTR>(subject), size, from, PCRE2_NO_UTF_CHECK, data_, context_);
+            const int rc = pcre2_match(limit == kFirstLimit ? r.code : r.guarded, reinterpret_cast<PCRE2_SPTR>(subject), size, from,
+                                       PCRE2_NO_UTF_CHECK, data_, context_);
+            if (rc == kTooLong || out_of_time()) return kTooLong;
             if (rc != PCRE2_ERROR_MATCHLIMIT) return rc;
         }
     }
@@ -381,6 +399,9 @@ public:
     std::string error(int rc, const std::string& pattern) const {
         const std::string text = "this text (" + std::to_string(text_bytes_) + " bytes)";
         if (rc == kOverBudget) return "the vocabulary's pre-tokenizer regexes exceed their budget on " + text + ": they backtrack too much";
+        if (rc == kTooLong)
+            return "the vocabulary's pre-tokenizer regexes take longer than " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(allowed_).count()) +
+                   " ms on " + text + ": they scan it over and over";
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(rc, msg, sizeof msg);
         return "the vocabulary's pre-tokenizer regex " + ::quoted(pattern) + " failed on " + text + ": " + reinterpret_cast<const char*>(msg);
@@ -389,7 +410,19 @@ public:
     std::vector<std::pair<size_t, size_t>> pieces, next;  // encode_segment's, kept to reuse their memory
 
 private:
+    bool out_of_time() const { return spent_ + (std::chrono::steady_clock::now() - since_) > allowed_; }
+    // Called before each item of the guarded code: looks at the clock every 64th time (the
+    // items between may each scan the subject once).
+    static int callout(pcre2_callout_block*, void* data) {
+        RegexRun* run = static_cast<RegexRun*>(data);
+        return ++run->callouts_ % 64 == 0 && run->out_of_time() ? kTooLong : 0;
+    }
+
     uint64_t left_;  // of the budget, in match-limit units
+    const std::chrono::steady_clock::duration allowed_;
+    std::chrono::steady_clock::duration spent_{};
+    std::chrono::steady_clock::time_point since_;
+    uint64_t callouts_ = 0;
     size_t text_bytes_;
     pcre2_match_context* context_ = nullptr;
     pcre2_jit_stack* jit_stack_ = nullptr;
@@ -522,9 +555,12 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         PCRE2_SIZE offset;
         // \C (one byte, even inside a character) is refused: the next match would start
         // inside a character, which PCRE2 does not allow without its UTF check.
-        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | PCRE2_ANCHORED, &code, &offset, nullptr);
-        if (!r->code) {
+        const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | PCRE2_ANCHORED;
+        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &code, &offset, nullptr);
+        if (r->code)
+            r->guarded = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options | PCRE2_AUTO_CALLOUT, &code,
+                                       &offset, nullptr);
+        if (!r->code || !r->guarded) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(code, msg, sizeof msg);
             return "pre-tokenizer regex " + ::quoted(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
@@ -539,6 +575,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         // JIT where the platform has it (10x faster); the interpreter otherwise. Its limits
         // are set per encode (RegexRun).
         if (pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0) jit_ = true;
+        if (pcre2_jit_compile(r->guarded, PCRE2_JIT_COMPLETE) == 0) jit_ = true;
         regexes_.push_back(std::move(r));
     }
     vocab_ = v;
@@ -551,7 +588,7 @@ std::string BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool
     std::vector<int> ids;
     if (add_bos && bos_id() >= 0) ids.push_back(bos_id());
     const std::string text = valid_utf8(raw_text);
-    RegexRun run(regexes_.size(), text.size());  // the regexes' budget for this text
+    RegexRun run(regexes_.size(), text.size());  // the regexes' budget and time for this text
     std::string err = run.start(jit_);
     if (!err.empty()) return err;
     size_t start = 0;  // of the text not yet encoded
@@ -595,6 +632,7 @@ std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run
     auto& pieces = run->pieces;
     auto& next = run->next;
     pieces.assign(1, {0, text.size()});
+    run->begin_timing();
     for (size_t r = 0; r < regexes_.size(); r++) {
         next.clear();
         for (auto [begin, end] : pieces) {
@@ -605,7 +643,10 @@ std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run
                     from += size_t(utf8_char_length(text, from));  // the text is valid: 1 to 4
                     continue;
                 }
-                if (rc < 0) return run->error(rc, vocab_.pre_split_regexes[r]);
+                if (rc < 0) {
+                    run->end_timing();
+                    return run->error(rc, vocab_.pre_split_regexes[r]);
+                }
                 const PCRE2_SIZE* ov = run->ovector();
                 // Anchored, a match starts at `from` (or later, after \K) and ends no earlier.
                 const size_t m0 = std::max(from, begin + ov[0]);
@@ -622,6 +663,7 @@ std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run
         }
         pieces.swap(next);
     }
+    run->end_timing();
     for (auto [begin, end] : pieces) encode_piece(text.data() + begin, end - begin, ids);
     return "";
 }

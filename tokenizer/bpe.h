@@ -12,8 +12,9 @@
 // Decoding maps every id back to its bytes; control tokens decode to nothing.
 //
 // The vocabulary may come from a stranger's file: the regexes share one budget of PCRE2
-// match-limit units per encode, in proportion to the text (base/limits.h), and an encode
-// that exceeds it fails with a one-line message rather than running on.
+// match-limit units per encode, and a time limit, both in proportion to the text
+// (base/limits.h). An encode that exceeds them fails with a one-line message rather than
+// running on.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -90,7 +91,8 @@ public:
 
     // The text's ids appended to *ids; added control tokens are matched only with
     // allow_control. "" on success, else a one-line reason (the vocabulary's regexes
-    // exceeded their budget on this text); *ids is then unchanged. Encodes may run at once.
+    // exceeded their budget or time on this text); *ids is then unchanged. Encodes may run
+    // at once.
     std::string encode(const std::string& text, bool add_bos, bool allow_control, std::vector<int>* ids) const;
     // The bytes a token stands for ("" for control and unused tokens).
     const std::string& token_bytes(int id) const { return bytes_[size_t(id)]; }
