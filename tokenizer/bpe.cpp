@@ -484,6 +484,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     bytes_.assign(n, "");
     by_bytes_.reset(&bytes_, n);
     for (auto& list : added_by_first_byte_) list.clear();
+    size_t added_bytes = 0;
     StringIds by_spelling;
     by_spelling.reset(&v.tokens, n);
     std::string raw;
@@ -501,6 +502,12 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
             case BpeVocab::kControl:
             case BpeVocab::kUserDefined:
                 if (t.empty()) return "added token " + std::to_string(id) + " is empty";
+                // Hugging Face's added tokens are strings: never invalid UTF-8. Valid ones match
+                // only whole characters of the (valid) text, so that every stretch between them,
+                // which the regexes get, is valid too.
+                if (!is_valid_utf8(t)) return "added token " + std::to_string(id) + " is not valid UTF-8";
+                if ((added_bytes += t.size()) > limits::kBpeAddedTokenBytes)
+                    return "the added tokens hold more than " + std::to_string(limits::kBpeAddedTokenBytes) + " bytes together";
                 bytes_[id] = v.types[id] == BpeVocab::kControl ? "" : t;
                 added_by_first_byte_[uint8_t(t[0])].push_back({t, int(id), v.types[id] == BpeVocab::kControl});
                 break;
@@ -626,6 +633,10 @@ std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run
         std::free(nfc);
         text = normalized;
     }
+    // PCRE2 runs without its UTF check (a pass over the subject per call), so it must only
+    // ever see valid UTF-8: in a cut character it reads past the end. The text is repaired and
+    // added tokens are whole characters, so this holds; checked all the same, as it is cheap.
+    if (!is_valid_utf8(text)) return "a stretch of the text between added tokens is not valid UTF-8: " + ::quoted(text);
     // Each regex splits the pieces of the one before; the text between matches is a piece too
     // (Split's "Isolated" behaviour). A match is tried at each character in turn (the regexes
     // are anchored, Regex), which finds the leftmost match as an unanchored search would.
