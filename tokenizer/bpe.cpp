@@ -310,6 +310,130 @@ std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std
 }
 
 // ---------------------------------------------------------------------------------------
+// Added tokens
+
+void AddedTokenMatcher::build(const std::vector<Token>& tokens) {
+    const uint32_t count = uint32_t(tokens.size());
+    id_.resize(count);
+    size_.resize(count);
+    has_user_ = false;
+    for (uint32_t t = 0; t < count; t++) {
+        id_[t] = tokens[t].id;
+        size_[t] = uint16_t(tokens[t].text.size());
+        has_user_ |= !tokens[t].control;
+    }
+    first_child_.clear();
+    byte_.assign(1, 0);
+    fail_.assign(1, 0);
+    longest_.assign(1, -1);
+    longest_user_.assign(1, -1);
+    std::fill(std::begin(root_next_), std::end(root_next_), 0);
+    if (count == 0) {
+        first_child_.assign(2, 1);
+        return;
+    }
+
+    // The trie is built breadth first: each node holds the tokens whose reversal starts with
+    // its string, as a range of `order`; grouping a node's tokens by their next byte makes
+    // its children. Each token is grouped once per byte, so building takes time in
+    // proportion to the tokens' bytes, whatever they are.
+    auto byte_at = [&](uint32_t t, uint32_t depth) -> int {  // from the token's end; -1: past its start
+        const std::string_view s = tokens[t].text;
+        return depth < s.size() ? uint8_t(s[s.size() - 1 - depth]) : -1;
+    };
+    std::vector<uint32_t> order(count), sorted(count);
+    for (uint32_t t = 0; t < count; t++) order[t] = t;
+    struct Range {
+        uint32_t begin, end;
+    };
+    std::vector<Range> ranges = {{0, count}};  // node -> its tokens in order
+    uint32_t depth = 0, depth_end = 1;         // the nodes before depth_end have this depth
+    for (uint32_t node = 0; node < ranges.size(); node++) {
+        if (node == depth_end) {
+            depth++;
+            depth_end = uint32_t(ranges.size());
+        }
+        first_child_.push_back(uint32_t(ranges.size()));
+        const Range r = ranges[node];
+        // Tokens that end here first, then by their next byte: a counting sort for the many
+        // (the root holds every token), a comparison sort for the few.
+        auto key = [&](uint32_t t) { return byte_at(t, depth) + 1; };
+        if (r.end - r.begin > 256) {
+            uint32_t starts[258] = {};
+            for (uint32_t i = r.begin; i < r.end; i++) starts[key(order[i]) + 1]++;
+            for (int k = 1; k < 258; k++) starts[k] += starts[k - 1];
+            for (uint32_t i = r.begin; i < r.end; i++) sorted[r.begin + starts[key(order[i])]++] = order[i];
+            std::copy(sorted.begin() + r.begin, sorted.begin() + r.end, order.begin() + r.begin);
+        } else if (r.end - r.begin > 1) {
+            std::sort(order.begin() + r.begin, order.begin() + r.end, [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+        }
+        uint32_t at = r.begin;
+        int32_t own = -1, own_user = -1;  // the first token given of this text, of any type and user-defined
+        for (; at < r.end && key(order[at]) == 0; at++) {
+            const int32_t t = int32_t(order[at]);
+            if (own < 0 || t < own) own = t;
+            if (!tokens[size_t(t)].control && (own_user < 0 || t < own_user)) own_user = t;
+        }
+        // A token ending here is longer than any ending at a suffix (fail_ is shallower, so done).
+        longest_[node] = own >= 0 ? own : longest_[fail_[node]];
+        longest_user_[node] = own_user >= 0 ? own_user : longest_user_[fail_[node]];
+        while (at < r.end) {
+            const int byte = key(order[at]) - 1;
+            uint32_t end = at + 1;
+            while (end < r.end && key(order[end]) - 1 == byte) end++;
+            ranges.push_back({at, end});
+            byte_.push_back(uint8_t(byte));
+            // The nodes of smaller depth have all their children already: next() can run.
+            fail_.push_back(node == 0 ? 0 : next(fail_[node], uint8_t(byte)));
+            longest_.push_back(-1);
+            longest_user_.push_back(-1);
+            at = end;
+        }
+        if (node == 0)
+            for (uint32_t child = 1; child < ranges.size(); child++) root_next_[byte_[child]] = child;
+    }
+    first_child_.push_back(uint32_t(ranges.size()));
+    for (auto* v : {&first_child_, &fail_}) v->shrink_to_fit();
+    for (auto* v : {&longest_, &longest_user_}) v->shrink_to_fit();
+    byte_.shrink_to_fit();
+}
+
+uint32_t AddedTokenMatcher::next(uint32_t node, uint8_t byte) const {
+    for (;;) {
+        if (node == 0) return root_next_[byte];
+        const uint8_t* begin = byte_.data() + first_child_[node];
+        const uint8_t* end = byte_.data() + first_child_[node + 1];
+        const uint8_t* child = std::lower_bound(begin, end, byte);
+        if (child != end && *child == byte) return uint32_t(child - byte_.data());
+        node = fail_[node];
+    }
+}
+
+void AddedTokenMatcher::find(std::string_view text, bool allow_control, std::vector<Match>* out) const {
+    out->clear();
+    if (id_.empty() || (!allow_control && !has_user_)) return;
+    const std::vector<int32_t>& longest = allow_control ? longest_ : longest_user_;
+    // From the end: the longest token starting at each position (the automaton's walk down
+    // fail links is paid for by the bytes read, so this is linear in the text).
+    uint32_t node = 0;
+    for (size_t at = text.size(); at-- > 0;) {
+        node = next(node, uint8_t(text[at]));
+        const int32_t t = longest[node];
+        if (t >= 0) out->push_back({at, size_[size_t(t)], id_[size_t(t)]});
+    }
+    // From the start: the leftmost, then on from its end.
+    std::reverse(out->begin(), out->end());
+    size_t kept = 0, free_from = 0;
+    for (size_t i = 0; i < out->size(); i++) {
+        const Match m = (*out)[i];
+        if (m.at < free_from) continue;
+        (*out)[kept++] = m;
+        free_from = m.at + m.size;
+    }
+    out->resize(kept);
+}
+
+// ---------------------------------------------------------------------------------------
 // The tokenizer
 
 // A pre-tokenizer regex, compiled anchored: each match is tried at one position, and the
@@ -483,7 +607,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
 
     bytes_.assign(n, "");
     by_bytes_.reset(&bytes_, n);
-    for (auto& list : added_by_first_byte_) list.clear();
+    std::vector<AddedTokenMatcher::Token> added;
     size_t added_bytes = 0;
     StringIds by_spelling;
     by_spelling.reset(&v.tokens, n);
@@ -509,14 +633,13 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 if ((added_bytes += t.size()) > limits::kBpeAddedTokenBytes)
                     return "the added tokens hold more than " + std::to_string(limits::kBpeAddedTokenBytes) + " bytes together";
                 bytes_[id] = v.types[id] == BpeVocab::kControl ? "" : t;
-                added_by_first_byte_[uint8_t(t[0])].push_back({t, int(id), v.types[id] == BpeVocab::kControl});
+                added.push_back({t, int(id), v.types[id] == BpeVocab::kControl});
                 break;
             case BpeVocab::kUnused: break;
             default: return "token " + std::to_string(id) + " has type " + std::to_string(v.types[id]) + " (1, 3, 4 or 5 expected)";
         }
     }
-    for (auto& list : added_by_first_byte_)
-        std::stable_sort(list.begin(), list.end(), [](const Added& a, const Added& b) { return a.text.size() > b.text.size(); });
+    added_.build(added);
     for (int b = 0; b < 256; b++) {
         const char byte = char(b);
         byte_id_[b] = by_bytes_.find(std::string_view(&byte, 1));
@@ -595,27 +718,20 @@ std::string BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool
     std::vector<int> ids;
     if (add_bos && bos_id() >= 0) ids.push_back(bos_id());
     const std::string text = valid_utf8(raw_text);
-    RegexRun run(regexes_.size(), text.size());  // the regexes' budget and time for this text
-    std::string err = run.start(jit_);
-    if (!err.empty()) return err;
-    size_t start = 0;  // of the text not yet encoded
-    for (size_t at = 0; at < text.size();) {
-        const Added* found = nullptr;
-        for (const Added& a : added_by_first_byte_[uint8_t(text[at])])
-            if ((allow_control || !a.control) && text.compare(at, a.text.size(), a.text) == 0) {
-                found = &a;
-                break;
-            }
-        if (!found) {
-            at++;
-            continue;
+    if (!text.empty()) {
+        RegexRun run(regexes_.size(), text.size());  // the regexes' budget and time for this text
+        std::string err = run.start(jit_);
+        if (!err.empty()) return err;
+        std::vector<AddedTokenMatcher::Match> found;
+        added_.find(text, allow_control, &found);
+        size_t from = 0;  // of the text not yet encoded
+        for (const AddedTokenMatcher::Match& m : found) {
+            if (!(err = encode_segment(std::string_view(text).substr(from, m.at - from), &run, &ids)).empty()) return err;
+            ids.push_back(m.id);
+            from = m.at + m.size;
         }
-        if (!(err = encode_segment(std::string_view(text).substr(start, at - start), &run, &ids)).empty()) return err;
-        ids.push_back(found->id);
-        at += found->text.size();
-        start = at;
+        if (!(err = encode_segment(std::string_view(text).substr(from), &run, &ids)).empty()) return err;
     }
-    if (!(err = encode_segment(std::string_view(text).substr(start), &run, &ids)).empty()) return err;
     out->insert(out->end(), ids.begin(), ids.end());
     return "";
 }

@@ -11,10 +11,11 @@
 //   4. each piece's bytes are merged by rank, lowest first and leftmost among equals.
 // Decoding maps every id back to its bytes; control tokens decode to nothing.
 //
-// The vocabulary may come from a stranger's file: the regexes share one budget of PCRE2
-// match-limit units per encode, and a time limit, both in proportion to the text
-// (base/limits.h). An encode that exceeds them fails with a one-line message rather than
-// running on.
+// The vocabulary may come from a stranger's file, so an encode's cost is bounded by the text
+// whatever the file holds: added tokens are found by an automaton (AddedTokenMatcher), in
+// time linear in the text; the regexes share one budget of PCRE2 match-limit units per
+// encode, and a time limit, both in proportion to the text (base/limits.h). An encode that
+// exceeds them fails with a one-line message rather than running on.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,47 @@ private:
     size_t mask_ = 0;
 };
 
+// Finds added tokens in a text in time linear in the text, however many tokens there are,
+// with Hugging Face's rule (its aho-corasick crate, MatchKind::LeftmostLongest): at the
+// leftmost position where a token matches, the longest one, then on from its end. An
+// Aho-Corasick automaton over the reversed tokens, run over the text from its end, gives at
+// each position the longest token starting there; one pass from the start then picks.
+class AddedTokenMatcher {
+public:
+    struct Token {
+        std::string_view text;  // not empty, at most 65535 bytes; only needed during build()
+        int id;
+        bool control;  // matched only when the caller allows control tokens
+    };
+    struct Match {
+        size_t at;      // where in the text it starts
+        uint32_t size;  // its bytes
+        int id;
+    };
+    // Among tokens of the same text, the first given wins (the lowest id, as given in order).
+    void build(const std::vector<Token>& tokens);
+    // The matches in text order, in *out (cleared first).
+    void find(std::string_view text, bool allow_control, std::vector<Match>* out) const;
+
+private:
+    uint32_t next(uint32_t node, uint8_t byte) const;
+    // The trie of the reversed tokens, nodes numbered breadth first from the root (0), a
+    // node's children consecutively by byte: those of v are first_child_[v] to
+    // first_child_[v + 1] - 1. A node stands for the text read so far (from the end), and
+    // for the tokens that the text at the current position starts with.
+    std::vector<uint32_t> first_child_;
+    std::vector<uint8_t> byte_;        // node -> the byte of the edge into it
+    std::vector<uint32_t> fail_;       // node -> the node of its longest proper suffix
+    // node -> the longest token the text at the current position starts with (its reversal a
+    // suffix of the node's string), as an index into id_, or -1; and the same among
+    // user-defined tokens only.
+    std::vector<int32_t> longest_, longest_user_;
+    uint32_t root_next_[256] = {};     // the root's children by byte (0: none), the busiest lookup
+    std::vector<int32_t> id_;          // token index -> its id
+    std::vector<uint16_t> size_;       // token index -> its bytes
+    bool has_user_ = false;
+};
+
 class BpeTokenizer {
 public:
     BpeTokenizer();
@@ -125,13 +167,7 @@ private:
     const Merge* find_merge(int left, int right) const;
     std::vector<std::unique_ptr<Regex>> regexes_;
     bool jit_ = false;  // some regex is JIT-compiled: encodes need a JIT stack
-    // Added tokens to find in text, by first byte, longest first: (text, id, is control).
-    struct Added {
-        std::string text;
-        int id;
-        bool control;
-    };
-    std::vector<Added> added_by_first_byte_[256];
+    AddedTokenMatcher added_;
 
     // Pieces recur (" the", "\n"): their ids are kept. Bounded: cleared when full.
     mutable std::mutex cache_mutex_;
