@@ -32,7 +32,7 @@ TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests
              tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp \
              tests/test_sentencepiece_model.cpp tests/test_import_hf.cpp tests/test_llama2c.cpp tests/test_gguf_export.cpp \
              tests/test_kv_cache.cpp tests/test_output_files.cpp tests/test_model_families.cpp tests/test_bpe_tokenizer.cpp \
-             tests/test_hostile_inputs.cpp
+             tests/test_hostile_inputs.cpp tests/test_bpe_hostile.cpp
 
 .PHONY: all deps demo test test-host test-neon bench fuzz clean
 all: run quantize

@@ -62,7 +62,13 @@ constexpr uint32_t kBpeRegexCaptureGroups = 64;       // real pre-tokenizer rege
 // encode fails with a message instead of running for minutes.
 constexpr uint64_t kBpeRegexBudgetBase = 256 * 1024;
 constexpr uint64_t kBpeRegexBudgetPerByte = 1024;
+// A unit may scan the rest of the text, though (a lookahead over it, tried at every
+// position), which the budget cannot see: the time the regexes take is limited too, as a
+// last resort. Real text takes under 100 ns a byte; these allow 1 s and 10,000 ns a byte.
+constexpr uint64_t kBpeRegexTimeBaseMs = 1000;
+constexpr uint64_t kBpeRegexTimePerKiBMs = 10;
 constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;      // PCRE2's backtracking memory per match
+constexpr uint32_t kBpeRegexDepth = 100000;           // PCRE2's nested backtracking per match (the interpreter's)
 constexpr size_t kBpeJitStackBytes = 4 * MiB;
 
 // ---- Messages. A string from a file (a name, a key) is shown escaped and cut to

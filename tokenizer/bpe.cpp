@@ -2,10 +2,15 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <pcre2.h>
 #include <queue>
 #include <utf8proc.h>
+
+#include "../base/json_input.h"
+#include "../base/limits.h"
+#include "../base/printable.h"
 
 using json = nlohmann::json;
 
@@ -14,12 +19,6 @@ const char* const kLlama3SplitRegex =
 const char* const kQwen2SplitRegex =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char* const kGpt2SplitRegex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-// Limits on what a file may declare, far above any real tokenizer (Llama-3: 128256 tokens,
-// 280147 merges; Qwen3: 151669 and 151387), so that a damaged file is refused before it
-// makes hearth allocate gigabytes.
-static constexpr size_t kMaxTokens = 1 << 21, kMaxMerges = 1 << 22, kMaxTokenBytes = 1024, kMaxRegexBytes = 4096,
-                        kMaxRegexes = 16;
 
 // ---------------------------------------------------------------------------------------
 // GPT-2's byte-level mapping: every byte is a printable character, so that a vocabulary of
@@ -84,34 +83,7 @@ std::string valid_utf8(const std::string& s) {
     return out;
 }
 
-std::string shown(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s.substr(0, 60)) out += c < 0x20 || c == 0x7f ? '?' : char(c);
-    return "'" + out + (s.size() > 60 ? "...'" : "'");
-}
-
 }  // namespace
-
-int utf8_char_length(const std::string& s, size_t at) {
-    const unsigned char c = s[at];
-    int len;
-    unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-    if (c < 0x80) return 1;
-    else if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c == 0xe0) { len = 3; lo = 0xa0; }
-    else if (c == 0xed) { len = 3; hi = 0x9f; }  // no surrogates
-    else if (c >= 0xe1 && c <= 0xef) len = 3;
-    else if (c == 0xf0) { len = 4; lo = 0x90; }
-    else if (c >= 0xf1 && c <= 0xf3) len = 4;
-    else if (c == 0xf4) { len = 4; hi = 0x8f; }
-    else return -1;
-    for (int i = 1; i < len; i++) {
-        if (at + i >= s.size()) return 0;
-        const unsigned char b = s[at + i];
-        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xbf)) return -1;
-    }
-    return len;
-}
 
 // ---------------------------------------------------------------------------------------
 // tokenizer.json
@@ -200,13 +172,13 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     // The vocabulary: model.vocab, then the added tokens (which may reuse its ids).
     if (!model.contains("vocab") || !model["vocab"].is_object()) return "model.vocab is not an object";
     const json& vocab = model["vocab"];
-    if (vocab.size() > kMaxTokens) return "model.vocab has " + std::to_string(vocab.size()) + " tokens, too many";
+    if (vocab.size() > limits::kBpeTokens) return "model.vocab has " + std::to_string(vocab.size()) + " tokens, too many";
     std::vector<std::string> tokens;
     std::vector<int32_t> types;
     auto place = [&](const json& id_json, const std::string& text, int32_t type) -> std::string {
-        if (!id_json.is_number_unsigned() || id_json.get<uint64_t>() >= kMaxTokens)
-            return "token " + shown(text) + " has id " + id_json.dump().substr(0, 40) + ", not an id below " + std::to_string(kMaxTokens);
-        if (text.empty() || text.size() > kMaxTokenBytes) return "a token of " + std::to_string(text.size()) + " bytes";
+        if (!id_json.is_number_unsigned() || id_json.get<uint64_t>() >= limits::kBpeTokens)
+            return "token " + in_quotes(text) + " has id " + id_json.dump().substr(0, 40) + ", not an id below " + std::to_string(limits::kBpeTokens);
+        if (text.empty() || text.size() > limits::kBpeTokenBytes) return "a token of " + std::to_string(text.size()) + " bytes";
         const size_t id = id_json.get<size_t>();
         if (id >= tokens.size()) {
             tokens.resize(id + 1);
@@ -220,12 +192,12 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     for (auto& [text, id] : vocab.items())
         if (!(err = place(id, text, BpeVocab::kNormal)).empty()) return "model.vocab: " + err;
     if (j.contains("added_tokens")) {
-        if (!j["added_tokens"].is_array() || j["added_tokens"].size() > kMaxTokens) return "added_tokens is not a list";
+        if (!j["added_tokens"].is_array() || j["added_tokens"].size() > limits::kBpeTokens) return "added_tokens is not a list";
         for (const json& t : j["added_tokens"]) {
             if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id"))
                 return "added_tokens: an entry without content or id";
             for (const char* key : {"lstrip", "rstrip", "single_word"})
-                if (!is_false_or_absent(t, key)) return "added token " + shown(t["content"].get<std::string>()) + ": " + key + " is not supported";
+                if (!is_false_or_absent(t, key)) return "added token " + in_quotes(t["content"].get<std::string>()) + ": " + key + " is not supported";
             const bool special = t.value("special", json(false)) == true;
             if (!(err = place(t["id"], t["content"].get<std::string>(), special ? BpeVocab::kControl : BpeVocab::kUserDefined)).empty())
                 return "added_tokens: " + err;
@@ -242,21 +214,21 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     // Merges: "a b" strings (older files) or ["a", "b"] pairs (newer ones).
     if (!model.contains("merges") || !model["merges"].is_array()) return "model.merges is not a list";
     const json& merges = model["merges"];
-    if (merges.size() > kMaxMerges) return "model.merges has " + std::to_string(merges.size()) + " entries, too many";
+    if (merges.size() > limits::kBpeMerges) return "model.merges has " + std::to_string(merges.size()) + " entries, too many";
     out->merges.reserve(merges.size());
     for (const json& m : merges) {
         if (m.is_string()) {
             const std::string s = m.get<std::string>();
             const size_t space = s.find(' ');
             if (space == std::string::npos || space == 0 || space + 1 == s.size() || s.find(' ', space + 1) != std::string::npos)
-                return "merge " + shown(s) + " is not two tokens separated by a space";
+                return "merge " + in_quotes(s) + " is not two tokens separated by a space";
             out->merges.push_back(s);
         } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
             const std::string a = m[0].get<std::string>(), b = m[1].get<std::string>();
             // GGUF stores merges as "a b": a token holding a space cannot be written so
             // (byte-level tokens never do: the space is spelled 'Ġ').
             if (a.empty() || b.empty() || a.find(' ') != std::string::npos || b.find(' ') != std::string::npos)
-                return "merge [" + shown(a) + ", " + shown(b) + "] has an empty token or one holding a space";
+                return "merge [" + in_quotes(a) + ", " + in_quotes(b) + "] has an empty token or one holding a space";
             out->merges.push_back(a + " " + b);
         } else {
             return "model.merges: an entry is neither \"a b\" nor [\"a\", \"b\"]";
@@ -317,33 +289,268 @@ bool operator==(const BpeVocab& a, const BpeVocab& b) {
 std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out,
                                     std::shared_ptr<const BpeTokenizer>* built) {
     *out = BpeVocab{};
+    json tokenizer, config;
+    std::string err = parse_json(tokenizer_json, &tokenizer);
+    if (!err.empty()) return err;
+    // Named, so that the caller blames the right file.
+    if (!tokenizer_config_json.empty() && !(err = parse_json(tokenizer_config_json, &config)).empty()) return "tokenizer_config.json: " + err;
     try {
-        const json config = tokenizer_config_json.empty() ? json() : json::parse(tokenizer_config_json);
-        std::string err = from_json(json::parse(tokenizer_json), config, out);
-        if (!err.empty()) return err;
-    } catch (const std::exception& e) {
-        std::string what = e.what();
-        return "not valid JSON: " + what.substr(0, 200);
+        err = from_json(tokenizer, config, out);
+    } catch (const json::exception& e) {
+        // from_json checks each value's type before it reads it; this only turns a check
+        // it lacks into a message rather than a crash.
+        return "an unexpected JSON value (" + printable(e.what(), 200) + ")";
     }
+    if (!err.empty()) return err;
     // What the file declares must also make a working tokenizer.
     std::shared_ptr<BpeTokenizer> check(new BpeTokenizer);
-    std::string err = check->load(*out);
+    err = check->load(*out);
     if (err.empty() && built) *built = std::move(check);
     return err;
 }
 
 // ---------------------------------------------------------------------------------------
+// Added tokens
+
+void AddedTokenMatcher::build(const std::vector<Token>& tokens) {
+    const uint32_t count = uint32_t(tokens.size());
+    id_.resize(count);
+    size_.resize(count);
+    has_user_ = false;
+    for (uint32_t t = 0; t < count; t++) {
+        id_[t] = tokens[t].id;
+        size_[t] = uint16_t(tokens[t].text.size());
+        has_user_ |= !tokens[t].control;
+    }
+    first_child_.clear();
+    byte_.assign(1, 0);
+    fail_.assign(1, 0);
+    longest_.assign(1, -1);
+    longest_user_.assign(1, -1);
+    std::fill(std::begin(root_next_), std::end(root_next_), 0);
+    if (count == 0) {
+        first_child_.assign(2, 1);
+        return;
+    }
+
+    // The trie is built breadth first: each node holds the tokens whose reversal starts with
+    // its string, as a range of `order`; grouping a node's tokens by their next byte makes
+    // its children. Each token is grouped once per byte, so building takes time in
+    // proportion to the tokens' bytes, whatever they are.
+    auto byte_at = [&](uint32_t t, uint32_t depth) -> int {  // from the token's end; -1: past its start
+        const std::string_view s = tokens[t].text;
+        return depth < s.size() ? uint8_t(s[s.size() - 1 - depth]) : -1;
+    };
+    std::vector<uint32_t> order(count), sorted(count);
+    for (uint32_t t = 0; t < count; t++) order[t] = t;
+    struct Range {
+        uint32_t begin, end;
+    };
+    std::vector<Range> ranges = {{0, count}};  // node -> its tokens in order
+    uint32_t depth = 0, depth_end = 1;         // the nodes before depth_end have this depth
+    for (uint32_t node = 0; node < ranges.size(); node++) {
+        if (node == depth_end) {
+            depth++;
+            depth_end = uint32_t(ranges.size());
+        }
+        first_child_.push_back(uint32_t(ranges.size()));
+        const Range r = ranges[node];
+        // Tokens that end here first, then by their next byte: a counting sort for the many
+        // (the root holds every token), a comparison sort for the few.
+        auto key = [&](uint32_t t) { return byte_at(t, depth) + 1; };
+        if (r.end - r.begin > 256) {
+            uint32_t starts[258] = {};
+            for (uint32_t i = r.begin; i < r.end; i++) starts[key(order[i]) + 1]++;
+            for (int k = 1; k < 258; k++) starts[k] += starts[k - 1];
+            for (uint32_t i = r.begin; i < r.end; i++) sorted[r.begin + starts[key(order[i])]++] = order[i];
+            std::copy(sorted.begin() + r.begin, sorted.begin() + r.end, order.begin() + r.begin);
+        } else if (r.end - r.begin > 1) {
+            std::sort(order.begin() + r.begin, order.begin() + r.end, [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+        }
+        uint32_t at = r.begin;
+        int32_t own = -1, own_user = -1;  // the first token given of this text, of any type and user-defined
+        for (; at < r.end && key(order[at]) == 0; at++) {
+            const int32_t t = int32_t(order[at]);
+            if (own < 0 || t < own) own = t;
+            if (!tokens[size_t(t)].control && (own_user < 0 || t < own_user)) own_user = t;
+        }
+        // A token ending here is longer than any ending at a suffix (fail_ is shallower, so done).
+        longest_[node] = own >= 0 ? own : longest_[fail_[node]];
+        longest_user_[node] = own_user >= 0 ? own_user : longest_user_[fail_[node]];
+        while (at < r.end) {
+            const int byte = key(order[at]) - 1;
+            uint32_t end = at + 1;
+            while (end < r.end && key(order[end]) - 1 == byte) end++;
+            ranges.push_back({at, end});
+            byte_.push_back(uint8_t(byte));
+            // The nodes of smaller depth have all their children already: next() can run.
+            fail_.push_back(node == 0 ? 0 : next(fail_[node], uint8_t(byte)));
+            longest_.push_back(-1);
+            longest_user_.push_back(-1);
+            at = end;
+        }
+        if (node == 0)
+            for (uint32_t child = 1; child < ranges.size(); child++) root_next_[byte_[child]] = child;
+    }
+    first_child_.push_back(uint32_t(ranges.size()));
+    for (auto* v : {&first_child_, &fail_}) v->shrink_to_fit();
+    for (auto* v : {&longest_, &longest_user_}) v->shrink_to_fit();
+    byte_.shrink_to_fit();
+}
+
+uint32_t AddedTokenMatcher::next(uint32_t node, uint8_t byte) const {
+    for (;;) {
+        if (node == 0) return root_next_[byte];
+        const uint8_t* begin = byte_.data() + first_child_[node];
+        const uint8_t* end = byte_.data() + first_child_[node + 1];
+        const uint8_t* child = std::lower_bound(begin, end, byte);
+        if (child != end && *child == byte) return uint32_t(child - byte_.data());
+        node = fail_[node];
+    }
+}
+
+void AddedTokenMatcher::find(std::string_view text, bool allow_control, std::vector<Match>* out) const {
+    out->clear();
+    if (id_.empty() || (!allow_control && !has_user_)) return;
+    const std::vector<int32_t>& longest = allow_control ? longest_ : longest_user_;
+    // From the end: the longest token starting at each position (the automaton's walk down
+    // fail links is paid for by the bytes read, so this is linear in the text).
+    uint32_t node = 0;
+    for (size_t at = text.size(); at-- > 0;) {
+        node = next(node, uint8_t(text[at]));
+        const int32_t t = longest[node];
+        if (t >= 0) out->push_back({at, size_[size_t(t)], id_[size_t(t)]});
+    }
+    // From the start: the leftmost, then on from its end.
+    std::reverse(out->begin(), out->end());
+    size_t kept = 0, free_from = 0;
+    for (size_t i = 0; i < out->size(); i++) {
+        const Match m = (*out)[i];
+        if (m.at < free_from) continue;
+        (*out)[kept++] = m;
+        free_from = m.at + m.size;
+    }
+    out->resize(kept);
+}
+
+// ---------------------------------------------------------------------------------------
 // The tokenizer
 
+// A pre-tokenizer regex, compiled anchored: each match is tried at one position, and the
+// search moves on one character at a time outside PCRE2. PCRE2's match limit counts anew at
+// each start position of an unanchored search, so one unanchored call could do the limit's
+// work at every position of the text; anchored, the units charged bound the work done.
 struct BpeTokenizer::Regex {
-    pcre2_code* code = nullptr;
-    pcre2_match_context* context = nullptr;
-    pcre2_jit_stack* jit_stack = nullptr;
+    pcre2_code* code = nullptr;     // for a first attempt at each position
+    pcre2_code* guarded = nullptr;  // the same with a callout before each item: for longer attempts, which the deadline can stop
     ~Regex() {
-        if (context) pcre2_match_context_free(context);
-        if (jit_stack) pcre2_jit_stack_free(jit_stack);
         if (code) pcre2_code_free(code);
+        if (guarded) pcre2_code_free(guarded);
     }
+};
+
+// What the pcre2_match calls of one encode share: the budget and the deadline, and PCRE2's
+// match context, JIT stack and match data. They are made per encode, not per regex: each
+// call sets its own match limit, and a JIT stack serves one thread at a time, so encodes
+// running at once must not share them.
+class BpeTokenizer::RegexRun {
+public:
+    RegexRun(size_t n_regexes, size_t text_bytes)
+        : left_(uint64_t(n_regexes) * (limits::kBpeRegexBudgetBase + limits::kBpeRegexBudgetPerByte * uint64_t(text_bytes))),
+          allowed_(std::chrono::milliseconds(limits::kBpeRegexTimeBaseMs) +
+                   std::chrono::microseconds(limits::kBpeRegexTimePerKiBMs * uint64_t(text_bytes) * 1000 / 1024)),
+          text_bytes_(text_bytes) {}
+    ~RegexRun() {
+        if (data_) pcre2_match_data_free(data_);
+        if (context_) pcre2_match_context_free(context_);
+        if (jit_stack_) pcre2_jit_stack_free(jit_stack_);
+    }
+    RegexRun(const RegexRun&) = delete;
+    RegexRun& operator=(const RegexRun&) = delete;
+
+    // "" or why PCRE2 could not be set up.
+    std::string start(bool jit) {
+        context_ = pcre2_match_context_create(nullptr);
+        data_ = pcre2_match_data_create(limits::kBpeRegexCaptureGroups + 1, nullptr);
+        if (!context_ || !data_) return "out of memory";
+        // The heap holds the interpreter's backtracking (frames as large as the capture
+        // groups); the JIT backtracks on its stack. Both are bounded, and so is the depth.
+        pcre2_set_heap_limit(context_, limits::kBpeRegexHeapKiB);
+        pcre2_set_depth_limit(context_, limits::kBpeRegexDepth);
+        pcre2_set_callout(context_, &RegexRun::callout, this);
+        if (jit) {
+            jit_stack_ = pcre2_jit_stack_create(32 * 1024, limits::kBpeJitStackBytes, nullptr);
+            if (!jit_stack_) return "out of memory";
+            pcre2_jit_stack_assign(context_, nullptr, jit_stack_);
+        }
+        return "";
+    }
+
+    // The time the regexes take is counted between begin_timing() and end_timing().
+    void begin_timing() { since_ = std::chrono::steady_clock::now(); }
+    void end_timing() { spent_ += std::chrono::steady_clock::now() - since_; }
+
+    // pcre2_match's result for the regex anchored at subject[from], the subject being
+    // subject[0, size); kOverBudget or kTooLong when the budget or the time is spent.
+    //
+    // PCRE2 cannot tell how much of its match limit a call used, so each attempt gets a
+    // limit, kFirstLimit first and 4 times more after each PCRE2_ERROR_MATCHLIMIT, never more
+    // than the budget has left, and is charged its whole limit: the total charged bounds the
+    // backtracking done (the failed attempts add at most a third to the last one).
+    //
+    // A unit of the limit may scan up to the whole subject, though (a lookahead over the rest
+    // of the text, tried at every position), which the budget cannot see; the time limit
+    // stops that. The first attempt (all that real text needs, but on long runs of spaces) is
+    // short: its time is checked after it. The longer ones run the guarded code, whose
+    // callouts check the time as it goes.
+    static constexpr int kOverBudget = PCRE2_ERROR_MATCHLIMIT, kTooLong = PCRE2_ERROR_CALLOUT;
+    int match(const Regex& r, const char* subject, size_t size, size_t from) {
+        static constexpr uint64_t kFirstLimit = 256;
+        for (uint64_t limit = kFirstLimit;; limit = std::min<uint64_t>(4 * limit, UINT32_MAX)) {
+            if (left_ == 0) return kOverBudget;
+            const uint64_t granted = std::min(limit, left_);
+            left_ -= granted;
+            pcre2_set_match_limit(context_, uint32_t(granted));
+            const int rc = pcre2_match(limit == kFirstLimit ? r.code : r.guarded, reinterpret_cast<PCRE2_SPTR>(subject), size, from,
+                                       PCRE2_NO_UTF_CHECK, data_, context_);
+            if (rc == kTooLong || out_of_time()) return kTooLong;
+            if (rc != PCRE2_ERROR_MATCHLIMIT) return rc;
+        }
+    }
+    const PCRE2_SIZE* ovector() const { return pcre2_get_ovector_pointer(data_); }
+
+    // The one-line message for a failed match of the regex.
+    std::string error(int rc, const std::string& pattern) const {
+        const std::string text = "this text (" + std::to_string(text_bytes_) + " bytes)";
+        if (rc == kOverBudget) return "the vocabulary's pre-tokenizer regexes exceed their budget on " + text + ": they backtrack too much";
+        if (rc == kTooLong)
+            return "the vocabulary's pre-tokenizer regexes take longer than " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(allowed_).count()) +
+                   " ms on " + text + ": they scan it over and over";
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(rc, msg, sizeof msg);
+        return "the vocabulary's pre-tokenizer regex " + in_quotes(pattern) + " failed on " + text + ": " + reinterpret_cast<const char*>(msg);
+    }
+
+    std::vector<std::pair<size_t, size_t>> pieces, next;  // encode_segment's, kept to reuse their memory
+
+private:
+    bool out_of_time() const { return spent_ + (std::chrono::steady_clock::now() - since_) > allowed_; }
+    // Called before each item of the guarded code: looks at the clock every 64th time (the
+    // items between may each scan the subject once).
+    static int callout(pcre2_callout_block*, void* data) {
+        RegexRun* run = static_cast<RegexRun*>(data);
+        return ++run->callouts_ % 64 == 0 && run->out_of_time() ? kTooLong : 0;
+    }
+
+    uint64_t left_;  // of the budget, in match-limit units
+    const std::chrono::steady_clock::duration allowed_;
+    std::chrono::steady_clock::duration spent_{};
+    std::chrono::steady_clock::time_point since_;
+    uint64_t callouts_ = 0;
+    size_t text_bytes_;
+    pcre2_match_context* context_ = nullptr;
+    pcre2_jit_stack* jit_stack_ = nullptr;
+    pcre2_match_data* data_ = nullptr;
 };
 
 void StringIds::reset(const std::vector<std::string>* keys, size_t n) {
@@ -389,44 +596,50 @@ BpeTokenizer::~BpeTokenizer() = default;
 
 std::string BpeTokenizer::load(const BpeVocab& v) {
     const size_t n = v.tokens.size();
-    if (n == 0 || n > kMaxTokens) return "the vocabulary has " + std::to_string(n) + " tokens";
+    if (n == 0 || n > limits::kBpeTokens) return "the vocabulary has " + std::to_string(n) + " tokens";
     if (v.types.size() != n) return "the vocabulary has " + std::to_string(n) + " tokens but " + std::to_string(v.types.size()) + " token types";
-    if (v.merges.size() > kMaxMerges) return "the vocabulary has " + std::to_string(v.merges.size()) + " merges, too many";
+    if (v.merges.size() > limits::kBpeMerges) return "the vocabulary has " + std::to_string(v.merges.size()) + " merges, too many";
     for (int id : {v.bos_id, v.eos_id})
         if (id < -1 || id >= int(n)) return "special token id " + std::to_string(id) + " is outside the vocabulary";
-    if (v.normalizer != "" && v.normalizer != "nfc") return "normalizer " + shown(v.normalizer) + " is not supported (only nfc)";
-    if (v.pre_split_regexes.empty() || v.pre_split_regexes.size() > kMaxRegexes)
+    if (v.normalizer != "" && v.normalizer != "nfc") return "normalizer " + in_quotes(v.normalizer) + " is not supported (only nfc)";
+    if (v.pre_split_regexes.empty() || v.pre_split_regexes.size() > limits::kBpeRegexes)
         return "the pre-tokenizer has " + std::to_string(v.pre_split_regexes.size()) + " regexes";
 
     bytes_.assign(n, "");
     by_bytes_.reset(&bytes_, n);
-    for (auto& list : added_by_first_byte_) list.clear();
+    std::vector<AddedTokenMatcher::Token> added;
+    size_t added_bytes = 0;
     StringIds by_spelling;
     by_spelling.reset(&v.tokens, n);
     std::string raw;
     for (size_t id = 0; id < n; id++) {
         const std::string& t = v.tokens[id];
-        if (t.size() > kMaxTokenBytes) return "token " + std::to_string(id) + " is " + std::to_string(t.size()) + " bytes long";
+        if (t.size() > limits::kBpeTokenBytes) return "token " + std::to_string(id) + " is " + std::to_string(t.size()) + " bytes long";
         switch (v.types[id]) {
             case BpeVocab::kNormal:
                 // A token spelled with other characters than the 256 can never be produced;
                 // it decodes to its own text.
                 bytes_[id] = bytes_from_spelling(t, &raw) ? raw : t;
-                if (!by_spelling.insert(int(id))) return "token " + shown(t) + " appears twice";
+                if (!by_spelling.insert(int(id))) return "token " + in_quotes(t) + " appears twice";
                 if (!raw.empty()) by_bytes_.insert(int(id));  // a second spelling of the same bytes: the first wins
                 break;
             case BpeVocab::kControl:
             case BpeVocab::kUserDefined:
                 if (t.empty()) return "added token " + std::to_string(id) + " is empty";
+                // Hugging Face's added tokens are strings: never invalid UTF-8. Valid ones match
+                // only whole characters of the (valid) text, so that every stretch between them,
+                // which the regexes get, is valid too.
+                if (!is_valid_utf8(t)) return "added token " + std::to_string(id) + " is not valid UTF-8";
+                if ((added_bytes += t.size()) > limits::kBpeAddedTokenBytes)
+                    return "the added tokens hold more than " + std::to_string(limits::kBpeAddedTokenBytes) + " bytes together";
                 bytes_[id] = v.types[id] == BpeVocab::kControl ? "" : t;
-                added_by_first_byte_[uint8_t(t[0])].push_back({t, int(id), v.types[id] == BpeVocab::kControl});
+                added.push_back({t, int(id), v.types[id] == BpeVocab::kControl});
                 break;
             case BpeVocab::kUnused: break;
             default: return "token " + std::to_string(id) + " has type " + std::to_string(v.types[id]) + " (1, 3, 4 or 5 expected)";
         }
     }
-    for (auto& list : added_by_first_byte_)
-        std::stable_sort(list.begin(), list.end(), [](const Added& a, const Added& b) { return a.text.size() > b.text.size(); });
+    added_.build(added);
     for (int b = 0; b < 256; b++) {
         const char byte = char(b);
         byte_id_[b] = by_bytes_.find(std::string_view(&byte, 1));
@@ -447,7 +660,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         joined.append(m, space + 1, std::string::npos);
         const int a = by_spelling.find(std::string_view(m).substr(0, space)), b = by_spelling.find(std::string_view(m).substr(space + 1)),
                   result = by_spelling.find(joined);
-        if (a < 0 || b < 0 || result < 0) return "merge " + std::to_string(rank) + " " + shown(m) + " names a token the vocabulary lacks";
+        if (a < 0 || b < 0 || result < 0) return "merge " + std::to_string(rank) + " " + in_quotes(m) + " names a token the vocabulary lacks";
         // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
         const uint64_t pair = uint64_t(uint32_t(a)) << 32 | uint32_t(b);
         for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_)
@@ -458,30 +671,41 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     }
 
     regexes_.clear();
+    jit_ = false;
     for (const std::string& pattern : v.pre_split_regexes) {
-        if (pattern.empty() || pattern.size() > kMaxRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
+        if (pattern.empty() || pattern.size() > limits::kBpeRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
+        // PCRE2 reads option verbs at the very start of a pattern, as many as are stacked there:
+        // (*NO_JIT), (*LIMIT_MATCH=n), (*LIMIT_HEAP=n), (*UTF), (*CR), (*NO_START_OPT), ...
+        // They turn off the JIT and the optimizations the limits were measured with, or change
+        // what the pattern means; no real pre-tokenizer regex starts with one.
+        if (pattern.compare(0, 2, "(*") == 0)
+            return "pre-tokenizer regex " + in_quotes(pattern) + " starts with a PCRE2 verb such as (*NO_JIT) or (*LIMIT_MATCH=n): refused";
         std::unique_ptr<Regex> r(new Regex);
         int code;
         PCRE2_SIZE offset;
         // \C (one byte, even inside a character) is refused: the next match would start
         // inside a character, which PCRE2 does not allow without its UTF check.
-        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &code, &offset, nullptr);
-        if (!r->code) {
+        const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | PCRE2_ANCHORED;
+        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &code, &offset, nullptr);
+        if (r->code)
+            r->guarded = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options | PCRE2_AUTO_CALLOUT, &code,
+                                       &offset, nullptr);
+        if (!r->code || !r->guarded) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(code, msg, sizeof msg);
-            return "pre-tokenizer regex " + shown(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
+            return "pre-tokenizer regex " + in_quotes(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
         }
-        // JIT where the platform has it (10x faster); the interpreter otherwise. A regex
-        // comes from the file: the limits stop one that backtracks without end.
-        r->context = pcre2_match_context_create(nullptr);
-        if (!r->context) return "out of memory";
-        pcre2_set_match_limit(r->context, 10000000);
-        pcre2_set_depth_limit(r->context, 100000);
-        if (pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0) {
-            r->jit_stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, nullptr);
-            if (r->jit_stack) pcre2_jit_stack_assign(r->context, nullptr, r->jit_stack);
-        }
+        // The interpreter's backtracking frames each hold every capture group: thousands of
+        // groups make gigabytes of a short text. Real pre-tokenizer regexes have none.
+        uint32_t groups = 0;
+        pcre2_pattern_info(r->code, PCRE2_INFO_CAPTURECOUNT, &groups);
+        if (groups > limits::kBpeRegexCaptureGroups)
+            return "pre-tokenizer regex " + in_quotes(pattern) + " has " + std::to_string(groups) + " capture groups (at most " +
+                   std::to_string(limits::kBpeRegexCaptureGroups) + ")";
+        // JIT where the platform has it (10x faster); the interpreter otherwise. Its limits
+        // are set per encode (RegexRun).
+        if (pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE) == 0) jit_ = true;
+        if (pcre2_jit_compile(r->guarded, PCRE2_JIT_COMPLETE) == 0) jit_ = true;
         regexes_.push_back(std::move(r));
     }
     vocab_ = v;
@@ -494,71 +718,81 @@ std::string BpeTokenizer::encode(const std::string& raw_text, bool add_bos, bool
     std::vector<int> ids;
     if (add_bos && bos_id() >= 0) ids.push_back(bos_id());
     const std::string text = valid_utf8(raw_text);
-    size_t start = 0;  // of the text not yet encoded
-    for (size_t at = 0; at < text.size();) {
-        const Added* found = nullptr;
-        for (const Added& a : added_by_first_byte_[uint8_t(text[at])])
-            if ((allow_control || !a.control) && text.compare(at, a.text.size(), a.text) == 0) {
-                found = &a;
-                break;
-            }
-        if (!found) {
-            at++;
-            continue;
+    if (!text.empty()) {
+        RegexRun run(regexes_.size(), text.size());  // the regexes' budget and time for this text
+        std::string err = run.start(jit_);
+        if (!err.empty()) return err;
+        std::vector<AddedTokenMatcher::Match> found;
+        added_.find(text, allow_control, &found);
+        size_t from = 0;  // of the text not yet encoded
+        for (const AddedTokenMatcher::Match& m : found) {
+            if (!(err = encode_segment(std::string_view(text).substr(from, m.at - from), &run, &ids)).empty()) return err;
+            ids.push_back(m.id);
+            from = m.at + m.size;
         }
-        encode_segment(text.substr(start, at - start), &ids);
-        ids.push_back(found->id);
-        at += found->text.size();
-        start = at;
+        if (!(err = encode_segment(std::string_view(text).substr(from), &run, &ids)).empty()) return err;
     }
-    encode_segment(text.substr(start), &ids);
     out->insert(out->end(), ids.begin(), ids.end());
     return "";
 }
 
-void BpeTokenizer::encode_segment(const std::string& segment, std::vector<int>* ids) const {
-    if (segment.empty()) return;
-    std::string text = segment;
+std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run, std::vector<int>* ids) const {
+    if (segment.empty()) return "";
+    std::string normalized;
+    std::string_view text = segment;
     if (vocab_.normalizer == "nfc") {
         utf8proc_uint8_t* nfc = nullptr;
         const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(segment.data()), utf8proc_ssize_t(segment.size()),
                                                   &nfc, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-        if (len >= 0) text.assign(reinterpret_cast<const char*>(nfc), size_t(len));  // the text is valid UTF-8: it cannot fail
+        if (len < 0) return std::string("cannot normalize the text: ") + utf8proc_errmsg(len);
+        normalized.assign(reinterpret_cast<const char*>(nfc), size_t(len));
         std::free(nfc);
+        text = normalized;
     }
+    // PCRE2 runs without its UTF check (a pass over the subject per call), so it must only
+    // ever see valid UTF-8: in a cut character it reads past the end. The text is repaired and
+    // added tokens are whole characters, so this holds; checked all the same, as it is cheap.
+    if (!is_valid_utf8(text)) return "a stretch of the text between added tokens is not valid UTF-8: " + in_quotes(text);
     // Each regex splits the pieces of the one before; the text between matches is a piece too
-    // (Split's "Isolated" behaviour).
-    std::vector<std::pair<size_t, size_t>> pieces = {{0, text.size()}}, next;
-    for (const auto& r : regexes_) {
+    // (Split's "Isolated" behaviour). A match is tried at each character in turn (the regexes
+    // are anchored, Regex), which finds the leftmost match as an unanchored search would.
+    auto& pieces = run->pieces;
+    auto& next = run->next;
+    pieces.assign(1, {0, text.size()});
+    run->begin_timing();
+    for (size_t r = 0; r < regexes_.size(); r++) {
         next.clear();
-        pcre2_match_data* md = pcre2_match_data_create_from_pattern(r->code, nullptr);
-        if (!md) throw std::bad_alloc();
         for (auto [begin, end] : pieces) {
-            size_t at = begin;
-            while (at < end) {
-                const int rc = pcre2_match(r->code, reinterpret_cast<PCRE2_SPTR>(text.data() + begin), end - begin, at - begin,
-                                           PCRE2_NO_UTF_CHECK, md, r->context);
-                if (rc < 0) break;  // no more matches (or a limit was hit): the rest is one piece
-                const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-                const size_t m0 = begin + ov[0], m1 = begin + ov[1];
-                if (m1 == m0) {  // an empty match: step over one character
-                    size_t step = 1;
-                    while (m0 + step < end && (uint8_t(text[m0 + step]) & 0xc0) == 0x80) step++;
-                    if (m0 > at) next.push_back({at, m0});
-                    next.push_back({m0, m0 + step});
-                    at = m0 + step;
+            size_t at = begin;  // the end of the last match
+            for (size_t from = begin; from < end;) {
+                const int rc = run->match(*regexes_[r], text.data() + begin, end - begin, from - begin);
+                if (rc == PCRE2_ERROR_NOMATCH) {
+                    from += size_t(utf8_char_length(text, from));  // the text is valid: 1 to 4
                     continue;
+                }
+                if (rc < 0) {
+                    run->end_timing();
+                    return run->error(rc, vocab_.pre_split_regexes[r]);
+                }
+                const PCRE2_SIZE* ov = run->ovector();
+                // Anchored, a match starts at `from` (or later, after \K) and ends no earlier.
+                const size_t m0 = std::max(from, begin + ov[0]);
+                size_t m1 = std::max(m0, begin + ov[1]);
+                if (m0 == m1) {  // an empty match: the character there is a piece of its own
+                    if (m0 == end) break;
+                    m1 = m0 + size_t(utf8_char_length(text, m0));
                 }
                 if (m0 > at) next.push_back({at, m0});
                 next.push_back({m0, m1});
-                at = m1;
+                at = from = m1;
             }
             if (at < end) next.push_back({at, end});
         }
-        pcre2_match_data_free(md);
         pieces.swap(next);
     }
+    run->end_timing();
     for (auto [begin, end] : pieces) encode_piece(text.data() + begin, end - begin, ids);
+    return "";
 }
 
 void BpeTokenizer::encode_piece(const char* p, size_t n, std::vector<int>* ids) const {

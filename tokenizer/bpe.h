@@ -10,6 +10,12 @@
 //   3. split into pieces by the pre-tokenizer's regexes (PCRE2, Unicode properties),
 //   4. each piece's bytes are merged by rank, lowest first and leftmost among equals.
 // Decoding maps every id back to its bytes; control tokens decode to nothing.
+//
+// The vocabulary may come from a stranger's file, so an encode's cost is bounded by the text
+// whatever the file holds: added tokens are found by an automaton (AddedTokenMatcher), in
+// time linear in the text; the regexes share one budget of PCRE2 match-limit units per
+// encode, and a time limit, both in proportion to the text (base/limits.h). An encode that
+// exceeds them fails with a one-line message rather than running on.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,6 +24,10 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+// A token's bytes may end inside a character that the next token completes: decoders tell
+// whole characters with base/printable.h's utf8_char_length.
+#include "../base/printable.h"
 
 // The vocabulary as stored (GGUF's keys, docs/format.md), one entry per id.
 struct BpeVocab {
@@ -54,10 +64,6 @@ class BpeTokenizer;
 std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json, BpeVocab* out,
                                     std::shared_ptr<const BpeTokenizer>* built = nullptr);
 
-// Length of the valid UTF-8 character at s[at] (1..4), 0 if s ends inside the valid
-// beginning of one, -1 if the byte at s[at] cannot start a valid character there.
-int utf8_char_length(const std::string& s, size_t at);
-
 // string -> id for strings held in a vector, by their index: open addressing with linear
 // probing over one array of ids, which loads a 128k-token vocabulary several times faster
 // than std::unordered_map's nodes (loading is on run's path to the first token).
@@ -76,6 +82,47 @@ private:
     size_t mask_ = 0;
 };
 
+// Finds added tokens in a text in time linear in the text, however many tokens there are,
+// with Hugging Face's rule (its aho-corasick crate, MatchKind::LeftmostLongest): at the
+// leftmost position where a token matches, the longest one, then on from its end. An
+// Aho-Corasick automaton over the reversed tokens, run over the text from its end, gives at
+// each position the longest token starting there; one pass from the start then picks.
+class AddedTokenMatcher {
+public:
+    struct Token {
+        std::string_view text;  // not empty, at most 65535 bytes; only needed during build()
+        int id;
+        bool control;  // matched only when the caller allows control tokens
+    };
+    struct Match {
+        size_t at;      // where in the text it starts
+        uint32_t size;  // its bytes
+        int id;
+    };
+    // Among tokens of the same text, the first given wins (the lowest id, as given in order).
+    void build(const std::vector<Token>& tokens);
+    // The matches in text order, in *out (cleared first).
+    void find(std::string_view text, bool allow_control, std::vector<Match>* out) const;
+
+private:
+    uint32_t next(uint32_t node, uint8_t byte) const;
+    // The trie of the reversed tokens, nodes numbered breadth first from the root (0), a
+    // node's children consecutively by byte: those of v are first_child_[v] to
+    // first_child_[v + 1] - 1. A node stands for the text read so far (from the end), and
+    // for the tokens that the text at the current position starts with.
+    std::vector<uint32_t> first_child_;
+    std::vector<uint8_t> byte_;        // node -> the byte of the edge into it
+    std::vector<uint32_t> fail_;       // node -> the node of its longest proper suffix
+    // node -> the longest token the text at the current position starts with (its reversal a
+    // suffix of the node's string), as an index into id_, or -1; and the same among
+    // user-defined tokens only.
+    std::vector<int32_t> longest_, longest_user_;
+    uint32_t root_next_[256] = {};     // the root's children by byte (0: none), the busiest lookup
+    std::vector<int32_t> id_;          // token index -> its id
+    std::vector<uint16_t> size_;       // token index -> its bytes
+    bool has_user_ = false;
+};
+
 class BpeTokenizer {
 public:
     BpeTokenizer();
@@ -86,7 +133,8 @@ public:
 
     // The text's ids appended to *ids; added control tokens are matched only with
     // allow_control. "" on success, else a one-line reason (the vocabulary's regexes
-    // exceeded their budget on this text); *ids then holds nothing of the text.
+    // exceeded their budget or time on this text); *ids is then unchanged. Encodes may run
+    // at once.
     std::string encode(const std::string& text, bool add_bos, bool allow_control, std::vector<int>* ids) const;
     // The bytes a token stands for ("" for control and unused tokens).
     const std::string& token_bytes(int id) const { return bytes_[size_t(id)]; }
@@ -100,7 +148,8 @@ public:
 
 private:
     struct Regex;
-    void encode_segment(const std::string& text, std::vector<int>* ids) const;
+    class RegexRun;
+    std::string encode_segment(std::string_view segment, RegexRun* run, std::vector<int>* ids) const;
     void encode_piece(const char* p, size_t n, std::vector<int>* ids) const;
     void merge_piece(const char* p, size_t n, std::vector<int>* ids) const;
 
@@ -117,13 +166,8 @@ private:
     size_t merges_mask_ = 0;
     const Merge* find_merge(int left, int right) const;
     std::vector<std::unique_ptr<Regex>> regexes_;
-    // Added tokens to find in text, by first byte, longest first: (text, id, is control).
-    struct Added {
-        std::string text;
-        int id;
-        bool control;
-    };
-    std::vector<Added> added_by_first_byte_[256];
+    bool jit_ = false;  // some regex is JIT-compiled: encodes need a JIT stack
+    AddedTokenMatcher added_;
 
     // Pieces recur (" the", "\n"): their ids are kept. Bounded: cleared when full.
     mutable std::mutex cache_mutex_;
