@@ -12,10 +12,15 @@
 #include "quant_types.h"
 #include "rows_x8.h"
 
-bool matmul_supports(uint32_t type) {
+bool matmul_supports(uint32_t type, Layout layout) {
+    if (layout == Layout::rows_x8) return x8_type_for(type) != 0 && x8_matmul_kernel(x8_type_for(type)) != nullptr;
     if (type == TYPE_F32 || type == TYPE_F16) return true;
-    if (type_plain(type) != type) return x8_matmul_kernel(type) != nullptr;  // interleaved (kernels/rows_x8.h)
-    return type != TYPE_Q8_K && quant_kernels(type) != nullptr;
+    return type != TYPE_Q8_K && type_plain(type) == type && quant_kernels(type) != nullptr;
+}
+
+void dequantize_matrix_row(uint32_t type, Layout layout, const void* w, int64_t rows, int cols, int64_t row, float* out) {
+    if (layout == Layout::rows_x8) dequantize_x8_row(type, w, rows, cols, row, out);
+    else dequantize_row(type, w, cols, row, out);
 }
 
 bool dequantize_supports(uint32_t type) {
@@ -118,12 +123,12 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         b.m = jobs[j];
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
         if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
-        // Interleaved types: the plain type's activations, their own kernel (any token count).
-        b.k = quant_kernels(type_plain(b.m.type));
-        b.mm = type_plain(b.m.type) != b.m.type ? x8_matmul_kernel(b.m.type) : b.k->matmul_rows;
+        // Interleaved rows: the plain type's activations, their own kernel (any token count).
+        b.k = quant_kernels(b.m.type);
+        b.mm = b.m.layout == Layout::rows_x8 ? x8_matmul_kernel(x8_type_for(b.m.type)) : b.k->matmul_rows;
 #if defined(HEARTH_GEMM_AVX2)
         // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
-        const int min_tokens = gemm_min_tokens(b.m.type);
+        const int min_tokens = b.m.layout == Layout::rows ? gemm_min_tokens(b.m.type) : 0;
         if (min_tokens > 0 && n_tokens >= min_tokens) {
             switch (b.m.type) {
                 case TYPE_Q4_0: b.mm = matmul_q4_0_gemm_avx2; break;
@@ -186,7 +191,7 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
     }
 }
 
-void matmul(float* out, uint32_t type, const void* w, int rows, int cols, const float* x, int n_tokens) {
-    const MatmulJob job{out, type, w, rows};
+void matmul(float* out, uint32_t type, Layout layout, const void* w, int rows, int cols, const float* x, int n_tokens) {
+    const MatmulJob job{out, type, layout, w, rows};
     matmul_many(&job, 1, cols, x, n_tokens);
 }

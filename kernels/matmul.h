@@ -2,18 +2,21 @@
 #pragma once
 #include <cstdint>
 
-// True when matmul() has a kernel for weights of this type.
-bool matmul_supports(uint32_t type);
+#include "quant_types.h"
+
+// True when matmul() has a kernel for weights of this type in this layout.
+bool matmul_supports(uint32_t type, Layout layout);
 
 // out[t * rows + r] = dot(row r of W, x + t * cols) for t < n_tokens, r < rows.
-// W is `rows` rows of `cols` elements of `type`, stored contiguously.
+// W is `rows` rows of `cols` elements of `type`, in `layout`, stored contiguously.
 // Rows are split across the OpenMP threads in chunks of whole cache lines of `out`.
-void matmul(float* out, uint32_t type, const void* w, int rows, int cols, const float* x, int n_tokens);
+void matmul(float* out, uint32_t type, Layout layout, const void* w, int rows, int cols, const float* x, int n_tokens);
 
 // One matrix of a matmul_many call: out[t * rows + r] = dot(row r of w, x + t * cols).
 struct MatmulJob {
     float* out;
     uint32_t type;
+    Layout layout;
     const void* w;
     int rows;
 };
@@ -26,6 +29,8 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
 // True when dequantize_row() reads this type.
 bool dequantize_supports(uint32_t type);
 
-// Row `row` of W as fp32 (the token embedding lookup). Not for the interleaved types
-// (kernels/rows_x8.h): the loader never repacks the token embedding.
+// Row `row` of W (rows in the plain layout) as fp32: the token embedding lookup, which the
+// loader never repacks.
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out);
+// Row `row` of a rows x cols matrix in either layout, as fp32 (converting a stored matrix).
+void dequantize_matrix_row(uint32_t type, Layout layout, const void* w, int64_t rows, int cols, int64_t row, float* out);

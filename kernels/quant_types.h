@@ -50,6 +50,12 @@ enum TensorType : uint32_t {
     TYPE_Q4_K_X8 = 1012,
 };
 
+// How a matrix's rows lie in memory: one after another (GGUF's layout, and every vector), or
+// interleaved by 8 (kernels/rows_x8.h, q4_kx8.h), the layout the matmul kernels of every ISA
+// read for q4_0, q8_0 and q4_K. A tensor has a type and a layout; hearth files store both
+// (docs/format.md), GGUF files only the first.
+enum class Layout : uint8_t { rows, rows_x8 };
+
 constexpr int QK8_0 = 32;
 constexpr int QK4_0 = 32;
 constexpr int QK_K  = 256;

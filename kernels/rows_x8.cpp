@@ -92,6 +92,8 @@ void convert(const void* src, void* dst, int64_t rows, int64_t cols) {
 
 }  // namespace
 
+Layout kernel_layout(uint32_t type) { return x8_type_for(type) ? Layout::rows_x8 : Layout::rows; }
+
 uint32_t x8_type_for(uint32_t type) {
     switch (type) {
         case TYPE_Q4_0: return TYPE_Q4_0_X8;
@@ -128,7 +130,7 @@ void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, 
 
 // A record is a group of one block per row.
 void dequantize_x8_row(uint32_t type, const void* w, int64_t rows, int64_t cols, int64_t row, float* out) {
-    const uint32_t plain = type_plain(type);
+    const uint32_t plain = type_plain(type);  // the plain type, or (still accepted) the internal x8 id
     const QuantKernels* k = quant_kernels(plain);
     const size_t row_bytes = type_row_bytes(plain, cols), block = type_block_bytes(plain);
     const auto* base = static_cast<const uint8_t*>(w);

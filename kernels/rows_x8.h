@@ -23,8 +23,12 @@
 
 #include "quant.h"
 
-// The interleaved type for weights of `type`: TYPE_Q4_0_X8, TYPE_Q8_0_X8 and TYPE_Q4_K_X8
-// (kernels/q4_kx8.h) for Q4_0, Q8_0 and Q4_K, on every build; 0 for any other type.
+// The layout the matmul kernels read for weights of `type`: rows_x8 for Q4_0, Q8_0 and Q4_K, on
+// every build; rows for every other type.
+Layout kernel_layout(uint32_t type);
+
+// The kernels' internal id of an interleaved type: TYPE_Q4_0_X8, TYPE_Q8_0_X8 and TYPE_Q4_K_X8
+// (kernels/q4_kx8.h) for Q4_0, Q8_0 and Q4_K; 0 for any other type.
 uint32_t x8_type_for(uint32_t type);
 
 // The best matmul kernel of this build (AVX2, else NEON, else scalar) for an interleaved type,
@@ -37,8 +41,8 @@ matmul_rows_fn x8_matmul_kernel(uint32_t type);
 void repack_rows_to_x8(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 void repack_x8_to_rows(uint32_t type, const void* src, void* dst, int64_t rows, int64_t cols);
 
-// Row `row` of a rows x cols matrix of an interleaved type, as fp32 (quantize reads rows of a
-// stored matrix this way to convert it to another type).
+// Row `row` of a rows x cols matrix of `type` (Q4_0, Q8_0 or Q4_K) in the interleaved layout, as
+// fp32 (quantize reads rows of a stored matrix this way to convert it to another type).
 void dequantize_x8_row(uint32_t type, const void* w, int64_t rows, int64_t cols, int64_t row, float* out);
 
 // One record (block b of a whole group's 8 rows) of a matrix of `type` (Q4_0, Q8_0 or Q4_K) in

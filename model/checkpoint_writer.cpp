@@ -76,9 +76,14 @@ CheckpointFormat checkpoint_format_for_path(const std::string& path) {
 // Whether a file of the format may hold a tensor of this type: hearth v2 only the types run
 // computes with; GGUF any type ggml defines for files (not q8_K, an activation type, nor
 // hearth's in-memory interleaved types), as the GGUF reader accepts.
-static bool format_holds(CheckpointFormat format, uint32_t type) {
-    if (format == CheckpointFormat::hearth) return type_is_storage(type);
-    return type_is_known(type) && type_traits(type)->use != USE_ACT && type_traits(type)->use != USE_INTERLEAVED;
+// The id the file stores for a tensor's (type, layout); false when the format cannot hold it:
+// hearth v2 only the types run computes with, in either layout (format.h, hearth_type_id);
+// GGUF any type ggml defines for files (not q8_K, an activation type), in the plain layout.
+static bool stored_type_id(CheckpointFormat format, const TensorSpec& t, uint32_t* id) {
+    if (format == CheckpointFormat::hearth) return hearth_type_id(t.type, t.layout, id);
+    *id = t.type;
+    return t.layout == Layout::rows && type_is_known(t.type) && type_traits(t.type)->use != USE_ACT &&
+           type_traits(t.type)->use != USE_INTERLEAVED;
 }
 
 static void put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }
@@ -92,8 +97,10 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
     std::vector<uint64_t> sizes;
     for (const TensorSpec& t : tensors) {
         if (t.name.empty() || t.name.size() >= size_t(kTensorNameBytes)) return "tensor name '" + t.name + "' is empty or too long";
-        if (!format_holds(format, t.type))
-            return "tensor " + t.name + ": a " + checkpoint_format_name(format) + " file cannot hold type " + type_name(t.type);
+        uint32_t id;
+        if (!stored_type_id(format, t, &id))
+            return "tensor " + t.name + ": a " + checkpoint_format_name(format) + " file cannot hold type " + type_name(t.type) +
+                   (t.layout == Layout::rows_x8 ? " with interleaved rows" : "");
         sizes.push_back(tensor_bytes(t.type, t.n_dims, t.shape));
         if (sizes.back() == 0) return "tensor " + t.name + ": shape does not fit type " + type_name(t.type);
     }
@@ -162,7 +169,7 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
             TensorEntry e;
             std::memset(&e, 0, sizeof e);
             std::memcpy(e.name, t.name.data(), t.name.size());
-            e.type = t.type;
+            stored_type_id(format, t, &e.type);  // checked above
             e.n_dims = uint32_t(t.n_dims);
             for (int d = 0; d < kMaxDims; d++) e.shape[d] = d < t.n_dims ? t.shape[d] : 0;
             e.offset = placements_[i].offset;

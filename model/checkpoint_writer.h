@@ -29,6 +29,7 @@ CheckpointFormat checkpoint_format_for_path(const std::string& path);
 struct TensorSpec {
     std::string name;
     uint32_t type = 0;
+    Layout layout = Layout::rows;  // rows_x8 only in hearth files (format.h, hearth_type_id)
     int n_dims = 0;
     uint64_t shape[kMaxDims] = {1, 1, 1, 1};  // outermost first, as everywhere in hearth
 };

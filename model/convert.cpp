@@ -77,7 +77,7 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
     const bool is_output = t.name == "output.weight" || (tied_embeddings && t.name == "token_embd.weight");
     uint32_t want = TYPE_F16;
     switch (mix) {
-        case OutputMix::Keep: want = format == CheckpointFormat::gguf ? type_plain(t.type) : nearest_storage_type(type_plain(t.type)); break;
+        case OutputMix::Keep: want = format == CheckpointFormat::gguf ? t.type : nearest_storage_type(t.type); break;
         case OutputMix::F32: want = TYPE_F32; break;
         case OutputMix::F16: want = TYPE_F16; break;
         case OutputMix::Q8_0: want = TYPE_Q8_0; break;
@@ -98,13 +98,16 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
     }
     const uint64_t cols = t.cols();
     if (cols % type_block_size(want) != 0) want = cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32 ? TYPE_Q8_0 : TYPE_F16;
-    // A hearth file stores q4_0, q8_0 and q4_K matrices with their rows interleaved by 8, the
-    // layout the kernels of every ISA read (docs/format.md): run computes from the mapping in
-    // place, with nothing to copy at load. Not the token embedding, whose rows are looked up one
-    // at a time (and which, tied, is the output projection too).
-    if (format == CheckpointFormat::hearth && t.name != "token_embd.weight")
-        if (const uint32_t x8 = x8_type_for(want)) want = x8;
     return want;
+}
+
+// A hearth file stores q4_0, q8_0 and q4_K matrices with their rows interleaved by 8, the
+// layout the kernels of every ISA read (docs/format.md): run computes from the mapping in
+// place, with nothing to copy at load. Not the token embedding, whose rows are looked up one
+// at a time (and which, tied, is the output projection too). GGUF has the plain layout only.
+Layout tensor_layout_for(const std::string& name, uint32_t type, CheckpointFormat format) {
+    if (format != CheckpointFormat::hearth || name == "token_embd.weight") return Layout::rows;
+    return kernel_layout(type);
 }
 
 // The LLAMA_FTYPE llama.cpp's loader guesses when a file has no general.file_type, from its
@@ -205,6 +208,7 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
         TensorSpec s;
         s.name = t.name;
         s.type = tensor_type_for(mix, t, c.n_layers, format, c.tied_embeddings);
+        s.layout = tensor_layout_for(t.name, s.type, format);
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);
@@ -243,14 +247,15 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     std::vector<uint8_t> buf, packed;
     for (size_t i = 0; i < src.tensors.size(); i++) {
         const SourceTensor& t = src.tensors[i];
-        const uint32_t type = specs[i].type, plain = type_plain(type);
+        const uint32_t type = specs[i].type;
+        const Layout layout = specs[i].layout;
         const auto t0 = std::chrono::steady_clock::now();
         const uint64_t rows = t.rows(), cols = t.cols();
         const size_t row_bytes = type_row_bytes(type, int64_t(cols));
         // The same blocks in the same row order: stored as they are (a GGUF file must compute
         // what its blocks mean; re-quantizing could change them), or only moved between the plain
         // and the interleaved layout, which loses nothing.
-        const bool same_blocks = type_plain(t.type) == plain && t.hf_rope_heads == 0;
+        const bool same_blocks = t.type == type && t.hf_rope_heads == 0;
         // Rows go a chunk at a time, a multiple of 8 rows (whole groups of the interleaved
         // layout), converted in parallel and written in order.
         const uint64_t chunk = std::max<uint64_t>(8, (uint64_t(16) << 20) / std::max<size_t>(row_bytes, 1) / 8 * 8);
@@ -258,13 +263,13 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
         for (uint64_t r = 0; r < rows; r += chunk) {
             const uint64_t n = std::min(chunk, rows - r);
             const uint8_t* stored = t.data + r * row_bytes;  // when same_blocks, the source's rows are this size too
-            if (same_blocks && t.type == type) {
+            if (same_blocks && t.layout == layout) {
                 if (!(err = writer.write(stored, n * row_bytes)).empty()) return err;
                 continue;
             }
             buf.resize(n * row_bytes);
-            if (same_blocks && t.type != plain) {
-                repack_x8_to_rows(plain, stored, buf.data(), int64_t(n), int64_t(cols));
+            if (same_blocks && t.layout == Layout::rows_x8) {
+                repack_x8_to_rows(type, stored, buf.data(), int64_t(n), int64_t(cols));
             } else if (same_blocks) {
                 std::memcpy(buf.data(), stored, n * row_bytes);
             } else {
@@ -272,12 +277,12 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
 #pragma omp parallel for schedule(dynamic, 1) reduction(+ : err2, ref2)
                 for (int part = 0; part < n_parts; part++) {
                     const uint64_t p0 = r + n * part / n_parts, p1 = r + n * (part + 1) / n_parts;
-                    if (p0 < p1) convert_rows(t, plain, p0, p1, buf.data() + (p0 - r) * row_bytes, &err2, &ref2);
+                    if (p0 < p1) convert_rows(t, type, p0, p1, buf.data() + (p0 - r) * row_bytes, &err2, &ref2);
                 }
             }
-            if (type != plain) {  // stored interleaved: the rows of this chunk are whole groups (and the tail)
+            if (layout == Layout::rows_x8) {  // the rows of this chunk are whole groups (and the tail)
                 packed.resize(buf.size());
-                repack_rows_to_x8(plain, buf.data(), packed.data(), int64_t(n), int64_t(cols));
+                repack_rows_to_x8(type, buf.data(), packed.data(), int64_t(n), int64_t(cols));
                 buf.swap(packed);
             }
             if (!(err = writer.write(buf.data(), buf.size())).empty()) return err;

@@ -31,6 +31,9 @@ const char* output_mix_name(OutputMix mix);
 // output's type, as llama.cpp's quantizer gives it.
 uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format = CheckpointFormat::hearth,
                          bool tied_embeddings = false);
+// The layout a tensor of that type gets in a file of the format: rows_x8 for the matrices of a
+// hearth file whose type the kernels read so (kernel_layout), but the token embedding.
+Layout tensor_layout_for(const std::string& name, uint32_t type, CheckpointFormat format = CheckpointFormat::hearth);
 
 // general.file_type of a GGUF file: llama.cpp's LLAMA_FTYPE for the mix (include/llama.h);
 // for keep, the one llama.cpp's loader would guess from the most common type of the

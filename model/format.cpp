@@ -39,6 +39,30 @@ static std::string field_string(const char* p, size_t n) {
     return std::string(p, len);
 }
 
+// The interleaved ids of hearth files (docs/format.md).
+static const struct {
+    uint32_t id, type;
+} kInterleavedIds[] = {{1002, TYPE_Q4_0}, {1008, TYPE_Q8_0}, {1012, TYPE_Q4_K}};
+
+bool hearth_type_id(uint32_t type, Layout layout, uint32_t* id) {
+    if (layout == Layout::rows) {
+        *id = type;
+        return type_is_storage(type) && type_plain(type) == type;
+    }
+    for (const auto& i : kInterleavedIds)
+        if (i.type == type) return *id = i.id, true;
+    return false;
+}
+
+bool hearth_type_from_id(uint32_t id, uint32_t* type, Layout* layout) {
+    for (const auto& i : kInterleavedIds)
+        if (i.id == id) return *type = i.type, *layout = Layout::rows_x8, true;
+    *type = id;
+    *layout = Layout::rows;
+    uint32_t same;
+    return hearth_type_id(id, Layout::rows, &same);
+}
+
 // The tensor table of either version: n entries at table_offset, data at or after data_offset.
 static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t n, uint64_t table_offset,
                                       uint64_t data_offset, std::vector<TensorView>* out) {
@@ -58,9 +82,10 @@ static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t
         if (!printable) return "tensor " + std::to_string(i) + " has no valid name";
         const std::string where = "tensor " + std::to_string(i) + " (" + in_quotes(t.name) + ")";
         if (!seen.insert(t.name).second) return where + " appears twice";
-        if (!type_is_storage(e.type)) return where + " has element type " + std::to_string(e.type) + ", not one a checkpoint may hold";
+        if (!hearth_type_from_id(e.type, &t.type, &t.layout))
+            return where + " has element type " + std::to_string(e.type) + ", not one a checkpoint may hold";
         if (e.n_dims < 1 || e.n_dims > kMaxDims) return where + " has " + std::to_string(e.n_dims) + " dimensions";
-        t.type = e.type;
+        if (t.layout == Layout::rows_x8 && e.n_dims != 2) return where + " has interleaved rows but is not a matrix";
         t.n_dims = int(e.n_dims);
         for (int d = 0; d < kMaxDims; d++) t.shape[d] = d < t.n_dims ? e.shape[d] : 1;
         const uint64_t expect = tensor_bytes(t.type, t.n_dims, t.shape);

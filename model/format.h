@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/quant_types.h"
 #include "../tokenizer/tokenizer.h"
 #include "config.h"
 
@@ -65,7 +66,8 @@ static_assert(sizeof(TensorEntry) == 128, "tensor entry layout");
 // A tensor as the loader hands it out: a view into the mapped file.
 struct TensorView {
     std::string name;
-    uint32_t type = 0;
+    uint32_t type = 0;              // the element type (TensorType), never an interleaved id
+    Layout layout = Layout::rows;   // rows_x8: a matrix whose rows are interleaved by 8
     int n_dims = 0;
     uint64_t shape[kMaxDims] = {1, 1, 1, 1};
     const void* data = nullptr;
@@ -81,6 +83,14 @@ struct ParsedCheckpoint {
     TokenizerSpec tokenizer;
     std::vector<TensorView> tensors;
 };
+
+// A hearth file stores a matrix whose rows are interleaved by 8 under a type id of its own,
+// 1000 + its type (q4_0x8 1002, q8_0x8 1008, q4_Kx8 1012: docs/format.md); in memory the type
+// is the plain one and TensorView::layout says rows_x8. These two are the only translation.
+// The file's id of (type, layout) in *id; false when a hearth file cannot hold that pair.
+bool hearth_type_id(uint32_t type, Layout layout, uint32_t* id);
+// The (type, layout) of a file's id; false for an id a hearth file may not hold.
+bool hearth_type_from_id(uint32_t id, uint32_t* type, Layout* layout);
 
 // A hearth checkpoint, version 1 or 2. Every offset and size is checked against `size` before
 // use. Returns "" on success, else a one-line description of what is wrong.

@@ -83,7 +83,7 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
 }
 
 static void matmul_tensor(float* out, const TensorView& w, const float* x, int n_tokens) {
-    matmul(out, w.type, w.data, int(w.rows()), int(w.cols()), x, n_tokens);
+    matmul(out, w.type, w.layout, w.data, int(w.rows()), int(w.cols()), x, n_tokens);
 }
 
 // Several weight matrices with the same input (q/k/v, gate/up): one parallel region.
@@ -91,7 +91,7 @@ static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorV
     MatmulJob jobs[3];
     int n_jobs = 0, cols = 0;
     for (const auto& o : outs) {
-        jobs[n_jobs++] = MatmulJob{o.first, o.second->type, o.second->data, int(o.second->rows())};
+        jobs[n_jobs++] = MatmulJob{o.first, o.second->type, o.second->layout, o.second->data, int(o.second->rows())};
         cols = int(o.second->cols());
     }
     matmul_many(jobs, n_jobs, cols, x, n_tokens);

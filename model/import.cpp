@@ -373,10 +373,11 @@ std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* ou
         SourceTensor s;
         s.name = want.name;
         s.type = t.type;
+        s.layout = t.layout;
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         s.data = static_cast<const uint8_t*>(t.data);
-        if (!dequantize_supports(s.type) && type_plain(s.type) == s.type) return "tensor " + want.name + " has type " + type_name(s.type) + ", which this build cannot read";
+        if (!dequantize_supports(s.type)) return "tensor " + want.name + " has type " + type_name(s.type) + ", which this build cannot read";
         out->tensors.push_back(s);
     }
     return "";
@@ -419,8 +420,5 @@ void read_source_row(const SourceTensor& t, uint64_t row, float* out) {
         }
         return;
     }
-    if (type_plain(t.type) != t.type)  // rows interleaved by 8: stored so in hearth files
-        dequantize_x8_row(t.type, t.data, int64_t(t.rows()), int64_t(t.cols()), int64_t(source_row(t, row)), out);
-    else
-        dequantize_row(t.type, t.data, int(t.cols()), int64_t(source_row(t, row)), out);
+    dequantize_matrix_row(t.type, t.layout, t.data, int64_t(t.rows()), int(t.cols()), int64_t(source_row(t, row)), out);
 }

@@ -13,6 +13,7 @@
 struct SourceTensor {
     std::string name;  // hearth name, e.g. "blk.0.attn_q.weight"
     uint32_t type = 0; // element type of `data` (TensorType)
+    Layout layout = Layout::rows;
     int n_dims = 0;
     uint64_t shape[kMaxDims] = {1, 1, 1, 1};
     const uint8_t* data = nullptr;

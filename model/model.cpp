@@ -27,7 +27,10 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
         const bool looked_up = want.role->model_field == &Model::token_embd && !c.tied_embeddings;
         if (looked_up && !dequantize_supports(t.type))
             return "tensor " + want.name + " has type " + type_name(t.type) + ", which run cannot read";
-        if (want.role->matrix && !looked_up && !matmul_supports(t.type))
+        // Its rows are looked up one at a time (and, tied, it is read as the output too).
+        if (want.role->model_field == &Model::token_embd && t.layout != Layout::rows)
+            return "tensor " + want.name + " has interleaved rows; the token embedding must have plain ones";
+        if (want.role->matrix && !looked_up && !matmul_supports(t.type, t.layout))
             return "tensor " + want.name + " has type " + type_name(t.type) + ", which run cannot multiply" +
                    (type_is_known(t.type) && type_traits(t.type)->use == USE_DEQUANT
                         ? " (convert the file with quantize, e.g. `quantize FILE OUT.hearth q4_k_m`)"
@@ -61,7 +64,9 @@ static std::string repack_for_kernels(Model* m) {
     for (const ModelTensor& t : model_tensors(m->config))
         if (t.role->matrix && t.role->model_field != &Model::token_embd)
             views.push_back(t.role->per_layer ? &(m->layers[size_t(t.layer)].*t.role->layer_field) : &(m->*t.role->model_field));
-    auto wanted = [&](const TensorView* t) { return x8_type_for(t->type) != 0 && t->data != m->token_embd.data; };
+    auto wanted = [&](const TensorView* t) {
+        return t->layout == Layout::rows && kernel_layout(t->type) == Layout::rows_x8 && t->data != m->token_embd.data;
+    };
     // Offsets in the buffer by source: a tensor seen twice (the same data, type and shape) is
     // repacked once. Views that share data otherwise (a file may overlap tensors) get copies
     // of their own, so that none reads past its region.
@@ -87,7 +92,7 @@ static std::string repack_for_kernels(Model* m) {
     for (TensorView* t : views) {
         if (!wanted(t)) continue;
         t->data = base + offset[source(t)];
-        t->type = x8_type_for(t->type);
+        t->layout = Layout::rows_x8;
     }
     return "";
 }

@@ -59,8 +59,8 @@ TEST_CASE("matmul: f32 and f16 weights, 1 and several tokens, odd row counts, eq
                 std::vector<uint16_t> h(w.size());
                 for (size_t i = 0; i < w.size(); i++) h[i] = fp32_to_fp16(w[i]);
                 std::vector<float> out32(size_t(rows) * tokens, NAN), out16(size_t(rows) * tokens, NAN);
-                matmul(out32.data(), TYPE_F32, w.data(), rows, cols, x.data(), tokens);
-                matmul(out16.data(), TYPE_F16, h.data(), rows, cols, x.data(), tokens);
+                matmul(out32.data(), TYPE_F32, Layout::rows, w.data(), rows, cols, x.data(), tokens);
+                matmul(out16.data(), TYPE_F16, Layout::rows, h.data(), rows, cols, x.data(), tokens);
                 for (int t = 0; t < tokens; t++)
                     for (int r = 0; r < rows; r++) {
                         double e32 = 0, e16 = 0, mag = 0;

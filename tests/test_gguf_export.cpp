@@ -356,7 +356,7 @@ void check_same_config(const ModelConfig& a, const ModelConfig& b) {
 // interleaved by 8; GGUF files never do).
 std::string plain_blocks(const TensorView& t) {
     std::string bytes(static_cast<const char*>(t.data), t.bytes);
-    if (type_plain(t.type) != t.type) repack_x8_to_rows(type_plain(t.type), t.data, &bytes[0], int64_t(t.rows()), int64_t(t.cols()));
+    if (t.layout == Layout::rows_x8) repack_x8_to_rows(t.type, t.data, &bytes[0], int64_t(t.rows()), int64_t(t.cols()));
     return bytes;
 }
 
@@ -369,7 +369,7 @@ void check_same_tensors(const ParsedCheckpoint& got, const ParsedCheckpoint& wan
         for (const TensorView& t : got.tensors)
             if (t.name == w.name) g = &t;
         REQUIRE(g != nullptr);
-        CHECK(type_plain(g->type) == type_plain(w.type));
+        CHECK(g->type == w.type);
         CHECK(shape_string(g->n_dims, g->shape) == shape_string(w.n_dims, w.shape));
         REQUIRE(g->bytes == w.bytes);
         CHECK(plain_blocks(*g) == plain_blocks(w));
@@ -588,7 +588,7 @@ TEST_CASE("gguf export: a model without a tokenizer says no_vocab, and reads bac
     REQUIRE(tokenizer_to_gguf_metadata(TokenizerSpec{}, c.vocab_size, &meta, &caveat) == "");
     std::vector<TensorSpec> specs;
     for (const ModelTensor& t : model_tensors(c)) {
-        TensorSpec s{t.name, t.n_dims == 1 ? uint32_t(TYPE_F32) : uint32_t(TYPE_Q8_0), t.n_dims, {1, 1, 1, 1}};
+        TensorSpec s{t.name, t.n_dims == 1 ? uint32_t(TYPE_F32) : uint32_t(TYPE_Q8_0), Layout::rows, t.n_dims, {1, 1, 1, 1}};
         for (int d = 0; d < t.n_dims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);
     }

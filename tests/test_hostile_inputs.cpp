@@ -752,7 +752,7 @@ void write_model(const std::string& path, CheckpointFormat format, const ModelCo
     if (patch) patch(m);
     std::vector<TensorSpec> specs;
     for (const ModelTensor& t : model_tensors(c)) {
-        TensorSpec s{t.name, t.n_dims == 1 ? uint32_t(TYPE_F32) : uint32_t(TYPE_F16), t.n_dims, {1, 1, 1, 1}};
+        TensorSpec s{t.name, t.n_dims == 1 ? uint32_t(TYPE_F32) : uint32_t(TYPE_F16), Layout::rows, t.n_dims, {1, 1, 1, 1}};
         for (int d = 0; d < t.n_dims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);
     }

@@ -154,11 +154,11 @@ TEST_CASE("llama2c: an int8 file becomes q8_0 by default, its groups of 32 kept 
             CHECK(t->type == TYPE_F16);
             continue;
         }
-        REQUIRE(type_plain(t->type) == TYPE_Q8_0);
+        REQUIRE(t->type == TYPE_Q8_0);
         // Every block is the file's group: the same 32 int8 values, the scale rounded to fp16
         // (in the plain layout: the checkpoint stores the rows interleaved by 8).
         std::vector<block_q8_0> plain(t->bytes / sizeof(block_q8_0));
-        if (t->type == TYPE_Q8_0) std::memcpy(plain.data(), t->data, t->bytes);
+        if (t->layout == Layout::rows) std::memcpy(plain.data(), t->data, t->bytes);
         else repack_x8_to_rows(TYPE_Q8_0, t->data, plain.data(), int64_t(t->rows()), int64_t(t->cols()));
         const block_q8_0* blocks = plain.data();
         const int8_t* q = reinterpret_cast<const int8_t*>(s.data);

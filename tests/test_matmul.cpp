@@ -79,7 +79,7 @@ TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the by
         std::vector<MatmulJob> jobs;
         for (size_t j = 0; j < mats.size(); j++) {
             outs[j].assign(size_t(n_tokens) * mats[j].rows, NAN);
-            jobs.push_back({outs[j].data(), mats[j].type, mats[j].bytes.data(), mats[j].rows});
+            jobs.push_back({outs[j].data(), mats[j].type, Layout::rows, mats[j].bytes.data(), mats[j].rows});
         }
         matmul_many(jobs.data(), int(jobs.size()), cols, x.data(), n_tokens);
         for (size_t j = 0; j < mats.size(); j++) {

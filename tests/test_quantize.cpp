@@ -31,30 +31,32 @@ TEST_CASE("quantize: q4_k_m gives q6_k to the layers llama.cpp's use_more_bits p
     for (int l = 0; l < 32; l++) {
         std::string p = "blk." + std::to_string(l) + ".";
         uint32_t expect = more.count(l) ? TYPE_Q6_K : TYPE_Q4_K;
-        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_v.weight", 4096, 4096), 32)) == expect);
-        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_down.weight", 4096, 11008 / 256 * 256), 32)) == expect);
-        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_q.weight", 4096, 4096), 32)) == TYPE_Q4_K);
-        CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_up.weight", 11008, 4096), 32)) == TYPE_Q4_K);
+        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_v.weight", 4096, 4096), 32)) == expect);
+        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_down.weight", 4096, 11008 / 256 * 256), 32)) == expect);
+        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_q.weight", 4096, 4096), 32)) == TYPE_Q4_K);
+        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_up.weight", 11008, 4096), 32)) == TYPE_Q4_K);
     }
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K_M, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q6_K);
+    CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
+    CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q6_K);
     // q4_0 as llama.cpp's Q4_0: output in Q6_K, everything else (embedding included) Q4_0
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q4_0);
+    CHECK((tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
+    CHECK((tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q4_0);
     // Tied (Llama-3.2, small Qwen3): the embedding is the output projection, and gets its type.
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32, CheckpointFormat::hearth, true)) == TYPE_Q6_K);
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32)) == TYPE_Q4_0);
+    CHECK((tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32, CheckpointFormat::hearth, true)) == TYPE_Q6_K);
+    CHECK((tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32)) == TYPE_Q4_0);
     // A hearth file stores q4_0/q8_0/q4_K matrices with rows interleaved by 8, the token embedding
     // (looked up by row) plain; a GGUF file everything plain.
-    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32) == TYPE_Q4_0_X8);
-    CHECK(tensor_type_for(OutputMix::Q8_0, matrix("output.weight", 32000, 4096), 32) == TYPE_Q8_0_X8);
-    CHECK(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_up.weight", 11008, 4096), 32) == TYPE_Q4_K_X8);
-    CHECK(tensor_type_for(OutputMix::Q8_0, matrix("token_embd.weight", 32000, 4096), 32) == TYPE_Q8_0);
-    CHECK(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32, CheckpointFormat::gguf) == TYPE_Q4_0);
+    CHECK(tensor_layout_for("blk.0.attn_v.weight", TYPE_Q4_0) == Layout::rows_x8);
+    CHECK(tensor_layout_for("output.weight", TYPE_Q8_0) == Layout::rows_x8);
+    CHECK(tensor_layout_for("blk.0.ffn_up.weight", TYPE_Q4_K) == Layout::rows_x8);
+    CHECK(tensor_layout_for("blk.0.ffn_down.weight", TYPE_Q6_K) == Layout::rows);
+    CHECK(tensor_layout_for("token_embd.weight", TYPE_Q8_0) == Layout::rows);
+    CHECK(tensor_layout_for("blk.0.attn_v.weight", TYPE_Q4_0, CheckpointFormat::gguf) == Layout::rows);
     SourceTensor stored = matrix("blk.0.attn_v.weight", 4096, 4096);
-    stored.type = TYPE_Q4_K_X8;
+    stored.type = TYPE_Q4_K;
+    stored.layout = Layout::rows_x8;
     CHECK(tensor_type_for(OutputMix::Keep, stored, 32, CheckpointFormat::gguf) == TYPE_Q4_K);
-    CHECK(tensor_type_for(OutputMix::Keep, stored, 32) == TYPE_Q4_K_X8);
+    CHECK(tensor_type_for(OutputMix::Keep, stored, 32) == TYPE_Q4_K);
 }
 
 TEST_CASE("quantize: norms stay f32 and rows the block size does not divide fall back") {
@@ -63,10 +65,10 @@ TEST_CASE("quantize: norms stay f32 and rows the block size does not divide fall
     norm.n_dims = 1;
     norm.shape[0] = 4096;
     CHECK(tensor_type_for(OutputMix::Q4_0, norm, 2) == TYPE_F32);
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_up.weight", 172, 64), 2)) == TYPE_Q8_0);   // 64 % 256 != 0
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_down.weight", 64, 172), 2)) == TYPE_F16);  // 172 % 32 != 0
-    CHECK(type_plain(tensor_type_for(OutputMix::Q8_0, matrix("blk.0.ffn_down.weight", 64, 172), 2)) == TYPE_F16);
-    CHECK(type_plain(tensor_type_for(OutputMix::Q4_0, matrix("blk.0.ffn_up.weight", 172, 64), 2)) == TYPE_Q4_0);
+    CHECK((tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_up.weight", 172, 64), 2)) == TYPE_Q8_0);   // 64 % 256 != 0
+    CHECK((tensor_type_for(OutputMix::Q4_K, matrix("blk.0.ffn_down.weight", 64, 172), 2)) == TYPE_F16);  // 172 % 32 != 0
+    CHECK((tensor_type_for(OutputMix::Q8_0, matrix("blk.0.ffn_down.weight", 64, 172), 2)) == TYPE_F16);
+    CHECK((tensor_type_for(OutputMix::Q4_0, matrix("blk.0.ffn_up.weight", 172, 64), 2)) == TYPE_Q4_0);
     OutputMix m;
     CHECK(parse_output_mix("Q4_K_M", &m));
     CHECK(m == OutputMix::Q4_K_M);
@@ -131,6 +133,7 @@ TEST_CASE("quantize: quantized default models stay close to the f32 logits") {
 struct LoadedVsPlain {
     double max_diff = 0, mean_diff = 0, max_ref = 0;
     uint32_t stored_type = 0, loaded_type = 0, embd_stored = 0, embd_loaded = 0;  // of blk.0.ffn_up, token_embd
+    Layout stored_layout = Layout::rows, loaded_layout = Layout::rows, embd_loaded_layout = Layout::rows;
 };
 static LoadedVsPlain loaded_vs_plain(const std::string& path) {
     LoadedVsPlain r;
@@ -144,6 +147,9 @@ static LoadedVsPlain loaded_vs_plain(const std::string& path) {
     REQUIRE(bind_model(parsed, &plain) == "");
     r.stored_type = plain.layers[0].ffn_up.type;
     r.loaded_type = loaded.layers[0].ffn_up.type;
+    r.stored_layout = plain.layers[0].ffn_up.layout;
+    r.loaded_layout = loaded.layers[0].ffn_up.layout;
+    r.embd_loaded_layout = loaded.token_embd.layout;
     r.embd_stored = plain.token_embd.type;
     r.embd_loaded = loaded.token_embd.type;
     const std::vector<int> ids = {1, 5, 9, 40, 3, 77, 12, 8, 2, 30};
@@ -176,7 +182,10 @@ TEST_CASE("load_model: matrices repacked for the kernels give the logits of the 
         const LoadedVsPlain r = loaded_vs_plain(path);
         CHECK(type_is_quantized(r.stored_type));
         CHECK(r.embd_loaded == r.embd_stored);  // looked up by row: never repacked
-        CHECK(r.loaded_type == (x8_type_for(r.stored_type) ? x8_type_for(r.stored_type) : r.stored_type));
+        CHECK(r.embd_loaded_layout == Layout::rows);
+        CHECK(r.loaded_type == r.stored_type);
+        CHECK(r.stored_layout == Layout::rows);
+        CHECK(r.loaded_layout == kernel_layout(r.stored_type));
         // Same integer sums per block; only the order of the float sums differs, by an ulp or so.
         // That can move an activation across a rounding boundary of the next layer's 8-bit
         // quantization, one code step, which shows in later logits (q4_k here: 0.4% of the largest
@@ -221,11 +230,14 @@ TEST_CASE("load_model: a file whose tensors overlap is repacked without reading 
     // Each view, put back into the plain layout, is the file's bytes at its own offset and length.
     for (const auto& [view, e] : {std::pair<const TensorView*, TensorEntry>{&m.layers[0].attn_q, q}, {&m.output, out}}) {
         CAPTURE(view->name);
+        uint32_t file_type;
+        Layout file_layout;
+        REQUIRE(hearth_type_from_id(e.type, &file_type, &file_layout));
         std::string plain(view->bytes, '\0');
-        if (view->type == e.type)
+        if (view->layout == file_layout)
             std::memcpy(&plain[0], view->data, view->bytes);
         else
-            repack_x8_to_rows(e.type, view->data, &plain[0], int64_t(view->rows()), int64_t(view->cols()));
+            repack_x8_to_rows(file_type, view->data, &plain[0], int64_t(view->rows()), int64_t(view->cols()));
         CHECK(view->bytes == e.bytes);
         CHECK(plain == bytes.substr(e.offset, e.bytes));
     }
@@ -248,7 +260,9 @@ TEST_CASE("load_model: a hearth file stores the interleaved layout and is used i
         REQUIRE(load_model(gguf, &repacked) == "");
         CHECK(stored.repacked_bytes == 0);  // nothing copied at load
         CHECK(repacked.repacked_bytes > 0);
-        CHECK(stored.layers[0].ffn_up.type == x8_type_for(type_plain(repacked.layers[0].ffn_up.type)));
+        CHECK(stored.layers[0].ffn_up.type == repacked.layers[0].ffn_up.type);
+        CHECK(stored.layers[0].ffn_up.layout == Layout::rows_x8);
+        CHECK(repacked.layers[0].ffn_up.layout == Layout::rows_x8);
         CHECK(stored.layers[0].ffn_up.data >= stored.file.data());  // a view into the mapping
         CHECK(stored.token_embd.type == repacked.token_embd.type);  // looked up by row: plain
         const std::vector<int> ids = {1, 5, 9, 40, 3, 77, 12, 8};

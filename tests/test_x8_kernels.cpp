@@ -193,7 +193,8 @@ TEST_CASE("x8 types: every build has kernels for them, its best ones") {
         CAPTURE(k.plain);
         CHECK(x8_type_for(k.plain) == k.x8);
         CHECK(type_plain(k.x8) == k.plain);
-        CHECK(matmul_supports(k.x8));
+        CHECK(matmul_supports(k.plain, Layout::rows_x8));
+        CHECK(kernel_layout(k.plain) == Layout::rows_x8);
         CHECK((x8_matmul_kernel(k.x8) == k.x8_build));
         CHECK(!x8_matmul_kernel(k.plain));
     }
@@ -278,7 +279,7 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
                     (k.plain == TYPE_Q4_K ? quantize_row_q8_k_scalar : quantize_row_q8_0_scalar)(&x[size_t(t) * cols], &a[t * arb], cols);
                 std::vector<float> ref(size_t(n_tokens) * rows), got(ref.size(), NAN);
                 k.plain_scalar(plain.data(), wrb, a.data(), arb, cols, n_tokens, ref.data(), rows, 0, rows);
-                const MatmulJob job{got.data(), k.x8, x8.data(), rows};
+                const MatmulJob job{got.data(), k.plain, Layout::rows_x8, x8.data(), rows};
                 matmul_many(&job, 1, cols, x.data(), n_tokens);
                 const std::vector<double> mag = magnitudes(k.plain, plain, a, rows, cols, n_tokens);
                 int bad = 0;
