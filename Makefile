@@ -6,7 +6,8 @@
 
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
-override CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
+# hearth's own headers are included by their path from the repository root: "model/forward.h".
+override CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP -I.
 # What each program links beyond its objects: the model library needs SentencePiece, and
 # for byte-level BPE PCRE2 (the pre-tokenizer's Unicode regexes) and utf8proc (NFC); only
 # run's terminal chat needs libedit, and only the pseudo-terminal test needs -lutil (forkpty).
@@ -17,22 +18,22 @@ AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
 KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/gemm_avx512.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/gemm_neon_i8mm.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
-MODEL_SRCS  := $(wildcard base/*.cpp) $(wildcard model/*.cpp) tokenizer/tokenizer.cpp tokenizer/sentencepiece_model.cpp tokenizer/bpe.cpp
+# The library by folder (docs/architecture.md): base, tokenizer, formats, model, chat; convert/ is
+# quantize's alone (run does not link the importers); cli/ holds the programs' front ends.
+MODEL_SRCS  := $(wildcard base/*.cpp tokenizer/*.cpp formats/*.cpp model/*.cpp model/*/*.cpp chat/*.cpp)
+CONVERT_SRCS := $(wildcard convert/*.cpp)
 LIB_OBJS    := $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
+CONVERT_OBJS := $(patsubst %.cpp,build/%.o,$(CONVERT_SRCS))
 # The code only run uses: terminal chat, benchmark, perplexity, CPU probe, and the options
 # table (which quantize links too).
-FRONTEND_SRCS := frontend/chat_terminal.cpp frontend/bench.cpp frontend/perplexity.cpp frontend/cpu_info.cpp frontend/options.cpp
+FRONTEND_SRCS := $(wildcard cli/*.cpp)
 FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
 
 # Tests that need only the kernels: built for the host and for aarch64.
 KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_attention.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_x8_kernels.cpp tests/test_dequant_gguf.cpp
 # Everything else.
-TEST_SRCS := tests/test_main.cpp tests/test_ops.cpp tests/test_sampler.cpp tests/test_format.cpp \
-             tests/test_tokenizer.cpp tests/test_parity.cpp tests/test_cli.cpp tests/test_metadata.cpp tests/test_gguf.cpp \
-             tests/test_chat_template.cpp tests/test_chat_session.cpp tests/test_chat_pty.cpp tests/test_quantize.cpp \
-             tests/test_sentencepiece_model.cpp tests/test_import_hf.cpp tests/test_llama2c.cpp tests/test_gguf_export.cpp \
-             tests/test_kv_cache.cpp tests/test_output_files.cpp tests/test_model_families.cpp tests/test_bpe_tokenizer.cpp \
-             tests/test_hostile_inputs.cpp tests/test_bpe_hostile.cpp
+# Everything else: the tests of each folder, in tests/FOLDER/ (tests/kernels/ aside).
+TEST_SRCS := tests/test_main.cpp $(filter-out tests/kernels/%,$(wildcard tests/*/test_*.cpp))
 
 .PHONY: all deps demo test test-host test-neon bench fuzz clean
 all: run quantize
@@ -44,13 +45,13 @@ build/%.o: %.cpp Makefile
 run: build/run.o $(FRONTEND_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -ledit
 
-quantize: build/quantize.o build/frontend/options.o $(LIB_OBJS)
+quantize: build/quantize.o build/cli/options.o $(CONVERT_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS)
 
 # tests/test_sentencepiece_model.cpp trains small models with SentencePiece's own trainer
 # (libsentencepiece-dev ships it), to test normalizer charsmaps the library made itself.
 build/tests/unit_tests: override LDLIBS += -lsentencepiece_train
-build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) $(LIB_OBJS)
+build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) $(CONVERT_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -lutil
 
@@ -62,7 +63,7 @@ build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNE
 # (build/asan/). The unit tests then drive build/asan/run and build/asan/quantize
 # (HEARTH_BIN_DIR, tests/test_helpers.h), so every damaged and crafted file the tests feed
 # them runs under the sanitizers too; any report fails the run.
-ASAN_FLAGS := -O1 -g -march=native -std=c++17 -fopenmp -ffp-contract=off -fno-omit-frame-pointer \
+ASAN_FLAGS := -O1 -g -march=native -std=c++17 -fopenmp -ffp-contract=off -fno-omit-frame-pointer -I. \
               -fsanitize=address,undefined -fno-sanitize-recover=all -MMD -MP
 ASAN_LIB_OBJS := $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 build/asan/%.o: %.cpp Makefile
@@ -70,9 +71,10 @@ build/asan/%.o: %.cpp Makefile
 	$(CXX) $(ASAN_FLAGS) -c $< -o $@
 build/asan/run: build/asan/run.o $(patsubst %.cpp,build/asan/%.o,$(FRONTEND_SRCS)) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -ledit
-build/asan/quantize: build/asan/quantize.o build/asan/frontend/options.o $(ASAN_LIB_OBJS)
+ASAN_CONVERT_OBJS := $(patsubst %.cpp,build/asan/%.o,$(CONVERT_SRCS))
+build/asan/quantize: build/asan/quantize.o build/asan/cli/options.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
-build/asan/unit_tests: $(patsubst %.cpp,build/asan/%.o,$(TEST_SRCS)) $(ASAN_LIB_OBJS)
+build/asan/unit_tests: $(patsubst %.cpp,build/asan/%.o,$(TEST_SRCS)) $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
 build/asan/kernel_tests: $(patsubst %.cpp,build/asan/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))
 	$(CXX) $(ASAN_FLAGS) $^ -o $@
@@ -83,7 +85,7 @@ FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cp
 build/asan/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(ASAN_FLAGS) -DLLVMFuzzerTestOneInput=fuzz_entry_$* -DLLVMFuzzerCustomMutator=fuzz_mutator_$* -c $< -o $@
-build/asan/fuzz_replay: tests/fuzz/replay_main.cpp $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(ASAN_LIB_OBJS)
+build/asan/fuzz_replay: tests/fuzz/replay_main.cpp $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) '-DHEARTH_FUZZ_TARGETS=$(foreach t,$(FUZZ_NAMES),X($(t)))' $^ -o $@ $(MODEL_LIBS)
 ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests build/asan/fuzz_replay
 
@@ -162,16 +164,16 @@ build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -I. $(filter %.cpp %.o,$^) -o $@
 
-build/membw: tools/membw.cpp frontend/cpu_info.cpp
+build/membw: tools/membw.cpp cli/cpu_info.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@
 
 # Fuzzing (docs/robustness.md): every parser has a libFuzzer target in tests/fuzz/, built with
 # Debian's clang, AddressSanitizer and UndefinedBehaviorSanitizer against the whole library.
 FUZZ_CXX ?= clang++
-FUZZ_FLAGS := -g -O1 -march=native -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_FLAGS := -g -O1 -march=native -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
-FUZZ_LIB_OBJS := $(patsubst %.cpp,build/fuzz/obj/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
+FUZZ_LIB_OBJS := $(patsubst %.cpp,build/fuzz/obj/%.o,$(KERNEL_SRCS) $(MODEL_SRCS) $(CONVERT_SRCS))
 build/fuzz/obj/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@

@@ -10,11 +10,11 @@
 
 #include "base/input_file.h"
 #include "base/printable.h"
-#include "frontend/options.h"
-#include "model/checkpoint_writer.h"
-#include "model/convert.h"
-#include "model/gguf.h"
-#include "model/import.h"
+#include "cli/options.h"
+#include "formats/writer.h"
+#include "convert/convert.h"
+#include "formats/gguf.h"
+#include "convert/import.h"
 
 static const char* kUsage =
     "usage: quantize INPUT OUTPUT [--type TYPE] [--format hearth|gguf] [--tokenizer FILE] [-q|--quiet]\n"

@@ -1,4 +1,4 @@
-#include "input_file.h"
+#include "base/input_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "limits.h"
-#include "printable.h"
+#include "base/limits.h"
+#include "base/printable.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-#include "json_input.h"
+#include "base/json_input.h"
 
-#include "limits.h"
-#include "printable.h"
+#include "base/limits.h"
+#include "base/printable.h"
 
 namespace {
 struct TooDeep {};

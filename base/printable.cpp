@@ -1,4 +1,4 @@
-#include "printable.h"
+#include "base/printable.h"
 
 int utf8_char_length(std::string_view s, size_t at) {
     const unsigned char c = s[at];

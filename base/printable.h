@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "limits.h"
+#include "base/limits.h"
 
 // s escaped, at most max_bytes of it shown, "..." marking a cut.
 std::string printable(std::string_view s, size_t max_bytes = limits::kShownStringBytes);

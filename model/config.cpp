@@ -1,11 +1,11 @@
-#include "config.h"
+#include "model/config.h"
 
 #include <cmath>
 
-#include "../base/limits.h"
-#include "../base/printable.h"
-#include "chat_template.h"
-#include "metadata.h"
+#include "base/limits.h"
+#include "base/printable.h"
+#include "chat/chat_template.h"
+#include "formats/metadata.h"
 
 RopeStyle rope_style(const ModelConfig& c) { return c.arch == "qwen3" ? RopeStyle::halves : RopeStyle::adjacent_pairs; }
 

@@ -1,4 +1,4 @@
-#include "forward.h"
+#include "model/forward.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,10 @@
 #include <utility>
 #include <omp.h>
 
-#include "../base/printable.h"
-#include "../kernels/attention.h"
-#include "../kernels/matmul.h"
-#include "../kernels/swiglu.h"
+#include "base/printable.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/swiglu.h"
 
 // Query rows one attention task takes at most: heads of a GQA group, for one token or several
 // tokens of a chunk, which read each cached key and value of their kv head once together.

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/quant_types.h"
-#include "model.h"
-#include "ops.h"
+#include "kernels/quant_types.h"
+#include "model/model.h"
+#include "model/ops.h"
 
 // What the KV cache holds: TYPE_F32, TYPE_F16 or TYPE_Q8_0 (blocks of 32 along each head's
 // dims), for keys and values separately, as llama.cpp's -ctk / -ctv choose. f16 halves the

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "../tokenizer/tokenizer.h"
-#include "forward.h"
-#include "model.h"
-#include "sampler.h"
+#include "tokenizer/tokenizer.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "model/sampler.h"
 
 enum class GenerationEnd {
     end_id,        // an end id was sampled; it is not kept

@@ -1,16 +1,16 @@
-#include "model.h"
+#include "model/model.h"
 
 #include <cstring>
 #include <map>
 #include <tuple>
 
-#include "../base/printable.h"
-#include "../kernels/matmul.h"
-#include "../kernels/quant_types.h"
-#include "../kernels/rows_x8.h"
-#include "metadata.h"
-#include "tensors.h"
-#include "tokenizer_metadata.h"
+#include "base/printable.h"
+#include "kernels/matmul.h"
+#include "kernels/quant_types.h"
+#include "kernels/rows_x8.h"
+#include "formats/metadata.h"
+#include "model/tensors.h"
+#include "model/tokenizer_metadata.h"
 
 std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
     m->config = parsed.config;

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "../tokenizer/tokenizer.h"
-#include "config.h"
-#include "format.h"
-#include "mapped_file.h"
+#include "tokenizer/tokenizer.h"
+#include "model/config.h"
+#include "formats/hearth.h"
+#include "formats/mapped_file.h"
 
 class Metadata;
 

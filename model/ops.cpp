@@ -1,8 +1,8 @@
-#include "ops.h"
+#include "model/ops.h"
 
 #include <cmath>
 
-#include "../kernels/softmax.h"
+#include "kernels/softmax.h"
 
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
     float ss = 0.0f;

@@ -1,10 +1,10 @@
-#include "tensors.h"
+#include "model/tensors.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
-#include "model.h"
+#include "model/model.h"
 
 // clang-format off
 const TensorRole kTensorRoles[] = {

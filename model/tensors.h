@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "format.h"
+#include "model/config.h"
+#include "formats/hearth.h"
 
 struct LayerWeights;
 struct Model;

@@ -1,7 +1,7 @@
-#include "tokenizer_metadata.h"
+#include "model/tokenizer_metadata.h"
 
-#include "../base/printable.h"
-#include "../tokenizer/sentencepiece_model.h"
+#include "base/printable.h"
+#include "tokenizer/sentencepiece_model.h"
 
 static const char* const kModel = "tokenizer.ggml.model";
 static const char* const kSentencePieceBytes = "hearth.tokenizer.sentencepiece_model";

@@ -9,8 +9,8 @@
 #pragma once
 #include <string>
 
-#include "../tokenizer/tokenizer.h"
-#include "metadata.h"
+#include "tokenizer/tokenizer.h"
+#include "formats/metadata.h"
 
 std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out);
 

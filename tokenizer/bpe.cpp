@@ -1,4 +1,4 @@
-#include "bpe.h"
+#include "tokenizer/bpe.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <algorithm>
@@ -8,9 +8,9 @@
 #include <queue>
 #include <utf8proc.h>
 
-#include "../base/json_input.h"
-#include "../base/limits.h"
-#include "../base/printable.h"
+#include "base/json_input.h"
+#include "base/limits.h"
+#include "base/printable.h"
 
 using json = nlohmann::json;
 

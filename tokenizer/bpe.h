@@ -27,7 +27,7 @@
 
 // A token's bytes may end inside a character that the next token completes: decoders tell
 // whole characters with base/printable.h's utf8_char_length.
-#include "../base/printable.h"
+#include "base/printable.h"
 
 // The vocabulary as stored (GGUF's keys, docs/format.md), one entry per id.
 struct BpeVocab {

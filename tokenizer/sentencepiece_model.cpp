@@ -1,7 +1,7 @@
-#include "sentencepiece_model.h"
+#include "tokenizer/sentencepiece_model.h"
 
-#include "../base/limits.h"
-#include "../base/printable.h"
+#include "base/limits.h"
+#include "base/printable.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,10 +1,10 @@
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <sentencepiece_processor.h>
 
-#include "../base/input_file.h"
-#include "../base/printable.h"
-#include "sentencepiece_model.h"
+#include "base/input_file.h"
+#include "base/printable.h"
+#include "tokenizer/sentencepiece_model.h"
 
 Tokenizer::Tokenizer() : sp_(new sentencepiece::SentencePieceProcessor) {}
 Tokenizer::~Tokenizer() = default;

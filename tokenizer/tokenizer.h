@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bpe.h"
+#include "tokenizer/bpe.h"
 
 namespace sentencepiece { class SentencePieceProcessor; }
 

@@ -13,7 +13,7 @@
 #include <immintrin.h>
 #endif
 
-#include "../frontend/cpu_info.h"
+#include "cli/cpu_info.h"
 
 static double read_pass(const float* data, size_t n, int threads) {
     double total = 0;

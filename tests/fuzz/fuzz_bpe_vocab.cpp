@@ -24,8 +24,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "../../tokenizer/tokenizer.h"
-#include "fuzz_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tests/fuzz/fuzz_tokenizer.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // libFuzzer target: a hearth checkpoint (version 1 or 2) as run loads it: parsed, checked and
 // bound to the model's tensors, then its tokenizer loaded and used on many texts
 // (fuzz_tokenizer.h), some taken from the file's last bytes.
-#include "fuzz_model.h"
+#include "tests/fuzz/fuzz_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ParsedCheckpoint parsed;

@@ -1,8 +1,8 @@
 // libFuzzer target: a GGUF file as run loads it: parsed, checked and bound to the model's
 // tensors, then its tokenizer (built from the vocabulary arrays) loaded and used on many texts
 // (fuzz_tokenizer.h), some taken from the file's last bytes.
-#include "../../model/gguf.h"
-#include "fuzz_model.h"
+#include "formats/gguf.h"
+#include "tests/fuzz/fuzz_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ParsedCheckpoint parsed;

@@ -1,9 +1,9 @@
 // libFuzzer target: a Hugging Face config.json, read into a configuration and validated.
 #include <string>
 
-#include "../../model/import.h"
-#include "fuzz_json_depth.h"
-#include "fuzz_report.h"
+#include "convert/import.h"
+#include "tests/fuzz/fuzz_json_depth.h"
+#include "tests/fuzz/fuzz_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ModelConfig c;

@@ -2,7 +2,7 @@
 // every row of every tensor then read as quantize reads it.
 #include <vector>
 
-#include "../../model/import.h"
+#include "convert/import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ImportedCheckpoint imported;

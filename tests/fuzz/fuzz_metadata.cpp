@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "../../model/metadata.h"
+#include "formats/metadata.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) return 0;

@@ -3,8 +3,8 @@
 #pragma once
 #include <cstdint>
 
-#include "../../model/model.h"
-#include "fuzz_tokenizer.h"
+#include "model/model.h"
+#include "tests/fuzz/fuzz_tokenizer.h"
 
 // The texts a model file gives: its last bytes, split at NUL bytes. In a file that parses they
 // are the last tensor's data, which the fuzzer can change without breaking the parse (the

@@ -2,9 +2,9 @@
 #include <map>
 #include <string>
 
-#include "../../model/safetensors.h"
-#include "fuzz_json_depth.h"
-#include "fuzz_report.h"
+#include "formats/safetensors.h"
+#include "tests/fuzz/fuzz_json_depth.h"
+#include "tests/fuzz/fuzz_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::map<std::string, SafeTensor> tensors;

@@ -4,8 +4,8 @@
 // library.
 #include <string>
 
-#include "../../tokenizer/tokenizer.h"
-#include "fuzz_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tests/fuzz/fuzz_tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Tokenizer tok;

@@ -20,8 +20,8 @@
 #include <utf8proc.h>
 #include <vector>
 
-#include "../../tokenizer/tokenizer.h"
-#include "fuzz_report.h"
+#include "tokenizer/tokenizer.h"
+#include "tests/fuzz/fuzz_report.h"
 
 namespace fuzz {
 

@@ -1,9 +1,9 @@
 // libFuzzer target: a tokenizer_config.json's chat template, and recognising it.
 #include <string>
 
-#include "../../model/chat_template.h"
-#include "fuzz_json_depth.h"
-#include "fuzz_report.h"
+#include "chat/chat_template.h"
+#include "tests/fuzz/fuzz_json_depth.h"
+#include "tests/fuzz/fuzz_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string jinja = chat_template_jinja(std::string(reinterpret_cast<const char*>(data), size));

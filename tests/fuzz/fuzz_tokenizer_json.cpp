@@ -8,9 +8,9 @@
 #include <cstring>
 #include <string>
 
-#include "../../tokenizer/tokenizer.h"
-#include "fuzz_json_depth.h"
-#include "fuzz_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tests/fuzz/fuzz_json_depth.h"
+#include "tests/fuzz/fuzz_tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const char* s = reinterpret_cast<const char*>(data);

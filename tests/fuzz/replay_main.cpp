@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "../test_helpers.h"
+#include "tests/test_helpers.h"
 
 #define X(t) extern "C" int fuzz_entry_##t(const uint8_t* data, size_t size);
 HEARTH_FUZZ_TARGETS

@@ -1,0 +1,325 @@
+#include "chat/chat_template.h"
+
+#include <map>
+
+#include "base/json_input.h"
+#include "base/printable.h"
+#include "tokenizer/tokenizer.h"
+
+const char* const kVicunaDefaultSystem =
+    "A chat between a curious user and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the user's questions.";
+
+const std::vector<std::string>& chat_template_names() {
+    static const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "vicuna", "llama3", "qwen3", "mistral", "raw"};
+    return names;
+}
+
+bool is_chat_template(const std::string& name) {
+    for (const std::string& n : chat_template_names())
+        if (n == name) return true;
+    return false;
+}
+
+std::string detect_chat_template(const std::string& t) {
+    if (is_chat_template(t)) return t;
+    auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
+    if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>")) return "llama3";
+    // Qwen3's ChatML has a thinking switch; plain ChatML (Qwen2, ...) has not.
+    if (has("<|im_start|>") && has("<|im_end|>") && (has("enable_thinking") || has("<think>"))) return "qwen3";
+    if (has("<|im_start|>") && has("<|im_end|>")) return "chatml";
+    // Llama-2-chat's template; Mistral's [INST] without <<SYS>> formats differently.
+    if (has("[INST]") && has("[/INST]") && has("<<SYS>>")) return "llama2";
+    if (has("[INST]") && has("[/INST]")) return "mistral";
+    // TinyLlama-Chat (Zephyr's recipe): the turn ends with eos_token. Phi-3 (<|end|>) and
+    // StableLM-Zephyr (<|endoftext|>) use the same role markers with other ends.
+    if (has("<|user|>") && has("<|assistant|>") && (has("eos_token") || has("</s>")) && !has("<|end|>") &&
+        !has("<|endoftext|>"))
+        return "zephyr";
+    if (has("USER: ") && has("ASSISTANT:") && !has("SYSTEM: ")) return "vicuna";
+    return "";
+}
+
+std::string chat_template_jinja(const std::string& json_text) {
+    nlohmann::json j;
+    if (!parse_json(json_text, &j).empty()) return "";  // the importer has reported a damaged file already
+    try {
+        if (!j.is_object() || !j.contains("chat_template")) return "";
+        const nlohmann::json& t = j["chat_template"];
+        if (t.is_string()) return t.get<std::string>();
+        if (t.is_array())
+            for (const nlohmann::json& e : t)
+                if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
+                    return e["template"].get<std::string>();
+    } catch (const std::exception&) {
+        // An oddly typed entry only costs the template: `run --template` can name it.
+    }
+    return "";
+}
+
+int marker_token(const Tokenizer& tok, const std::string& marker) {
+    for (int id = 0; id < tok.vocab_size(); id++)
+        if (!tok.is_byte(id) && tok.piece(id) == marker) return id;
+    return -1;
+}
+
+namespace {
+
+// Python's str.strip(), which Meta's code applies to every message.
+std::string strip(const std::string& s) {
+    const char* ws = " \t\n\r\v\f";
+    size_t b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// Collects ids: text accumulates into one piece that SentencePiece encodes when an id
+// (a special token or a generated reply) interrupts it, so that text between two
+// special tokens is encoded as one string, as a Hugging Face tokenizer does.
+struct IdBuilder {
+    const Tokenizer& tok;
+    std::vector<int>* ids;
+    std::string text;
+    std::map<std::string, int> markers;  // marker_token scans the vocabulary: once per marker
+    std::string error;                   // the first text the tokenizer could not encode
+
+    void add_text(const std::string& s) { text += s; }
+    void flush() {
+        if (text.empty()) return;
+        if (error.empty()) error = tok.encode(text, false, ids);
+        text.clear();
+    }
+    void add_id(int id) {
+        flush();
+        if (id >= 0) ids->push_back(id);
+    }
+    void add_ids(const std::vector<int>& v) {
+        flush();
+        ids->insert(ids->end(), v.begin(), v.end());
+    }
+    // A marker is its token when the vocabulary has it as one piece, else plain text.
+    void add_marker(const std::string& marker) {
+        auto it = markers.find(marker);
+        if (it == markers.end()) it = markers.emplace(marker, marker_token(tok, marker)).first;
+        if (it->second >= 0) add_id(it->second);
+        else add_text(marker);
+    }
+};
+
+// Meta's chat_completion: the system prompt is folded into the first user message; each
+// (user, answer) pair is BOS + encode("[INST] {user} [/INST] {answer} ") + EOS; the last
+// user message is BOS + encode("[INST] {user} [/INST]").
+void format_llama2(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system) {
+    const int bos = b.tok.bos_id(), eos = b.tok.eos_id();
+    for (size_t i = first; i < d.size(); i += 2) {
+        std::string user = d[i].content;
+        if (i == first && !system.empty()) user = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + user;
+        b.add_id(bos);
+        if (i + 1 < d.size()) {
+            const ChatMessage& a = d[i + 1];
+            if (a.ids.empty()) {
+                b.add_text("[INST] " + strip(user) + " [/INST] " + strip(a.content) + " ");
+            } else {
+                // The model's own tokens follow "[/INST]" (their first piece carries the space).
+                b.add_text("[INST] " + strip(user) + " [/INST]");
+                b.add_ids(a.ids);
+            }
+            b.add_id(eos);
+        } else {
+            b.add_text("[INST] " + strip(user) + " [/INST]");
+        }
+    }
+}
+
+// Llama-3-Instruct's Jinja: BOS, then each message as
+// <|start_header_id|>role<|end_header_id|>\n\n{content | trim}<|eot_id|>; the generation
+// prompt is the assistant's header. (Llama-3.1's template adds a system message with
+// knowledge and current dates when tools are used; without tools it is this one.)
+void format_llama3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    for (const ChatMessage& m : d) {
+        b.add_marker("<|start_header_id|>");
+        b.add_text(m.role);
+        b.add_marker("<|end_header_id|>");
+        b.add_text("\n\n");
+        if (m.ids.empty()) b.add_text(strip(m.content));
+        else b.add_ids(m.ids);
+        b.add_marker("<|eot_id|>");
+    }
+    if (gen) {
+        b.add_marker("<|start_header_id|>");
+        b.add_text("assistant");
+        b.add_marker("<|end_header_id|>");
+        b.add_text("\n\n");
+    }
+}
+
+// Qwen3's Jinja without tools, thinking off (enable_thinking=false, as chat runs it):
+// ChatML, with an empty <think>\n\n</think>\n\n after the generation prompt. Earlier
+// replies are shown without their reasoning: the text after </think>, as the template cuts
+// it. The last message, when it is a reply (no generation prompt), keeps a think block.
+void format_qwen3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    const std::string think_end = "</think>";
+    for (size_t i = 0; i < d.size(); i++) {
+        const ChatMessage& m = d[i];
+        b.add_marker("<|im_start|>");
+        b.add_text(m.role + "\n");
+        if (m.role == "assistant" && m.ids.empty()) {
+            std::string content = m.content, reasoning;
+            const size_t end = content.rfind(think_end);
+            if (end != std::string::npos) {
+                reasoning = content.substr(0, content.find(think_end));
+                const size_t open = reasoning.rfind("<think>");
+                if (open != std::string::npos) reasoning.erase(0, open + 7);
+                content.erase(0, end + think_end.size());
+                content.erase(0, content.find_first_not_of('\n') == std::string::npos ? content.size() : content.find_first_not_of('\n'));
+            }
+            if (i + 1 == d.size()) {  // after the last user message: the template shows the think block
+                auto trim_newlines = [](std::string s) {
+                    s.erase(0, std::min(s.size(), s.find_first_not_of('\n')));
+                    s.erase(s.find_last_not_of('\n') + 1);
+                    return s;
+                };
+                b.add_text("<think>\n" + trim_newlines(reasoning) + "\n</think>\n\n");
+            }
+            b.add_text(content);
+        } else if (m.ids.empty()) {
+            b.add_text(m.content);
+        } else {
+            b.add_ids(m.ids);
+        }
+        b.add_marker("<|im_end|>");
+        b.add_text("\n");
+    }
+    if (gen) {
+        b.add_marker("<|im_start|>");
+        b.add_text("assistant\n<think>\n\n</think>\n\n");
+    }
+}
+
+// Mistral-7B-Instruct's Jinja (v0.2's; v0.1's adds a space after EOS): BOS,
+// "[INST] {user} [/INST]", then the reply and EOS, and so on. The templates differ in where a system prompt goes; here it opens the first user
+// message, followed by a blank line (as v0.1's community templates and llama.cpp's
+// "mistral-v1" do). [INST] and [/INST] are ids where the vocabulary has them (v0.3).
+void format_mistral(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system, bool gen) {
+    for (size_t i = first; i < d.size(); i++) {
+        const ChatMessage& m = d[i];
+        if (m.role == "user") {
+            b.add_marker("[INST]");
+            b.add_text(" " + (i == first && !system.empty() ? system + "\n\n" : std::string()) + m.content + " ");
+            b.add_marker("[/INST]");
+        } else {
+            if (m.ids.empty()) b.add_text(m.content);
+            else b.add_ids(m.ids);
+            b.add_id(b.tok.eos_id());
+        }
+    }
+    (void)gen;  // the prompt already ends where the reply begins
+}
+
+// TinyLlama-Chat's Jinja (rendered with trim_blocks, as transformers does): each message
+// is "<|role|>\n" + content + eos_token + "\n"; the generation prompt "<|assistant|>\n".
+void format_zephyr(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    const int eos = b.tok.eos_id();
+    for (const ChatMessage& m : d) {
+        b.add_text("<|" + m.role + "|>\n");
+        if (m.ids.empty()) b.add_text(m.content);
+        else b.add_ids(m.ids);
+        b.add_id(eos);
+        b.add_text("\n");
+    }
+    if (gen) b.add_text("<|assistant|>\n");
+}
+
+void format_chatml(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+    for (const ChatMessage& m : d) {
+        b.add_marker("<|im_start|>");
+        b.add_text(m.role + "\n");
+        if (m.ids.empty()) b.add_text(m.content);
+        else b.add_ids(m.ids);
+        b.add_marker("<|im_end|>");
+        b.add_text("\n");
+    }
+    if (gen) {
+        b.add_marker("<|im_start|>");
+        b.add_text("assistant\n");
+    }
+}
+
+// FastChat's SeparatorStyle.ADD_COLON_TWO with sep " " and sep2 "</s>":
+// system + " " + "USER: " + msg + " " + "ASSISTANT: " + reply + "</s>" ..., ending "ASSISTANT:".
+void format_vicuna(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system, bool gen) {
+    b.add_text((system.empty() ? std::string(kVicunaDefaultSystem) : system) + " ");
+    for (size_t i = first; i < d.size(); i++) {
+        const ChatMessage& m = d[i];
+        if (m.role == "user") {
+            b.add_text("USER: " + m.content + " ");
+        } else if (m.ids.empty()) {
+            b.add_text("ASSISTANT: " + m.content);
+            b.add_marker("</s>");
+        } else {
+            b.add_text("ASSISTANT:");  // the reply's first piece carries the space
+            b.add_ids(m.ids);
+            b.add_marker("</s>");
+        }
+    }
+    if (gen) b.add_text("ASSISTANT:");
+}
+
+// No template: each message's text on its own, so that what the user types continues
+// the text exactly as `run -p` would.
+void format_raw(IdBuilder& b, const std::vector<ChatMessage>& d) {
+    for (const ChatMessage& m : d) {
+        if (m.ids.empty()) b.add_text(m.content);
+        else b.add_ids(m.ids);
+        b.flush();
+    }
+}
+
+}  // namespace
+
+std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& d,
+                        bool add_generation_prompt, std::vector<int>* ids) {
+    if (!is_chat_template(name)) return "unknown chat template " + in_quotes(name);
+    size_t first = 0;
+    std::string system;
+    if (!d.empty() && d[0].role == "system") {
+        system = d[0].content;
+        first = 1;
+    }
+    for (size_t i = first; i < d.size(); i++) {
+        const char* want = (i - first) % 2 == 0 ? "user" : "assistant";
+        if (d[i].role != want) return "the dialog must alternate user and assistant messages after an optional system message";
+    }
+    if (add_generation_prompt && (d.size() == first || d.back().role != "user"))
+        return "a generation prompt needs the dialog to end with a user message";
+
+    ids->clear();
+    IdBuilder b{tok, ids, "", {}, ""};
+    if (name == "llama2") {
+        format_llama2(b, d, first, system);
+    } else {
+        // The Hugging Face tokenizer adds BOS in front of the formatted text.
+        b.add_id(tok.bos_id());
+        if (name == "llama3") format_llama3(b, d, add_generation_prompt);
+        else if (name == "qwen3") format_qwen3(b, d, add_generation_prompt);
+        else if (name == "mistral") format_mistral(b, d, first, system, add_generation_prompt);
+        else if (name == "zephyr") format_zephyr(b, d, add_generation_prompt);
+        else if (name == "chatml") format_chatml(b, d, add_generation_prompt);
+        else if (name == "vicuna") format_vicuna(b, d, first, system, add_generation_prompt);
+        else format_raw(b, d);
+    }
+    b.flush();
+    if (!b.error.empty()) ids->clear();
+    return b.error;
+}
+
+std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok) {
+    std::vector<int> ids;
+    if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
+    const char* marker = name == "chatml" || name == "qwen3" ? "<|im_end|>" : name == "llama3" ? "<|eot_id|>" : nullptr;
+    if (marker) {
+        int id = marker_token(tok, marker);
+        if (id >= 0) ids.push_back(id);
+    }
+    return ids;
+}

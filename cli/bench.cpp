@@ -1,0 +1,47 @@
+#include "cli/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "model/forward.h"
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTypes cache_types, BenchResult* out) {
+    const ModelConfig& c = m.config;
+    RunState s;
+    std::string err = make_run_state(c, std::max(std::max(n_pp, n_tg), 1), &s, cache_types);
+    if (!err.empty()) return err;
+    std::vector<float> logits(c.vocab_size);
+    // Fixed pseudo-random ids: the speed does not depend on which tokens they are.
+    std::vector<int> tokens(std::max(n_pp, n_tg));
+    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = int((i * 2654435761u + 17) % uint32_t(c.vocab_size));
+
+    auto now = [] { return std::chrono::steady_clock::now(); };
+    auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    // One untimed warm-up pass faults the mapped weights in.
+    if (!(err = forward(m, s, tokens.data(), 1, 0, logits.data())).empty()) return err;
+
+    std::vector<double> pp, tg;
+    for (int r = 0; r < reps; r++) {
+        if (n_pp > 0) {
+            auto t0 = now();
+            if (!(err = forward(m, s, tokens.data(), n_pp, 0, logits.data())).empty()) return err;
+            pp.push_back(n_pp / secs(t0, now()));
+        }
+        if (n_tg > 0) {
+            auto t0 = now();
+            for (int i = 0; i < n_tg; i++)
+                if (!(err = forward(m, s, &tokens[i], 1, i, logits.data())).empty()) return err;
+            tg.push_back(n_tg / secs(t0, now()));
+        }
+    }
+    out->pp_tok_s = pp.empty() ? 0 : median(pp);
+    out->tg_tok_s = tg.empty() ? 0 : median(tg);
+    out->bytes_per_token = weight_bytes_per_token(m);
+    return "";
+}

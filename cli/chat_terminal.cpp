@@ -1,0 +1,304 @@
+#include "cli/chat_terminal.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+// histedit.h declares a `Tokenizer` type of its own (its word splitter, unused here).
+#define Tokenizer histedit_Tokenizer
+#include <histedit.h>
+#undef Tokenizer
+
+#include "base/printable.h"
+#include "chat/chat_session.h"
+#include "chat/chat_template.h"
+#include "model/forward.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+// Set by Ctrl-C (SIGINT, or the key while a line is edited) and nothing else: a handler may
+// only touch a sig_atomic_t. The reply loop polls it between tokens and prompt chunks; the line
+// reader after el_gets.
+volatile sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+const char* kHelp =
+    "Type a message and press Enter; end a line with \\ to continue the message on the next.\n"
+    "  /help           this text\n"
+    "  /reset          forget the conversation (the system prompt stays)\n"
+    "  /system TEXT    set the system prompt (the next reply re-evaluates what changed); /system shows it\n"
+    "  /stats          tokens in the context, the last reply's speed\n"
+    "  /quit           leave (so do Ctrl-D and Ctrl-C at an empty prompt)\n"
+    "Ctrl-C during a reply stops it; what was written stays in the conversation.\n"
+    "Start a message with // to send one that begins with /.\n";
+
+// ANSI colours, used only when stdout is a terminal.
+const char* kReplyColour = "\033[36m";  // cyan
+const char* kReset = "\033[0m";
+
+enum class Input { message, end, cancelled };
+
+// Reads one message: with libedit when stdin is a terminal, else line by line. A line
+// ending in a backslash continues on the next.
+class LineReader {
+public:
+    LineReader(bool terminal, bool colour) : terminal_(terminal) {
+        if (!terminal_) return;
+        prompt_ = colour ? "\1\033[1;32m\1>\1\033[0m\1 " : "> ";
+        continuation_ = colour ? "\1\033[1;32m\1...\1\033[0m\1 " : "... ";
+        // Echo and prompts go to stdout when it is the terminal, else to stderr, so that
+        // `run --chat > file` still shows what is typed.
+        el_ = el_init("hearth", stdin, isatty(STDOUT_FILENO) ? stdout : stderr, stderr);
+        el_set(el_, EL_CLIENTDATA, this);
+        el_set(el_, EL_PROMPT_ESC, &LineReader::prompt, '\1');  // \1 brackets the invisible colour codes
+        el_set(el_, EL_EDITOR, "emacs");
+        // Ctrl-C while a line is edited is a key bound to on_ctrl_c, not a signal: as a signal
+        // it could come while libedit drew the line instead of waiting in read(), and then no
+        // read() was interrupted and the Ctrl-C waited for the next key. (Replies are written
+        // with the terminal's own settings, where Ctrl-C is SIGINT again.)
+        el_set(el_, EL_SETTY, "-d", "-isig", nullptr);
+        // (el_wset: el_set would copy the two strings to wide ones that libedit never frees.)
+        el_wset(el_, EL_ADDFN, L"hearth-ctrl-c", L"cancel the line; leave at an empty prompt", &LineReader::on_ctrl_c);
+        el_set(el_, EL_BIND, "^C", "hearth-ctrl-c", nullptr);
+        hist_ = history_init();
+        HistEvent ev;
+        history(hist_, &ev, H_SETSIZE, 1000);
+        history(hist_, &ev, H_SETUNIQUE, 1);
+        el_set(el_, EL_HIST, history, hist_);
+        el_source(el_, nullptr);  // the user's ~/.editrc, as every libedit program reads it
+    }
+    ~LineReader() {
+        // el_end restores the terminal's settings.
+        if (el_) el_end(el_);
+        if (hist_) history_end(hist_);
+    }
+
+    Input read(std::string* message) {
+        message->clear();
+        for (bool first = true;; first = false) {
+            current_prompt_ = first ? prompt_ : continuation_;
+            std::string line;
+            bool eof = false;
+            g_interrupted = 0;
+            if (terminal_) {
+                int count = 0;
+                const char* got = el_gets(el_, &count);
+                if (g_interrupted) {
+                    // Ctrl-C (the key, or SIGINT). An empty prompt means "leave";
+                    // otherwise the message being typed is discarded.
+                    const LineInfo* li = el_line(el_);
+                    const bool typed = (got && count > 0) || (li && li->lastchar > li->buffer) || !first;
+                    std::fputs("\n", stdout);
+                    std::fflush(stdout);
+                    if (!typed) return Input::end;
+                    return Input::cancelled;
+                }
+                if (!got || count <= 0) eof = true;
+                else line.assign(got, size_t(count));
+                if (!eof && line.find_first_not_of(" \t\r\n") != std::string::npos) {
+                    HistEvent ev;
+                    history(hist_, &ev, H_ENTER, line.c_str());
+                }
+            } else {
+                char* buf = nullptr;
+                size_t cap = 0;
+                ssize_t n = getline(&buf, &cap, stdin);
+                if (n <= 0) eof = true;
+                else line.assign(buf, size_t(n));
+                std::free(buf);
+            }
+            if (eof) {
+                if (terminal_ && first) std::fputs("\n", stdout);  // leave the shell's prompt on a line of its own
+                // Ctrl-D in the middle of a continued message sends what was typed.
+                return first ? Input::end : Input::message;
+            }
+            while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+            if (!line.empty() && line.back() == '\\') {
+                line.pop_back();
+                *message += line + "\n";
+                continue;
+            }
+            *message += line;
+            return Input::message;
+        }
+    }
+
+private:
+    static unsigned char on_ctrl_c(EditLine*, int) {
+        g_interrupted = 1;
+        return CC_EOF;  // el_gets returns; read() sees g_interrupted and the line as typed
+    }
+    static char* prompt(EditLine* el) {
+        LineReader* self = nullptr;
+        el_get(el, EL_CLIENTDATA, &self);
+        return const_cast<char*>(self->current_prompt_);
+    }
+
+    bool terminal_;
+    EditLine* el_ = nullptr;
+    History* hist_ = nullptr;
+    const char* prompt_ = "";
+    const char* continuation_ = "";
+    const char* current_prompt_ = "";
+};
+
+std::string trim(const std::string& s) {
+    size_t b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string resolve_template(const Model& model, const Tokenizer& tok, const std::string& asked, std::string* why) {
+    if (!asked.empty()) {
+        *why = "--template";
+        return asked;
+    }
+    const std::string& stored = model.config.chat_template;
+    if (is_chat_template(stored)) {
+        *why = "stored in the checkpoint";
+        return stored;
+    }
+    if (marker_token(tok, "<|im_start|>") >= 0 && marker_token(tok, "<|im_end|>") >= 0) {
+        *why = "the vocabulary has ChatML's tokens";
+        return "chatml";
+    }
+    *why = stored.empty() ? "the checkpoint names no chat template; --template chooses one"
+                          : "the checkpoint's template " + in_quotes(stored) + " is unknown here; --template chooses one";
+    return "raw";
+}
+
+}  // namespace
+
+int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
+    std::string why;
+    const std::string name = resolve_template(model, tok, opt.template_name, &why);
+    if (!is_chat_template(name)) {
+        std::string names;
+        for (const std::string& n : chat_template_names()) names += (names.empty() ? "" : ", ") + n;
+        std::fprintf(stderr, "run: unknown chat template %s (built in: %s)\n", in_quotes(name).c_str(), names.c_str());
+        return 1;
+    }
+    RunState state;
+    std::string err = make_run_state(model.config, opt.n_ctx, &state, opt.cache_types);
+    if (!err.empty()) {
+        std::fprintf(stderr, "run: %s\n", message_line(err).c_str());
+        return 1;
+    }
+    ChatSession session(model, tok, state, name);
+    session.set_system_prompt(opt.system_prompt);
+    session.set_ignore_end_of_turn(opt.ignore_eos);
+    Sampler sampler(opt.sampler);
+
+    const bool terminal = isatty(STDIN_FILENO);
+    const char* term = std::getenv("TERM");
+    const bool colour = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !(term && std::strcmp(term, "dumb") == 0);
+
+    // No SA_RESTART: Ctrl-C must interrupt a blocking read (getline when stdin is not a terminal).
+    struct sigaction sa, old_sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sa);
+
+    if (terminal || opt.verbose)
+        std::fprintf(stderr, "chat template: %s (%s). /help for commands; Ctrl-D or /quit to leave.\n", name.c_str(), why.c_str());
+
+    ChatCallbacks cb;
+    bool wrote_text = false;
+    cb.on_text = [&](const std::string& s) {
+        if (s.empty()) return;
+        std::fputs(s.c_str(), stdout);
+        std::fflush(stdout);
+        wrote_text = true;
+    };
+    cb.interrupted = [] { return g_interrupted != 0; };
+    cb.on_notice = [&](const std::string& s) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s[%s]\n", wrote_text ? "\n" : "", s.c_str());
+        wrote_text = false;
+    };
+
+    ReplyStats last;
+    bool have_last = false;
+    {
+        LineReader reader(terminal, colour);
+        for (;;) {
+            std::string msg;
+            const Input in = reader.read(&msg);
+            if (in == Input::end) break;
+            if (in == Input::cancelled) continue;
+            const std::string cmd = trim(msg);
+            if (cmd.empty()) continue;
+            if (cmd[0] == '/' && cmd.compare(0, 2, "//") != 0) {
+                const size_t space = cmd.find_first_of(" \t\n");
+                const std::string word = cmd.substr(0, space), arg = space == std::string::npos ? "" : trim(cmd.substr(space));
+                if (word == "/quit" || word == "/exit") break;
+                if (word == "/help") {
+                    std::fputs(kHelp, stdout);
+                } else if (word == "/reset") {
+                    session.reset();
+                    std::fprintf(stderr, "[conversation reset%s]\n", session.system_prompt().empty() ? "" : "; the system prompt stays");
+                } else if (word == "/system") {
+                    if (arg.empty()) {
+                        std::printf("system prompt: %s\n", session.system_prompt().empty() ? "(none)" : session.system_prompt().c_str());
+                    } else {
+                        session.set_system_prompt(arg);
+                        std::fprintf(stderr, "[system prompt set]\n");
+                    }
+                } else if (word == "/stats") {
+                    std::printf("context: %zu of %d tokens, %zu messages\n", session.context().size(), session.n_ctx(),
+                                session.turns().size());
+                    if (have_last)
+                        std::printf("last reply: %d tokens, %.1f tok/s; its prompt: %d new tokens evaluated (%d reused), "
+                                    "first token after %.0f ms\n",
+                                    last.reply_tokens, last.reply_tokens / std::max(last.reply_seconds, 1e-9),
+                                    last.prompt_tokens, last.reused_tokens, last.first_token_seconds * 1e3);
+                } else {
+                    std::fprintf(stderr, "[unknown command %s: /help lists them]\n", printable(word).c_str());
+                }
+                std::fflush(stdout);
+                continue;
+            }
+            if (cmd.compare(0, 2, "//") == 0) msg.erase(0, msg.find('/') + 1);
+
+            if (colour) std::fputs(kReplyColour, stdout);
+            wrote_text = false;
+            ReplyStats st = session.reply(msg, sampler, opt.n_predict, cb);
+            if (colour) std::fputs(kReset, stdout);
+            if (wrote_text || st.end == ReplyEnd::end_of_turn || st.end == ReplyEnd::length_limit) std::fputs("\n", stdout);
+            std::fflush(stdout);
+            switch (st.end) {
+            case ReplyEnd::end_of_turn: break;
+            case ReplyEnd::length_limit:
+                std::fprintf(stderr, "[reply stopped at the limit of %d tokens (-n)]\n", opt.n_predict);
+                break;
+            case ReplyEnd::interrupted: std::fprintf(stderr, "[interrupted]\n"); break;
+            case ReplyEnd::cancelled: std::fprintf(stderr, "[interrupted: the message was withdrawn]\n"); break;
+            case ReplyEnd::context_full:
+                std::fprintf(stderr, "[reply stopped: this turn alone fills the context of %d tokens (raise -c)]\n", session.n_ctx());
+                break;
+            case ReplyEnd::refused: std::fprintf(stderr, "[%s]\n", message_line(st.error).c_str()); break;
+            }
+            if (opt.verbose && st.end != ReplyEnd::refused)
+                std::fprintf(stderr,
+                             "[prompt: %d new tokens (%d reused) in %.0f ms, %.1f tok/s | first token after %.1f ms | "
+                             "reply: %d tokens, %.1f tok/s | context %zu/%d]\n",
+                             st.prompt_tokens, st.reused_tokens, st.prompt_seconds * 1e3,
+                             st.prompt_tokens / std::max(st.prompt_seconds, 1e-9), st.first_token_seconds * 1e3,
+                             st.reply_tokens, st.reply_tokens / std::max(st.reply_seconds, 1e-9), session.context().size(),
+                             session.n_ctx());
+            if (st.end != ReplyEnd::refused && st.end != ReplyEnd::cancelled) {
+                last = st;
+                have_last = true;
+            }
+        }
+    }  // the reader's destructor restores the terminal
+    if (colour) std::fputs(kReset, stdout);
+    std::fflush(stdout);
+    sigaction(SIGINT, &old_sa, nullptr);
+    return 0;
+}

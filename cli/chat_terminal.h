@@ -1,0 +1,28 @@
+// `run --chat`: the read-reply loop, in a terminal (libedit line editing and history,
+// colour, Ctrl-C) or over a pipe (one message a line, plain text).
+#pragma once
+#include <string>
+
+#include "model/forward.h"
+#include "model/model.h"
+#include "model/sampler.h"
+
+class Tokenizer;
+
+struct ChatOptions {
+    std::string template_name;  // --template; "" for the checkpoint's (see run_chat)
+    std::string system_prompt;  // --system; "" for none
+    int n_ctx = 0;              // context length in tokens
+    int n_predict = 256;        // a reply's maximum length in tokens
+    SamplerParams sampler;
+    bool ignore_eos = false;  // replies run to -n, past EOS and end-of-turn markers
+    bool verbose = false;     // timing of every reply on stderr
+    KvCacheTypes cache_types;
+};
+
+// Chats until /quit, Ctrl-D or Ctrl-C at an empty prompt, or the end of stdin; returns
+// the exit code. Without --template the checkpoint's stored template is used; when it
+// stores none, chatml if the vocabulary has <|im_start|> and <|im_end|> as tokens (such
+// a model was surely tuned on it), else raw: wrapping a base model's text in markers
+// it never saw would only make its continuations worse.
+int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt);

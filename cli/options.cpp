@@ -1,0 +1,193 @@
+#include "cli/options.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "base/printable.h"
+
+namespace {
+
+enum class Kind { flag, integer, real, text };
+
+Kind kind_of(const Option& o) {
+    if (std::holds_alternative<bool*>(o.target)) return Kind::flag;
+    if (std::holds_alternative<float*>(o.target)) return Kind::real;
+    if (std::holds_alternative<std::string*>(o.target)) return Kind::text;
+    return Kind::integer;
+}
+
+const char* kind_name(Kind k) {
+    switch (k) {
+    case Kind::flag: return "flag";
+    case Kind::integer: return "integer";
+    case Kind::real: return "real";
+    case Kind::text: return "text";
+    }
+    return "";
+}
+
+std::string real_text(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+// The accepted range as --list-options and the error messages write it.
+std::string min_text(const Option& o) {
+    if (std::holds_alternative<uint64_t*>(o.target)) return "0";
+    return kind_of(o) == Kind::integer ? std::to_string((long long)o.min) : real_text(o.min);
+}
+std::string max_text(const Option& o) {
+    if (std::holds_alternative<uint64_t*>(o.target)) return std::to_string(std::numeric_limits<uint64_t>::max());
+    return kind_of(o) == Kind::integer ? std::to_string((long long)o.max) : real_text(o.max);
+}
+
+// What the option wants, for an error message.
+std::string expected(const Option& o) {
+    switch (kind_of(o)) {
+    case Kind::integer: return "an integer from " + min_text(o) + " to " + max_text(o);
+    case Kind::real: return "a number from " + min_text(o) + " to " + max_text(o);
+    default: return o.value_name;
+    }
+}
+
+// --help's "(default: ...)": the table's words, or else a number's value before parsing.
+std::string default_shown(const Option& o) {
+    if (!o.default_shown.empty()) return o.default_shown;
+    if (auto p = std::get_if<int*>(&o.target)) return std::to_string(**p);
+    if (auto p = std::get_if<uint64_t*>(&o.target)) return std::to_string(**p);
+    if (auto p = std::get_if<float*>(&o.target)) return real_text(double(**p));
+    return "";
+}
+
+// Strict: the whole argument must be a number in range, else nothing is set.
+bool set_value(const Option& o, const char* v) {
+    char* end = nullptr;
+    errno = 0;
+    if (auto p = std::get_if<int*>(&o.target)) {
+        const long long x = std::strtoll(v, &end, 10);
+        if (errno || end == v || *end || x < o.min || x > o.max) return false;
+        **p = int(x);
+    } else if (auto p = std::get_if<uint64_t*>(&o.target)) {
+        const unsigned long long x = std::strtoull(v, &end, 10);
+        if (errno || end == v || *end || std::strchr(v, '-')) return false;  // strtoull wraps "-1" around
+        **p = x;
+    } else if (auto p = std::get_if<float*>(&o.target)) {
+        const float x = std::strtof(v, &end);
+        if (errno || end == v || *end || !(x >= float(o.min) && x <= float(o.max))) return false;
+        **p = x;
+    } else if (auto p = std::get_if<std::string*>(&o.target)) {
+        **p = v;
+    }
+    return true;
+}
+
+const size_t kHelpColumn = 27, kHelpWidth = 100;
+
+// One option's lines of --help: names and value, then the help text wrapped into its column.
+std::string help_lines(const std::string& names, const std::string& text) {
+    std::string out = names;
+    size_t column = out.size();
+    if (column + 1 > kHelpColumn) {
+        out += "\n";
+        column = 0;
+    }
+    out += std::string(kHelpColumn - column, ' ');
+    column = kHelpColumn;
+    bool line_start = true;
+    for (size_t at = 0; at < text.size();) {
+        size_t space = text.find(' ', at);
+        if (space == std::string::npos) space = text.size();
+        const std::string word = text.substr(at, space - at);
+        if (!line_start && column + 1 + word.size() > kHelpWidth) {
+            out += "\n" + std::string(kHelpColumn, ' ');
+            column = kHelpColumn;
+            line_start = true;
+        }
+        if (!line_start) {
+            out += ' ';
+            column++;
+        }
+        out += word;
+        column += word.size();
+        line_start = false;
+        at = space + 1;
+    }
+    return out + "\n";
+}
+
+std::string help_text(const CommandLine& cl, const std::vector<std::string>& defaults) {
+    std::string out = cl.usage + "\n";
+    size_t n = 0;
+    for (const OptionSection& s : cl.sections) {
+        if (!s.title.empty()) out += s.title + ":\n";
+        for (const Option& o : s.options) {
+            std::string names = std::string("  ") + (*o.short_name ? std::string(o.short_name) + ", " : "    ") + o.long_name;
+            if (*o.value_name) names += std::string(" ") + o.value_name;
+            const std::string& d = defaults[n++];
+            out += help_lines(names, o.help + (d.empty() ? "" : " (default: " + d + ")"));
+        }
+        out += "\n";
+    }
+    out += help_lines("  -h, --help", "this text");
+    if (!cl.epilogue.empty()) out += "\n" + cl.epilogue;
+    return out;
+}
+
+}  // namespace
+
+bool Arguments::was_given(const std::string& long_name) const {
+    for (const std::string& g : given)
+        if (g == long_name) return true;
+    return false;
+}
+
+int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args) {
+    // The defaults --help shows are the values before any option has set them.
+    std::vector<std::string> defaults;
+    for (const OptionSection& s : cl.sections)
+        for (const Option& o : s.options) defaults.push_back(default_shown(o));
+    auto fail = [&](const std::string& msg) {
+        std::fprintf(stderr, "%s: %s\n", cl.program.c_str(), message_line(msg).c_str());
+        return 1;
+    };
+
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            std::fputs(help_text(cl, defaults).c_str(), stdout);
+            return 0;
+        }
+        if (a == "--list-options") {
+            for (const OptionSection& s : cl.sections)
+                for (const Option& o : s.options) {
+                    const Kind k = kind_of(o);
+                    std::printf("%s %s %s", o.long_name, *o.short_name ? o.short_name : "-", kind_name(k));
+                    if (k == Kind::integer || k == Kind::real) std::printf(" %s %s", min_text(o).c_str(), max_text(o).c_str());
+                    std::printf("\n");
+                }
+            return 0;
+        }
+        if (a.size() < 2 || a[0] != '-') {
+            args->positional.push_back(a);
+            continue;
+        }
+        const Option* found = nullptr;
+        for (const OptionSection& s : cl.sections)
+            for (const Option& o : s.options)
+                if (a == o.long_name || a == o.short_name) found = &o;
+        if (!found) return fail("unknown option " + a + " (see --help)");
+        args->given.push_back(found->long_name);
+        if (auto p = std::get_if<bool*>(&found->target)) {
+            **p = true;
+            continue;
+        }
+        if (i + 1 >= argc) return fail(a + " needs a value: " + expected(*found));
+        const char* v = argv[++i];
+        if (!set_value(*found, v)) return fail("invalid value '" + std::string(v) + "' for " + a + " (expected " + expected(*found) + ")");
+    }
+    return -1;
+}

@@ -1,0 +1,212 @@
+// `run --chat` in a real terminal: a pseudo-terminal (forkpty) in which the test types
+// as a person would — messages, /reset, Ctrl-C in the middle of a long answer, Ctrl-D —
+// and reads what the screen shows. Every wait has a deadline, and a child still running
+// at the end is killed, so a broken chat fails the test instead of hanging the suite.
+#include <doctest/doctest.h>
+
+#include "tests/test_helpers.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kModel = "models/tiny-shakespeare.hearth";
+// The prompt as run draws it in colour: a green ">" then a space.
+const std::string kPrompt = "\033[1;32m>\033[0m ";
+const std::string kReplyColour = "\033[36m";
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point after(double seconds) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+class PtyChild {
+public:
+    explicit PtyChild(const std::vector<std::string>& args) {
+        struct winsize ws = {};
+        ws.ws_row = 24;
+        ws.ws_col = 100;
+        pid_ = forkpty(&fd_, nullptr, nullptr, &ws);
+        if (pid_ == 0) {
+            setenv("TERM", "xterm", 1);
+            unsetenv("NO_COLOR");
+            std::vector<char*> argv;
+            for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+            argv.push_back(nullptr);
+            const std::string program = with_programs_of_build(args[0] + " ");  // "./run " or a sanitizer build's
+            execv(program.substr(0, program.size() - 1).c_str(), argv.data());
+            _exit(127);
+        }
+    }
+    ~PtyChild() {
+        if (pid_ > 0 && !exited_) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+        if (fd_ >= 0) close(fd_);
+    }
+    bool started() const { return pid_ > 0 && fd_ >= 0; }
+
+    // Reads until `what` appears after everything matched so far; false at the deadline
+    // or when the child closes the terminal first.
+    bool expect(const std::string& what, double seconds) {
+        const auto deadline = after(seconds);
+        for (;;) {
+            size_t at = out_.find(what, seen_);
+            if (at != std::string::npos) {
+                seen_ = at + what.size();
+                return true;
+            }
+            if (!read_some(deadline)) return false;
+        }
+    }
+    // Reads until the prompt is drawn and the line editor has the terminal (libedit turns
+    // ICANON off). Keys typed before that go through the kernel's line discipline instead:
+    // Ctrl-D there would become a NUL byte that libedit does not take for end of input.
+    bool expect_prompt(double seconds) {
+        if (!expect(kPrompt, seconds)) return false;
+        const auto deadline = after(seconds);
+        while (settings().c_lflag & ICANON)
+            if (!read_some(std::min(deadline, after(0.01))) && Clock::now() >= deadline) return false;
+        return true;
+    }
+    // Reads until at least `n` more bytes have come, or the deadline.
+    bool expect_bytes(size_t n, double seconds) {
+        const auto deadline = after(seconds);
+        const size_t want = out_.size() + n;
+        while (out_.size() < want)
+            if (!read_some(deadline)) return false;
+        return true;
+    }
+    void type(const std::string& keys) {
+        if (write(fd_, keys.data(), keys.size()) != ssize_t(keys.size())) FAIL("cannot write to the pty");
+    }
+    // The exit code, or -1 if the child did not exit before the deadline (it is killed).
+    int wait_exit(double seconds) {
+        const auto deadline = after(seconds);
+        for (;;) {
+            int status = 0;
+            pid_t r = waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) {
+                exited_ = true;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            }
+            if (Clock::now() > deadline) return -1;
+            read_some(Clock::now() + std::chrono::milliseconds(50));  // drain, so it never blocks writing
+        }
+    }
+    // The terminal's settings (the master side reports the slave's).
+    termios settings() const {
+        termios t = {};
+        tcgetattr(fd_, &t);
+        return t;
+    }
+    const std::string& output() const { return out_; }
+
+private:
+    bool read_some(Clock::time_point deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return false;
+        pollfd p = {fd_, POLLIN, 0};
+        int r = poll(&p, 1, int(std::min<long long>(left, 200)));
+        if (r < 0 && errno != EINTR) return false;
+        if (r <= 0) return true;
+        char buf[4096];
+        ssize_t n = read(fd_, buf, sizeof buf);
+        if (n > 0) {
+            out_.append(buf, size_t(n));
+            return true;
+        }
+        return n < 0 && (errno == EINTR || errno == EAGAIN);  // EIO: the child closed the terminal
+    }
+
+    pid_t pid_ = -1;
+    int fd_ = -1;
+    bool exited_ = false;
+    std::string out_;
+    size_t seen_ = 0;
+};
+
+// Generous: the machine may be busy; a working chat answers in well under a second.
+const double kWait = 60;
+
+}  // namespace
+
+TEST_CASE("chat pty: two turns, /reset, Ctrl-C in a long answer, Ctrl-D; the prompt comes back each time") {
+    // --ignore-eos: every answer runs to -n, long enough to be interrupted in the middle.
+    PtyChild chat({"./run", kModel, "--chat", "-n", "400", "-c", "2048", "--temp", "0", "--ignore-eos", "-t", "1"});
+    REQUIRE(chat.started());
+    REQUIRE(chat.expect_prompt(kWait));
+
+    chat.type("ROMEO:\r");
+    CHECK(chat.expect(kReplyColour, kWait));
+    CHECK(chat.expect("[reply stopped at the limit of 400 tokens (-n)]", kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+
+    // A second turn reuses the first from the KV cache: /stats says how many tokens.
+    chat.type("JULIET:\r");
+    CHECK(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("/stats\r");
+    REQUIRE(chat.expect("tokens evaluated (", kWait));
+    REQUIRE(chat.expect(" reused)", kWait));
+    const std::string stats = chat.output();
+    const size_t reused_at = stats.rfind("tokens evaluated (") + std::string("tokens evaluated (").size();
+    CHECK(std::atoi(stats.c_str() + reused_at) >= 400);  // "N reused)": all of the first turn
+    REQUIRE(chat.expect_prompt(kWait));
+    CHECK(chat.output().find("/stats") != std::string::npos);
+
+    chat.type("/reset\r");
+    CHECK(chat.expect("[conversation reset]", kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+
+    // Ctrl-C once the answer is under way: it stops, and the prompt returns.
+    chat.type("Tell me a long tale\r");
+    REQUIRE(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_bytes(40, kWait));
+    chat.type("\x03");
+    CHECK(chat.expect("[interrupted]", kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+
+    // Ctrl-D at the empty prompt leaves, with exit code 0 and the terminal as it was.
+    chat.type("\x04");
+    CHECK(chat.wait_exit(kWait) == 0);
+    const termios t = chat.settings();
+    CHECK((t.c_lflag & ICANON) != 0);
+    CHECK((t.c_lflag & ECHO) != 0);
+    CHECK(chat.output().find("[interrupted]") != std::string::npos);
+}
+
+TEST_CASE("chat pty: Ctrl-C at an empty prompt leaves; with a line typed, it only clears the line") {
+    PtyChild chat({"./run", kModel, "--chat", "-n", "8", "-t", "1"});
+    REQUIRE(chat.started());
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("half a thought");
+    REQUIRE(chat.expect("half a thought", kWait));
+    chat.type("\x03");
+    REQUIRE(chat.expect_prompt(kWait));  // still running, a fresh prompt
+    // A message over two lines: a trailing backslash continues it.
+    chat.type("first \\\r");
+    CHECK(chat.expect("...", kWait));
+    chat.type("second\r");
+    CHECK(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("\x03");
+    CHECK(chat.wait_exit(kWait) == 0);
+    const termios t = chat.settings();
+    CHECK((t.c_lflag & ICANON) != 0);
+    CHECK((t.c_lflag & ECHO) != 0);
+}

@@ -1,0 +1,218 @@
+// ./run and ./quantize as a user meets them: help, defaults, and a clear one-line error
+// with a non-zero exit for every kind of bad input.
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <sys/stat.h>
+
+#include "tests/test_helpers.h"
+
+static int count_lines(const std::string& s) {
+    int n = 0;
+    for (char c : s) n += c == '\n';
+    return n;
+}
+
+static bool exists(const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0;
+}
+
+static const std::string kModel = "build/tests/cli-model.hearth";
+
+static void make_cli_model() {
+    if (!exists(kModel)) REQUIRE(run_command("./quantize tests/data/parity/gqa " + kModel + " -q").exit_code == 0);
+}
+
+TEST_CASE("cli: --help documents the options and exits 0") {
+    CommandResult r = run_command("./run --help");
+    CHECK(r.exit_code == 0);
+    for (const char* opt : {"--prompt", "--prompt-ids", "--n-predict", "--ctx-size", "--threads", "--temp", "--top-k",
+                            "--top-p", "--min-p", "--repeat-penalty", "--seed", "--print-ids"})
+        CHECK(r.out.find(opt) != std::string::npos);
+    CommandResult q = run_command("./quantize --help");
+    CHECK(q.exit_code == 0);
+    CHECK(q.out.find("--type") != std::string::npos);
+}
+
+// The options tables themselves, as `--list-options` prints them: each option is in
+// --help, and a value that is missing, malformed or out of range is refused before
+// anything is loaded, with one line on stderr and exit code 1.
+TEST_CASE("cli: every option of run and quantize is in --help and refuses a bad value") {
+    for (const std::string program : {"./run", "./quantize"}) {
+        CommandResult list = run_command(program + " --list-options");
+        REQUIRE(list.exit_code == 0);
+        const std::string help = run_command(program + " --help").out;
+        CHECK(help.find("--list-options") == std::string::npos);  // for tests, not users
+        auto refused = [&](const std::string& args, const std::string& expect) {
+            CommandResult r = run_command(program + " " + args);
+            INFO(program << " " << args << " -> " << r.err);
+            CHECK(r.exit_code == 1);
+            CHECK(count_lines(r.err) == 1);
+            CHECK(r.err.find(expect) != std::string::npos);
+            CHECK(r.out.empty());
+        };
+        std::istringstream lines(list.out);
+        int options = 0;
+        for (std::string line; std::getline(lines, line); options++) {
+            INFO(program << " --list-options: " << line);
+            std::istringstream fields(line);
+            std::string long_name, short_name, kind, min, max;
+            fields >> long_name >> short_name >> kind >> min >> max;
+            REQUIRE(long_name.compare(0, 2, "--") == 0);
+            // Its line in --help starts with its names.
+            const std::string names = "\n  " + (short_name == "-" ? "    " : short_name + ", ") + long_name;
+            const size_t at = help.find(names);
+            CHECK((at != std::string::npos && (help[at + names.size()] == ' ' || help[at + names.size()] == '\n')));
+
+            REQUIRE((kind == "flag" || kind == "integer" || kind == "real" || kind == "text"));
+            if (kind == "flag") continue;
+            refused(long_name, "needs a value");
+            if (short_name != "-") refused(short_name, "needs a value");
+            if (kind == "text") continue;
+            REQUIRE(!max.empty());
+            for (const char* bad : {"abc", "''", "5x"}) refused(long_name + " " + bad, "invalid value");
+            if (kind == "integer") {
+                refused(long_name + " 1.5", "invalid value");
+                refused(long_name + " " + std::to_string(std::stoll(min) - 1), "invalid value");
+                refused(long_name + " " + max + "0", "invalid value");
+            } else {
+                refused(long_name + " " + std::to_string(std::stod(min) - 1), "invalid value");
+                refused(long_name + " " + std::to_string(std::stod(max) + 1), "invalid value");
+            }
+        }
+        CHECK(options >= 2);
+    }
+}
+
+TEST_CASE("cli: run refuses bad input with one line on stderr") {
+    make_cli_model();
+    struct Case {
+        std::string args, expect;
+    } cases[] = {
+        {"build/tests/no-such.hearth", "cannot open"},
+        {"tests/data/parity/gqa/config.json", "magic"},
+        {kModel + " --bogus", "unknown option"},
+        {kModel + " -n abc", "invalid value"},
+        {kModel + " -t 0", "invalid value"},
+        {kModel + " --temp -1", "invalid value"},
+        {kModel + " -n", "needs"},
+        {kModel + " --prompt-ids 1,99999", "outside"},
+        {kModel + " --prompt-ids 1,,2", "list"},
+        {kModel + " --prompt-ids 1,2 -p hi", "either"},
+        {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
+        {kModel + " --perplexity tests/data/tinyshakespeare-valid.txt -c 2", "at least 3"},
+        // 68 GB of KV cache for the default model: more than this machine (and CI's) has.
+        {"models/tiny-shakespeare.hearth -c 16777216 -p hi", "largest -c that fits"},
+    };
+    for (const Case& c : cases) {
+        CommandResult r = run_command("./run " + c.args);
+        INFO(c.args << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(count_lines(r.err) == 1);
+        CHECK(r.err.find(c.expect) != std::string::npos);
+        CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("cli: padding ids past the tokenizer (vocab 520, 512 pieces) print as nothing") {
+    make_cli_model();
+    CommandResult r = run_command("./run " + kModel + " --prompt-ids 1,515,519 -n 4 --temp 0 --ignore-eos");
+    CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("cli: a truncated checkpoint is refused, not run") {
+    make_cli_model();
+    std::string data = read_text(kModel);
+    for (size_t len : {size_t(10), size_t(300), data.size() / 2, data.size() - 1}) {
+        std::string path = "build/tests/cli-truncated.hearth";
+        FILE* f = std::fopen(path.c_str(), "wb");
+        std::fwrite(data.data(), 1, len, f);
+        std::fclose(f);
+        CommandResult r = run_command("./run " + path + " -n 4");
+        CHECK(r.exit_code == 1);
+        CHECK(count_lines(r.err) == 1);
+    }
+}
+
+TEST_CASE("cli: a model file truncated while run has it mapped ends run with a clear message") {
+    const std::string copy = "build/tests/cli-truncated-later.hearth";
+    REQUIRE(run_command("cp models/tiny-shakespeare.hearth " + copy).exit_code == 0);
+    // run loads the model at once and then waits for the message; meanwhile the file shrinks, so
+    // the weights the reply reads are gone (the f16 default model is read from the mapping).
+    CommandResult r = run_command("{ sleep 2; truncate -s 65536 " + copy + "; echo ROMEO:; } | ./run " + copy + " --chat -n 8");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("the model file was changed or truncated while in use") != std::string::npos);
+}
+
+TEST_CASE("cli: generation stops when the context is full, and says so") {
+    make_cli_model();
+    CommandResult r = run_command("./run " + kModel + " --prompt-ids 1,5,6,7 -c 10 -n 100 --temp 0 --ignore-eos --print-ids");
+    CHECK(r.exit_code == 0);
+    CHECK(count_lines(r.out) == 1);
+    int ids = 1;
+    for (char c : r.out) ids += c == ',';
+    CHECK(ids == 6);  // 4 prompt + 6 generated = 10 positions
+    CHECK(r.err.find("context") != std::string::npos);
+}
+
+TEST_CASE("cli: the same seed samples the same text, and timing goes to stderr") {
+    make_cli_model();
+    std::string cmd = "./run " + kModel + " -p 'To be' -n 20 --temp 1 --seed 5 --ignore-eos --print-ids";
+    CommandResult a = run_command(cmd), b = run_command(cmd);
+    CHECK(a.exit_code == 0);
+    CHECK(a.out == b.out);
+    CommandResult c = run_command("./run " + kModel + " -p 'To be' -n 20 --temp 1 --seed 6 --ignore-eos --print-ids");
+    CHECK(c.out != a.out);
+    CHECK(a.err.find("tok/s") != std::string::npos);
+    CHECK(a.err.find("load") != std::string::npos);
+}
+
+TEST_CASE("cli: quantize refuses bad input and leaves no output behind") {
+    make_cli_model();
+    const std::string out = "build/tests/cli-out.hearth";
+    std::remove(out.c_str());
+    CHECK(run_command("./quantize build/tests/no-such-folder " + out).exit_code == 1);
+    CHECK(run_command("./quantize tests/data/parity/gqa " + out + " --type q9").exit_code == 1);
+    CHECK(run_command("./quantize tests/data/parity/gqa").exit_code == 1);
+
+    // The output may not replace the input.
+    std::string before = read_text(kModel);
+    CommandResult same = run_command("./quantize " + kModel + " " + kModel + " --type f32");
+    CHECK(same.exit_code == 1);
+    CHECK(read_text(kModel) == before);
+
+    // A damaged Hugging Face folder: truncated weights, then an unsupported config.
+    REQUIRE(run_command("rm -rf build/tests/broken && cp -r tests/data/parity/mha build/tests/broken").exit_code == 0);
+    REQUIRE(run_command("truncate -s 300000 build/tests/broken/model.safetensors").exit_code == 0);
+    CommandResult t = run_command("./quantize build/tests/broken " + out);
+    CHECK(t.exit_code == 1);
+    CHECK(count_lines(t.err) == 1);
+    CHECK(t.err.find("model.safetensors") != std::string::npos);
+    CHECK(!exists(out));
+
+    REQUIRE(run_command("rm -rf build/tests/broken && cp -r tests/data/parity/mha build/tests/broken").exit_code == 0);
+    REQUIRE(run_command("sed -i 's/\"rope_theta\"/\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}, \"rope_theta\"/' "
+                        "build/tests/broken/config.json").exit_code == 0);
+    CommandResult s = run_command("./quantize build/tests/broken " + out);
+    CHECK(s.exit_code == 1);
+    CHECK(s.err.find("rope_scaling") != std::string::npos);
+    CHECK(!exists(out));
+
+    REQUIRE(run_command("rm -rf build/tests/broken && cp -r tests/data/parity/mha build/tests/broken && "
+                        "echo '{not json' > build/tests/broken/config.json").exit_code == 0);
+    CommandResult j = run_command("./quantize build/tests/broken " + out);
+    CHECK(j.exit_code == 1);
+    CHECK(count_lines(j.err) == 1);
+    CHECK(!exists(out));
+}
+
+TEST_CASE("cli: quantize converts a hearth file to another type") {
+    make_cli_model();
+    const std::string out = "build/tests/cli-f32.hearth";
+    CommandResult r = run_command("./quantize " + kModel + " " + out + " f32 -q");
+    CHECK(r.exit_code == 0);
+    CommandResult a = run_command("./run " + out + " --prompt-ids 1,5,6 -n 8 --temp 0 --print-ids --ignore-eos");
+    CHECK(a.exit_code == 0);
+    CHECK(count_lines(a.out) == 1);
+}

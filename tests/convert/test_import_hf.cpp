@@ -1,0 +1,93 @@
+// The Hugging Face importer on crafted folders: config.json values must be what they say
+// (integers in range, finite numbers), safetensors headers must describe aligned data inside
+// the file, and every refusal is one line naming the problem.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "convert/import.h"
+#include "tests/test_helpers.h"
+
+static const std::string kDir = "build/tests/crafted-hf";
+
+// A copy of the mha parity folder whose config.json has each key of `patch` set to its value
+// (null: removed).
+static std::string import_with_config(const nlohmann::json& patch) {
+    REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir).exit_code == 0);
+    auto cfg = nlohmann::json::parse(read_text(kDir + "/config.json"));
+    for (auto& [key, value] : patch.items()) {
+        if (value.is_null()) cfg.erase(key);
+        else cfg[key] = value;
+    }
+    std::ofstream(kDir + "/config.json") << cfg.dump();
+    ImportedCheckpoint out;
+    return import_hf_folder(kDir, &out);
+}
+static std::string import_with_config(const std::string& key, const nlohmann::json& value) {
+    nlohmann::json patch;
+    patch[key] = value;
+    return import_with_config(patch);
+}
+
+TEST_CASE("import_hf: config.json integers must be integers in range") {
+    REQUIRE(import_with_config("hidden_size", 64) == "");
+    const nlohmann::json bad[] = {256.9, 4294967552ull, -64, "64", nlohmann::json::array({64}), true, 0};
+    for (const auto& v : bad) {
+        CAPTURE(v.dump());
+        const std::string err = import_with_config("hidden_size", v);
+        CHECK(err.find("hidden_size") != std::string::npos);
+        CHECK(err.find('\n') == std::string::npos);
+    }
+    CHECK(import_with_config("num_hidden_layers", nullptr).find("num_hidden_layers") != std::string::npos);
+    CHECK(import_with_config("num_key_value_heads", 3).find("kv head") != std::string::npos);
+    CHECK(import_with_config("rms_norm_eps", "tiny").find("rms_norm_eps") != std::string::npos);
+    CHECK(import_with_config("rope_theta", nlohmann::json::object()).find("rope_theta") != std::string::npos);
+    CHECK(import_with_config("tie_word_embeddings", "yes").find("tie_word_embeddings") != std::string::npos);
+    // A special id beyond the vocabulary is an error, not "no such token".
+    CHECK(import_with_config("bos_token_id", 512).find("BOS/EOS") != std::string::npos);
+    CHECK(import_with_config("eos_token_id", nlohmann::json::array({4096, 2})).find("BOS/EOS") != std::string::npos);
+    CHECK(import_with_config("eos_token_id", -1).find("eos_token_id") != std::string::npos);
+    CHECK(import_with_config({{"architectures", {7}}, {"model_type", nullptr}}).find("not a Llama") != std::string::npos);
+    CHECK(import_with_config({{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}}).find("GPT2LMHeadModel") != std::string::npos);
+}
+
+// The folder with its model.safetensors header replaced by `header` (the data kept after it).
+static std::string import_with_header(const std::function<void(nlohmann::json&)>& change, size_t pad = 0) {
+    REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir).exit_code == 0);
+    std::string file = read_text(kDir + "/model.safetensors");
+    uint64_t len;
+    std::memcpy(&len, file.data(), 8);
+    auto header = nlohmann::json::parse(file.substr(8, len));
+    change(header);
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8 + pad, ' ');  // the format pads with spaces
+    const uint64_t new_len = text.size();
+    std::string out(reinterpret_cast<const char*>(&new_len), 8);
+    out += text + file.substr(8 + len);
+    std::ofstream(kDir + "/model.safetensors", std::ios::binary) << out;
+    ImportedCheckpoint imported;
+    return import_hf_folder(kDir, &imported);
+}
+
+TEST_CASE("import_hf: safetensors headers are checked against the file") {
+    const std::string embed = "model.embed_tokens.weight";
+    REQUIRE(import_with_header([](nlohmann::json&) {}) == "");
+    // Data moved to an odd offset would be read with misaligned loads.
+    CHECK(import_with_header([](nlohmann::json&) {}, 2).find("aligned") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["shape"] = {512.5, 64}; }).find("whole numbers") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["shape"] = {-512, 64}; }).find("whole numbers") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["shape"] = {1ull << 40, 1ull << 40}; }).find("absurd") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["data_offsets"] = {0, 1ull << 60}; }).find("outside") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["data_offsets"] = {8, 4}; }).find("outside") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["data_offsets"] = {0, 4}; }).find("does not match") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["dtype"] = "F128"; }).find("dtype") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["dtype"] = 5; }).find(embed) != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h[embed] = "nothing"; }).find(embed) != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { h.erase(embed); }).find("missing") != std::string::npos);
+    const std::string err = import_with_header([&](nlohmann::json& h) { h["bad\nname"] = {{"dtype", "F32"}}; });
+    CHECK(err.find("bad\\x0aname") != std::string::npos);  // escaped, not printed raw
+    CHECK(err.find('\n') == std::string::npos);
+}

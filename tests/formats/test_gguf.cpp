@@ -1,0 +1,334 @@
+// GGUF in: llama.cpp's own files (tests/data/gguf-mini, made by llama.cpp's tools; the Makefile
+// decompresses them into build/tests/gguf-mini/) run directly and convert, against the PyTorch
+// reference on gguf-py's dequantization (tests/reference/gguf_llama.py) and llama.cpp's ids.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "kernels/quant_types.h"
+#include "kernels/rows_x8.h"
+#include "model/forward.h"
+#include "formats/gguf.h"
+#include "formats/metadata.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "tests/test_helpers.h"
+
+static const char* const kMiniTypes[] = {"F16", "Q8_0", "Q4_0", "Q4_K_M"};
+static std::string mini(const std::string& type) { return "build/tests/gguf-mini/mini-" + type + ".gguf"; }
+static const std::vector<int> kPrompt = {1, 9038, 2501, 263, 931};  // "<s> Once upon a time"
+
+static std::string join(const std::vector<int>& ids) {
+    std::string s;
+    for (int id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+    return s;
+}
+
+static std::string greedy_ids(const std::string& model, int n, const std::vector<int>& prompt = kPrompt) {
+    CommandResult r = run_command("./run " + model + " --prompt-ids " + join(prompt) + " -n " + std::to_string(n) +
+                                  " --temp 0 --ignore-eos --print-ids -t 2");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+}
+
+// Logits of every prompt position, with an f32 KV cache as the reference has.
+static std::vector<float> prompt_logits(const Model& m, const std::vector<int>& prompt = kPrompt) {
+    RunState s;
+    REQUIRE(make_run_state(m.config, 64, &s, {TYPE_F32, TYPE_F32}) == "");
+    std::vector<float> logits(prompt.size() * size_t(m.config.vocab_size));
+    REQUIRE(forward(m, s, prompt.data(), int(prompt.size()), 0, logits.data(), true) == "");
+    return logits;
+}
+
+struct Reference {
+    std::vector<int> prompt_ids, greedy_ids, sample_ids;
+    std::vector<std::vector<float>> sample_logits;
+};
+static Reference read_reference(const std::string& path) {
+    auto j = nlohmann::json::parse(read_text(path));
+    return {j.at("prompt_ids").get<std::vector<int>>(), j.at("greedy_ids").get<std::vector<int>>(),
+            j.at("sample_ids").get<std::vector<int>>(), j.at("sample_logits").get<std::vector<std::vector<float>>>()};
+}
+static Reference reference(const std::string& type) {
+    Reference r = read_reference("tests/data/gguf-mini/mini-" + type + ".golden.json");
+    REQUIRE(r.prompt_ids == kPrompt);
+    return r;
+}
+
+// max and mean |hearth - reference| over the sampled logits of every prompt position, each
+// divided by max |reference|.
+struct LogitError {
+    double max, mean;
+};
+static LogitError relative_logit_error(const std::vector<float>& got, const Reference& ref, int vocab) {
+    double diff = 0, sum = 0, scale = 0;
+    size_t n = 0;
+    for (size_t p = 0; p < ref.sample_logits.size(); p++)
+        for (size_t i = 0; i < ref.sample_ids.size(); i++, n++) {
+            const double want = ref.sample_logits[p][i], d = std::fabs(got[p * size_t(vocab) + size_t(ref.sample_ids[i])] - want);
+            diff = std::max(diff, d);
+            sum += d;
+            scale = std::max(scale, std::fabs(want));
+        }
+    return {diff / scale, sum / double(n) / scale};
+}
+
+TEST_CASE("gguf: llama.cpp's mini-F16.gguf runs directly and gives llama.cpp's greedy ids") {
+    // ../shared/data/README.md: llama.cpp on mini-F16.gguf, and the PyTorch reference on the same
+    // weights as a Hugging Face folder, continue with 21516 x4 then 18574 x8.
+    const std::vector<int> llama_cpp = {21516, 21516, 21516, 21516, 18574, 18574, 18574, 18574, 18574, 18574, 18574, 18574};
+    CHECK(greedy_ids(mini("F16"), 12) == join(llama_cpp) + "\n");
+    // llama.cpp gives the same 12 ids on mini-Q8_0.gguf, with Q8_0 activations as hearth's.
+    CHECK(greedy_ids(mini("Q8_0"), 12) == join(llama_cpp) + "\n");
+}
+
+TEST_CASE("gguf: logits of each file are those of the PyTorch reference on its dequantized weights") {
+    for (const std::string type : kMiniTypes) {
+        CAPTURE(type);
+        const Reference ref = reference(type);
+        Model m;
+        REQUIRE(load_model(mini(type), &m) == "");
+        CHECK(m.config.tied_embeddings);
+        // Run directly, quantized matrices meet 8-bit activations (as in llama.cpp): close, not
+        // equal. The f32 conversion below shows the weights themselves are exact.
+        const LogitError direct = relative_logit_error(prompt_logits(m), ref, m.config.vocab_size);
+        MESSAGE(type << " run directly: max |diff| / max |logit| = " << direct.max << ", mean " << direct.mean);
+        CHECK(direct.max < (type == "F16" ? 1e-4 : 0.05));
+        CHECK(direct.mean < (type == "F16" ? 1e-5 : 0.01));
+        // Converted to f32, hearth computes on exactly the reference's weights.
+        const std::string f32 = "build/tests/gguf-mini-" + type + "-f32.hearth";
+        CommandResult q = run_command("./quantize " + mini(type) + " " + f32 + " f32 -q");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        Model mf;
+        REQUIRE(load_model(f32, &mf) == "");
+        const LogitError converted = relative_logit_error(prompt_logits(mf), ref, mf.config.vocab_size);
+        CHECK(converted.max < 1e-4);
+        CHECK(greedy_ids(f32, 12) == join(ref.greedy_ids) + "\n");
+    }
+}
+
+TEST_CASE("gguf: a converted checkpoint keeps every block and computes the same logits bit for bit") {
+    for (const std::string type : kMiniTypes) {
+        CAPTURE(type);
+        const std::string out = "build/tests/gguf-mini-" + type + ".hearth";
+        CommandResult q = run_command("./quantize " + mini(type) + " " + out + " -q");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        const std::string gguf_bytes = read_text(mini(type)), hearth_bytes = read_text(out);
+        ParsedCheckpoint g, h;
+        REQUIRE(parse_gguf(gguf_bytes.data(), gguf_bytes.size(), &g) == "");
+        REQUIRE(parse_checkpoint(hearth_bytes.data(), hearth_bytes.size(), &h) == "");
+        CHECK(h.format == "hearth v2");
+        REQUIRE(h.tensors.size() == g.tensors.size());
+        for (const TensorView& gt : g.tensors) {
+            const TensorView* ht = nullptr;
+            for (const TensorView& t : h.tensors)
+                if (t.name == gt.name) ht = &t;
+            REQUIRE_MESSAGE(ht, gt.name);
+            // The same blocks: a q4_0/q8_0/q4_K matrix is stored with its rows interleaved by 8
+            // (docs/format.md), which moves bytes and nothing else.
+            CHECK(ht->type == gt.type);
+            REQUIRE(ht->bytes == gt.bytes);
+            std::string plain(static_cast<const char*>(ht->data), ht->bytes);
+            if (ht->layout == Layout::rows_x8) repack_x8_to_rows(gt.type, ht->data, &plain[0], int64_t(ht->rows()), int64_t(ht->cols()));
+            CHECK(std::memcmp(plain.data(), gt.data, gt.bytes) == 0);
+        }
+        Model mg, mh;
+        REQUIRE(load_model(mini(type), &mg) == "");
+        REQUIRE(load_model(out, &mh) == "");
+        const std::vector<float> lg = prompt_logits(mg), lh = prompt_logits(mh);
+        CHECK(std::memcmp(lg.data(), lh.data(), lg.size() * sizeof(float)) == 0);
+        CHECK(greedy_ids(mini(type), 12) == greedy_ids(out, 12));
+    }
+}
+
+TEST_CASE("gguf: the vocabulary in the metadata tokenizes exactly as the Llama-2 tokenizer.model") {
+    // tests/data/tokenizer_goldens.json: python sentencepiece on the Llama-2 tokenizer.model, the
+    // vocabulary llama.cpp's mini files carry.
+    auto goldens = nlohmann::json::parse(read_text("tests/data/tokenizer_goldens.json")).at("llama2-tokenizer.model");
+    Model m;
+    REQUIRE(load_model(mini("Q4_0"), &m) == "");
+    Tokenizer tok;
+    REQUIRE(tok.load(m.tokenizer) == "");
+    CHECK(tok.vocab_size() == 32000);
+    CHECK(tok.bos_id() == 1);
+    CHECK(tok.eos_id() == 2);
+    REQUIRE(goldens.size() > 10);
+    for (const auto& g : goldens) {
+        const std::string text = g.at("text").get<std::string>();
+        CAPTURE(text);
+        CHECK(encoded(tok, text, false) == g.at("ids").get<std::vector<int>>());
+        CHECK(tok.decode(g.at("ids").get<std::vector<int>>()) == g.at("decoded").get<std::string>());
+    }
+    // And through the program, from text: BOS, then the text's ids.
+    CommandResult r = run_command("./run " + mini("F16") + " -p 'Once upon a time' -n 12 --temp 0");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("Once upon a time Staat Staat Staat Staat") == 0);
+}
+
+// tests/data/gguf-types: small files llama.cpp's llama-quantize made in types run does not
+// compute with (tests/reference/make_gguf_types.py), with goldens from the PyTorch reference on
+// gguf-py's dequantization of each.
+TEST_CASE("gguf: types run does not use are named by run and re-quantized by quantize") {
+    for (const std::string type : {"Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"}) {
+        CAPTURE(type);
+        const std::string file = "tests/data/gguf-types/tiny-" + type + ".gguf";
+        const Reference ref = read_reference("tests/data/gguf-types/tiny-" + type + ".golden.json");
+        // run refuses, naming a tensor, its type and the way out.
+        CommandResult r = run_command("./run " + file + " --prompt-ids 1,2 -n 1");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("cannot multiply") != std::string::npos);
+        CHECK(r.err.find("quantize") != std::string::npos);
+        // Converted to f32, the dequantized blocks give the reference's logits and greedy ids.
+        const std::string f32 = "build/tests/gguf-types-" + type + "-f32.hearth";
+        CommandResult q = run_command("./quantize " + file + " " + f32 + " f32 -q");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        CHECK(q.err.find("warning") != std::string::npos);
+        Model m;
+        REQUIRE(load_model(f32, &m) == "");
+        CHECK(relative_logit_error(prompt_logits(m, ref.prompt_ids), ref, m.config.vocab_size).max < 1e-4);
+        CHECK(greedy_ids(f32, int(ref.greedy_ids.size()), ref.prompt_ids) == join(ref.greedy_ids) + "\n");
+        // By default (keep) each such tensor gets the nearest type run computes with, and runs.
+        const std::string keep = "build/tests/gguf-types-" + type + ".hearth";
+        CommandResult k = run_command("./quantize " + file + " " + keep);
+        REQUIRE(k.exit_code == 0);
+        CHECK(k.err.find("re-quantized") != std::string::npos);
+        Model mk;
+        REQUIRE(load_model(keep, &mk) == "");
+        for (const TensorView& t : mk.all_tensors) CHECK(type_is_storage(t.type));
+        const LogitError e = relative_logit_error(prompt_logits(mk, ref.prompt_ids), ref, mk.config.vocab_size);
+        MESSAGE(type << " kept (re-quantized): max |diff| / max |logit| = " << e.max << ", mean " << e.mean);
+        CHECK(e.mean < 0.02);
+    }
+}
+
+// ---- damaged and crafted files ----
+
+static std::string parse_error(const std::string& bytes) {
+    ParsedCheckpoint p;
+    std::string err = parse_gguf(bytes.data(), bytes.size(), &p);
+    if (err.empty()) {
+        Model m;
+        err = bind_model(p, &m);
+    }
+    return err;
+}
+
+// Offset of the tensor infos (after the metadata) and of the data section.
+static void sections(const std::string& bytes, uint64_t* infos) {
+    uint64_t n_kv;
+    std::memcpy(&n_kv, bytes.data() + 16, 8);
+    Metadata meta;
+    uint64_t used = 0;
+    REQUIRE(meta.parse(reinterpret_cast<const uint8_t*>(bytes.data()) + 24, bytes.size() - 24, n_kv, &used) == "");
+    *infos = 24 + used;
+}
+
+TEST_CASE("gguf: truncated files are refused at any length") {
+    const std::string good = read_text(mini("Q4_0"));
+    REQUIRE(parse_error(good) == "");
+    uint64_t infos;
+    sections(good, &infos);
+    std::mt19937 rng(1);
+    std::vector<size_t> lengths;
+    for (size_t len = 0; len < 4096; len++) lengths.push_back(len);
+    for (size_t len = infos - 64; len < infos + 4096; len++) lengths.push_back(len);  // inside the tensor infos
+    for (int i = 0; i < 200; i++) lengths.push_back(rng() % good.size());
+    lengths.push_back(good.size() - 1);
+    for (size_t len : lengths) {
+        const std::string cut = good.substr(0, len);
+        CHECK_MESSAGE(parse_error(cut) != "", "length " << len);
+    }
+}
+
+TEST_CASE("gguf: crafted headers, tensor infos and metadata are refused with a reason") {
+    const std::string good = read_text(mini("Q4_0"));
+    uint64_t infos;
+    sections(good, &infos);
+    auto with = [&](size_t at, const void* value, size_t n) {
+        std::string bytes = good;
+        std::memcpy(&bytes[at], value, n);
+        return parse_error(bytes);
+    };
+    const uint32_t v1 = 1, v4 = 4;
+    const uint64_t huge = ~uint64_t(0), zero = 0;
+    CHECK(with(4, &v1, 4).find("version 1") != std::string::npos);
+    CHECK(with(4, &v4, 4).find("version 4") != std::string::npos);
+    CHECK(with(8, &huge, 8).find("tensor count") != std::string::npos);
+    CHECK(with(8, &zero, 8).find("tensor count") != std::string::npos);
+    CHECK(with(16, &huge, 8).find("metadata") != std::string::npos);
+    // The first tensor info: name length, name, n_dims, ne[], type, offset.
+    uint64_t name_len;
+    std::memcpy(&name_len, good.data() + infos, 8);
+    const size_t dims_at = infos + 8 + name_len, ne_at = dims_at + 4;
+    uint32_t n_dims;
+    std::memcpy(&n_dims, good.data() + dims_at, 4);
+    const size_t type_at = ne_at + 8 * n_dims, offset_at = type_at + 4;
+    const uint64_t long_name = 64, misaligned = 3, beyond = uint64_t(1) << 62, big_dim = uint64_t(1) << 41;
+    const uint32_t dims0 = 0, dims5 = 5, type99 = 99, type_q8k = TYPE_Q8_K;
+    CHECK(with(infos, &long_name, 8).find("name of 64 bytes") != std::string::npos);
+    CHECK(with(infos, &huge, 8).find("name") != std::string::npos);
+    CHECK(with(dims_at, &dims0, 4).find("0 dimensions") != std::string::npos);
+    CHECK(with(dims_at, &dims5, 4).find("5 dimensions") != std::string::npos);
+    CHECK(with(type_at, &type99, 4).find("unknown type 99") != std::string::npos);
+    CHECK(with(type_at, &type_q8k, 4).find("no file holds") != std::string::npos);
+    CHECK(with(offset_at, &misaligned, 8).find("aligned") != std::string::npos);
+    CHECK(with(offset_at, &beyond, 8).find("outside") != std::string::npos);
+    CHECK(with(offset_at, &huge, 8) != "");
+    CHECK(with(ne_at, &big_dim, 8) != "");
+    CHECK(with(ne_at, &zero, 8).find("does not fit") != std::string::npos);
+    // A tensor of a type run cannot multiply: named, with the way out.
+    const uint32_t q5_k = TYPE_Q5_K;
+    std::string bytes = good;
+    for (uint64_t at = infos, i = 0; i < 20; i++) {  // find a 2-D tensor whose rows are whole 256-blocks
+        uint64_t len;
+        std::memcpy(&len, bytes.data() + at, 8);
+        const std::string name = bytes.substr(at + 8, len);
+        uint32_t nd;
+        std::memcpy(&nd, bytes.data() + at + 8 + len, 4);
+        const size_t type_pos = at + 8 + len + 4 + 8 * nd;
+        if (name == "blk.0.ffn_up.weight") {
+            std::memcpy(&bytes[type_pos], &q5_k, 4);
+            break;
+        }
+        at = type_pos + 12;
+    }
+    const std::string err = parse_error(bytes);
+    CHECK(err.find("blk.0.ffn_up.weight") != std::string::npos);
+    CHECK(err.find("q5_K") != std::string::npos);
+    CHECK(err.find("quantize") != std::string::npos);
+}
+
+TEST_CASE("gguf: random corruption of the header, metadata and tensor infos never crashes the parser") {
+    const std::string good = read_text(mini("Q4_0"));
+    uint64_t infos;
+    sections(good, &infos);
+    const size_t end = infos + 20 * 100;  // the tensor infos take well under 100 bytes each
+    std::mt19937 rng(7);
+    int accepted = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        std::string bytes = good;
+        for (int f = 0, n = 1 + int(rng() % 6); f < n; f++) {
+            // Half the flips in the first 64 KiB (header, keys, token strings), half in the infos.
+            const size_t at = rng() % 2 ? rng() % 65536 : infos + rng() % (end - infos);
+            bytes[at] = char(rng());
+        }
+        ParsedCheckpoint p;
+        if (parse_gguf(bytes.data(), bytes.size(), &p) == "") {
+            accepted++;
+            for (const TensorView& t : p.tensors) {
+                const char* begin = static_cast<const char*>(t.data);
+                CHECK(begin >= bytes.data());
+                CHECK(begin + t.bytes <= bytes.data() + bytes.size());
+            }
+        }
+    }
+    MESSAGE("corruptions that still parsed: " << accepted);
+}

@@ -1,0 +1,156 @@
+// Each sampling step's effect on a distribution, and the sampled frequencies against
+// the probabilities computed directly.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "model/sampler.h"
+
+static std::vector<Candidate> candidates(const std::vector<float>& logits) {
+    std::vector<Candidate> c;
+    for (size_t i = 0; i < logits.size(); i++) c.push_back({int(i), logits[i], 0.0f});
+    return c;
+}
+
+TEST_CASE("temperature 0 is greedy: the highest logit, lowest id on ties") {
+    SamplerParams p;
+    p.temperature = 0.0f;
+    Sampler s(p);
+    std::vector<float> logits = {0.1f, 3.0f, -1.0f, 2.9f, 3.0f};
+    CHECK(s.sample(logits.data(), 5, {}) == 1);
+    CHECK(Sampler::argmax(logits.data(), 5) == 1);
+}
+
+TEST_CASE("top-k keeps exactly the k highest logits") {
+    auto c = candidates({0.5f, 2.0f, -1.0f, 3.0f, 1.0f});
+    Sampler::keep_top_k(c, 2);
+    REQUIRE(c.size() == 2);
+    CHECK(c[0].id == 3);
+    CHECK(c[1].id == 1);
+    auto all = candidates({0.5f, 2.0f});
+    Sampler::keep_top_k(all, 0);  // 0 = off
+    CHECK(all.size() == 2);
+}
+
+TEST_CASE("softmax with temperature gives exp(l/T) / sum exp(l/T)") {
+    std::vector<float> logits = {1.0f, 2.0f, 0.0f};
+    for (float T : {0.5f, 1.0f, 2.0f}) {
+        auto c = candidates(logits);
+        Sampler::softmax_with_temperature(c, T);
+        double z = 0;
+        for (float l : logits) z += std::exp(l / T);
+        for (const Candidate& x : c) CHECK(x.p == doctest::Approx(std::exp(logits[x.id] / T) / z).epsilon(1e-6));
+        CHECK(c[0].id == 1);  // sorted, most likely first
+    }
+}
+
+TEST_CASE("top-p keeps the smallest prefix whose mass reaches p") {
+    // probabilities 0.5, 0.3, 0.15, 0.05
+    std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+    auto c = candidates(logits);
+    Sampler::softmax_with_temperature(c, 1.0f);
+    auto c1 = c;
+    Sampler::keep_top_p(c1, 0.75f);
+    CHECK(c1.size() == 2);  // 0.5 + 0.3 = 0.8 >= 0.75
+    auto c2 = c;
+    Sampler::keep_top_p(c2, 0.5f);
+    CHECK(c2.size() == 1);
+    auto c3 = c;
+    Sampler::keep_top_p(c3, 0.9f);
+    CHECK(c3.size() == 3);
+    auto c4 = c;
+    Sampler::keep_top_p(c4, 1.0f);
+    CHECK(c4.size() == 4);
+}
+
+TEST_CASE("min-p drops tokens below min_p times the top probability") {
+    std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+    auto c = candidates(logits);
+    Sampler::softmax_with_temperature(c, 1.0f);
+    auto c1 = c;
+    Sampler::keep_min_p(c1, 0.2f);  // threshold 0.1: keeps 0.5, 0.3, 0.15
+    CHECK(c1.size() == 3);
+    auto c2 = c;
+    Sampler::keep_min_p(c2, 0.7f);  // threshold 0.35: keeps 0.5
+    CHECK(c2.size() == 1);
+}
+
+TEST_CASE("repetition penalty divides positive and multiplies negative logits of recent tokens") {
+    auto c = candidates({2.0f, -2.0f, 1.0f, 4.0f});
+    Sampler::apply_repeat_penalty(c, {0, 1, 3}, 2, 2.0f);  // only the last 2 (1 and 3) count
+    CHECK(c[0].logit == 2.0f);
+    CHECK(c[1].logit == -4.0f);
+    CHECK(c[2].logit == 1.0f);
+    CHECK(c[3].logit == 2.0f);
+}
+
+// Pearson's chi-square statistic of observed counts against expected probabilities.
+static double chi_square(const std::map<int, int>& counts, const std::vector<double>& probs, int n) {
+    double chi = 0;
+    for (size_t i = 0; i < probs.size(); i++) {
+        double e = probs[i] * n;
+        auto it = counts.find(int(i));
+        double o = it == counts.end() ? 0 : it->second;
+        if (e > 0) chi += (o - e) * (o - e) / e;
+        else CHECK(o == 0);
+    }
+    return chi;
+}
+
+TEST_CASE("sampled frequencies follow softmax(logits / T)") {
+    std::vector<float> logits = {1.0f, 0.5f, 0.0f, -0.5f, 2.0f};
+    SamplerParams p;
+    p.temperature = 1.5f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.seed = 1234;
+    Sampler s(p);
+    const int n = 40000;
+    std::map<int, int> counts;
+    for (int i = 0; i < n; i++) counts[s.sample(logits.data(), 5, {})]++;
+    std::vector<double> probs;
+    double z = 0;
+    for (float l : logits) z += std::exp(l / 1.5);
+    for (float l : logits) probs.push_back(std::exp(l / 1.5) / z);
+    // 4 degrees of freedom: the 99.99th percentile of chi-square is 23.5.
+    CHECK(chi_square(counts, probs, n) < 23.5);
+}
+
+TEST_CASE("top-k then temperature: only the k best are ever drawn, in their renormalised proportions") {
+    std::vector<float> logits = {0.0f, 3.0f, 2.0f, 1.0f, 2.5f};
+    SamplerParams p;
+    p.temperature = 1.0f;
+    p.top_k = 2;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.seed = 99;
+    Sampler s(p);
+    const int n = 20000;
+    std::map<int, int> counts;
+    for (int i = 0; i < n; i++) counts[s.sample(logits.data(), 5, {})]++;
+    double z = std::exp(3.0) + std::exp(2.5);
+    std::vector<double> probs = {0, std::exp(3.0) / z, 0, 0, std::exp(2.5) / z};
+    CHECK(chi_square(counts, probs, n) < 23.5);
+}
+
+TEST_CASE("the same seed gives the same tokens, another seed other tokens") {
+    std::vector<float> logits(100);
+    for (int i = 0; i < 100; i++) logits[i] = std::sin(float(i));
+    auto draw = [&](uint64_t seed) {
+        SamplerParams p;
+        p.temperature = 1.0f;
+        p.top_k = 0;
+        p.top_p = 1.0f;
+        p.min_p = 0.0f;
+        p.seed = seed;
+        Sampler s(p);
+        std::vector<int> out;
+        for (int i = 0; i < 50; i++) out.push_back(s.sample(logits.data(), 100, {}));
+        return out;
+    };
+    CHECK(draw(7) == draw(7));
+    CHECK(draw(7) != draw(8));
+}

@@ -1,0 +1,85 @@
+// hearth's tokenizer wrapper against python sentencepiece's ids (tests/data/tokenizer_goldens.json),
+// and the streaming decoder against SentencePiece's own decoding of whole sequences.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "tokenizer/tokenizer.h"
+#include "tests/test_helpers.h"
+
+TEST_CASE("tokenizer: encode and decode equal python sentencepiece on tricky strings") {
+    auto goldens = nlohmann::json::parse(read_text("tests/data/tokenizer_goldens.json"));
+    REQUIRE(goldens.size() >= 2);  // the Llama-2 vocabulary and the default model's
+    for (auto& [model_name, cases] : goldens.items()) {
+        Tokenizer tok;
+        REQUIRE(tok.load_file("tests/data/" + model_name) == "");
+        for (auto& c : cases) {
+            std::string text = c.at("text").get<std::string>();
+            std::vector<int> ids = c.at("ids").get<std::vector<int>>();
+            INFO(model_name << ": '" << text << "'");
+            CHECK(encoded(tok, text, false) == ids);
+            CHECK(tok.decode(ids) == c.at("decoded").get<std::string>());
+            std::vector<int> with_bos = encoded(tok, text, true);
+            REQUIRE(!with_bos.empty());
+            CHECK(with_bos[0] == 1);
+            TextStreamer streamer(tok);
+            std::string streamed;
+            for (int id : ids) streamed += streamer.push(id);
+            streamed += streamer.finish();
+            CHECK(streamed == c.at("decoded").get<std::string>());
+        }
+    }
+}
+
+TEST_CASE("tokenizer: streaming random ids gives SentencePiece's decoding of the whole sequence") {
+    for (const char* path : {"tests/data/llama2-tokenizer.model", "tests/data/parity/mha/tokenizer.model"}) {
+        Tokenizer tok;
+        REQUIRE(tok.load_file(path) == "");
+        std::mt19937 rng(3);
+        for (int trial = 0; trial < 2000; trial++) {
+            std::vector<int> ids;
+            int len = 1 + rng() % 12;
+            for (int i = 0; i < len; i++) {
+                // Mostly byte-fallback pieces (ids 3..258), so that partial and invalid
+                // UTF-8 sequences are common, with normal pieces and BOS/EOS/UNK between.
+                int kind = rng() % 10;
+                if (kind < 6) ids.push_back(3 + rng() % 256);
+                else if (kind < 9) ids.push_back(259 + rng() % (tok.vocab_size() - 259));
+                else ids.push_back(rng() % 3);
+            }
+            TextStreamer streamer(tok);
+            std::string streamed;
+            for (int id : ids) streamed += streamer.push(id);
+            streamed += streamer.finish();
+            INFO(path << " trial " << trial);
+            CHECK(streamed == tok.decode(ids));
+        }
+    }
+}
+
+TEST_CASE("tokenizer: streaming holds back an incomplete UTF-8 character until it is complete") {
+    Tokenizer tok;
+    REQUIRE(tok.load_file("tests/data/llama2-tokenizer.model") == "");
+    // "é" is 0xC3 0xA9: byte pieces <0xC3> and <0xA9> are ids 3 + byte.
+    TextStreamer streamer(tok);
+    CHECK(streamer.push(3 + 0xC3) == "");
+    CHECK(streamer.push(3 + 0xA9) == "\xC3\xA9");
+}
+
+TEST_CASE("tokenizer: ids past the tokenizer's pieces (a padded vocabulary) decode to nothing") {
+    Tokenizer tok;
+    REQUIRE(tok.load_file("tests/data/parity/gqa/tokenizer.model") == "");
+    REQUIRE(tok.vocab_size() == 512);
+    TextStreamer streamer(tok);
+    CHECK(streamer.push(3 + 0xC3) == "");
+    CHECK(streamer.push(515) == "\xEF\xBF\xBD");  // the pending byte is flushed as invalid
+    CHECK(streamer.push(519) == "");
+}
+
+TEST_CASE("tokenizer: bytes that are not a SentencePiece model are refused") {
+    Tokenizer tok;
+    std::string junk = "this is not a protobuf";
+    CHECK(tok.load(junk.data(), junk.size()) != "");
+    CHECK(tok.load_file("build/tests/no-such.model") != "");
+}
