@@ -49,7 +49,8 @@ const countTokens = (s) => Math.ceil(s.length / 4);
 function makeReply(prompt, temperature, seed) {
     const n = /long/i.test(prompt) ? 300 : 24;
     const rand = temperature === 0 ? rng(hash(prompt)) : rng(seed ?? Math.floor(Math.random() * 2 ** 32));
-    const toks = ['Hello!'];
+    // Markup and multi-byte characters first: the page must show them as text.
+    const toks = ['Hello!', ' <b>not', ' bold</b>', ' &amp;', ' café', ' ☕'];
     while (toks.length < n) toks.push(' ' + WORDS[Math.floor(rand() * WORDS.length)]);
     return toks;
 }
