@@ -12,6 +12,7 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do grep -q listening "$out" && break; sleep 0.2; 
 url=$(sed -n 's/^listening on //p' "$out")
 [ -n "$url" ] || { echo "the mock server did not start:"; cat "$out"; exit 1; }
 status=0
+node sse_parser_test.mjs || status=1
 node openai_client_test.mjs --url "$url" "$@" || status=1
 node browser_test.mjs --url "$url" "$@" || status=$?
 exit $status
