@@ -183,6 +183,7 @@ const pairs = (msgs) => JSON.stringify((msgs || []).map((m) => [m.role, m.conten
 
 const SYSTEM = 'You are a helpful assistant. Answer briefly.';
 const FIRST = 'Say hello <i>twice</i> & café';
+const MAX_TOKENS = 32;
 
 async function main() {
     await startBrowser();
@@ -217,6 +218,7 @@ async function main() {
     await type('#system', SYSTEM);
     await clear('#temperature');
     await type('#temperature', '0');
+    await type('#max-tokens', String(MAX_TOKENS)); // bounds the time a real model takes
 
     let first;
     await check('a message sent with #send gets a streamed reply', async () => {
@@ -240,11 +242,12 @@ async function main() {
         expect(msgs[0].text === FIRST && msgs[0].children === 0, `user message: ${json(msgs[0])}`);
         expect(msgs[1].children === 0, `the reply has ${msgs[1].children} element(s) in it: ${json(msgs[1].text)}`);
     });
-    await check('the request carries stream, the system prompt, temperature 0 and the message', async () => {
+    await check('the request carries stream, the system prompt, temperature 0, max_tokens and the message', async () => {
         const r = rec1.requests[0];
         expect(r, 'no request was recorded');
         expect(r.body.stream === true, `stream is ${r.body.stream}`);
         expect(r.body.temperature === 0, `temperature is ${json(r.body.temperature)}`);
+        expect(r.body.max_tokens === MAX_TOKENS, `max_tokens is ${json(r.body.max_tokens)}`);
         expect(pairs(r.body.messages) === pairs([{ role: 'system', content: SYSTEM }, { role: 'user', content: FIRST }]), `messages: ${json(r.body.messages)}`);
         const auth = r.headers.Authorization;
         expect(API_KEY ? auth === `Bearer ${API_KEY}` : auth === undefined, `Authorization: ${auth}`);
@@ -269,6 +272,7 @@ async function main() {
     });
 
     await check('Stop ends a long reply and the partial reply stays', async () => {
+        await clear('#max-tokens'); // no limit: the reply must still be going when Stop is pressed
         await type('#message', 'Tell me a long story about a fire in the hearth.');
         // Clicks Stop from inside the page as soon as the reply has text, so even a fast
         // server is stopped mid-reply.
@@ -298,6 +302,7 @@ async function main() {
         const later = (await messages())[5];
         expect(later.text === last.text, 'the reply kept growing after Stop');
         expect(await errorText() === '', `#error says "${await errorText()}"`);
+        await type('#max-tokens', String(MAX_TOKENS));
     });
 
     await check("an HTTP error shows the server's message, and the message goes back to the input box", async () => {
