@@ -94,12 +94,6 @@ const TensorRole* role_of(const std::string& name, int* layer) {
     return nullptr;
 }
 
-std::string shape_string(int n_dims, const uint64_t* shape) {
-    std::string s = "[";
-    for (int i = 0; i < n_dims; i++) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 std::string match_tensors(const ModelConfig& c, const std::vector<TensorView>& tensors, std::vector<MatchedTensor>* out) {
     std::unordered_map<std::string, const TensorView*> by_name;
     for (const TensorView& t : tensors) by_name[t.name] = &t;

@@ -81,5 +81,3 @@ struct MatchedTensor {
 };
 std::string match_tensors(const ModelConfig& c, const std::vector<TensorView>& tensors, std::vector<MatchedTensor>* out);
 
-// "[a, b]"
-std::string shape_string(int n_dims, const uint64_t* shape);
