@@ -4,6 +4,7 @@
 
 #include "base/json_input.h"
 #include "base/printable.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
 const char* const kVicunaDefaultSystem =
@@ -322,4 +323,30 @@ std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& 
         if (id >= 0) ids.push_back(id);
     }
     return ids;
+}
+
+std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, const std::string& asked, std::string* why) {
+    if (!asked.empty()) {
+        *why = "--template";
+        return asked;
+    }
+    if (is_chat_template(c.chat_template)) {
+        *why = "stored in the checkpoint";
+        return c.chat_template;
+    }
+    if (const std::string detected = detect_chat_template(c.chat_template_jinja); !detected.empty()) {
+        *why = "the checkpoint's Jinja template is " + detected + "'s";
+        return detected;
+    }
+    if (marker_token(tok, "<|im_start|>") >= 0 && marker_token(tok, "<|im_end|>") >= 0) {
+        *why = "the vocabulary has ChatML's tokens";
+        return "chatml";
+    }
+    if (!c.chat_template.empty())
+        *why = "the checkpoint's template " + in_quotes(c.chat_template) + " is unknown here; --template chooses one";
+    else if (!c.chat_template_jinja.empty())
+        *why = "the checkpoint's Jinja template is none this build knows; --template chooses one";
+    else
+        *why = "the checkpoint names no chat template; --template chooses one";
+    return "raw";
 }

@@ -35,8 +35,9 @@ struct ModelConfig {
     int bos_id = 1;
     int eos_id = 2;
     bool add_bos = true;  // prompts start with BOS
-    // The chat template: the name of a built-in one (model/chat_template.h), "" for none, and
-    // the Jinja text the checkpoint came with, kept to hand on (GGUF export), "" if unknown.
+    // The chat template as the checkpoint states it: the name of a built-in one
+    // (hearth.chat_template), and the Jinja text it came with (tokenizer.chat_template); "" for
+    // none. A chat chooses from them (resolve_chat_template, chat/chat_template.h).
     std::string chat_template;
     std::string chat_template_jinja;
 };
