@@ -6,13 +6,15 @@
 #include "base/printable.h"
 #include "formats/metadata.h"
 
-RopeStyle rope_style(const ModelConfig& c) { return c.arch == "qwen3" ? RopeStyle::halves : RopeStyle::adjacent_pairs; }
-
-bool has_qk_norm(const ModelConfig& c) { return c.arch == "qwen3"; }
+const ModelFamily& family_of(const ModelConfig& c) {
+    const ModelFamily* f = find_family(c.arch);
+    static const ModelFamily& llama = *find_family("llama");  // unreachable after validate_config
+    return f ? *f : llama;
+}
 
 std::string validate_config(const ModelConfig& c) {
     auto in = [](long v, long lo, long hi) { return v >= lo && v <= hi; };
-    if (c.arch != "llama" && c.arch != "qwen3") return "architecture " + in_quotes(c.arch) + " is not supported (llama or qwen3)";
+    if (!find_family(c.arch)) return "architecture " + in_quotes(c.arch) + " is not supported (" + family_names() + ")";
     if (!in(c.dim, 1, limits::kDim)) return "dim " + std::to_string(c.dim) + " is out of range";
     if (!in(c.hidden_dim, 1, limits::kHiddenDim)) return "hidden dim " + std::to_string(c.hidden_dim) + " is out of range";
     if (!in(c.n_layers, 1, limits::kLayers)) return "layer count " + std::to_string(c.n_layers) + " is out of range";

@@ -46,7 +46,7 @@ bool role_needed(const TensorRole& r, const ModelConfig& c) {
         case Need::always: return true;
         case Need::untied_output: return !c.tied_embeddings;
         case Need::rope_freqs: return !c.rope_freq_factors.empty();
-        case Need::qk_norm: return has_qk_norm(c);
+        case Need::qk_norm: return family_of(c).qk_norm;
     }
     return false;
 }
