@@ -2,7 +2,7 @@
 // spelling. Everything is little-endian.
 //
 // Version 2 (written since the GGUF importer):
-//   [header: 64 bytes][metadata: typed key/values, GGUF's encoding (model/metadata.h)]
+//   [header: 64 bytes][metadata: typed key/values, GGUF's encoding (formats/metadata.h)]
 //   [tensor table: n × 128 bytes][padding to 64][tensor data, each tensor on a 64-byte boundary]
 // Version 1 (still read):
 //   [header: 256 bytes with the hyperparameters][tokenizer: SentencePiece model bytes]
