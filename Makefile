@@ -169,7 +169,7 @@ build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -I. $(filter %.cpp %.o,$^) -o $@
 
-build/membw: tools/membw.cpp cli/cpu_info.cpp
+build/membw: tools/membw.cpp base/platform.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@
 

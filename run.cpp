@@ -143,16 +143,11 @@ int fail(const std::string& msg) {
     return 1;
 }
 
+// Beside the program, so that ./run finds its model from any working directory.
 std::string default_model_path() {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::string dir = ".";
-    if (n > 0) {
-        exe[n] = 0;
-        dir = exe;
-        dir = dir.substr(0, dir.rfind('/'));
-    }
-    return dir + "/models/tiny-shakespeare.hearth";
+    const std::string exe = executable_path();
+    const size_t slash = exe.rfind('/');
+    return (slash == std::string::npos ? std::string(".") : exe.substr(0, slash)) + "/models/tiny-shakespeare.hearth";
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

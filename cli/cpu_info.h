@@ -1,8 +1,5 @@
 #pragma once
-#include <cstdint>
-// Physical cores (not hardware threads): more threads than cores slow generation down,
-// since two threads on one core share its load ports and caches.
-int physical_core_count();
+#include "base/platform.h"  // physical_core_count, available_memory_bytes
 
 // libgomp reads its spin-wait settings once, when it is loaded (before main). By default a
 // thread waiting at a barrier spins 300000 pause iterations before it sleeps: milliseconds on
@@ -12,7 +9,3 @@ int physical_core_count();
 // GOMP_SPINCOUNT, this re-executes the program once with GOMP_SPINCOUNT=1000, which was as fast
 // as the default on an idle machine. Call it first thing in main; it returns if exec fails.
 void bound_openmp_spin_wait(char** argv);
-
-// Memory this process may still take, in bytes: the kernel's MemAvailable, or less when a
-// cgroup (a container) limits the process more. 0 when neither can be read.
-uint64_t available_memory_bytes();

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/platform.h"
 #include "base/printable.h"
 
 MappedFile::~MappedFile() {
@@ -54,7 +55,7 @@ std::string AnonymousMemory::allocate(size_t bytes) {
     if (bytes == 0) return "";
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return "cannot allocate " + std::to_string(bytes >> 20) + " MB: " + std::strerror(errno);
-    madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fine if the kernel has no THP
+    advise_huge_pages(p, bytes);
     data_ = p;
     size_ = bytes;
     return "";

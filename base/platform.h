@@ -1,0 +1,27 @@
+// What hearth asks of the operating system beyond POSIX, in one place: a Linux implementation,
+// a macOS one, and a plain POSIX fallback for anything else (base/platform.cpp). No other file
+// includes a Linux- or macOS-only header or reads /proc or /sys (tests/architecture checks it).
+// The macOS branch compiles in principle but is untested here (README, "Build on your machine").
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+// Physical cores this process may run on (not hardware threads): more threads than cores slow
+// generation down, since two threads on one core share its load ports and caches. At least 1.
+int physical_core_count();
+
+// Memory this process may still take, in bytes: the kernel's available memory, or less when a
+// cgroup (a container) limits the process more. 0 when it cannot be told.
+uint64_t available_memory_bytes();
+
+// The path of the running program, "" when it cannot be told.
+std::string executable_path();
+
+// Replaces the process with a new run of the program itself, with the same arguments and the
+// current environment. Returns (false) only when that is not possible.
+bool reexec_self(char** argv);
+
+// A hint that [p, p + bytes) would do well on huge pages (Linux's transparent huge pages);
+// nothing where there are none.
+void advise_huge_pages(void* p, size_t bytes);
