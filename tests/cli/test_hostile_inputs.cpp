@@ -1681,7 +1681,9 @@ TEST_CASE("hostile: strings from a file reach the terminal in one printable line
         cases.push_back(q);
     };
     const BpeVocab bpe = small_bpe();
-    for (const auto& [pname, s] : payloads()) {
+    for (const auto& payload : payloads()) {
+        const std::string& pname = payload.first;  // not a structured binding: lambdas capture it
+        const std::string& s = payload.second;
         const std::string tag = " = " + pname;
         representative = pname == "ESC sequences" || pname == "C1 CSI";
         for (const std::string ext : {"gguf", "hearth"}) {

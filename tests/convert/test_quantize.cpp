@@ -228,7 +228,9 @@ TEST_CASE("load_model: a file whose tensors overlap is repacked without reading 
     Model m;
     REQUIRE(load_model(path, &m) == "");
     // Each view, put back into the plain layout, is the file's bytes at its own offset and length.
-    for (const auto& [view, e] : {std::pair<const TensorView*, TensorEntry>{&m.layers[0].attn_q, q}, {&m.output, out}}) {
+    for (const auto& view_entry : {std::pair<const TensorView*, TensorEntry>{&m.layers[0].attn_q, q}, {&m.output, out}}) {
+        const TensorView* view = view_entry.first;  // not a structured binding: CAPTURE's lambda captures it
+        const TensorEntry& e = view_entry.second;
         CAPTURE(view->name);
         uint32_t file_type;
         Layout file_layout;

@@ -181,7 +181,9 @@ TEST_CASE("bpe: tokenizer.json features hearth does not implement are refused in
         {"\"use_regex\": true}", "\"use_regex\": true}, \"post_processor\": {\"type\": \"RobertaProcessing\"}"},
         {"}}", "}"},
     };
-    for (const auto& [from, to] : bad) {
+    for (const auto& edit : bad) {
+        const auto& from = edit.first;  // not structured bindings: CAPTURE's lambda captures them
+        const auto& to = edit.second;
         const std::string err = with(from, to);
         CAPTURE(to);
         CHECK(err != "");
@@ -303,7 +305,9 @@ static std::vector<nlohmann::json> cli_cases(const std::string& name) {
 }
 
 TEST_CASE("bpe: quantize a Hugging Face folder with tokenizer.json, then run --tokenize gives the reference's ids") {
-    for (const auto& [name, vocab] : {std::pair{std::string("llama3"), 128256}, std::pair{std::string("qwen3"), 151936}}) {
+    for (const auto& family : {std::pair{std::string("llama3"), 128256}, std::pair{std::string("qwen3"), 151936}}) {
+        const std::string& name = family.first;  // not a structured binding: INFO's lambda captures it
+        const int vocab = family.second;
         const std::string dir = "build/tests/bpe-" + name + "-hf", model = "build/tests/bpe-" + name + ".hearth";
         convert_bpe_folder(dir, model, name, vocab, "llama", "-q");
         // A few texts, not all: each run maps the model again.
@@ -322,7 +326,9 @@ TEST_CASE("bpe: quantize a Hugging Face folder with tokenizer.json, then run --t
 // tied) and Qwen3 (Qwen3ForCausalLM: q/k head norms, head_dim 16 with hidden 32 and 4 heads,
 // 151936 embedding rows for 151669 tokens, no BOS) with only tokenizer.json.
 TEST_CASE("bpe: Llama-3 and Qwen3 folders with their own tokenizer.json convert, tokenize as the reference, and generate") {
-    for (const auto& [name, vocab] : {std::pair{std::string("llama3"), 128256}, std::pair{std::string("qwen3"), 151936}}) {
+    for (const auto& family : {std::pair{std::string("llama3"), 128256}, std::pair{std::string("qwen3"), 151936}}) {
+        const std::string& name = family.first;  // not a structured binding: INFO's lambda captures it
+        const int vocab = family.second;
         const std::string dir = "build/tests/family-" + name + "-hf", model = "build/tests/family-" + name + ".hearth";
         convert_bpe_folder(dir, model, name, vocab, name, "q8_0 -q");
         const Tokenizer& tok = bpe_tokenizer(name);
@@ -406,7 +412,9 @@ TEST_CASE("bpe: the llama3 and qwen3 chat templates give the reference's ids, an
     const auto chats = nlohmann::json::parse(read_text("tests/data/bpe_goldens.json")).at("chats");
     int checked = 0;
     for (const auto& entry : chats)
-        for (auto& [name, cases] : entry.items()) {
+        for (auto& item : entry.items()) {
+            const std::string name = item.key();  // not a structured binding: INFO's lambda captures it
+            auto& cases = item.value();
             const Tokenizer& tok = bpe_tokenizer(name);
             // tokenizer_config.json's chat_template is recognised as the built-in one.
             CHECK(detect_chat_template(chat_template_jinja(read_text("tests/data/bpe/" + name + "-tokenizer_config.json"))) == name);

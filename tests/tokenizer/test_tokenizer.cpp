@@ -11,7 +11,9 @@
 TEST_CASE("tokenizer: encode and decode equal python sentencepiece on tricky strings") {
     auto goldens = nlohmann::json::parse(read_text("tests/data/tokenizer_goldens.json"));
     REQUIRE(goldens.size() >= 2);  // the Llama-2 vocabulary and the default model's
-    for (auto& [model_name, cases] : goldens.items()) {
+    for (auto& item : goldens.items()) {
+        const std::string model_name = item.key();  // not a structured binding: INFO's lambda captures it
+        auto& cases = item.value();
         Tokenizer tok;
         REQUIRE(tok.load_file("tests/data/" + model_name) == "");
         for (auto& c : cases) {
