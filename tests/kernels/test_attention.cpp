@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/attention.h"
-#include "../kernels/fp16.h"
-#include "../kernels/quant.h"
+#include "kernels/attention.h"
+#include "kernels/fp16.h"
+#include "kernels/quant.h"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/fp16.h"
-#include "../kernels/matmul.h"
-#include "../kernels/quant.h"
+#include "kernels/fp16.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
 
 namespace {
 

@@ -6,11 +6,11 @@
 #include <random>
 #include <vector>
 
-#include "../kernels/fp16.h"
-#include "../kernels/q4_kx8.h"
-#include "../kernels/quant.h"
-#include "../kernels/rows_x8.h"
-#include "kernel_test_data_k.h"
+#include "kernels/fp16.h"
+#include "kernels/q4_kx8.h"
+#include "kernels/quant.h"
+#include "kernels/rows_x8.h"
+#include "tests/kernels/kernel_test_data_k.h"
 
 namespace {
 

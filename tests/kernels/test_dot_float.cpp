@@ -7,12 +7,12 @@
 #include <random>
 #include <vector>
 
-#include "../kernels/dot_float.h"
-#include "../kernels/fp16.h"
-#include "../kernels/matmul.h"
-#include "../kernels/matmul_float.h"
-#include "../kernels/softmax.h"
-#include "../kernels/quant_types.h"
+#include "kernels/dot_float.h"
+#include "kernels/fp16.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_float.h"
+#include "kernels/softmax.h"
+#include "kernels/quant_types.h"
 
 static std::vector<float> random_floats(int n, uint32_t seed) {
     std::mt19937 rng(seed);

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/fp16.h"
-#include "../kernels/gemm_avx2.h"
-#include "../kernels/quant.h"
-#include "kernel_test_data_k.h"
+#include "kernels/fp16.h"
+#include "kernels/gemm_avx2.h"
+#include "kernels/quant.h"
+#include "tests/kernels/kernel_test_data_k.h"
 
 #if defined(HEARTH_GEMM_AVX2)
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "../kernels/swiglu.h"
+#include "kernels/swiglu.h"
 
 namespace {
 

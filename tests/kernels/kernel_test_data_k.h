@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "../kernels/fp16.h"
-#include "../kernels/quant.h"
+#include "kernels/fp16.h"
+#include "kernels/quant.h"
 
 namespace kernel_test {
 

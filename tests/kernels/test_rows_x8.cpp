@@ -6,9 +6,9 @@
 #include <random>
 #include <vector>
 
-#include "../kernels/fp16.h"
-#include "../kernels/quant.h"
-#include "../kernels/rows_x8.h"
+#include "kernels/fp16.h"
+#include "kernels/quant.h"
+#include "kernels/rows_x8.h"
 
 namespace {
 
