@@ -19,8 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dot_float.h"
-#include "quant_types.h"
+#include "kernels/dot_float.h"
+#include "kernels/quant_types.h"
 
 // scores: s[r * s_stride + p] = dot(q + r * head_dim, key row p), for r < n_q, p < n_k.
 using attn_scores_fn = void (*)(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k, float* s,
@@ -47,12 +47,12 @@ constexpr int kAttnFewRows = 4;
 HEARTH_DECLARE_ATTN(f32, scalar)
 HEARTH_DECLARE_ATTN(f16, scalar)
 HEARTH_DECLARE_ATTN(q8_0, scalar)
-#if defined(HEARTH_HAVE_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 HEARTH_DECLARE_ATTN(f32, avx2)
 HEARTH_DECLARE_ATTN(f16, avx2)
 HEARTH_DECLARE_ATTN(q8_0, avx2)
 #endif
-#if defined(HEARTH_HAVE_NEON)
+#if defined(HEARTH_ISA_NEON)
 HEARTH_DECLARE_ATTN(f32, neon)
 HEARTH_DECLARE_ATTN(f16, neon)
 HEARTH_DECLARE_ATTN(q8_0, neon)

@@ -1,16 +1,16 @@
-#include "matmul.h"
+#include "kernels/matmul.h"
 
 #include <omp.h>
 #include <vector>
 
-#include "dequant_gguf.h"
-#include "dot_float.h"
-#include "matmul_float.h"
-#include "fp16.h"
-#include "gemm_avx2.h"
-#include "quant.h"
-#include "quant_types.h"
-#include "rows_x8.h"
+#include "kernels/ref/dequant_gguf.h"
+#include "kernels/dot_float.h"
+#include "kernels/matmul_float.h"
+#include "kernels/fp16.h"
+#include "kernels/x86/gemm_avx2.h"
+#include "kernels/quant.h"
+#include "kernels/quant_types.h"
+#include "kernels/rows_x8.h"
 
 bool matmul_supports(uint32_t type, Layout layout) {
     if (layout == Layout::rows_x8) return x8_type_for(type) != 0 && x8_matmul_kernel(x8_type_for(type)) != nullptr;
@@ -126,7 +126,7 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         // Interleaved rows: the plain type's activations, their own kernel (any token count).
         b.k = quant_kernels(b.m.type);
         b.mm = b.m.layout == Layout::rows_x8 ? x8_matmul_kernel(x8_type_for(b.m.type)) : b.k->matmul_rows;
-#if defined(HEARTH_GEMM_AVX2)
+#if defined(HEARTH_ISA_AVX2)
         // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
         const int min_tokens = b.m.layout == Layout::rows ? gemm_min_tokens(b.m.type) : 0;
         if (min_tokens > 0 && n_tokens >= min_tokens) {
@@ -134,7 +134,7 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
                 case TYPE_Q4_0: b.mm = matmul_q4_0_gemm_avx2; break;
                 case TYPE_Q8_0: b.mm = matmul_q8_0_gemm_avx2; break;
                 case TYPE_Q4_K: b.mm = matmul_q4_k_gemm_avx2; break;
-#if defined(HEARTH_GEMM_AVX512)
+#if defined(HEARTH_ISA_AVX512)
                 case TYPE_Q6_K: b.mm = matmul_q6_k_gemm_avx512; break;  // zmm tiles (gemm_min_tokens: 16)
 #else
                 case TYPE_Q6_K: b.mm = matmul_q6_k_gemm_avx2; break;

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "quant_types.h"
+#include "kernels/quant_types.h"
 
 // True when matmul() has a kernel for weights of this type in this layout.
 bool matmul_supports(uint32_t type, Layout layout);

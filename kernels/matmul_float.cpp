@@ -1,12 +1,12 @@
-#include "matmul_float.h"
+#include "kernels/matmul_float.h"
 
 #include <algorithm>
 
-#include "dot_float.h"
-#include "fp16.h"
+#include "kernels/dot_float.h"
+#include "kernels/fp16.h"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include "avx2_util.h"
+#if defined(HEARTH_ISA_AVX2)
+#include "kernels/x86/avx2_util.h"
 #endif
 
 // The scalar twins use the best dot product of the build (NEON on aarch64): on ARM they
@@ -23,7 +23,7 @@ void matmul_f16_rows_scalar(const uint16_t* w, int cols, const float* x, int n_t
             out[int64_t(t) * out_stride + r] = dot_f16(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
 }
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if defined(HEARTH_ISA_AVX2)
 namespace {
 
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }

@@ -29,15 +29,15 @@
 #pragma once
 #include <cstdint>
 
-#include "quant.h"
+#include "kernels/quant.h"
 
 // TYPE_Q4_K_X8 weights x Q8_K activations, any number of tokens: the contract of matmul_*_rows
 // (kernels/quant.h) plus: r0 is a multiple of 8, and so is r1 unless it is the matrix's row count
 // (the rows after the last whole group are plain Q4_K). The scalar twin (kernels/quant_ref.cpp),
 // built everywhere, computes exactly what matmul_q4_k_rows_scalar computes on the plain layout.
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_scalar)
-#if defined(HEARTH_QUANT_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)  // kernels/q4_kx8_avx2.cpp
-#elif defined(HEARTH_QUANT_NEON)
+#elif defined(HEARTH_ISA_NEON)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_neon)  // kernels/rows_x8_neon.cpp
 #endif

@@ -17,27 +17,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "quant_types.h"
-
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define HEARTH_QUANT_AVX2 1
-#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
-#define HEARTH_QUANT_IMPL "avx2+vnni"  // the GEMM tiles use VNNI (kernels/avx2_util.h)
-#else
-#define HEARTH_QUANT_IMPL "avx2"
-#endif
-#elif defined(__aarch64__) && defined(__ARM_NEON)
-#define HEARTH_QUANT_NEON 1
-#if defined(__ARM_FEATURE_DOTPROD) && defined(__ARM_FEATURE_MATMUL_INT8)
-#define HEARTH_QUANT_IMPL "neon+dotprod+i8mm"  // the prompt GEMM uses SMMLA (kernels/gemm_neon_i8mm.cpp)
-#elif defined(__ARM_FEATURE_DOTPROD)
-#define HEARTH_QUANT_IMPL "neon+dotprod"
-#else
-#define HEARTH_QUANT_IMPL "neon"
-#endif
-#else
-#define HEARTH_QUANT_IMPL "scalar"
-#endif
+#include "kernels/isa.h"
+#include "kernels/quant_types.h"
 
 // ---------------------------------------------------------------------------------------
 // Quantize / dequantize (scalar reference, kernels/quant_ref.cpp)
@@ -120,7 +101,7 @@ HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_scalar)
 
-#if defined(HEARTH_QUANT_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 void quantize_row_q8_0_avx2(const float* x, void* y, int64_t n);
 void quantize_row_q8_k_avx2(const float* x, void* y, int64_t n);
 float vec_dot_q8_0_q8_0_avx2(int n, const void* w, const void* a);
@@ -138,7 +119,7 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
 HEARTH_DECLARE_GEMV(gemv_q4_0_rows_avx2)
 #undef HEARTH_DECLARE_GEMV
 #define HEARTH_QSEL(name) name##_avx2
-#elif defined(HEARTH_QUANT_NEON)
+#elif defined(HEARTH_ISA_NEON)
 void quantize_row_q8_0_neon(const float* x, void* y, int64_t n);
 void quantize_row_q8_k_neon(const float* x, void* y, int64_t n);
 float vec_dot_q8_0_q8_0_neon(int n, const void* w, const void* a);

@@ -1,9 +1,9 @@
-#include "rows_x8.h"
+#include "kernels/rows_x8.h"
 
 #include <cstring>
 
-#include "q4_kx8.h"
-#include "quant_types.h"
+#include "kernels/q4_kx8.h"
+#include "kernels/quant_types.h"
 
 namespace {
 

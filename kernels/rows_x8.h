@@ -21,7 +21,7 @@
 #pragma once
 #include <cstdint>
 
-#include "quant.h"
+#include "kernels/quant.h"
 
 // The layout the matmul kernels read for weights of `type`: rows_x8 for Q4_0, Q8_0 and Q4_K, on
 // every build; rows for every other type.
@@ -56,13 +56,13 @@ void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks);
 // matmul_q4_0_rows_scalar / matmul_q8_0_rows_scalar compute on the plain layout, bit for bit.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_scalar)
-#if defined(HEARTH_QUANT_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)  // kernels/rows_x8_avx2.cpp
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
-#elif defined(HEARTH_QUANT_NEON)
+#elif defined(HEARTH_ISA_NEON)
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_neon)  // kernels/rows_x8_neon.cpp
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_neon)
-#if defined(__ARM_FEATURE_MATMUL_INT8)
+#if defined(HEARTH_ISA_I8MM)
 // The i8mm (SMMLA) GEMM (kernels/gemm_neon_i8mm.cpp), any number of tokens; the NEON kernels above
 // call it from i8mm_gemm_min_tokens tokens on (a guess: not measured, there is no ARM CPU here).
 constexpr int i8mm_gemm_min_tokens = 4;

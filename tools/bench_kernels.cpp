@@ -21,7 +21,7 @@
 #include <omp.h>
 #endif
 
-#include "kernels/gemm_avx2.h"
+#include "kernels/x86/gemm_avx2.h"
 #include "kernels/quant.h"
 #include "kernels/rows_x8.h"
 
@@ -176,12 +176,12 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
                        out[size_t(t) * rows + r] = ti.k->vec_dot(cols, W.data() + size_t(r) * wrb, A.data() + size_t(t) * arb);
            }),
            nt);
-#if defined(HEARTH_GEMM_AVX2)
+#if defined(HEARTH_ISA_AVX2)
     // Row-interleaved GEMM (kernels/gemm_avx2.h), 8 and 64 tokens, against matmul_rows at 64.
     const matmul_rows_fn gemm = ti.w == TYPE_Q4_0   ? matmul_q4_0_gemm_avx2
                                 : ti.w == TYPE_Q8_0 ? matmul_q8_0_gemm_avx2
                                 : ti.w == TYPE_Q4_K ? matmul_q4_k_gemm_avx2
-#if defined(HEARTH_GEMM_AVX512)
+#if defined(HEARTH_ISA_AVX512)
                                 : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx512  // what matmul_many runs here
 #else
                                 : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx2
@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: %s [rows] [cols (multiple of 256)] [threads]\n", argv[0]);
         return 1;
     }
-    std::printf("hearth quant kernels: %s, %d threads\n", HEARTH_QUANT_IMPL, nth);
+    std::printf("hearth quant kernels: %s, %d threads\n", HEARTH_ISA_NAME, nth);
     std::printf("read bandwidth (256 MB): 1 thread %.2f GB/s", read_bandwidth(size_t(256) << 20, 1));
     if (nth > 1) std::printf(", %d threads %.2f GB/s", nth, read_bandwidth(size_t(256) << 20, nth));
     std::printf("\n");

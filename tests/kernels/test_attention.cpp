@@ -73,9 +73,9 @@ std::vector<Kernels> versions(uint32_t t) {
         v.push_back({#type "_scalar", attn_scores_##type##_scalar, attn_values_##type##_scalar}); \
         HEARTH_SIMD_VERSIONS(type)                                                            \
     }
-#if defined(HEARTH_HAVE_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 #define HEARTH_SIMD_VERSIONS(type) v.push_back({#type "_avx2", attn_scores_##type##_avx2, attn_values_##type##_avx2});
-#elif defined(HEARTH_HAVE_NEON)
+#elif defined(HEARTH_ISA_NEON)
 #define HEARTH_SIMD_VERSIONS(type) v.push_back({#type "_neon", attn_scores_##type##_neon, attn_values_##type##_neon});
 #else
 #define HEARTH_SIMD_VERSIONS(type)

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dequant_gguf.h"
+#include "kernels/ref/dequant_gguf.h"
 
 namespace {
 

@@ -40,11 +40,11 @@ TEST_CASE("dot_f32 and dot_f16: the SIMD versions equal the scalar twins") {
         INFO("n = " << n);
         CHECK(std::fabs(dot_f32_scalar(w.data(), x.data(), n) - exact) <= bound(w.data(), x.data(), n) * n);
         CHECK(std::fabs(dot_f16_scalar(h.data(), x.data(), n) - exact_h) <= bound(wh.data(), x.data(), n) * n);
-#if defined(HEARTH_HAVE_AVX2)
+#if defined(HEARTH_ISA_AVX2)
         CHECK(std::fabs(dot_f32_avx2(w.data(), x.data(), n) - exact) <= bound(w.data(), x.data(), n) * 8);
         CHECK(std::fabs(dot_f16_avx2(h.data(), x.data(), n) - exact_h) <= bound(wh.data(), x.data(), n) * 8);
 #endif
-#if defined(HEARTH_HAVE_NEON)
+#if defined(HEARTH_ISA_NEON)
         CHECK(std::fabs(dot_f32_neon(w.data(), x.data(), n) - exact) <= bound(w.data(), x.data(), n) * 8);
         CHECK(std::fabs(dot_f16_neon(h.data(), x.data(), n) - exact_h) <= bound(wh.data(), x.data(), n) * 8);
 #endif

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "kernels/fp16.h"
-#include "kernels/gemm_avx2.h"
+#include "kernels/x86/gemm_avx2.h"
 #include "kernels/quant.h"
 #include "tests/kernels/kernel_test_data_k.h"
 
-#if defined(HEARTH_GEMM_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 
 namespace {
 
@@ -166,7 +166,7 @@ TEST_CASE("GEMM (AVX2): a wrong result is detected (sanity of the comparison)") 
 TEST_CASE("GEMM (AVX2, and AVX-512 zmm for Q6_K) for Q4_K / Q6_K equals the scalar matmul: tokens, rows, super-blocks, row ranges") {
     const GemmCase cases[] = {{TYPE_Q4_K, matmul_q4_k_gemm_avx2, matmul_q4_k_rows_scalar},
                               {TYPE_Q6_K, matmul_q6_k_gemm_avx2, matmul_q6_k_rows_scalar},
-#if defined(HEARTH_GEMM_AVX512)
+#if defined(HEARTH_ISA_AVX512)
                               // zmm tiles (kernels/gemm_avx512.cpp): panels of 16 rows, tiles of 8
                               // tokens, token blocks of 128, chunks of 4 super-blocks
                               {TYPE_Q6_K, matmul_q6_k_gemm_avx512, matmul_q6_k_rows_scalar},

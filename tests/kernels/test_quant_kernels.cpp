@@ -172,9 +172,9 @@ Bytes quantize_act(TensorType a, const std::vector<float>& x) {
 // =========================================================================================
 
 TEST_CASE("build configuration") {
-    MESSAGE("quant kernels: " << HEARTH_QUANT_IMPL);
+    MESSAGE("quant kernels: " << HEARTH_ISA_NAME);
 #if defined(HEARTH_EXPECT_IMPL)
-    CHECK(std::string(HEARTH_QUANT_IMPL) == std::string(HEARTH_EXPECT_IMPL));
+    CHECK(std::string(HEARTH_ISA_NAME) == std::string(HEARTH_EXPECT_IMPL));
 #endif
 }
 

@@ -36,7 +36,7 @@ void check_swiglu(void (*fn)(float*, const float*, size_t)) {
 
 TEST_CASE("swiglu: silu(g) * u within 2e-6 relative of double precision") {
     SUBCASE("scalar") { check_swiglu(swiglu_f32_scalar); }
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(HEARTH_ISA_AVX2)
     SUBCASE("avx2") { check_swiglu(swiglu_f32_avx2); }
 #endif
 }

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "kernels/fp16.h"
-#include "kernels/gemm_avx2.h"
+#include "kernels/x86/gemm_avx2.h"
 #include "kernels/matmul.h"
 #include "kernels/q4_kx8.h"
 #include "kernels/quant.h"
@@ -290,7 +290,7 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
     }
 }
 
-#if defined(HEARTH_GEMM_AVX512)
+#if defined(HEARTH_ISA_AVX512)
 // The zmm GEMM tiles (kernels/gemm_avx512.cpp) called directly, below their token threshold too:
 // 16-row panels and an odd last group paired with itself, K chunks (32 blocks) and their tails,
 // tiles of 8 tokens and every remainder, token blocks of 64 and past them, row ranges that start
@@ -334,7 +334,7 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
 }
 #endif
 
-#if defined(HEARTH_QUANT_NEON) && defined(__ARM_FEATURE_MATMUL_INT8)
+#if defined(HEARTH_ISA_NEON) && defined(HEARTH_ISA_I8MM)
 // The i8mm (SMMLA) GEMM tiles (kernels/gemm_neon_i8mm.cpp) called directly, below their token
 // threshold too: every token count 1..20 (tiles of 4 and every remainder, the last token repeated)
 // and a few past them, 1 to 3 groups with and without a plain tail, panels (32 blocks, 4 Q4_K

@@ -19,10 +19,10 @@
 // Q8_0 keeps the tiled kernel of quant_avx2.cpp: a 4-row GEMV in this style measured 13%
 // slower end to end (tg64, TinyLlama shape, 2 threads, A/B in one sitting). Q4_K / Q6_K
 // keep theirs too, for now.
-#include "prefetch.h"
-#include "quant.h"
+#include "kernels/prefetch.h"
+#include "kernels/quant.h"
 
-#if defined(HEARTH_QUANT_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 
 #include <immintrin.h>
 
@@ -30,7 +30,7 @@
 #include <cstring>
 #include <vector>
 
-#include "avx2_util.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace {
 
@@ -166,4 +166,4 @@ void gemv_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, int n
     }
 }
 
-#endif  // HEARTH_QUANT_AVX2
+#endif  // HEARTH_ISA_AVX2

@@ -24,10 +24,10 @@
 //
 // With i8mm (__ARM_FEATURE_MATMUL_INT8), calls of i8mm_gemm_min_tokens tokens or more go to the
 // SMMLA GEMM of kernels/gemm_neon_i8mm.cpp instead.
-#include "q4_kx8.h"
-#include "rows_x8.h"
+#include "kernels/q4_kx8.h"
+#include "kernels/rows_x8.h"
 
-#if defined(HEARTH_QUANT_NEON)
+#if defined(HEARTH_ISA_NEON)
 
 #include <arm_neon.h>
 
@@ -36,14 +36,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "fp16.h"
-#include "prefetch.h"
+#include "kernels/fp16.h"
+#include "kernels/prefetch.h"
 
 namespace {
 
 constexpr size_t kChunkBytes = 8 << 10;  // a chunk of records, with several tiles: stays in L1
 
-#if defined(__ARM_FEATURE_DOTPROD)
+#if defined(HEARTH_ISA_DOTPROD)
 constexpr bool kDotprod = true;
 #else
 constexpr bool kDotprod = false;
@@ -63,7 +63,7 @@ inline float32x4_t load_f16x4(const uint8_t* p) { return vcvt_f32_f16(vreinterpr
 // per 32-bit lane) with broadcast activation bytes, over the steps of a block or sub-block;
 // rows() has row i in lane i. ByteDots takes any int8 weights, NibbleDots weights 0..15 and, with
 // no dotprod, at most 8 steps.
-#if defined(__ARM_FEATURE_DOTPROD)
+#if defined(HEARTH_ISA_DOTPROD)
 struct ByteDots {
     int32x4_t s = vdupq_n_s32(0);
     void add(int8x16_t w, int8x16_t a) { s = vdotq_s32(s, w, a); }
@@ -328,7 +328,7 @@ void matmul_x8(matmul_rows_fn plain, const void* W, size_t wrb, const void* A, s
 
 void matmul_q4_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
-#if defined(__ARM_FEATURE_MATMUL_INT8)
+#if defined(HEARTH_ISA_I8MM)
     if (n_tokens >= i8mm_gemm_min_tokens)
         return matmul_q4_0x8_gemm_i8mm(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 #endif
@@ -338,7 +338,7 @@ void matmul_q4_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, s
 
 void matmul_q8_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
-#if defined(__ARM_FEATURE_MATMUL_INT8)
+#if defined(HEARTH_ISA_I8MM)
     if (n_tokens >= i8mm_gemm_min_tokens)
         return matmul_q8_0x8_gemm_i8mm(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 #endif
@@ -348,11 +348,11 @@ void matmul_q8_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, s
 
 void matmul_q4_kx8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
-#if defined(__ARM_FEATURE_MATMUL_INT8)
+#if defined(HEARTH_ISA_I8MM)
     if (n_tokens >= i8mm_gemm_min_tokens)
         return matmul_q4_kx8_gemm_i8mm(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 #endif
     matmul_x8<X8Q4K>(matmul_q4_k_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_QUANT_NEON
+#endif  // HEARTH_ISA_NEON

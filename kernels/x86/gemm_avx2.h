@@ -11,10 +11,10 @@
 #pragma once
 #include <cstddef>
 
-#include "quant_types.h"
+#include "kernels/isa.h"
+#include "kernels/quant_types.h"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define HEARTH_GEMM_AVX2 1
+#if defined(HEARTH_ISA_AVX2)
 
 // Break-even batch sizes, from tools/bench_kernels (Q4_K/Q6_K pack more per row than Q4_0/Q8_0).
 inline int gemm_min_tokens(uint32_t type) {
@@ -48,8 +48,7 @@ void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 // interleaved groups) per tile; [r0, r1) must be whole groups of 8 rows. Chosen at compile time
 // (-march=native on a CPU with AVX512F/BW/VL/VNNI); the ymm tiles above stay for other CPUs and for
 // token counts below gemm_avx512_min_tokens.
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
-#define HEARTH_GEMM_AVX512 1
+#if defined(HEARTH_ISA_AVX512)
 constexpr int gemm_avx512_min_tokens = 8;
 void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                                int n_tokens, float* out, int out_stride, int r0, int r1);

@@ -21,9 +21,9 @@
 // packing only splits the nibbles or copies.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
-#include "gemm_avx2.h"
+#include "kernels/x86/gemm_avx2.h"
 
-#if defined(HEARTH_GEMM_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 
 #include <immintrin.h>
 
@@ -32,9 +32,9 @@
 #include <cstring>
 #include <vector>
 
-#include "avx2_util.h"
-#include "prefetch.h"
-#include "quant_types.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/prefetch.h"
+#include "kernels/quant_types.h"
 
 namespace {
 
@@ -44,7 +44,7 @@ constexpr int kTile = 4;        // tokens per register tile
 
 // A packed chunk: per block, 8 steps x 32 bytes of quants, then the 8 rows' scales (and, for
 // Q8_0 under VNNI, the rows' weight sums x 128: store_row_sums_x128).
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
 constexpr int kPackedBlock = 256 + 32 + 32;
 #else
 constexpr int kPackedBlock = 256 + 32;
@@ -74,7 +74,7 @@ ActBlock* act_buf(size_t n) {
 
 
 
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
 // Q8_0 under VNNI: the tile takes the activations as a + 128 (unsigned bytes, the u8 operand of
 // dpbusd) and the weights as they are (signed), so a row's sum carries 128 * (the sum of its
 // 32 weights), which depends on the row only: computed here, once per packed block, and
@@ -110,7 +110,7 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
         _mm256_store_ps(reinterpret_cast<float*>(p + 256),
                         _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
         if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
 #endif
     }
@@ -135,7 +135,7 @@ void pack_weights_x8(const uint8_t* rec, int kn, uint8_t* p) {
             }
         }
         _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
         if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
 #endif
     }
@@ -171,7 +171,7 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
 // row i with token t.
 template <bool kQ4>
 void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, float res[kTile][8]) {
-#if !defined(HEARTH_AVX_VNNI)
+#if !defined(HEARTH_ISA_AVX_VNNI)
     const __m256i ones = _mm256_set1_epi16(1);
 #endif
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
@@ -180,7 +180,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
         next.step();
         const __m256i* q = reinterpret_cast<const __m256i*>(pw);
         __m256i s0, s1, s2, s3;
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
         // One dpbusd per step and token, straight into int32 lanes. Q4_0: nibbles (unsigned) x
         // activations; Q8_0: activations + 128 (unsigned) x weights. Two chains per token (even
         // and odd steps), as each dpbusd waits on the one before it in its chain.
@@ -277,7 +277,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
     ActBlock* acts = act_buf(size_t(kTokBlock / kTile) * nb);
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
         pack_acts<!kQ4>(static_cast<const char*>(A), arb, nb, t0, te, acts);
 #else
         pack_acts<false>(static_cast<const char*>(A), arb, nb, t0, te, acts);
@@ -336,4 +336,4 @@ void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
     gemm<block_q8_0, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_GEMM_AVX2
+#endif  // HEARTH_ISA_AVX2

@@ -30,7 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "quant.h"
+#include "kernels/quant.h"
 
 constexpr int QK4_1 = 32;
 constexpr int QK5_0 = 32;

@@ -23,18 +23,18 @@
 // super-blocks that stay in L1 for all the passes.
 // From kGemmMinTokens tokens on, the whole groups go to matmul_q4_kx8_gemm_avx2.
 // The rows after the last whole group are plain Q4_K and go to the plain Q4_K kernels.
-#include "q4_kx8.h"
+#include "kernels/q4_kx8.h"
 
-#if defined(HEARTH_QUANT_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "avx2_util.h"
-#include "gemm_avx2.h"
-#include "prefetch.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/gemm_avx2.h"
+#include "kernels/prefetch.h"
 
 namespace {
 
@@ -205,7 +205,7 @@ void matmul_q4_kx8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
     const int g1 = r0 + (r1 - r0) / 8 * 8;
     if (g1 > r0) {
         if (n_tokens >= kGemmMinTokens)
-#if defined(HEARTH_GEMM_AVX512)
+#if defined(HEARTH_ISA_AVX512)
             matmul_q4_kx8_gemm_avx512(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1);
 #else
             matmul_q4_kx8_gemm_avx2(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1);
@@ -217,4 +217,4 @@ void matmul_q4_kx8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
     if (g1 < r1) matmul_q4_k_rows_avx2(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, g1, r1);
 }
 
-#endif  // HEARTH_QUANT_AVX2
+#endif  // HEARTH_ISA_AVX2

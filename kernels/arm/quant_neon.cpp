@@ -2,16 +2,16 @@
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
 // All weights are brought to signed int8 (Q4_0: q-8, Q4_K: 0..15, Q6_K: q-32) so no offset
 // correction is needed; Q4_K mins use the Q8_K block sums.
-#include "quant.h"
+#include "kernels/quant.h"
 
-#if defined(HEARTH_QUANT_NEON)
+#if defined(HEARTH_ISA_NEON)
 
 #include <arm_neon.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "fp16.h"
+#include "kernels/fp16.h"
 
 namespace {
 
@@ -24,7 +24,7 @@ inline float f16(uint16_t h) {
 // acc + sum of 16 int8 products (lane placement differs between the two paths, only the
 // sum of the 4 lanes is meaningful).
 inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
-#if defined(__ARM_FEATURE_DOTPROD)
+#if defined(HEARTH_ISA_DOTPROD)
     return vdotq_s32(acc, a, b);
 #else
     const int16x8_t p0 = vmull_s8(vget_low_s8(a), vget_low_s8(b));
@@ -431,4 +431,4 @@ void matmul_q6_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, siz
     drive<KQ6_K>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
 
-#endif  // HEARTH_QUANT_NEON
+#endif  // HEARTH_ISA_NEON

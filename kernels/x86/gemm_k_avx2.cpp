@@ -32,9 +32,9 @@
 // TYPE_Q4_K_X8 weights (kernels/q4_kx8.h) pack from their records without transposes.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
-#include "gemm_avx2.h"
+#include "kernels/x86/gemm_avx2.h"
 
-#if defined(HEARTH_GEMM_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 
 #include <immintrin.h>
 
@@ -44,9 +44,9 @@
 #include <cstring>
 #include <vector>
 
-#include "avx2_util.h"
-#include "prefetch.h"
-#include "quant.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/prefetch.h"
+#include "kernels/quant.h"
 
 namespace {
 
@@ -92,7 +92,7 @@ ActSuper* act_buf(size_t n) {
 inline __m256i load(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
 inline void store(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>(p), v); }
 
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
 // One sub-block (Q4_K) or group (Q6_K) of kSteps steps for the kTile tokens of a tile, under
 // VNNI: i_t += sc * sum_j dpbusd(step j of w, the 4 bytes of token t at a + 256 t + 4 j).
 // kWeightsUnsigned: Q4_K's nibbles are dpbusd's unsigned operand; for Q6_K the activations
@@ -195,7 +195,7 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
                 i3 = _mm256_setzero_si256();
         for (int s = 0; s < 8; ++s) {
             const uint8_t* a = &ab->q[0][32 * s];
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
             add_scaled_steps_vnni<8, true>(pw->q[s], a, pw->scale[s], i0, i1, i2, i3);
 #else
             __m256i w = load(pw->q[s][0]);
@@ -324,7 +324,7 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
         __m256i i0 = load(pw->neg_corr), i1 = i0, i2 = i0, i3 = i0;
         for (int g = 0; g < 16; ++g) {
-#if defined(HEARTH_AVX_VNNI)
+#if defined(HEARTH_ISA_AVX_VNNI)
             add_scaled_steps_vnni<4, false>(reinterpret_cast<const uint8_t(*)[32]>(pw->q[g]), &ab->q[0][16 * g], pw->scale[g],
                                             i0, i1, i2, i3);
 #else
@@ -452,4 +452,4 @@ void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
     gemm<Q6K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_GEMM_AVX2
+#endif  // HEARTH_ISA_AVX2

@@ -14,17 +14,17 @@
 // Few tokens (2, 3) run the same loop per token over a group that stays in L1; from
 // gemm_min_tokens(type) tokens on, the GEMM of gemm_avx2.cpp takes the whole groups. The rows
 // after the last whole group are plain and go to the plain kernels.
-#include "rows_x8.h"
+#include "kernels/rows_x8.h"
 
-#if defined(HEARTH_QUANT_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 
 #include <immintrin.h>
 
 #include <vector>
 
-#include "avx2_util.h"
-#include "gemm_avx2.h"
-#include "prefetch.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/gemm_avx2.h"
+#include "kernels/prefetch.h"
 
 namespace {
 
@@ -99,7 +99,7 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
     }
 }
 
-#if defined(HEARTH_GEMM_AVX512)
+#if defined(HEARTH_ISA_AVX512)
 constexpr int kZmmMinTokens = gemm_avx512_min_tokens;
 #define HEARTH_X8_GEMM_ZMM(name) name##_avx512
 #else
@@ -139,4 +139,4 @@ void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
                           n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_QUANT_AVX2
+#endif  // HEARTH_ISA_AVX2

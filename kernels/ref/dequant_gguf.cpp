@@ -3,9 +3,9 @@
 // Each value is computed with the same fp32 operations in the same order as gguf-py's numpy
 // dequantizers (scale products first, then times the quant, then the offset), and the build
 // has -ffp-contract=off, so the results are bitwise those of gguf-py (tests/test_dequant_gguf.cpp).
-#include "dequant_gguf.h"
+#include "kernels/ref/dequant_gguf.h"
 
-#include "fp16.h"
+#include "kernels/fp16.h"
 
 namespace {
 

@@ -10,10 +10,10 @@
 //                  and Q6_K's -32 offset go through the q8 block sums (bsums).
 // No int16 saturation is possible: max pair sums are 2*128*127 (Q8_0), 2*15*128 (Q4),
 // 2*63*128 (Q6).
-#include "prefetch.h"
-#include "quant.h"
+#include "kernels/prefetch.h"
+#include "kernels/quant.h"
 
-#if defined(HEARTH_QUANT_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 
 #include <immintrin.h>
 
@@ -22,7 +22,7 @@
 #include <cstring>
 #include <vector>
 
-#include "avx2_util.h"
+#include "kernels/x86/avx2_util.h"
 
 namespace {
 
@@ -661,4 +661,4 @@ void matmul_q6_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, siz
     matmul<KQ6_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_QUANT_AVX2
+#endif  // HEARTH_ISA_AVX2

@@ -30,9 +30,9 @@
 // Speed: not measured. This machine has no ARM CPU, and the tests run under qemu-user, whose
 // timings say nothing about hardware; whether this beats the dotprod tiles of rows_x8_neon.cpp,
 // and from how many tokens, is still to be measured on an i8mm CPU (Graviton 3, Apple M2+, ...).
-#include "rows_x8.h"
+#include "kernels/rows_x8.h"
 
-#if defined(HEARTH_QUANT_NEON) && defined(__ARM_FEATURE_MATMUL_INT8)
+#if defined(HEARTH_ISA_NEON) && defined(HEARTH_ISA_I8MM)
 
 #include <arm_neon.h>
 
@@ -309,4 +309,4 @@ void matmul_q4_kx8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, s
         matmul_q4_k_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_QUANT_NEON && __ARM_FEATURE_MATMUL_INT8
+#endif  // HEARTH_ISA_NEON && __ARM_FEATURE_MATMUL_INT8

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "fp16.h"
-#include "q4_kx8.h"
-#include "quant.h"
-#include "rows_x8.h"
+#include "kernels/fp16.h"
+#include "kernels/q4_kx8.h"
+#include "kernels/quant.h"
+#include "kernels/rows_x8.h"
 
 namespace {
 

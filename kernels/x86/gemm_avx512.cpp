@@ -22,9 +22,9 @@
 // Loop order: token blocks (kTokBlock tokens, activations packed once per block, kept in L2)
 // -> 16-row panels -> K chunks (packed once per token block, L1-resident) -> tiles of kTile
 // tokens; the next chunk's weight lines are prefetched a few per block of every tile (ChunkPrefetch).
-#include "gemm_avx2.h"
+#include "kernels/x86/gemm_avx2.h"
 
-#if defined(HEARTH_GEMM_AVX512)
+#if defined(HEARTH_ISA_AVX512)
 
 // GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
 // (cvtepi32_ps, castsi256_si512) may be used uninitialized.
@@ -37,9 +37,9 @@
 #include <cstring>
 #include <vector>
 
-#include "avx2_util.h"
-#include "prefetch.h"
-#include "quant_types.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/prefetch.h"
+#include "kernels/quant_types.h"
 
 namespace {
 
@@ -530,4 +530,4 @@ void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, s
     gemm_q6k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_GEMM_AVX512
+#endif  // HEARTH_ISA_AVX512

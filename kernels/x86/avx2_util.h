@@ -1,10 +1,12 @@
-// Small AVX2 helpers shared by the kernels. Include only under __AVX2__.
+// Small AVX2 helpers shared by the kernels. Include only under HEARTH_ISA_AVX2 (kernels/isa.h).
 #pragma once
 #include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "kernels/isa.h"
 
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
@@ -14,11 +16,9 @@ inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<cons
 // at compile time (-march=native); the plain AVX2 tiles stay, and are tested in a second build
 // (Makefile: kernel_tests_avx2).
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-#define HEARTH_AVX_VNNI 1
 // acc + sum of the 4 products u[4i+k] * s[4i+k] in lane i; u unsigned bytes, s signed.
 inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
-#elif defined(__AVXVNNI__)
-#define HEARTH_AVX_VNNI 1
+#elif defined(HEARTH_ISA_AVX_VNNI)  // AVX-VNNI
 inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
 #endif
 
