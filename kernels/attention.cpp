@@ -5,6 +5,7 @@
 
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
+#include "kernels/table.h"
 
 #if defined(HEARTH_ISA_AVX2)
 #include "kernels/x86/avx2_util.h"
@@ -404,7 +405,7 @@ void kv_cache_store_row(uint32_t t, const float* x, void* row, int n) {
     switch (t) {
         case TYPE_F32: std::memcpy(row, x, sizeof(float) * n); break;
         case TYPE_F16: f32_to_f16_row(x, static_cast<uint16_t*>(row), n); break;
-        case TYPE_Q8_0: quantize_row_q8_0(x, row, n); break;
+        case TYPE_Q8_0: pick_kernel(KernelOp::quantize, TYPE_Q8_0, Layout::rows, 1)->quantize(x, row, n); break;
         default: break;
     }
 }

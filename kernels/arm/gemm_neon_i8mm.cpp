@@ -1,7 +1,6 @@
-// GEMM of rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8 x Q8_0 activations, kernels/rows_x8.h;
-// TYPE_Q4_K_X8 x Q8_K, kernels/q4_kx8.h), AArch64 NEON with the int8 matrix multiply extension (FEAT_I8MM: SMMLA,
-// vmmlaq_s32), for prompt processing: kernels/rows_x8_neon.cpp calls it from
-// i8mm_gemm_min_tokens tokens on.
+// GEMM of rows interleaved by 8 (kernels/rows_x8.h: Q4_0, Q8_0 x Q8_0 activations; Q4_K x Q8_K),
+// AArch64 NEON with the int8 matrix multiply extension (FEAT_I8MM: SMMLA, vmmlaq_s32), for prompt
+// processing: the kernel table picks it from a few tokens on (kernels/table.cpp).
 //
 // SMMLA multiplies a 2x8 int8 matrix (two rows of 8 bytes) by the transpose of another one and
 // adds the 2x2 int32 result to an accumulator: with the first operand 8 quants of 2 weight rows
@@ -24,13 +23,13 @@
 //
 // A last tile of fewer than 4 tokens repeats its last token and stores only the real ones. Per
 // block, the int32 sums are exact; they are converted to float and added times the row scale x the
-// token scale, so results equal the scalar twin (kernels/quant_ref.cpp) within the float rounding
-// of that running sum (tests/test_x8_kernels.cpp).
+// token scale, so results equal the scalar twin (kernels/ref/quant_ref.cpp) within the float rounding
+// of that running sum (tests/kernels/test_x8_kernels.cpp).
 //
 // Speed: not measured. This machine has no ARM CPU, and the tests run under qemu-user, whose
 // timings say nothing about hardware; whether this beats the dotprod tiles of rows_x8_neon.cpp,
 // and from how many tokens, is still to be measured on an i8mm CPU (Graviton 3, Apple M2+, ...).
-#include "kernels/rows_x8.h"
+#include "kernels/arm/arm.h"
 
 #if defined(HEARTH_ISA_NEON) && defined(HEARTH_ISA_I8MM)
 
@@ -256,19 +255,17 @@ void store(const float32x4_t (&acc)[4][2], int nt, bool first, float* out, int o
         }
 }
 
-// Whole groups of rows [r0, r1) through panels of kChunk blocks and tiles, the plain tail to
-// `plain`. Panel: PanelBlock or PanelSuperBlock; ABlock: the activation block; kBlockBytes: the
+// Whole groups of rows [r0, r1) through panels of kChunk blocks and tiles. Panel: PanelBlock or PanelSuperBlock; ABlock: the activation block; kBlockBytes: the
 // weight block's bytes (a record is 8 of them).
 template <typename Panel, typename ABlock, size_t kBlockBytes, int kBlockElems, int kChunk,
           void (*Pack)(const uint8_t*, Panel&)>
-void gemm_x8(matmul_rows_fn plain, const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens,
+void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens,
              float* out, int os, int r0, int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
-    const int g1 = r0 + (r1 - r0) / 8 * 8;  // r0 is a multiple of 8; rows from g1 on are plain
     const int nb = n_cols / kBlockElems;
     const size_t record_bytes = 8 * kBlockBytes;
     Panel panel[kChunk];
-    for (int r = r0; r < g1; r += 8) {
+    for (int r = r0; r < r1; r += 8) {
         const uint8_t* g = static_cast<const uint8_t*>(W) + size_t(r) * wrb;
         for (int kb = 0; kb < nb; kb += kChunk) {
             const int n = std::min(kChunk, nb - kb);
@@ -286,7 +283,6 @@ void gemm_x8(matmul_rows_fn plain, const void* W, size_t wrb, const void* A, siz
             }
         }
     }
-    if (g1 < r1) plain(W, wrb, A, arb, n_cols, n_tokens, out, os, g1, r1);
 }
 
 }  // namespace
@@ -294,19 +290,19 @@ void gemm_x8(matmul_rows_fn plain, const void* W, size_t wrb, const void* A, siz
 void matmul_q4_0x8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm_x8<PanelBlock, block_q8_0, sizeof(block_q4_0), 32, kChunkBlocks, pack_q4_0>(
-        matmul_q4_0_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm_x8<PanelBlock, block_q8_0, sizeof(block_q8_0), 32, kChunkBlocks, pack_q8_0>(
-        matmul_q8_0_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_kx8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm_x8<PanelSuperBlock, block_q8_K, sizeof(block_q4_K), QK_K, kChunkSuperBlocks, pack_q4_k>(
-        matmul_q4_k_rows_neon, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-#endif  // HEARTH_ISA_NEON && __ARM_FEATURE_MATMUL_INT8
+#endif  // HEARTH_ISA_I8MM

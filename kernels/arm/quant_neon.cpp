@@ -1,7 +1,8 @@
-// AArch64 NEON kernels. With __ARM_FEATURE_DOTPROD the int8 products use SDOT (vdotq_s32);
+// AArch64 NEON kernels. With dotprod (HEARTH_ISA_DOTPROD) the int8 products use SDOT (vdotq_s32);
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
 // All weights are brought to signed int8 (Q4_0: q-8, Q4_K: 0..15, Q6_K: q-32) so no offset
 // correction is needed; Q4_K mins use the Q8_K block sums.
+#include "kernels/arm/arm.h"
 #include "kernels/quant.h"
 
 #if defined(HEARTH_ISA_NEON)
@@ -132,83 +133,6 @@ void quantize_row_q8_k_neon(const float* x, void* vy, int64_t n) {
             y[i].bsums[j / 16] = int16_t(vaddlvq_s8(q));
         }
     }
-}
-
-// =========================================================================================
-// Single-row dot products
-// =========================================================================================
-
-float vec_dot_q8_0_q8_0_neon(int n, const void* vw, const void* va) {
-    const block_q8_0* w = static_cast<const block_q8_0*>(vw);
-    const block_q8_0* a = static_cast<const block_q8_0*>(va);
-    float32x4_t acc0 = vdupq_n_f32(0.f), acc1 = vdupq_n_f32(0.f);
-    const int nb = n / QK8_0;
-    int b = 0;
-    for (; b + 1 < nb; b += 2) {
-        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(dot32(w[b].qs, a[b].qs)), f16(w[b].d) * f16(a[b].d));
-        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(dot32(w[b + 1].qs, a[b + 1].qs)), f16(w[b + 1].d) * f16(a[b + 1].d));
-    }
-    if (b < nb) acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(dot32(w[b].qs, a[b].qs)), f16(w[b].d) * f16(a[b].d));
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
-}
-
-float vec_dot_q4_0_q8_0_neon(int n, const void* vw, const void* va) {
-    const block_q4_0* w = static_cast<const block_q4_0*>(vw);
-    const block_q8_0* a = static_cast<const block_q8_0*>(va);
-    float32x4_t acc0 = vdupq_n_f32(0.f), acc1 = vdupq_n_f32(0.f);
-    const int nb = n / QK4_0;
-    for (int b = 0; b < nb; ++b) {
-        int8x16_t lo, hi;
-        q4_0_unpack(w[b].qs, lo, hi);
-        const int32x4_t p = dot16(dot16(vdupq_n_s32(0), lo, vld1q_s8(a[b].qs)), hi, vld1q_s8(a[b].qs + 16));
-        float32x4_t& acc = (b & 1) ? acc1 : acc0;
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), f16(w[b].d) * f16(a[b].d));
-    }
-    return vaddvq_f32(vaddq_f32(acc0, acc1));
-}
-
-float vec_dot_q4_k_q8_k_neon(int n, const void* vw, const void* va) {
-    const block_q4_K* w = static_cast<const block_q4_K*>(vw);
-    const block_q8_K* a = static_cast<const block_q8_K*>(va);
-    float sum = 0;
-    for (int b = 0; b < n / QK_K; ++b) {
-        uint32_t u[4];
-        q4k_unpack_scales(w[b].scales, u);
-        const uint8_t* sc = reinterpret_cast<const uint8_t*>(u);
-        const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sc + 8)));
-        const int16x8_t bsp = vpaddq_s16(vld1q_s16(a[b].bsums), vld1q_s16(a[b].bsums + 8));
-        const int32x4_t pm = vmlal_high_s16(vmull_s16(vget_low_s16(m16), vget_low_s16(bsp)), m16, bsp);
-        int32x4_t sumi = vdupq_n_s32(0);
-        for (int c = 0; c < 4; ++c) {
-            int8x16_t v[4];
-            q4k_unpack_chunk(w[b].qs + 32 * c, v);
-            const int8_t* q8 = a[b].qs + 64 * c;
-            const int32x4_t pl = dot16(dot16(vdupq_n_s32(0), v[0], vld1q_s8(q8)), v[1], vld1q_s8(q8 + 16));
-            const int32x4_t ph = dot16(dot16(vdupq_n_s32(0), v[2], vld1q_s8(q8 + 32)), v[3], vld1q_s8(q8 + 48));
-            sumi = vmlaq_n_s32(sumi, pl, sc[2 * c]);
-            sumi = vmlaq_n_s32(sumi, ph, sc[2 * c + 1]);
-        }
-        sum += (f16(w[b].d) * a[b].d) * float(vaddvq_s32(sumi)) - (f16(w[b].dmin) * a[b].d) * float(vaddvq_s32(pm));
-    }
-    return sum;
-}
-
-float vec_dot_q6_k_q8_k_neon(int n, const void* vw, const void* va) {
-    const block_q6_K* w = static_cast<const block_q6_K*>(vw);
-    const block_q8_K* a = static_cast<const block_q8_K*>(va);
-    float sum = 0;
-    for (int b = 0; b < n / QK_K; ++b) {
-        int32x4_t sumi = vdupq_n_s32(0);
-        for (int h = 0; h < 2; ++h) {
-            int8x16_t v[8];
-            q6k_unpack_half(w[b].ql + 64 * h, w[b].qh + 32 * h, v);
-            const int8_t* q8 = a[b].qs + 128 * h;
-            for (int g = 0; g < 8; ++g)
-                sumi = vmlaq_n_s32(sumi, dot16(vdupq_n_s32(0), v[g], vld1q_s8(q8 + 16 * g)), w[b].scales[8 * h + g]);
-        }
-        sum += (f16(w[b].d) * a[b].d) * float(vaddvq_s32(sumi));
-    }
-    return sum;
 }
 
 // =========================================================================================

@@ -1,11 +1,11 @@
-// Scalar dequantizers for the GGUF types hearth only reads (kernels/dequant_gguf.h has the
+// Scalar dequantizers for the GGUF types hearth only reads (kernels/quant_types.h has the
 // layouts). They run once per tensor in quantize, so they are written for clarity, not speed.
 // Each value is computed with the same fp32 operations in the same order as gguf-py's numpy
 // dequantizers (scale products first, then times the quant, then the offset), and the build
-// has -ffp-contract=off, so the results are bitwise those of gguf-py (tests/test_dequant_gguf.cpp).
-#include "kernels/ref/dequant_gguf.h"
-
+// has -ffp-contract=off, so the results are bitwise those of gguf-py (tests/kernels/test_dequant_gguf.cpp).
 #include "kernels/fp16.h"
+#include "kernels/quant.h"
+#include "kernels/quant_types.h"
 
 namespace {
 
@@ -132,19 +132,5 @@ void dequantize_row_iq4_xs(const void* vx, float* y, int64_t n) {
                 yj[l + 16] = dl * float(kIQ4Values[qs[l] >> 4]);
             }
         }
-    }
-}
-
-dequantize_row_fn gguf_dequantizer(uint32_t type) {
-    switch (type) {
-        case TYPE_Q4_1: return dequantize_row_q4_1;
-        case TYPE_Q5_0: return dequantize_row_q5_0;
-        case TYPE_Q5_1: return dequantize_row_q5_1;
-        case TYPE_Q2_K: return dequantize_row_q2_k;
-        case TYPE_Q3_K: return dequantize_row_q3_k;
-        case TYPE_Q5_K: return dequantize_row_q5_k;
-        case TYPE_IQ4_NL: return dequantize_row_iq4_nl;
-        case TYPE_IQ4_XS: return dequantize_row_iq4_xs;
-        default: return nullptr;
     }
 }

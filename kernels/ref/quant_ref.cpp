@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "kernels/fp16.h"
-#include "kernels/q4_kx8.h"
 #include "kernels/quant.h"
+#include "kernels/ref/ref.h"
 #include "kernels/rows_x8.h"
 
 namespace {
@@ -282,6 +282,19 @@ inline int dot32(const int8_t* a, const int8_t* b) {
 // Quantize
 // =========================================================================================
 
+void quantize_row_f32(const float* x, void* y, int64_t n) { std::memcpy(y, x, size_t(n) * sizeof(float)); }
+
+void quantize_row_f16(const float* x, void* vy, int64_t n) {
+    uint16_t* y = static_cast<uint16_t*>(vy);
+    for (int64_t i = 0; i < n; i++) y[i] = fp32_to_fp16(x[i]);
+}
+
+void quantize_row_bf16(const float* x, void* vy, int64_t n) {
+    uint16_t* y = static_cast<uint16_t*>(vy);
+    for (int64_t i = 0; i < n; i++) y[i] = fp32_to_bf16(x[i]);
+}
+
+
 void quantize_row_q8_0_scalar(const float* x, void* vy, int64_t n) {
     block_q8_0* y = static_cast<block_q8_0*>(vy);
     const int64_t nb = n / QK8_0;
@@ -470,6 +483,19 @@ void quantize_row_q6_k(const float* x, void* vy, int64_t n) {
 // Dequantize
 // =========================================================================================
 
+void dequantize_row_f32(const void* x, float* y, int64_t n) { std::memcpy(y, x, size_t(n) * sizeof(float)); }
+
+void dequantize_row_f16(const void* vx, float* y, int64_t n) {
+    const uint16_t* x = static_cast<const uint16_t*>(vx);
+    for (int64_t i = 0; i < n; i++) y[i] = fp16_to_fp32(x[i]);
+}
+
+void dequantize_row_bf16(const void* vx, float* y, int64_t n) {
+    const uint16_t* x = static_cast<const uint16_t*>(vx);
+    for (int64_t i = 0; i < n; i++) y[i] = bf16_to_fp32(x[i]);
+}
+
+
 void dequantize_row_q8_0(const void* vx, float* y, int64_t n) {
     const block_q8_0* x = static_cast<const block_q8_0*>(vx);
     for (int64_t i = 0; i < n / QK8_0; ++i) {
@@ -573,7 +599,7 @@ float vec_dot_q6_k_q8_k_scalar(int n, const void* vw, const void* va) {
 // =========================================================================================
 // Tiled matmul (scalar): each weight block is decoded once per tile of up to 8 tokens.
 // Per token the float accumulation order is the same as in the scalar vec_dot. The kernels of
-// the interleaved types (kernels/rows_x8.h, q4_kx8.h) gather each record into the 8 plain
+// the interleaved layout (kernels/rows_x8.h) gather each record into the 8 plain
 // blocks it holds and then do exactly what the plain kernels do: same integer sums, same
 // float operations in the same order, so they give the same bits.
 // =========================================================================================
@@ -619,22 +645,17 @@ void matmul_plain_scalar(const void* W, size_t w_row_bytes, const void* A, size_
                                 });
 }
 
-// `plain_type`'s rows interleaved by 8: whole groups from their records, the rows after the last
-// whole group of [r0, r1) as plain rows (r0 is a multiple of 8, and r1 is either one or the
-// matrix's row count).
+// `plain_type`'s rows interleaved by 8: whole groups [r0, r1), from their records.
 template <typename K>
 void matmul_x8_scalar(uint32_t plain_type, const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
                       int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
-    if (r0 >= r1) return;
-    const int g1 = r0 + (r1 - r0) / 8 * 8;
     const char* Wc = static_cast<const char*>(W);
     const size_t record_bytes = 8 * sizeof(typename K::WBlock);
-    matmul_scalar_generic<K, 8>(A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1,
+    matmul_scalar_generic<K, 8>(A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1,
                                 [&](int r, int b, typename K::WBlock* tmp) {
                                     x8_record_to_blocks(plain_type, Wc + size_t(r) * w_row_bytes + size_t(b) * record_bytes, tmp);
                                     return static_cast<const typename K::WBlock*>(tmp);
                                 });
-    matmul_plain_scalar<K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, g1, r1);
 }
 
 struct Q8Decoded {
@@ -714,30 +735,4 @@ void matmul_q4_0x8_rows_scalar(const void* W, size_t w_row_bytes, const void* A,
 void matmul_q4_kx8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
                                int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
     matmul_x8_scalar<KQ4_K>(TYPE_Q4_K, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
-}
-
-// =========================================================================================
-// Kernel table
-// =========================================================================================
-
-const QuantKernels* quant_kernels(uint32_t t) {
-    static const QuantKernels k_q8_0 = {TYPE_Q8_0, TYPE_Q8_0, quantize_row_q8_0_scalar,
-                                        dequantize_row_q8_0, HEARTH_QSEL(quantize_row_q8_0),
-                                        HEARTH_QSEL(vec_dot_q8_0_q8_0), HEARTH_QSEL(matmul_q8_0_rows)};
-    static const QuantKernels k_q4_0 = {TYPE_Q4_0, TYPE_Q8_0, quantize_row_q4_0,
-                                        dequantize_row_q4_0, HEARTH_QSEL(quantize_row_q8_0),
-                                        HEARTH_QSEL(vec_dot_q4_0_q8_0), HEARTH_QSEL(matmul_q4_0_rows)};
-    static const QuantKernels k_q4_k = {TYPE_Q4_K, TYPE_Q8_K, quantize_row_q4_k,
-                                        dequantize_row_q4_k, HEARTH_QSEL(quantize_row_q8_k),
-                                        HEARTH_QSEL(vec_dot_q4_k_q8_k), HEARTH_QSEL(matmul_q4_k_rows)};
-    static const QuantKernels k_q6_k = {TYPE_Q6_K, TYPE_Q8_K, quantize_row_q6_k,
-                                        dequantize_row_q6_k, HEARTH_QSEL(quantize_row_q8_k),
-                                        HEARTH_QSEL(vec_dot_q6_k_q8_k), HEARTH_QSEL(matmul_q6_k_rows)};
-    switch (t) {
-        case TYPE_Q8_0: return &k_q8_0;
-        case TYPE_Q4_0: return &k_q4_0;
-        case TYPE_Q4_K: return &k_q4_k;
-        case TYPE_Q6_K: return &k_q6_k;
-        default: return nullptr;
-    }
 }

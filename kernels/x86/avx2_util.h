@@ -68,7 +68,7 @@ inline void transpose8(__m256i v[8]) {
 
 // The 6-bit scales and mins of 8 Q4_K rows, one row per 32-bit lane: q4k_unpack_scales
 // (kernels/quant.h) for 8 rows at once. `packed` is 96 bytes: the rows' scales[0..3] (row i at
-// 4i), then their scales[4..7], then scales[8..11] (the q4_Kx8 record, kernels/q4_kx8.h).
+// 4i), then their scales[4..7], then scales[8..11] (the interleaved Q4_K record, kernels/rows_x8.h).
 // Byte j of a lane of sc_lo is its row's scale of sub-block j, of sc_hi that of sub-block 4 + j;
 // mn_lo / mn_hi likewise hold the mins.
 struct Q4kScalesX8 {

@@ -17,11 +17,11 @@
 // With VNNI (kernels/avx2_util.h) a step is one dpbusd per token into int32 lanes. Q4_0 keeps
 // the -8 term; Q8_0 drops the sign trick: activations + 128 (unsigned) x weights (signed), minus
 // 128 * the row's weight sum, computed once when the block is packed.
-// TYPE_Q4_0_X8 / TYPE_Q8_0_X8 weights (kernels/rows_x8.h) are stored interleaved already: their
+// Interleaved Q4_0 / Q8_0 weights (kernels/rows_x8.h) are stored interleaved already: their
 // packing only splits the nibbles or copies.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
-#include "kernels/x86/gemm_avx2.h"
+#include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX2)
 
@@ -116,7 +116,7 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
     }
 }
 
-// Pack kn records of an interleaved group (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h),
+// Pack kn records of an interleaved group (Q4_0 / Q8_0, kernels/rows_x8.h),
 // starting at rec, into p: the records already hold the 8 rows' bytes side by side in the steps' order, so packing
 // is the nibble split (Q4_0) or a copy (Q8_0), and the scales' conversion.
 template <typename WBlock>
@@ -265,7 +265,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
     _mm256_storeu_ps(res[3], acc3);
 }
 
-// kX8: W is interleaved (TYPE_Q4_0_X8 / TYPE_Q8_0_X8) and [r0, r1) are whole groups of 8 rows.
+// kX8: W is interleaved Q4_0 / Q8_0 and [r0, r1) are whole groups of 8 rows.
 template <typename WBlock, bool kQ4, bool kX8 = false>
 void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
           int r0, int r1) {

@@ -1,8 +1,8 @@
 // GEMM with AVX-512 VNNI on zmm registers (prompt processing): interleaved Q4_0 / Q8_0 weights
-// (TYPE_Q4_0_X8 / TYPE_Q8_0_X8, kernels/rows_x8.h) x Q8_0 activations here; interleaved Q4_K
-// (TYPE_Q4_K_X8) and plain Q6_K x Q8_K in the sections further down.
+// (Q4_0 / Q8_0, kernels/rows_x8.h) x Q8_0 activations here; interleaved Q4_K
+// and plain Q6_K x Q8_K in the sections further down.
 //
-// The scheme of kernels/gemm_avx2.cpp, twice as wide: a panel is two groups of 8 interleaved rows
+// The scheme of x86/gemm_avx2.cpp, twice as wide: a panel is two groups of 8 interleaved rows
 // (16 rows), so that one 64-byte step holds elements 4j..4j+3 of 16 rows (row i of the first group
 // in bytes 4i..4i+3, of the second in 32 + 4i..), and one vpdpbusd against the 4 activation bytes
 // of a token (an embedded {1to16} broadcast from memory) adds 64 products into the 16 rows' int32
@@ -22,7 +22,7 @@
 // Loop order: token blocks (kTokBlock tokens, activations packed once per block, kept in L2)
 // -> 16-row panels -> K chunks (packed once per token block, L1-resident) -> tiles of kTile
 // tokens; the next chunk's weight lines are prefetched a few per block of every tile (ChunkPrefetch).
-#include "kernels/x86/gemm_avx2.h"
+#include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX512)
 
@@ -153,9 +153,9 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, __
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
 }
 
-// ---- Q4_K (TYPE_Q4_K_X8, kernels/q4_kx8.h) x Q8_K ----
+// ---- Q4_K (interleaved, kernels/rows_x8.h) x Q8_K ----
 //
-// The scheme of kernels/gemm_k_avx2.cpp's VNNI tile on 16 rows: per sub-block of 32, 8 steps of
+// The scheme of x86/gemm_k_avx2.cpp's VNNI tile on 16 rows: per sub-block of 32, 8 steps of
 // one dpbusd per token (nibbles unsigned, activations signed, embedded broadcast) into a fresh
 // int32 sum, then times the 16 rows' 6-bit scales (int32 multiply) into the super-block's int32
 // sum (<= 256*15*128*63 < 2^25). The mins: sum_j m_j * (activation sum of sub-block j), as 4
@@ -277,7 +277,7 @@ void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, ChunkPrefetch& n
 // columns per block, the blocks per packed chunk, the bytes per record (one block of 8 rows),
 // and how to pack a chunk of a group pair's records, pack the activations and run a tile.
 
-// TYPE_Q4_0_X8 / TYPE_Q8_0_X8 x Q8_0.
+// Interleaved Q4_0 / Q8_0 x Q8_0.
 template <typename WBlock>
 struct FormatQ8_0Family {
     using Packed = uint8_t;  // kPackedBlock bytes per block
@@ -293,7 +293,7 @@ struct FormatQ8_0Family {
     static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) { tile(p, a, kn, next, res); }
 };
 
-// TYPE_Q4_K_X8 x Q8_K.
+// Interleaved Q4_K x Q8_K.
 struct FormatQ4_K {
     using Packed = PanelQ4K16;
     using Act = ActSuper;
@@ -361,7 +361,7 @@ void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, i
 
 // ---- Q6_K (plain rows) x Q8_K ----
 //
-// The scheme of kernels/gemm_k_avx2.cpp's Q6_K tile on 16 rows: the weights packed signed (q - 32)
+// The scheme of x86/gemm_k_avx2.cpp's Q6_K tile on 16 rows: the weights packed signed (q - 32)
 // with 16 rows' transposed steps per 64 bytes, the activations + 128 as dpbusd's unsigned operand
 // (broadcast by a separate load: the embedded broadcast needs the signed operand), 4 steps per
 // group of 16 into a fresh int32 sum, times the 16 rows' group scales (int32 multiply). The +128

@@ -1,6 +1,6 @@
 // GEMM for Q4_K / Q6_K weights x Q8_K activations (AVX2 + FMA + F16C, no AVX-512).
 //
-// The scheme of kernels/gemm_avx2.cpp, for super-blocks of 256: a panel of 8 weight rows x a
+// The scheme of x86/gemm_avx2.cpp, for super-blocks of 256: a panel of 8 weight rows x a
 // chunk of kChunk super-blocks is repacked into a small buffer in row-interleaved order. Per 32
 // elements there are 8 steps of 32 bytes, step j holding elements 4j..4j+3 of each of the 8 rows
 // (row i in bytes 4i..4i+3), so that a broadcast of 4 activation bytes and one
@@ -29,10 +29,10 @@
 // into int32 lanes by dpbusd, one per step and token, and the scale is applied with an int32
 // multiply; the operands and offsets are the same. The int32 bounds: Q4_K as above; Q6_K a
 // group's sum <= 16*255*32, times |sc| <= 128, 16 groups and the correction: < 2^29.
-// TYPE_Q4_K_X8 weights (kernels/q4_kx8.h) pack from their records without transposes.
+// Interleaved Q4_K weights (kernels/rows_x8.h) pack from their records without transposes.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
-#include "kernels/x86/gemm_avx2.h"
+#include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX2)
 
@@ -166,7 +166,7 @@ void pack_q4k(const block_q4_K* const row[8], int sb, PanelQ4K& p) {
     for (int j = 0; j < 6; ++j) store(reinterpret_cast<__m256i*>(p.min_pair) + j, rest[j]);
 }
 
-// The same panel from a TYPE_Q4_K_X8 record (kernels/q4_kx8.h), which already holds the 8 rows'
+// The same panel from an interleaved Q4_K record (kernels/rows_x8.h), which already holds the 8 rows'
 // quants step by step and their packed scales one row per 32-bit lane: no transposes.
 void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -255,7 +255,7 @@ struct Q4K {
     }
 };
 
-// TYPE_Q4_K_X8: whole groups of 8 rows; row[0] is the group, whose record sb is super-block sb
+// Interleaved Q4_K: whole groups of 8 rows; row[0] is the group, whose record sb is super-block sb
 // of its 8 rows, and the next group follows it.
 struct Q4KX8 : Q4K {
     static void pack(const Block* const row[8], int sb, Panel& p) {

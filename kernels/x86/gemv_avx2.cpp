@@ -1,6 +1,6 @@
-// Single-token (matrix x vector) AVX2 kernel: the n_tokens == 1 path of matmul_q4_0_rows_avx2,
-// for Q4_0 in the plain layout. run repacks Q4_0 matrices to TYPE_Q4_0_X8 at load and uses
-// kernels/rows_x8_avx2.cpp instead (1.4x the tokens/s); this kernel still serves the rows % 8
+// Single-token (matrix x vector) AVX2 kernel for Q4_0 in the plain layout: the kernel table's
+// one-token row (more tokens run one after another). run repacks Q4_0 matrices to the interleaved
+// layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the tokens/s); this kernel still serves the rows % 8
 // tail of a repacked matrix, a Q4_0 token embedding used as the output matrix, and callers that
 // do not repack.
 //
@@ -21,6 +21,7 @@
 // keep theirs too, for now.
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
+#include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX2)
 
@@ -151,18 +152,22 @@ void gemv_q4_0_group(const block_q4_0* const* w, const Q40Pair* P, int nb, size_
 
 }  // namespace
 
-void gemv_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, int n_cols, float* out, int r0, int r1) {
+void matmul_q4_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     if (r1 <= r0) return;
     const int nb = n_cols / QK4_0;
     Q40Pair* P = scratch<Q40Pair>(size_t(nb + 1) / 2);
-    prepare_q4_0(static_cast<const block_q8_0*>(A), nb, P);
     const size_t pf = prefetch_distance(4 * w_row_bytes);
-    for (int r = r0; r < r1; r += 4) {
-        const block_q4_0* w[4];
-        const int n = group_rows(W, w_row_bytes, r, r1, w);
-        __m128 s;
-        gemv_q4_0_group(w, P, nb, pf, s);
-        store_rows(out, r, n, s);
+    for (int t = 0; t < n_tokens; t++) {
+        prepare_q4_0(reinterpret_cast<const block_q8_0*>(static_cast<const char*>(A) + size_t(t) * a_row_bytes), nb, P);
+        float* o = out + size_t(t) * out_stride;
+        for (int r = r0; r < r1; r += 4) {
+            const block_q4_0* w[4];
+            const int n = group_rows(W, w_row_bytes, r, r1, w);
+            __m128 s;
+            gemv_q4_0_group(w, P, nb, pf, s);
+            store_rows(o, r, n, s);
+        }
     }
 }
 

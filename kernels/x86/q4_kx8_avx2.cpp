@@ -1,4 +1,4 @@
-// Matmul of TYPE_Q4_K_X8 weights (kernels/q4_kx8.h) x Q8_K activations, AVX2 + FMA + F16C.
+// Matmul of Q4_K rows interleaved by 8 (kernels/rows_x8.h) x Q8_K activations, AVX2 + FMA + F16C.
 //
 // One token (generation), per group of 8 rows and super-block b (one 1152-byte record):
 //  - Scales and mins: the record's three vectors of packed scale bytes hold one row per 32-bit
@@ -21,9 +21,9 @@
 // Few tokens: up to kMaxPassTokens tokens per pass share each weight load, the scale unpacking
 // and the prefetches; with more tokens than that, a group is taken in chunks of kChunk
 // super-blocks that stay in L1 for all the passes.
-// From kGemmMinTokens tokens on, the whole groups go to matmul_q4_kx8_gemm_avx2.
-// The rows after the last whole group are plain Q4_K and go to the plain Q4_K kernels.
-#include "kernels/q4_kx8.h"
+// Any token count works; the kernel table sends 32 or more to the GEMMs (it says why). Whole
+// groups only: kernels/matmul.cpp sends the plain rows after the last whole group to plain Q4_K's.
+#include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX2)
 
@@ -33,23 +33,14 @@
 #include <vector>
 
 #include "kernels/x86/avx2_util.h"
-#include "kernels/x86/gemm_avx2.h"
 #include "kernels/prefetch.h"
 
 namespace {
 
 constexpr size_t kRecordBytes = 8 * sizeof(block_q4_K);  // 1152
-constexpr size_t kScalesOffset = 32, kQsOffset = 128;    // layout in q4_kx8.h
+constexpr size_t kScalesOffset = 32, kQsOffset = 128;    // layout in kernels/rows_x8.h
 constexpr int kMaxPassTokens = 4;  // tokens per pass: their accumulators stay in registers
 constexpr int kChunk = 8;          // super-blocks per chunk with several passes: 9 KB, stays in L1
-// From this many tokens on, the GEMM (kernels/gemm_k_avx2.cpp, packing from the records) is
-// used. Below it the passes of up to 4 tokens over L1-resident chunks are faster: measured on one
-// thread (512 x 4096, a shared 2-core Xeon, AVX2 code; medians of interleaved runs, noise ~10%),
-// against the GEMM on groups converted back to plain rows (an earlier version of this file),
-// passes / GEMM = 1.56 at 8 tokens, 1.18 at 16, 0.97 at 32, 0.95 at 64.
-// gemm_min_tokens(TYPE_Q4_K) = 8 is the crossover for the plain layout, whose few-token kernel
-// is slower than these passes.
-constexpr int kGemmMinTokens = 32;
 
 // Per activation super-block: its scale and its sub-block sums s_j = bsums[2j] + bsums[2j+1]
 // (|s_j| <= 32*128, an int16), paired as the mins are: (s0, s2), (s1, s3), (s4, s6), (s5, s7),
@@ -200,21 +191,8 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
 void matmul_q4_kx8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
-    // Rows from the first one not in a whole group of [r0, r1) on are the plain Q4_K tail
-    // (r0 is a multiple of 8, and r1 is either one or the matrix's last row + 1).
-    const int g1 = r0 + (r1 - r0) / 8 * 8;
-    if (g1 > r0) {
-        if (n_tokens >= kGemmMinTokens)
-#if defined(HEARTH_ISA_AVX512)
-            matmul_q4_kx8_gemm_avx512(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1);
-#else
-            matmul_q4_kx8_gemm_avx2(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, g1);
-#endif
-        else
-            gemv_groups(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
-                        n_tokens, out, out_stride, r0, g1);
-    }
-    if (g1 < r1) matmul_q4_k_rows_avx2(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, g1, r1);
+    gemv_groups(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols, n_tokens, out,
+                out_stride, r0, r1);
 }
 
 #endif  // HEARTH_ISA_AVX2

@@ -2,9 +2,8 @@
 //
 // Integer products use _mm256_maddubs_epi16 (unsigned x signed bytes -> saturating int16 pairs):
 //  - Q8_0 x Q8_0 : sign trick, |w| x sign(a, w)  (activations are never -128)
-//  - Q4_0 x Q8_0 : vec_dot uses the sign trick on (q-8); matmul uses the unsigned nibbles and
-//                  folds the -8 into a per-block activation term c = -d8*sum(q8) computed once
-//                  per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
+//  - Q4_0 x Q8_0 : the unsigned nibbles, with the -8 folded into a per-block activation term
+//                  c = -d8*sum(q8) computed once per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
 //  - Q4_K / Q6_K : unsigned 4/6-bit quants x q8, sub-block scales applied with
 //                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K mins
 //                  and Q6_K's -32 offset go through the q8 block sums (bsums).
@@ -12,6 +11,7 @@
 // 2*63*128 (Q6).
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
+#include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX2)
 
@@ -168,100 +168,6 @@ void quantize_row_q8_k_avx2(const float* x, void* vy, int64_t n) {
             y[i].bsums[j / 16 + 1] = int16_t(_mm_extract_epi32(s2, 1));
         }
     }
-}
-
-// =========================================================================================
-// Single-row dot products
-// =========================================================================================
-
-float vec_dot_q8_0_q8_0_avx2(int n, const void* vw, const void* va) {
-    const block_q8_0* w = static_cast<const block_q8_0*>(vw);
-    const block_q8_0* a = static_cast<const block_q8_0*>(va);
-    const int nb = n / QK8_0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int b = 0;
-    for (; b + 1 < nb; b += 2) {
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(a[b].d)), dot_ss(loadu(w[b].qs), loadu(a[b].qs)), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b + 1].d) * f16(a[b + 1].d)),
-                               dot_ss(loadu(w[b + 1].qs), loadu(a[b + 1].qs)), acc1);
-    }
-    if (b < nb)
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(a[b].d)), dot_ss(loadu(w[b].qs), loadu(a[b].qs)), acc0);
-    return hsum_avx2(_mm256_add_ps(acc0, acc1));
-}
-
-float vec_dot_q4_0_q8_0_avx2(int n, const void* vw, const void* va) {
-    const block_q4_0* w = static_cast<const block_q4_0*>(vw);
-    const block_q8_0* a = static_cast<const block_q8_0*>(va);
-    const int nb = n / QK4_0;
-    const __m256i m8 = _mm256_set1_epi8(8);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int b = 0;
-    for (; b + 1 < nb; b += 2) {
-        const __m256i q0 = _mm256_sub_epi8(unpack_nibbles16(w[b].qs), m8);
-        const __m256i q1 = _mm256_sub_epi8(unpack_nibbles16(w[b + 1].qs), m8);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(a[b].d)), dot_ss(q0, loadu(a[b].qs)), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b + 1].d) * f16(a[b + 1].d)), dot_ss(q1, loadu(a[b + 1].qs)), acc1);
-    }
-    if (b < nb) {
-        const __m256i q0 = _mm256_sub_epi8(unpack_nibbles16(w[b].qs), m8);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(a[b].d)), dot_ss(q0, loadu(a[b].qs)), acc0);
-    }
-    return hsum_avx2(_mm256_add_ps(acc0, acc1));
-}
-
-float vec_dot_q4_k_q8_k_avx2(int n, const void* vw, const void* va) {
-    const block_q4_K* w = static_cast<const block_q4_K*>(vw);
-    const block_q8_K* a = static_cast<const block_q8_K*>(va);
-    const int nb = n / QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
-    for (int b = 0; b < nb; ++b) {
-        uint32_t u[4];
-        q4k_unpack_scales(w[b].scales, u);
-        const __m256i ms = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u)));
-        const __m256i sc = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(ms));
-        const __m256i bs = loadu(a[b].bsums);
-        const __m128i bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(ms, 1), bs8);
-        accm = _mm_fmadd_ps(_mm_set1_ps(-f16(w[b].dmin) * a[b].d), _mm_cvtepi32_ps(pm), accm);
-        __m256i sumi = _mm256_setzero_si256();
-        const int8_t* q8 = a[b].qs;
-        for (int k = 0; k < 4; ++k) {
-            const __m256i bits = loadu(w[b].qs + 32 * k);
-            const __m256i lo = _mm256_and_si256(bits, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, loadu(q8 + 64 * k)), bcast_i16(sc, 2 * k));
-            const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, loadu(q8 + 64 * k + 32)), bcast_i16(sc, 2 * k + 1));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * a[b].d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_avx2(acc) + hsum128(accm);
-}
-
-float vec_dot_q6_k_q8_k_avx2(int n, const void* vw, const void* va) {
-    const block_q6_K* w = static_cast<const block_q6_K*>(vw);
-    const block_q8_K* a = static_cast<const block_q8_K*>(va);
-    const int nb = n / QK_K;
-    __m256 acc = _mm256_setzero_ps();
-    for (int b = 0; b < nb; ++b) {
-        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
-        const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), loadu(a[b].bsums));
-        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
-        const int8_t* q8 = a[b].qs;
-        for (int h = 0; h < 2; ++h) {
-            Q6Bits q;
-            q6k_unpack_half(w[b].ql + 64 * h, w[b].qh + 32 * h, q);
-            for (int k = 0; k < 4; ++k) {
-                const __m256i p = _mm256_maddubs_epi16(q.q[k], loadu(q8 + 128 * h + 32 * k));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, q6k_chunk_scales(sc8, 4 * h + k)));
-            }
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * a[b].d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_avx2(acc);
 }
 
 // =========================================================================================
@@ -647,7 +553,6 @@ void matmul_q8_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 
 void matmul_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
-    if (n_tokens == 1) return gemv_q4_0_rows_avx2(W, w_row_bytes, A, n_cols, out, r0, r1);
     matmul<KQ4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, QK4_0, n_tokens, out, out_stride, r0, r1);
 }
 

@@ -1,4 +1,4 @@
-// Matmul of rows interleaved by 8 (TYPE_Q4_0_X8, TYPE_Q8_0_X8; kernels/rows_x8.h) x Q8_0
+// Matmul of Q4_0 / Q8_0 rows interleaved by 8 (kernels/rows_x8.h) x Q8_0
 // activations, AVX2 + FMA + F16C.
 //
 // One token (generation), per group of 8 rows and block b: each 32-byte load of the record is one
@@ -11,10 +11,10 @@
 //    widened once with madd; the -8 offset is subtracted as the integer 8*sum(q) of the block.
 //  - Q8_0: sign trick, maddubs(|w|, sign(a, w)); pair sums reach 2*128*127 = 32512, so each step
 //    is widened with madd before it is added.
-// Few tokens (2, 3) run the same loop per token over a group that stays in L1; from
-// gemm_min_tokens(type) tokens on, the GEMM of gemm_avx2.cpp takes the whole groups. The rows
-// after the last whole group are plain and go to the plain kernels.
-#include "kernels/rows_x8.h"
+// Few tokens (2, 3) run the same loop per token over a group that stays in L1 (any count works;
+// the kernel table sends more tokens to the GEMMs). Whole groups only: kernels/matmul.cpp sends
+// the plain rows after the last whole group to the plain layout's kernel.
+#include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX2)
 
@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "kernels/x86/avx2_util.h"
-#include "kernels/x86/gemm_avx2.h"
 #include "kernels/prefetch.h"
 
 namespace {
@@ -99,44 +98,18 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
     }
 }
 
-#if defined(HEARTH_ISA_AVX512)
-constexpr int kZmmMinTokens = gemm_avx512_min_tokens;
-#define HEARTH_X8_GEMM_ZMM(name) name##_avx512
-#else
-constexpr int kZmmMinTokens = 0;
-#define HEARTH_X8_GEMM_ZMM(name) static_cast<matmul_rows_fn>(nullptr)
-#endif
-
-// Whole groups to the GEMM (zmm tiles where built, from kZmmMinTokens tokens on) or the loop
-// above, the plain tail to the plain kernel.
-template <typename Block>
-void matmul_x8(uint32_t plain_type, matmul_rows_fn gemm, matmul_rows_fn gemm_zmm, matmul_rows_fn plain, const void* W, size_t wrb, const void* A,
-               size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
-    if (r0 >= r1 || n_tokens <= 0) return;
-    // Rows from the first one not in a whole group of [r0, r1) on are the plain tail
-    // (r0 is a multiple of 8, and r1 is either one or the matrix's last row + 1).
-    const int g1 = r0 + (r1 - r0) / 8 * 8;
-    if (g1 > r0) {
-        if (n_tokens >= gemm_min_tokens(plain_type))
-            (n_tokens >= kZmmMinTokens && gemm_zmm ? gemm_zmm : gemm)(W, wrb, A, arb, n_cols, n_tokens, out, os, r0, g1);
-        else
-            gemv_groups<Block>(static_cast<const uint8_t*>(W), wrb, static_cast<const char*>(A), arb, n_cols, n_tokens, out, os, r0, g1);
-    }
-    if (g1 < r1) plain(W, wrb, A, arb, n_cols, n_tokens, out, os, g1, r1);
-}
-
 }  // namespace
 
 void matmul_q4_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_x8<block_q4_0>(TYPE_Q4_0, matmul_q4_0x8_gemm_avx2, HEARTH_X8_GEMM_ZMM(matmul_q4_0x8_gemm), matmul_q4_0_rows_avx2, W, w_row_bytes, A, a_row_bytes, n_cols,
-                          n_tokens, out, out_stride, r0, r1);
+    gemv_groups<block_q4_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
+                            n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_x8<block_q8_0>(TYPE_Q8_0, matmul_q8_0x8_gemm_avx2, HEARTH_X8_GEMM_ZMM(matmul_q8_0x8_gemm), matmul_q8_0_rows_avx2, W, w_row_bytes, A, a_row_bytes, n_cols,
-                          n_tokens, out, out_stride, r0, r1);
+    gemv_groups<block_q8_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
+                            n_tokens, out, out_stride, r0, r1);
 }
 
 #endif  // HEARTH_ISA_AVX2

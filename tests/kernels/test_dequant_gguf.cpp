@@ -1,4 +1,4 @@
-// Tests for kernels/dequant_gguf: hearth's dequantizers of the GGUF-only types against gguf-py's
+// Tests for kernels/ref/dequant_gguf.cpp: hearth's dequantizers of the GGUF-only types against gguf-py's
 // numpy dequantizers on random valid blocks (tests/data/dequant_goldens.bin, made by
 // tests/reference/make_dequant_goldens.py). Both compute each value with the same fp32
 // operations in the same order, so the results must be bitwise equal.
@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ref/dequant_gguf.h"
+#include "kernels/quant.h"
+#include "kernels/quant_types.h"
 
 namespace {
 
@@ -63,7 +64,7 @@ TEST_CASE("dequant_gguf: bitwise equal to gguf-py's dequantizers") {
         // gguf-py's sizes agree with hearth's table.
         REQUIRE(int(r.block_size) == type_block_size(r.type));
         REQUIRE(size_t(r.block_bytes) == type_block_bytes(r.type));
-        const dequantize_row_fn dequant = gguf_dequantizer(r.type);
+        const dequantize_row_fn dequant = type_is_known(r.type) ? type_traits(r.type)->dequantize : nullptr;
         REQUIRE(bool(dequant));
 
         // All blocks as one row, with sentinels after it to catch writes past n.
@@ -96,10 +97,12 @@ TEST_CASE("dequant_gguf: bitwise equal to gguf-py's dequantizers") {
 }
 
 TEST_CASE("dequant_gguf: a dequantizer for exactly the types marked USE_DEQUANT") {
-    auto handles = [](uint32_t t) { return gguf_dequantizer(t) != nullptr; };
+    // The GGUF-only dequantizers: the rows of kTypeTraits hearth reads but does not compute with.
+    auto handles = [](uint32_t t) { return type_is_known(t) && type_traits(t)->use == USE_DEQUANT && type_traits(t)->dequantize != nullptr; };
     for (const TypeTraits& t : kTypeTraits) {
         CAPTURE(t.name);
         CHECK(handles(t.id) == (t.use == USE_DEQUANT));
+        CHECK(bool(t.dequantize) == (t.use != USE_NONE));  // every type hearth reads has one
     }
     CHECK_FALSE(handles(TYPE_Q4_0));  // a stored type: it has its own kernels
     CHECK_FALSE(handles(16));         // iq2_xxs: known to GGUF, not handled

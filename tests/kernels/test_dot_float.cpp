@@ -10,7 +10,8 @@
 #include "kernels/dot_float.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
-#include "kernels/matmul_float.h"
+#include "kernels/ref/ref.h"
+#include "kernels/table.h"
 #include "kernels/softmax.h"
 #include "kernels/quant_types.h"
 
@@ -114,10 +115,11 @@ TEST_CASE("matmul_f32_rows / matmul_f16_rows: the tiled version equals the scala
                 // out_stride > rows and r0 > 0: only [r0, rows) x tokens may be written.
                 const int stride = rows + 5, r0 = rows > 1 ? 1 : 0;
                 std::vector<float> a32(size_t(stride) * tokens, -7.0f), b32 = a32, a16 = a32, b16 = a32;
-                matmul_f32_rows_scalar(w.data(), cols, x.data(), tokens, a32.data(), stride, r0, rows);
-                matmul_f32_rows(w.data(), cols, x.data(), tokens, b32.data(), stride, r0, rows);
-                matmul_f16_rows_scalar(h.data(), cols, x.data(), tokens, a16.data(), stride, r0, rows);
-                matmul_f16_rows(h.data(), cols, x.data(), tokens, b16.data(), stride, r0, rows);
+                const size_t xrb = sizeof(float) * size_t(cols);
+                matmul_f32_rows_scalar(w.data(), xrb, x.data(), xrb, cols, tokens, a32.data(), stride, r0, rows);
+                pick_kernel(KernelOp::matmul, TYPE_F32, Layout::rows, tokens)->matmul(w.data(), xrb, x.data(), xrb, cols, tokens, b32.data(), stride, r0, rows);
+                matmul_f16_rows_scalar(h.data(), 2 * size_t(cols), x.data(), xrb, cols, tokens, a16.data(), stride, r0, rows);
+                pick_kernel(KernelOp::matmul, TYPE_F16, Layout::rows, tokens)->matmul(h.data(), 2 * size_t(cols), x.data(), xrb, cols, tokens, b16.data(), stride, r0, rows);
                 for (int t = 0; t < tokens; t++)
                     for (int r = 0; r < stride; r++) {
                         const size_t i = size_t(t) * stride + r;

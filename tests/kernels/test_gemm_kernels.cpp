@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "kernels/fp16.h"
-#include "kernels/x86/gemm_avx2.h"
+#include "kernels/ref/ref.h"
+#include "kernels/x86/x86.h"
 #include "kernels/quant.h"
 #include "tests/kernels/kernel_test_data_k.h"
 

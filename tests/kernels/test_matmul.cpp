@@ -38,7 +38,7 @@ Matrix make_matrix(uint32_t type, int rows, int cols, uint32_t seed) {
         uint16_t* h = reinterpret_cast<uint16_t*>(m.bytes.data());
         for (size_t i = 0; i < w.size(); i++) h[i] = fp32_to_fp16(w[i]);
     } else {
-        const QuantKernels* k = quant_kernels(type);
+        const TypeTraits* k = type_traits(type);
         const size_t rb = type_row_bytes(TensorType(type), cols);
         m.bytes.resize(rb * rows);
         for (int r = 0; r < rows; r++) k->quantize(&w[size_t(r) * cols], m.bytes.data() + rb * r, cols);
@@ -50,14 +50,14 @@ Matrix make_matrix(uint32_t type, int rows, int cols, uint32_t seed) {
 // x as the kernels see it: quantized to the activation type of `type` and back (exact for f16).
 std::vector<float> seen_activations(uint32_t type, const std::vector<float>& x, int cols) {
     if (type == TYPE_F16 || type == TYPE_F32) return x;
-    const QuantKernels* k = quant_kernels(type);
-    const size_t rb = type_row_bytes(k->act_type, cols);
+    const TypeTraits* k = type_traits(type);
+    const size_t rb = type_row_bytes(type_vec_dot_type(type), cols);
     std::vector<uint8_t> q(rb);
     std::vector<float> out(x.size());
     for (size_t t = 0; t * cols < x.size(); t++) {
         quantize_row_q8_0_scalar(&x[t * cols], q.data(), cols);  // overwritten below for Q8_K
-        if (k->act_type == TYPE_Q8_K) quantize_row_q8_k_scalar(&x[t * cols], q.data(), cols);
-        if (k->act_type == TYPE_Q8_K) dequantize_row_q8_k(q.data(), &out[t * cols], cols);
+        if (type_vec_dot_type(type) == TYPE_Q8_K) quantize_row_q8_k_scalar(&x[t * cols], q.data(), cols);
+        if (type_vec_dot_type(type) == TYPE_Q8_K) dequantize_row_q8_k(q.data(), &out[t * cols], cols);
         else dequantize_row_q8_0(q.data(), &out[t * cols], cols);
     }
     return out;

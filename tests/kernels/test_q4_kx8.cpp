@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "kernels/fp16.h"
-#include "kernels/q4_kx8.h"
 #include "kernels/quant.h"
 #include "kernels/rows_x8.h"
 #include "tests/kernels/kernel_test_data_k.h"

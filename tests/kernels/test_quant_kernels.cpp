@@ -11,7 +11,11 @@
 #include <vector>
 
 #include "kernels/fp16.h"
+#include "kernels/isa.h"
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
+#include "kernels/ref/ref.h"
+#include "kernels/table.h"
 
 namespace {
 
@@ -138,32 +142,40 @@ double dot_magnitude(TensorType t, const Bytes& w, const std::vector<float>& a_d
 // the exact value (u = 2^-24); two implementations are within twice that.
 double sum_tol(int n_terms, double mag) { return 2.0 * (n_terms + 16) * std::ldexp(1.0, -24) * mag + 1e-30; }
 
+using vec_dot_fn = float (*)(int n, const void* w, const void* a);
+
 struct DotCase {
     TensorType w;
     TensorType a;
     vec_dot_fn scalar;
-    vec_dot_fn best;
     matmul_rows_fn mm_scalar;
-    matmul_rows_fn mm_best;
 };
+
+// This build's kernel for plain rows of type w at nt tokens, as matmul picks it (kernels/table.h).
+matmul_rows_fn mm_best(TensorType w, int nt) { return pick_kernel(KernelOp::matmul, w, Layout::rows, nt)->matmul; }
+
+// One row's dot product by this build's one-token kernel.
+float best_dot(TensorType w, int n, const void* wr, const void* ar) {
+    float out = 0;
+    mm_best(w, 1)(wr, 0, ar, 0, n, 1, &out, 1, 0, 1);
+    return out;
+}
+
+// This build's activation quantizer for type a.
+quantize_row_fn quantize_best(TensorType a) { return pick_kernel(KernelOp::quantize, a, Layout::rows, 1)->quantize; }
 
 std::vector<DotCase> dot_cases() {
     return {
-        {TYPE_Q8_0, TYPE_Q8_0, vec_dot_q8_0_q8_0_scalar, vec_dot_q8_0_q8_0, matmul_q8_0_rows_scalar,
-         HEARTH_QSEL(matmul_q8_0_rows)},
-        {TYPE_Q4_0, TYPE_Q8_0, vec_dot_q4_0_q8_0_scalar, vec_dot_q4_0_q8_0, matmul_q4_0_rows_scalar,
-         HEARTH_QSEL(matmul_q4_0_rows)},
-        {TYPE_Q4_K, TYPE_Q8_K, vec_dot_q4_k_q8_k_scalar, vec_dot_q4_k_q8_k, matmul_q4_k_rows_scalar,
-         HEARTH_QSEL(matmul_q4_k_rows)},
-        {TYPE_Q6_K, TYPE_Q8_K, vec_dot_q6_k_q8_k_scalar, vec_dot_q6_k_q8_k, matmul_q6_k_rows_scalar,
-         HEARTH_QSEL(matmul_q6_k_rows)},
+        {TYPE_Q8_0, TYPE_Q8_0, vec_dot_q8_0_q8_0_scalar, matmul_q8_0_rows_scalar},
+        {TYPE_Q4_0, TYPE_Q8_0, vec_dot_q4_0_q8_0_scalar, matmul_q4_0_rows_scalar},
+        {TYPE_Q4_K, TYPE_Q8_K, vec_dot_q4_k_q8_k_scalar, matmul_q4_k_rows_scalar},
+        {TYPE_Q6_K, TYPE_Q8_K, vec_dot_q6_k_q8_k_scalar, matmul_q6_k_rows_scalar},
     };
 }
 
 Bytes quantize_act(TensorType a, const std::vector<float>& x) {
     Bytes q(type_row_bytes(a, int64_t(x.size())));
-    if (a == TYPE_Q8_0) quantize_row_q8_0(x.data(), q.data(), int64_t(x.size()));
-    else quantize_row_q8_k(x.data(), q.data(), int64_t(x.size()));
+    quantize_best(a)(x.data(), q.data(), int64_t(x.size()));
     return q;
 }
 
@@ -210,12 +222,14 @@ TEST_CASE("type helpers and block layouts") {
     CHECK(!type_is_storage(3));
     CHECK(!type_is_known(4));
     for (TensorType t : {TYPE_Q8_0, TYPE_Q4_0, TYPE_Q4_K, TYPE_Q6_K}) {
-        const QuantKernels* k = quant_kernels(t);
+        const TypeTraits* k = type_traits(t);
         REQUIRE(k != nullptr);
-        CHECK(k->type == t);
-        CHECK(k->act_type == type_vec_dot_type(t));
+        CHECK(bool(k->quantize));
+        CHECK(bool(k->dequantize));
+        CHECK(matmul_supports(t, Layout::rows));
+        CHECK(pick_kernel(KernelOp::quantize, k->act_type, Layout::rows, 1) != nullptr);
     }
-    CHECK(quant_kernels(TYPE_F16) == nullptr);
+    CHECK(!matmul_supports(TYPE_Q8_K, Layout::rows));  // activations only
 
     // Q4_K packed scales: round trip of all 6-bit values through ggml's packing.
     uint8_t s[12] = {0x3f | 0x40, 0x01 | 0x80, 0x22, 0x15 | 0xc0, 0x07, 0x30 | 0x40, 0x0a, 0x3e | 0x80, 0xa5, 0x5a, 0xf0, 0x0f};
@@ -380,13 +394,13 @@ TEST_CASE("activation quantizers: SIMD bytes identical to scalar") {
     {
         Bytes a(type_row_bytes(TYPE_Q8_0, int64_t(x.size()))), b(a.size());
         quantize_row_q8_0_scalar(x.data(), a.data(), int64_t(x.size()));
-        quantize_row_q8_0(x.data(), b.data(), int64_t(x.size()));
+        quantize_best(TYPE_Q8_0)(x.data(), b.data(), int64_t(x.size()));
         CHECK(a == b);
     }
     {
         Bytes a(type_row_bytes(TYPE_Q8_K, int64_t(x.size()))), b(a.size());
         quantize_row_q8_k_scalar(x.data(), a.data(), int64_t(x.size()));
-        quantize_row_q8_k(x.data(), b.data(), int64_t(x.size()));
+        quantize_best(TYPE_Q8_K)(x.data(), b.data(), int64_t(x.size()));
         CHECK(a == b);
     }
 }
@@ -413,7 +427,7 @@ TEST_CASE("vec_dot: scalar vs exact, best implementation vs scalar") {
                 const double mag = dot_magnitude(dc.w, w, ad, n);
                 const double tol = sum_tol(n / 32, mag);
                 const float s = dc.scalar(n, w.data(), a.data());
-                const float f = dc.best(n, w.data(), a.data());
+                const float f = best_dot(dc.w, n, w.data(), a.data());
                 CHECK(std::fabs(double(s) - exact) <= tol);
                 CHECK(std::fabs(double(f) - double(s)) <= tol);
             }
@@ -459,7 +473,7 @@ TEST_CASE("matmul_rows equals per-row vec_dot (scalar and best), any rows / toke
                 for (int impl = 0; impl < 2; ++impl) {
                     CAPTURE(impl);
                     std::vector<float> out(size_t(os) * nt, sentinel);
-                    (impl == 0 ? dc.mm_scalar : dc.mm_best)(W.data(), wrb, A.data(), arb, n, nt, out.data(), os,
+                    (impl == 0 ? dc.mm_scalar : mm_best(dc.w, nt))(W.data(), wrb, A.data(), arb, n, nt, out.data(), os,
                                                            sh.r0, sh.r1);
                     int bad = 0, touched = 0;
                     for (int t = 0; t < nt; ++t)
@@ -471,7 +485,7 @@ TEST_CASE("matmul_rows equals per-row vec_dot (scalar and best), any rows / toke
                             }
                             const void* wr = W.data() + size_t(r) * wrb;
                             const void* ar = A.data() + size_t(t) * arb;
-                            const float ref = (impl == 0 ? dc.scalar : dc.best)(n, wr, ar);
+                            const float ref = impl == 0 ? dc.scalar(n, wr, ar) : best_dot(dc.w, n, wr, ar);
                             const float refs = dc.scalar(n, wr, ar);
                             Bytes wrow(static_cast<const uint8_t*>(wr), static_cast<const uint8_t*>(wr) + wrb);
                             const double tol = sum_tol(n / 32, dot_magnitude(dc.w, wrow, ad[size_t(t)], n));

@@ -1,10 +1,10 @@
-// Tests for the matmul kernels of the row-interleaved types (TYPE_Q4_0_X8, TYPE_Q8_0_X8,
-// TYPE_Q4_K_X8; kernels/rows_x8.h, kernels/q4_kx8.h) on every build: x86 AVX2 with and without
+// Tests for the matmul kernels of the interleaved layout (Q4_0, Q8_0, Q4_K; kernels/rows_x8.h)
+// on every build: x86 AVX2 with and without
 // VNNI, aarch64 NEON with and without dotprod (under qemu), so that one layout serves them all.
 //  - The scalar twin on the repacked weights equals the plain scalar kernel on the plain weights
 //    bit for bit: it gathers each record into plain blocks and then does exactly what the plain
 //    kernel does.
-//  - This build's kernel (x8_matmul_kernel) equals the scalar twin within the float rounding of
+//  - This build's kernels (those pick_kernel chooses, kernels/table.h) equal the scalar twin within the float rounding of
 //    the dot's terms: the same integer sums per block, float sums in another order.
 // With rows of random bytes in every field and rows of extreme quants, extreme activations, row
 // counts with a plain tail, row ranges (which must write their rows and nothing else), 1..70
@@ -15,15 +15,18 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/fp16.h"
-#include "kernels/x86/gemm_avx2.h"
+#include "kernels/arm/arm.h"
 #include "kernels/matmul.h"
-#include "kernels/q4_kx8.h"
 #include "kernels/quant.h"
+#include "kernels/ref/ref.h"
 #include "kernels/rows_x8.h"
+#include "kernels/table.h"
+#include "kernels/x86/x86.h"
 #include "tests/kernels/kernel_test_data_k.h"
 
 namespace {
@@ -31,14 +34,17 @@ namespace {
 using kernel_test::Bytes;
 
 struct X8Kernels {
-    uint32_t plain, x8;
-    matmul_rows_fn plain_scalar, x8_scalar, x8_build;  // x8_build: what x8_matmul_kernel must give
+    uint32_t plain;
+    matmul_rows_fn plain_scalar, x8_scalar;
 };
 const X8Kernels kKernels[] = {
-    {TYPE_Q4_0, TYPE_Q4_0_X8, matmul_q4_0_rows_scalar, matmul_q4_0x8_rows_scalar, HEARTH_QSEL(matmul_q4_0x8_rows)},
-    {TYPE_Q8_0, TYPE_Q8_0_X8, matmul_q8_0_rows_scalar, matmul_q8_0x8_rows_scalar, HEARTH_QSEL(matmul_q8_0x8_rows)},
-    {TYPE_Q4_K, TYPE_Q4_K_X8, matmul_q4_k_rows_scalar, matmul_q4_kx8_rows_scalar, HEARTH_QSEL(matmul_q4_kx8_rows)},
+    {TYPE_Q4_0, matmul_q4_0_rows_scalar, matmul_q4_0x8_rows_scalar},
+    {TYPE_Q8_0, matmul_q8_0_rows_scalar, matmul_q8_0x8_rows_scalar},
+    {TYPE_Q4_K, matmul_q4_k_rows_scalar, matmul_q4_kx8_rows_scalar},
 };
+
+// The kernel of this build for `type` in `layout` at n_tokens, as matmul picks it.
+matmul_rows_fn picked(uint32_t type, Layout layout, int n_tokens) { return pick_kernel(KernelOp::matmul, type, layout, n_tokens)->matmul; }
 
 // Any fp16 bit pattern but inf and NaN (an all-ones exponent loses its top bit): subnormals,
 // negative and large scales too.
@@ -148,26 +154,39 @@ bool within_rounding(float got, float want, double mag, int nb) {
     return std::fabs(double(got) - double(want)) <= 1e-6 * (nb + 4) * mag + 1e-30;
 }
 
+// The plain scalar kernel of a type: the tail of its scalar twin.
+matmul_rows_fn ref_tail(uint32_t type) {
+    for (const X8Kernels& k : kKernels)
+        if (k.plain == type) return k.plain_scalar;
+    return nullptr;
+}
+
 constexpr float kSentinel = 12345.f;
 using Ranges = std::vector<std::pair<int, int>>;
 
-// out (stride os, n_tokens rows, kSentinel where nothing is written) after kernel k over each range.
+// out (stride os, n_tokens rows, kSentinel where nothing is written) after kernel k over each range;
+// with a `tail` kernel, k takes the whole groups of each range and `tail` the plain rows after them,
+// as matmul splits interleaved matrices.
 std::vector<float> run(matmul_rows_fn k, const Bytes& w, size_t wrb, const Bytes& a, size_t arb, int cols, int n_tokens,
-                       int os, const Ranges& ranges) {
+                       int os, const Ranges& ranges, matmul_rows_fn tail = nullptr) {
     std::vector<float> out(size_t(os) * size_t(n_tokens), kSentinel);
-    for (const auto& [r0, r1] : ranges) k(w.data(), wrb, a.data(), arb, cols, n_tokens, out.data(), os, r0, r1);
+    for (const auto& [r0, r1] : ranges) {
+        const int g1 = tail ? r0 + (r1 - r0) / 8 * 8 : r1;
+        if (g1 > r0) k(w.data(), wrb, a.data(), arb, cols, n_tokens, out.data(), os, r0, g1);
+        if (g1 < r1) tail(w.data(), wrb, a.data(), arb, cols, n_tokens, out.data(), os, g1, r1);
+    }
     return out;
 }
 
 // A GEMM called directly on each set of row ranges against the scalar twin: the rows in the
 // ranges within rounding, every other entry of `out` (os columns per token) left unwritten.
-[[maybe_unused]] void check_ranges_against_twin(matmul_rows_fn fn, matmul_rows_fn twin_fn, const Bytes& x8, size_t wrb, const Bytes& a,
+[[maybe_unused]] void check_ranges_against_twin(uint32_t type, matmul_rows_fn fn, matmul_rows_fn twin_fn, const Bytes& x8, size_t wrb, const Bytes& a,
                                                 size_t arb, int cols, int n_tokens, int os, const std::vector<Ranges>& range_sets,
                                                 const std::vector<double>& mag, int rows, int nb) {
     for (const Ranges& ranges : range_sets) {
         CAPTURE(ranges.size());
-        const std::vector<float> twin = run(twin_fn, x8, wrb, a, arb, cols, n_tokens, os, ranges);
-        const std::vector<float> got = run(fn, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+        const std::vector<float> twin = run(twin_fn, x8, wrb, a, arb, cols, n_tokens, os, ranges, ref_tail(type));
+        const std::vector<float> got = run(fn, x8, wrb, a, arb, cols, n_tokens, os, ranges, picked(type, Layout::rows, n_tokens));
         int bad = 0, unwritten = 0;
         for (int t = 0; t < n_tokens; t++)
             for (int r = 0; r < os; r++) {
@@ -191,14 +210,17 @@ std::vector<float> run(matmul_rows_fn k, const Bytes& w, size_t wrb, const Bytes
 TEST_CASE("x8 types: every build has kernels for them, its best ones") {
     for (const X8Kernels& k : kKernels) {
         CAPTURE(k.plain);
-        CHECK(x8_type_for(k.plain) == k.x8);
-        CHECK(type_plain(k.x8) == k.plain);
         CHECK(matmul_supports(k.plain, Layout::rows_x8));
         CHECK(kernel_layout(k.plain) == Layout::rows_x8);
-        CHECK((x8_matmul_kernel(k.x8) == k.x8_build));
-        CHECK(!x8_matmul_kernel(k.plain));
+        // One token: this build's best ISA (AVX2, else NEON, else the scalar twin).
+        const KernelRow* one = pick_kernel(KernelOp::matmul, k.plain, Layout::rows_x8, 1);
+        REQUIRE(one);
+        CHECK(one->isa == (std::string(HEARTH_ISA_NAME).rfind("avx2", 0) == 0  ? Isa::avx2
+                           : std::string(HEARTH_ISA_NAME).rfind("neon", 0) == 0 ? Isa::neon
+                                                                                : Isa::scalar));
     }
-    CHECK(x8_type_for(TYPE_Q6_K) == 0);  // q6_k stays plain (docs/format.md says why)
+    CHECK(kernel_layout(TYPE_Q6_K) == Layout::rows);  // q6_k stays plain (docs/format.md says why)
+    CHECK(!matmul_supports(TYPE_Q6_K, Layout::rows_x8));
 }
 
 TEST_CASE("x8 matmul: the scalar twin equals the plain scalar kernel bit for bit, this build's kernel the twin within rounding") {
@@ -229,8 +251,9 @@ TEST_CASE("x8 matmul: the scalar twin equals the plain scalar kernel bit for bit
                     for (const Ranges& ranges : range_sets) {
                         CAPTURE(ranges.size());
                         const std::vector<float> ref = run(k.plain_scalar, plain, wrb, a, arb, cols, n_tokens, os, ranges);
-                        const std::vector<float> twin = run(k.x8_scalar, x8, wrb, a, arb, cols, n_tokens, os, ranges);
-                        const std::vector<float> got = run(k.x8_build, x8, wrb, a, arb, cols, n_tokens, os, ranges);
+                        const std::vector<float> twin = run(k.x8_scalar, x8, wrb, a, arb, cols, n_tokens, os, ranges, k.plain_scalar);
+                        const std::vector<float> got = run(picked(k.plain, Layout::rows_x8, n_tokens), x8, wrb, a, arb, cols, n_tokens, os,
+                                                           ranges, picked(k.plain, Layout::rows, n_tokens));
                         CHECK(std::memcmp(ref.data(), twin.data(), ref.size() * sizeof(float)) == 0);
                         int bad = 0, unwritten = 0;
                         for (int t = 0; t < n_tokens; t++)
@@ -326,7 +349,7 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
                     const Bytes a = random_acts(zc.plain, n_tokens, cols, uint32_t(500 + n_tokens + cols));
                     const int os = rows + 3;
                     const std::vector<double> mag = magnitudes(zc.plain, plain, a, rows, cols, n_tokens);
-                    check_ranges_against_twin(zc.zmm, zc.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
+                    check_ranges_against_twin(zc.plain, zc.zmm, zc.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
                 }
             }
         }
@@ -374,7 +397,7 @@ TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: to
                         const Bytes a = random_acts(ic.plain, n_tokens, cols, uint32_t(700 + n_tokens + cols));
                         const int os = rows + 3;
                         const std::vector<double> mag = magnitudes(ic.plain, plain, a, rows, cols, n_tokens);
-                        check_ranges_against_twin(ic.gemm, ic.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
+                        check_ranges_against_twin(ic.plain, ic.gemm, ic.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
                     }
                 }
             }
