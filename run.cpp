@@ -1,7 +1,7 @@
 // run: memory-maps a hearth checkpoint and generates text from a prompt, chats, measures
 // the perplexity of a text or the model's speed. This file is the command line: the
 // options table, loading the model, picking the mode and reporting; the work is done in
-// model/ (generation) and frontend/ (chat in the terminal, perplexity, benchmark).
+// model/ (generation) and cli/ (chat in the terminal, perplexity, benchmark).
 #include <algorithm>
 #include <cerrno>
 #include <chrono>

@@ -4,22 +4,12 @@
 
 #include "base/json_input.h"
 #include "base/printable.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
 const char* const kVicunaDefaultSystem =
     "A chat between a curious user and an artificial intelligence assistant. "
     "The assistant gives helpful, detailed, and polite answers to the user's questions.";
-
-const std::vector<std::string>& chat_template_names() {
-    static const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "vicuna", "llama3", "qwen3", "mistral", "raw"};
-    return names;
-}
-
-bool is_chat_template(const std::string& name) {
-    for (const std::string& n : chat_template_names())
-        if (n == name) return true;
-    return false;
-}
 
 std::string detect_chat_template(const std::string& t) {
     if (is_chat_template(t)) return t;
@@ -109,7 +99,18 @@ struct IdBuilder {
 // Meta's chat_completion: the system prompt is folded into the first user message; each
 // (user, answer) pair is BOS + encode("[INST] {user} [/INST] {answer} ") + EOS; the last
 // user message is BOS + encode("[INST] {user} [/INST]").
-void format_llama2(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system) {
+// A dialog as every formatter takes it: the messages, where the turns start (after the system
+// message, if any), the system message's text, and whether to end with the generation prompt.
+struct Dialog {
+    const std::vector<ChatMessage>& messages;
+    size_t first;
+    const std::string& system;
+    bool gen;
+};
+
+void format_llama2(IdBuilder& b, const Dialog& dialog) {
+    const auto& [d, first, system, gen] = dialog;
+    (void)gen;
     const int bos = b.tok.bos_id(), eos = b.tok.eos_id();
     for (size_t i = first; i < d.size(); i += 2) {
         std::string user = d[i].content;
@@ -135,7 +136,8 @@ void format_llama2(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first
 // <|start_header_id|>role<|end_header_id|>\n\n{content | trim}<|eot_id|>; the generation
 // prompt is the assistant's header. (Llama-3.1's template adds a system message with
 // knowledge and current dates when tools are used; without tools it is this one.)
-void format_llama3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+void format_llama3(IdBuilder& b, const Dialog& dialog) {
+    const auto& [d, first, system, gen] = dialog;
     for (const ChatMessage& m : d) {
         b.add_marker("<|start_header_id|>");
         b.add_text(m.role);
@@ -157,7 +159,8 @@ void format_llama3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
 // ChatML, with an empty <think>\n\n</think>\n\n after the generation prompt. Earlier
 // replies are shown without their reasoning: the text after </think>, as the template cuts
 // it. The last message, when it is a reply (no generation prompt), keeps a think block.
-void format_qwen3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+void format_qwen3(IdBuilder& b, const Dialog& dialog) {
+    const auto& [d, first, system, gen] = dialog;
     const std::string think_end = "</think>";
     for (size_t i = 0; i < d.size(); i++) {
         const ChatMessage& m = d[i];
@@ -200,7 +203,8 @@ void format_qwen3(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
 // "[INST] {user} [/INST]", then the reply and EOS, and so on. The templates differ in where a system prompt goes; here it opens the first user
 // message, followed by a blank line (as v0.1's community templates and llama.cpp's
 // "mistral-v1" do). [INST] and [/INST] are ids where the vocabulary has them (v0.3).
-void format_mistral(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system, bool gen) {
+void format_mistral(IdBuilder& b, const Dialog& dialog) {
+    const auto& [d, first, system, gen] = dialog;
     for (size_t i = first; i < d.size(); i++) {
         const ChatMessage& m = d[i];
         if (m.role == "user") {
@@ -218,7 +222,8 @@ void format_mistral(IdBuilder& b, const std::vector<ChatMessage>& d, size_t firs
 
 // TinyLlama-Chat's Jinja (rendered with trim_blocks, as transformers does): each message
 // is "<|role|>\n" + content + eos_token + "\n"; the generation prompt "<|assistant|>\n".
-void format_zephyr(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+void format_zephyr(IdBuilder& b, const Dialog& dialog) {
+    const auto& [d, first, system, gen] = dialog;
     const int eos = b.tok.eos_id();
     for (const ChatMessage& m : d) {
         b.add_text("<|" + m.role + "|>\n");
@@ -230,7 +235,8 @@ void format_zephyr(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
     if (gen) b.add_text("<|assistant|>\n");
 }
 
-void format_chatml(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
+void format_chatml(IdBuilder& b, const Dialog& dialog) {
+    const auto& [d, first, system, gen] = dialog;
     for (const ChatMessage& m : d) {
         b.add_marker("<|im_start|>");
         b.add_text(m.role + "\n");
@@ -247,7 +253,8 @@ void format_chatml(IdBuilder& b, const std::vector<ChatMessage>& d, bool gen) {
 
 // FastChat's SeparatorStyle.ADD_COLON_TWO with sep " " and sep2 "</s>":
 // system + " " + "USER: " + msg + " " + "ASSISTANT: " + reply + "</s>" ..., ending "ASSISTANT:".
-void format_vicuna(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first, const std::string& system, bool gen) {
+void format_vicuna(IdBuilder& b, const Dialog& dialog) {
+    const auto& [d, first, system, gen] = dialog;
     b.add_text((system.empty() ? std::string(kVicunaDefaultSystem) : system) + " ");
     for (size_t i = first; i < d.size(); i++) {
         const ChatMessage& m = d[i];
@@ -267,7 +274,8 @@ void format_vicuna(IdBuilder& b, const std::vector<ChatMessage>& d, size_t first
 
 // No template: each message's text on its own, so that what the user types continues
 // the text exactly as `run -p` would.
-void format_raw(IdBuilder& b, const std::vector<ChatMessage>& d) {
+void format_raw(IdBuilder& b, const Dialog& dialog) {
+    const std::vector<ChatMessage>& d = dialog.messages;
     for (const ChatMessage& m : d) {
         if (m.ids.empty()) b.add_text(m.content);
         else b.add_ids(m.ids);
@@ -275,11 +283,45 @@ void format_raw(IdBuilder& b, const std::vector<ChatMessage>& d) {
     }
 }
 
+// The built-in templates, in the order --help lists them: the formatter, whether BOS comes first
+// (Hugging Face's tokenizer adds it in front of the formatted text; llama2 places its own), and
+// the marker that ends an assistant's turn besides EOS, when the vocabulary has it as one token.
+struct ChatTemplateRow {
+    const char* name;
+    void (*format)(IdBuilder&, const Dialog&);
+    bool bos_first;
+    const char* end_marker;
+};
+const ChatTemplateRow kChatTemplates[] = {
+    {"llama2", format_llama2, false, nullptr},     {"zephyr", format_zephyr, true, nullptr},
+    {"chatml", format_chatml, true, "<|im_end|>"}, {"vicuna", format_vicuna, true, nullptr},
+    {"llama3", format_llama3, true, "<|eot_id|>"}, {"qwen3", format_qwen3, true, "<|im_end|>"},
+    {"mistral", format_mistral, true, nullptr},    {"raw", format_raw, true, nullptr},
+};
+
+const ChatTemplateRow* find_template(const std::string& name) {
+    for (const ChatTemplateRow& t : kChatTemplates)
+        if (name == t.name) return &t;
+    return nullptr;
+}
+
 }  // namespace
+
+const std::vector<std::string>& chat_template_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> v;
+        for (const ChatTemplateRow& t : kChatTemplates) v.push_back(t.name);
+        return v;
+    }();
+    return names;
+}
+
+bool is_chat_template(const std::string& name) { return find_template(name) != nullptr; }
 
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& d,
                         bool add_generation_prompt, std::vector<int>* ids) {
-    if (!is_chat_template(name)) return "unknown chat template " + in_quotes(name);
+    const ChatTemplateRow* t = find_template(name);
+    if (!t) return "unknown chat template " + in_quotes(name);
     size_t first = 0;
     std::string system;
     if (!d.empty() && d[0].role == "system") {
@@ -295,19 +337,8 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
 
     ids->clear();
     IdBuilder b{tok, ids, "", {}, ""};
-    if (name == "llama2") {
-        format_llama2(b, d, first, system);
-    } else {
-        // The Hugging Face tokenizer adds BOS in front of the formatted text.
-        b.add_id(tok.bos_id());
-        if (name == "llama3") format_llama3(b, d, add_generation_prompt);
-        else if (name == "qwen3") format_qwen3(b, d, add_generation_prompt);
-        else if (name == "mistral") format_mistral(b, d, first, system, add_generation_prompt);
-        else if (name == "zephyr") format_zephyr(b, d, add_generation_prompt);
-        else if (name == "chatml") format_chatml(b, d, add_generation_prompt);
-        else if (name == "vicuna") format_vicuna(b, d, first, system, add_generation_prompt);
-        else format_raw(b, d);
-    }
+    if (t->bos_first) b.add_id(tok.bos_id());
+    t->format(b, Dialog{d, first, system, add_generation_prompt});
     b.flush();
     if (!b.error.empty()) ids->clear();
     return b.error;
@@ -316,10 +347,36 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
 std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok) {
     std::vector<int> ids;
     if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
-    const char* marker = name == "chatml" || name == "qwen3" ? "<|im_end|>" : name == "llama3" ? "<|eot_id|>" : nullptr;
-    if (marker) {
-        int id = marker_token(tok, marker);
+    const ChatTemplateRow* t = find_template(name);
+    if (t && t->end_marker) {
+        int id = marker_token(tok, t->end_marker);
         if (id >= 0) ids.push_back(id);
     }
     return ids;
+}
+
+std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, const std::string& asked, std::string* why) {
+    if (!asked.empty()) {
+        *why = "--template";
+        return asked;
+    }
+    if (is_chat_template(c.chat_template)) {
+        *why = "stored in the checkpoint";
+        return c.chat_template;
+    }
+    if (const std::string detected = detect_chat_template(c.chat_template_jinja); !detected.empty()) {
+        *why = "the checkpoint's Jinja template is " + detected + "'s";
+        return detected;
+    }
+    if (marker_token(tok, "<|im_start|>") >= 0 && marker_token(tok, "<|im_end|>") >= 0) {
+        *why = "the vocabulary has ChatML's tokens";
+        return "chatml";
+    }
+    if (!c.chat_template.empty())
+        *why = "the checkpoint's template " + in_quotes(c.chat_template) + " is unknown here; --template chooses one";
+    else if (!c.chat_template_jinja.empty())
+        *why = "the checkpoint's Jinja template is none this build knows; --template chooses one";
+    else
+        *why = "the checkpoint names no chat template; --template chooses one";
+    return "raw";
 }

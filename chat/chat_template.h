@@ -20,6 +20,7 @@
 #include <vector>
 
 class Tokenizer;
+struct ModelConfig;
 
 struct ChatMessage {
     std::string role;     // "system", "user" or "assistant"
@@ -40,6 +41,13 @@ std::string detect_chat_template(const std::string& jinja);
 // The chat template (Jinja) of a tokenizer_config.json, whose chat_template is a string or a
 // list of {name, template} (then the one named "default"). "" when absent or unreadable.
 std::string chat_template_jinja(const std::string& tokenizer_config_json);
+
+// The template a chat with this model uses, and in *why the reason, for the user: `asked`
+// (--template, a request) when given; else the name the checkpoint stores, when built in; else
+// the built-in template its Jinja text is (detect_chat_template); else chatml when the
+// vocabulary has ChatML's markers; else "raw". The result may be a name that is not built in
+// only when `asked` is one: check is_chat_template.
+std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, const std::string& asked, std::string* why);
 
 // Formats `dialog` (an optional system message, then user and assistant alternating)
 // into token ids. With add_generation_prompt, the dialog must end with a user message and

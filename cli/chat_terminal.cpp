@@ -152,30 +152,11 @@ std::string trim(const std::string& s) {
     return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-std::string resolve_template(const Model& model, const Tokenizer& tok, const std::string& asked, std::string* why) {
-    if (!asked.empty()) {
-        *why = "--template";
-        return asked;
-    }
-    const std::string& stored = model.config.chat_template;
-    if (is_chat_template(stored)) {
-        *why = "stored in the checkpoint";
-        return stored;
-    }
-    if (marker_token(tok, "<|im_start|>") >= 0 && marker_token(tok, "<|im_end|>") >= 0) {
-        *why = "the vocabulary has ChatML's tokens";
-        return "chatml";
-    }
-    *why = stored.empty() ? "the checkpoint names no chat template; --template chooses one"
-                          : "the checkpoint's template " + in_quotes(stored) + " is unknown here; --template chooses one";
-    return "raw";
-}
-
 }  // namespace
 
 int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     std::string why;
-    const std::string name = resolve_template(model, tok, opt.template_name, &why);
+    const std::string name = resolve_chat_template(model.config, tok, opt.template_name, &why);
     if (!is_chat_template(name)) {
         std::string names;
         for (const std::string& n : chat_template_names()) names += (names.empty() ? "" : ", ") + n;

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
 #include "formats/hearth.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
 #include "formats/mapped_file.h"
 #include "formats/safetensors.h"
 

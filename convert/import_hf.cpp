@@ -91,22 +91,6 @@ static std::string model_name_from_path(const std::string& path, bool strip_exte
     return base == "." || base == ".." || base == "/" ? "" : base;
 }
 
-// The families hearth runs, by Hugging Face's class and model_type, with config.json's
-// defaults where they differ (transformers' LlamaConfig, MistralConfig, Qwen3Config).
-struct HfFamily {
-    const char* architecture;
-    const char* model_type;
-    const char* arch;                 // hearth's (and GGUF's) architecture
-    int default_head_dim;             // 0: dim / heads
-    int default_sliding_window;       // when config.json has no sliding_window key; -1: the family has none (key ignored)
-    const char* refused_if_true;      // a switch hearth does not support, or nullptr
-};
-static const HfFamily kHfFamilies[] = {
-    {"LlamaForCausalLM", "llama", "llama", 0, -1, nullptr},
-    {"MistralForCausalLM", "mistral", "llama", 0, 4096, nullptr},        // Mistral is Llama with a sliding window
-    {"Qwen3ForCausalLM", "qwen3", "qwen3", 128, -1, "use_sliding_window"},  // its sliding_window applies only with the switch
-};
-
 // Llama-3.1's "llama3" rope scaling as RoPE frequency divisors, as transformers'
 // _compute_llama3_parameters scales the frequencies: those with a wavelength below
 // original/high_freq_factor are kept, those above original/low_freq_factor divided by factor,
@@ -146,12 +130,11 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     std::string arch = j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty()
                            ? text(j["architectures"][0]) : "";
     std::string model_type = j.contains("model_type") ? text(j["model_type"]) : "";
-    const HfFamily* family = nullptr;
-    for (const HfFamily& f : kHfFamilies)
-        if (arch == f.architecture || (arch.empty() && model_type == f.model_type)) family = &f;
+    const HfClass* hf_class = nullptr;
+    const ModelFamily* family = find_hf_family(arch, model_type, &hf_class);
     if (!family)
-        return "config.json describes " + in_quotes(arch.empty() ? model_type : arch) +
-               ", not a Llama-family model hearth runs (LlamaForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)";
+        return "config.json describes " + in_quotes(arch.empty() ? model_type : arch) + ", not a Llama-family model hearth runs (" +
+               hf_class_names() + ")";
     for (const char* key : {"attention_bias", "mlp_bias"})
         if (j.contains(key) && j[key] != false && !j[key].is_null()) return std::string("config.json: ") + key + " is not supported";
     if (j.contains("hidden_act") && j["hidden_act"] != "silu") return "hidden_act " + shown(j["hidden_act"]) + " is not supported (only silu)";
@@ -167,7 +150,7 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
         if (!(err = json_int(j, key, 1, 1 << 30, fallback, &(c->*field))).empty()) return err;
     if (!(err = json_int(j, "num_key_value_heads", 1, 1 << 30, c->n_heads, &c->n_kv_heads)).empty()) return err;
     // Qwen3 states head_dim (e.g. 128 with dim 1024 and 16 heads); its default is 128, not dim / heads.
-    const int head_dim = family->default_head_dim ? family->default_head_dim : c->dim / c->n_heads;
+    const int head_dim = hf_class->default_head_dim ? hf_class->default_head_dim : c->dim / c->n_heads;
     if (!(err = json_int(j, "head_dim", 1, 1 << 30, head_dim, &c->head_dim)).empty()) return err;
     if (!(err = json_float(j, "rms_norm_eps", 1e-6f, &c->rms_eps)).empty()) return err;  // LlamaConfig's default
 
@@ -195,11 +178,11 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     }
 
     // Mistral's sliding window (absent: MistralConfig's 4096; null: none).
-    const char* sw = family->refused_if_true;
+    const char* sw = hf_class->refused_if_true;
     if (sw && j.contains(sw) && j[sw] != false && !j[sw].is_null()) return std::string("config.json: ") + sw + " is not supported";
     c->sliding_window = 0;
-    if (family->default_sliding_window >= 0 && !(j.contains("sliding_window") && j["sliding_window"].is_null()))
-        if (!(err = json_int(j, "sliding_window", 1, 1 << 24, family->default_sliding_window, &c->sliding_window)).empty()) return err;
+    if (hf_class->default_sliding_window >= 0 && !(j.contains("sliding_window") && j["sliding_window"].is_null()))
+        if (!(err = json_int(j, "sliding_window", 1, 1 << 24, hf_class->default_sliding_window, &c->sliding_window)).empty()) return err;
 
     if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean()) return "config.json: tie_word_embeddings is not true or false";
     c->tied_embeddings = j.value("tie_word_embeddings", false);
@@ -210,9 +193,7 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
         json wrapped = {{key, one}};
         if (!(err = json_int(wrapped, key, 0, 1 << 30, fallback, &(c->*field))).empty()) return err;
     }
-    // Qwen's tokenizers add no BOS (their bos_token_id, <|endoftext|>, is not a prompt's first
-    // token; llama.cpp's qwen3 files say add_bos_token false); Llama's and Mistral's do.
-    c->add_bos = c->bos_id >= 0 && c->arch != "qwen3";
+    c->add_bos = c->bos_id >= 0 && family->prompts_start_with_bos;
     return validate_config(*c);
 }
 
@@ -333,7 +314,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
             continue;
         }
         char hf[256];
-        std::snprintf(hf, sizeof hf, want.role->hf_name, want.layer);
+        std::snprintf(hf, sizeof hf, hf_tensor_name(family_of(c), want.role->name, want.role->hf_name), want.layer);
         auto it = all.find(hf);
         if (it == all.end()) return std::string("tensor ") + hf + " is missing from the safetensors files";
         const SafeTensor& st = *it->second;
@@ -352,8 +333,8 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         s.data = st.data;
         // Hugging Face's q/k rows are reordered into adjacent pairs for the families whose RoPE
         // rotates those (llama); qwen3's are kept in Hugging Face's order, which its RoPE
-        // (rotate_half, llama.cpp's NEOX) and its q_norm/k_norm weights expect (rope_style, model/config.h).
-        if (rope_style(c) == RopeStyle::adjacent_pairs) {
+        // (rotate_half, llama.cpp's NEOX) and its q_norm/k_norm weights expect (model/family.h).
+        if (family_of(c).rope_style == RopeStyle::adjacent_pairs) {
             if (want.role->hf_rope == HfRope::q_heads) s.hf_rope_heads = c.n_heads;
             if (want.role->hf_rope == HfRope::kv_heads) s.hf_rope_heads = c.n_kv_heads;
         }

@@ -6,12 +6,10 @@
 #include "base/limits.h"
 #include "kernels/quant_types.h"
 #include "formats/metadata.h"
-#include "model/tensors.h"
-#include "model/tokenizer_metadata.h"
 
 bool is_gguf(const void* data, size_t size) { return size >= 4 && std::memcmp(data, kGgufMagic, 4) == 0; }
 
-std::string parse_gguf(const void* data, size_t size, ParsedCheckpoint* out) {
+std::string read_gguf_file(const void* data, size_t size, ModelFile* out) {
     const uint8_t* base = static_cast<const uint8_t*>(data);
     if (!is_gguf(data, size)) return "not a GGUF file (wrong magic)";
     if (size < 24) return "file is truncated (shorter than the GGUF header)";
@@ -26,7 +24,7 @@ std::string parse_gguf(const void* data, size_t size, ParsedCheckpoint* out) {
     out->format = "GGUF v" + std::to_string(version);
     if (n_tensors == 0 || n_tensors > limits::kMaxTensors) return "tensor count " + std::to_string(n_tensors) + " is absurd";
 
-    Metadata meta;
+    Metadata& meta = out->meta;
     uint64_t at = 24, used = 0;
     std::string err = meta.parse(base + at, size - at, n_kv, &used);
     if (!err.empty()) return err;
@@ -95,8 +93,5 @@ std::string parse_gguf(const void* data, size_t size, ParsedCheckpoint* out) {
         t.data = base + data_start + info.offset;
         out->tensors.push_back(std::move(t));
     }
-
-    if (!(err = config_from_metadata(meta, &out->config)).empty()) return "bad model configuration: " + err;
-    if (!(err = tokenizer_from_metadata(meta, &out->tokenizer)).empty()) return err;
-    return finish_config(out);
+    return "";
 }

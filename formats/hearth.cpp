@@ -6,10 +6,8 @@
 
 #include "base/limits.h"
 #include "base/printable.h"
-#include "kernels/quant_types.h"
-#include "formats/gguf.h"
 #include "formats/metadata.h"
-#include "model/tokenizer_metadata.h"
+#include "kernels/quant_types.h"
 
 uint64_t TensorView::rows() const {
     uint64_t r = 1;
@@ -32,8 +30,13 @@ uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape) {
     return row_bytes * rows;
 }
 
-// A fixed-size char field from the file, as a string, without trusting a NUL to be there.
-static std::string field_string(const char* p, size_t n) {
+std::string shape_string(int n_dims, const uint64_t* shape) {
+    std::string s = "[";
+    for (int i = 0; i < n_dims; i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+std::string header_string(const char* p, size_t n) {
     size_t len = 0;
     while (len < n && p[len]) len++;
     return std::string(p, len);
@@ -76,7 +79,7 @@ static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t
         TensorEntry e;
         std::memcpy(&e, base + table_offset + i * sizeof(TensorEntry), sizeof e);
         TensorView t;
-        t.name = field_string(e.name, sizeof e.name);
+        t.name = header_string(e.name, sizeof e.name);
         bool printable = !t.name.empty() && t.name.size() < sizeof e.name;
         for (unsigned char ch : t.name) printable = printable && ch >= 0x20 && ch < 0x7f;
         if (!printable) return "tensor " + std::to_string(i) + " has no valid name";
@@ -100,7 +103,7 @@ static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t
     return "";
 }
 
-static std::string parse_v1(const uint8_t* base, size_t size, ParsedCheckpoint* out) {
+static std::string read_v1(const uint8_t* base, size_t size, ModelFile* out) {
     if (size < sizeof(FileHeaderV1)) return "file is truncated (shorter than the header)";
     FileHeaderV1 h;
     std::memcpy(&h, base, sizeof h);
@@ -108,40 +111,17 @@ static std::string parse_v1(const uint8_t* base, size_t size, ParsedCheckpoint* 
     if (h.file_bytes != size)
         return "file is " + std::to_string(size) + " bytes but its header says " + std::to_string(h.file_bytes) +
                (size < h.file_bytes ? " (truncated)" : "");
-    ModelConfig& c = out->config;
-    auto u = [](uint32_t v) { return v > (1u << 30) ? -1 : int(v); };  // absurd values fail validation
-    c.dim = u(h.dim);
-    c.hidden_dim = u(h.hidden_dim);
-    c.n_layers = u(h.n_layers);
-    c.n_heads = u(h.n_heads);
-    c.n_kv_heads = u(h.n_kv_heads);
-    c.head_dim = u(h.head_dim);
-    c.vocab_size = u(h.vocab_size);
-    c.max_seq_len = u(h.max_seq_len);
-    // Only 0xffffffff means "none"; any other id outside the vocabulary fails validation.
-    auto id = [](uint32_t v) { return v == 0xffffffffu ? -1 : v > (1u << 30) ? (1 << 30) : int(v); };
-    c.bos_id = id(h.bos_id);
-    c.eos_id = id(h.eos_id);
-    c.add_bos = c.bos_id >= 0;
-    c.tied_embeddings = (h.flags & 1) != 0;
-    c.rope_theta = h.rope_theta;
-    c.rms_eps = h.rms_eps;
-    c.arch = field_string(h.arch, sizeof h.arch);
-    c.chat_template = field_string(h.chat_template, sizeof h.chat_template);
-    std::string err = validate_config(c);
-    if (!err.empty()) return "bad model configuration: " + err;
-
+    out->v1_header = h;
     // Offsets are compared by subtraction from `size` so that no sum can overflow.
     if (h.tokenizer_offset < sizeof(FileHeaderV1) || h.tokenizer_offset > size ||
         h.tokenizer_bytes > size - h.tokenizer_offset || h.tokenizer_bytes == 0)
         return "tokenizer section lies outside the file";
-    out->tokenizer.kind = TokenizerKind::sentencepiece;
-    out->tokenizer.sentencepiece.assign(reinterpret_cast<const char*>(base + h.tokenizer_offset), h.tokenizer_bytes);
+    out->v1_sentencepiece.assign(reinterpret_cast<const char*>(base + h.tokenizer_offset), h.tokenizer_bytes);
     if (h.tensor_table_offset < sizeof(FileHeaderV1)) return "tensor table lies outside the file";
     return parse_tensor_table(base, size, h.n_tensors, h.tensor_table_offset, h.data_offset, &out->tensors);
 }
 
-static std::string parse_v2(const uint8_t* base, size_t size, ParsedCheckpoint* out) {
+static std::string read_v2(const uint8_t* base, size_t size, ModelFile* out) {
     if (size < sizeof(FileHeaderV2)) return "file is truncated (shorter than the header)";
     FileHeaderV2 h;
     std::memcpy(&h, base, sizeof h);
@@ -151,60 +131,22 @@ static std::string parse_v2(const uint8_t* base, size_t size, ParsedCheckpoint* 
                (size < h.file_bytes ? " (truncated)" : "");
     if (h.metadata_offset != sizeof(FileHeaderV2) || h.tensor_table_offset < h.metadata_offset || h.tensor_table_offset > size)
         return "metadata section lies outside the file";
-    Metadata meta;
     uint64_t used = 0;
     const uint64_t meta_bytes = h.tensor_table_offset - h.metadata_offset;
-    std::string err = meta.parse(base + h.metadata_offset, meta_bytes, h.n_metadata, &used);
+    std::string err = out->meta.parse(base + h.metadata_offset, meta_bytes, h.n_metadata, &used);
     if (!err.empty()) return err;
     if (used != meta_bytes) return "metadata section has " + std::to_string(meta_bytes - used) + " bytes its entries do not use";
-    if (!(err = config_from_metadata(meta, &out->config)).empty()) return "bad model configuration: " + err;
-    if (!(err = tokenizer_from_metadata(meta, &out->tokenizer)).empty()) return err;
-    if (!(err = parse_tensor_table(base, size, h.n_tensors, h.tensor_table_offset, h.data_offset, &out->tensors)).empty()) return err;
-    return finish_config(out);
+    return parse_tensor_table(base, size, h.n_tensors, h.tensor_table_offset, h.data_offset, &out->tensors);
 }
 
-std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* out) {
+std::string read_hearth_file(const void* data, size_t size, ModelFile* out) {
     const uint8_t* base = static_cast<const uint8_t*>(data);
     if (size < sizeof(kCheckpointMagic) + 4 || std::memcmp(base, kCheckpointMagic, sizeof(kCheckpointMagic)) != 0)
         return "not a hearth checkpoint (wrong magic)";
     uint32_t version;
     std::memcpy(&version, base + sizeof(kCheckpointMagic), 4);
     out->format = "hearth v" + std::to_string(version);
-    if (version == 1) return parse_v1(base, size, out);
-    if (version == 2) return parse_v2(base, size, out);
+    if (version == 1) return read_v1(base, size, out);
+    if (version == 2) return read_v2(base, size, out);
     return "checkpoint version " + std::to_string(version) + " is not supported (this build reads versions 1 and 2)";
-}
-
-std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* out) {
-    if (is_gguf(data, size)) return parse_gguf(data, size, out);
-    if (size >= sizeof(kCheckpointMagic) && std::memcmp(data, kCheckpointMagic, sizeof(kCheckpointMagic)) == 0)
-        return parse_checkpoint(data, size, out);
-    return "neither a hearth checkpoint nor a GGUF file (wrong magic)";
-}
-
-std::string finish_config(ParsedCheckpoint* p) {
-    ModelConfig& c = p->config;
-    const TensorView *embd = nullptr, *rope_freqs = nullptr;
-    c.tied_embeddings = true;
-    for (const TensorView& t : p->tensors) {
-        if (t.name == "token_embd.weight") embd = &t;
-        if (t.name == "output.weight") c.tied_embeddings = false;
-        if (t.name == "rope_freqs.weight") rope_freqs = &t;
-    }
-    // RoPE's frequency factors (Llama-3's rope scaling) are a tensor, as in GGUF: read here so
-    // that the configuration, which the RoPE table is made from, has them.
-    c.rope_freq_factors.clear();
-    if (rope_freqs) {
-        if (rope_freqs->type != TYPE_F32 || rope_freqs->n_dims != 1 || rope_freqs->shape[0] > 1024)
-            return "rope_freqs.weight is not an f32 vector of at most 1024 values";
-        c.rope_freq_factors.resize(size_t(rope_freqs->shape[0]));
-        std::memcpy(c.rope_freq_factors.data(), rope_freqs->data, 4 * c.rope_freq_factors.size());
-    }
-    if (c.vocab_size == 0) {
-        if (!embd || embd->n_dims != 2) return "the vocabulary size is neither stated nor given by token_embd.weight";
-        if (embd->shape[0] > (1u << 30)) return "token_embd.weight has an absurd shape";
-        c.vocab_size = int(embd->shape[0]);
-    }
-    std::string err = validate_config(c);
-    return err.empty() ? "" : "bad model configuration: " + err;
 }

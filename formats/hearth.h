@@ -2,7 +2,7 @@
 // spelling. Everything is little-endian.
 //
 // Version 2 (written since the GGUF importer):
-//   [header: 64 bytes][metadata: typed key/values, GGUF's encoding (model/metadata.h)]
+//   [header: 64 bytes][metadata: typed key/values, GGUF's encoding (formats/metadata.h)]
 //   [tensor table: n × 128 bytes][padding to 64][tensor data, each tensor on a 64-byte boundary]
 // Version 1 (still read):
 //   [header: 256 bytes with the hyperparameters][tokenizer: SentencePiece model bytes]
@@ -10,12 +10,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "formats/metadata.h"
 #include "kernels/quant_types.h"
-#include "tokenizer/tokenizer.h"
-#include "model/config.h"
 
 static constexpr char kCheckpointMagic[8] = {'H', 'E', 'A', 'R', 'T', 'H', 'C', 'K'};
 static constexpr uint32_t kCheckpointVersion = 2;  // what the writer writes
@@ -76,13 +76,21 @@ struct TensorView {
     uint64_t cols() const { return n_dims ? shape[n_dims - 1] : 1; }
 };
 
-// A checkpoint held in memory (normally a memory map), parsed and checked.
-struct ParsedCheckpoint {
+// A model file as its format's reader hands it out (hearth here, GGUF in formats/gguf.h): the
+// key/values and the tensors, every offset and size checked against the file, nothing
+// interpreted. What the keys mean, the configuration and the tokenizer, is model/'s to say
+// (model/checkpoint.h).
+struct ModelFile {
     std::string format;  // "hearth v1", "hearth v2", "GGUF v3", ...
-    ModelConfig config;
-    TokenizerSpec tokenizer;
+    Metadata meta;       // hearth v2 and GGUF: hyperparameters and tokenizer as typed key/values
     std::vector<TensorView> tensors;
+    // hearth v1 only: the fixed header with the hyperparameters, and the SentencePiece model.
+    std::optional<FileHeaderV1> v1_header;
+    std::string v1_sentencepiece;
 };
+
+// A fixed-size char field of a header, as a string, without trusting a NUL to be there.
+std::string header_string(const char* field, size_t n);
 
 // A hearth file stores a matrix whose rows are interleaved by 8 under a type id of its own,
 // 1000 + its type (q4_0x8 1002, q8_0x8 1008, q4_Kx8 1012: docs/format.md); in memory the type
@@ -94,17 +102,12 @@ bool hearth_type_from_id(uint32_t id, uint32_t* type, Layout* layout);
 
 // A hearth checkpoint, version 1 or 2. Every offset and size is checked against `size` before
 // use. Returns "" on success, else a one-line description of what is wrong.
-std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* out);
-
-// A hearth checkpoint or a GGUF file (model/gguf.h), told apart by the magic.
-std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* out);
-
-// What both hearth v2 and GGUF leave to the tensors: the vocabulary size (the embedding's
-// rows) when no key gave it, and tied embeddings when there is no output.weight; then the
-// whole configuration is validated.
-std::string finish_config(ParsedCheckpoint* p);
+std::string read_hearth_file(const void* data, size_t size, ModelFile* out);
 
 // Bytes needed to store a tensor of this type and shape, or 0 when the type is unknown or
 // the shape does not fit it (a zero or absurd dimension, a row length that is not a
 // multiple of the block size, a total beyond 1 TiB). Never overflows.
 uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape);
+
+// "[a, b]"
+std::string shape_string(int n_dims, const uint64_t* shape);

@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "model/family.h"
+
 class Metadata;
 
 struct ModelConfig {
-    // The family: its tensors (model/tensors.h) and forward pass. "llama" (Llama-2/3, Mistral,
-    // TinyLlama, ...) or "qwen3" (Qwen3 dense: RMSNorm of each query and key head, RoPE on halves).
+    // The family (general.architecture): its row in model/families/ says what sets it apart.
     std::string arch = "llama";
     std::string name;            // what the model is called (general.name), "" if unknown: kept to hand on
     int dim = 0;         // residual stream width
@@ -24,7 +25,7 @@ struct ModelConfig {
     float rope_theta = 10000.0f;
     float rms_eps = 1e-5f;
     // RoPE's per-frequency divisors, [head_dim / 2]: frequency i is theta^(-2i/head_dim) /
-    // rope_freq_factors[i]. Llama-3.1's "llama3" rope scaling is this (model/import.cpp computes
+    // rope_freq_factors[i]. Llama-3.1's "llama3" rope scaling is this (convert/import_hf.cpp computes
     // it from config.json's rope_scaling); files hold it as the tensor rope_freqs.weight, as GGUF
     // does, and finish_config reads it from there. Empty: none.
     std::vector<float> rope_freq_factors;
@@ -35,22 +36,16 @@ struct ModelConfig {
     int bos_id = 1;
     int eos_id = 2;
     bool add_bos = true;  // prompts start with BOS
-    // The chat template: the name of a built-in one (model/chat_template.h), "" for none, and
-    // the Jinja text the checkpoint came with, kept to hand on (GGUF export), "" if unknown.
+    // The chat template as the checkpoint states it: the name of a built-in one
+    // (hearth.chat_template), and the Jinja text it came with (tokenizer.chat_template); "" for
+    // none. A chat chooses from them (resolve_chat_template, chat/chat_template.h).
     std::string chat_template;
     std::string chat_template_jinja;
 };
 
-// How a family's RoPE pairs the elements of a head. llama's q/k rows (in hearth files and in
-// GGUF) rotate adjacent pairs (x[2i], x[2i+1]); qwen3's, stored as Hugging Face and llama.cpp
-// (LLAMA_ROPE_TYPE_NEOX) have them, rotate x[i] with x[i + head_dim/2]. Importing a Hugging
-// Face llama folder reorders its q/k rows into pairs (docs/format.md); a qwen3 folder's are kept
-// as they are, so that its q_norm/k_norm weights and GGUF's qwen3 tensors need no reordering.
-enum class RopeStyle { adjacent_pairs, halves };
-RopeStyle rope_style(const ModelConfig& c);
-
-// Qwen3: attn_q_norm / attn_k_norm, an RMSNorm over each query and key head before RoPE.
-bool has_qk_norm(const ModelConfig& c);
+// The family row of a configuration (model/family.h): what forward() and the importers do for
+// it. validate_config refuses an architecture without a row before anything reads it.
+const ModelFamily& family_of(const ModelConfig& c);
 
 // "" when the configuration is one hearth can run, else what is wrong with it.
 std::string validate_config(const ModelConfig& c);

@@ -155,8 +155,9 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
 static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
     const ModelConfig& c = m.config;
     const int dim = c.dim, hidden = c.hidden_dim, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
-    // RoPE rotates adjacent pairs of a head (llama) or its two halves (qwen3): model/config.h, rope_style.
-    const auto rope = rope_style(c) == RopeStyle::halves ? apply_rope_halves : apply_rope;
+    // RoPE rotates adjacent pairs of a head (llama) or its two halves (qwen3): model/family.h.
+    const ModelFamily& family = family_of(c);
+    const auto rope = family.rope_style == RopeStyle::halves ? apply_rope_halves : apply_rope;
 
     for (int t = 0; t < n; t++) dequantize_row(m.token_embd.type, m.token_embd.data, dim, tokens[t], &s.x[size_t(t) * dim]);
 
@@ -170,7 +171,7 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
         for (int t = 0; t < n; t++)
             rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
         matmul_tensors({{s.q.data(), &L.attn_q}, {s.k.data(), &L.attn_k}, {s.v.data(), &L.attn_v}}, s.xb.data(), n);
-        if (has_qk_norm(c)) {  // Qwen3: each query and key head is RMS-normalized on its own, before RoPE
+        if (family.qk_norm) {  // Qwen3: each query and key head is RMS-normalized on its own, before RoPE
             for (int h = 0; h < n * c.n_heads; h++)
                 rmsnorm(&s.q[size_t(h) * hd], &s.q[size_t(h) * hd], static_cast<const float*>(L.attn_q_norm.data), hd, c.rms_eps);
             for (int h = 0; h < n * c.n_kv_heads; h++)

@@ -5,9 +5,10 @@
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
-#include "model/config.h"
 #include "formats/hearth.h"
 #include "formats/mapped_file.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
 
 class Metadata;
 

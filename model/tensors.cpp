@@ -46,7 +46,7 @@ bool role_needed(const TensorRole& r, const ModelConfig& c) {
         case Need::always: return true;
         case Need::untied_output: return !c.tied_embeddings;
         case Need::rope_freqs: return !c.rope_freq_factors.empty();
-        case Need::qk_norm: return has_qk_norm(c);
+        case Need::qk_norm: return family_of(c).qk_norm;
     }
     return false;
 }
@@ -92,12 +92,6 @@ const TensorRole* role_of(const std::string& name, int* layer) {
     for (int i = 0; i < kTensorRoleCount; i++)
         if (kTensorRoles[i].per_layer == (*layer >= 0) && rest == kTensorRoles[i].name) return &kTensorRoles[i];
     return nullptr;
-}
-
-std::string shape_string(int n_dims, const uint64_t* shape) {
-    std::string s = "[";
-    for (int i = 0; i < n_dims; i++) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
 }
 
 std::string match_tensors(const ModelConfig& c, const std::vector<TensorView>& tensors, std::vector<MatchedTensor>* out) {

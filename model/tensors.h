@@ -22,12 +22,12 @@ enum class Need : uint8_t {
     always,
     untied_output,  // only when the output projection is not the token embedding
     rope_freqs,     // only when RoPE has frequency factors (ModelConfig::rope_freq_factors: Llama-3)
-    qk_norm,        // only in families that normalize query and key heads (has_qk_norm: qwen3)
+    qk_norm,        // only in families that normalize query and key heads (ModelFamily::qk_norm: qwen3)
 };
 
 // How Hugging Face orders the rows of a q/k projection: by rotate-half pairs, which hearth
 // reorders into adjacent pairs while importing a family whose RoPE rotates adjacent pairs
-// (rope_style in model/config.h; docs/format.md, "RoPE convention").
+// (ModelFamily::rope_style in model/family.h; docs/format.md, "RoPE convention").
 enum class HfRope : uint8_t { none, q_heads, kv_heads };
 
 struct TensorRole {
@@ -81,5 +81,3 @@ struct MatchedTensor {
 };
 std::string match_tensors(const ModelConfig& c, const std::vector<TensorView>& tensors, std::vector<MatchedTensor>* out);
 
-// "[a, b]"
-std::string shape_string(int n_dims, const uint64_t* shape);

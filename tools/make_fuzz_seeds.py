@@ -527,7 +527,7 @@ def gguf_string(s):
 
 
 class Meta:
-    """Typed key/values in GGUF's encoding (model/metadata.h)."""
+    """Typed key/values in GGUF's encoding (formats/metadata.h)."""
 
     def __init__(self):
         self.entries = []

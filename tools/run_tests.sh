@@ -10,7 +10,7 @@ while [ $# -ge 2 ]; do
     shift 2
     echo "=== $label: $cmd"
     start=$SECONDS
-    out=$($cmd 2>&1)
+    out=$(bash -c "$cmd" 2>&1)  # a shell: commands may quote their arguments
     rc=$?
     echo "$out"
     echo "=== $label: $((SECONDS - start)) s"

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
@@ -252,6 +253,37 @@ TEST_CASE("chat template: detection from Hugging Face chat_template strings") {
     CHECK(detect_chat_template(chat_template_jinja(list.dump())) == "llama2");
     CHECK(chat_template_jinja("{\"add_bos_token\": true}") == "");
     CHECK(chat_template_jinja("{not json") == "");
+}
+
+TEST_CASE("chat template: a chat chooses --template, then the stored name, then the Jinja text, then ChatML's tokens") {
+    // TinyLlama/TinyLlama-1.1B-Chat-v1.0's chat_template, as llama.cpp's GGUF files carry it
+    // (tokenizer.chat_template, with no name of hearth's).
+    const std::string zephyr_jinja =
+        "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
+        "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == "
+        "'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and "
+        "add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
+    Llama2Tokenizer llama2;
+    std::string bytes = with_control_pieces(read_text("tests/data/llama2-tokenizer.model"), {"<|im_start|>", "<|im_end|>"});
+    Tokenizer chatml_vocab;
+    REQUIRE(chatml_vocab.load(bytes.data(), bytes.size()) == "");
+    std::string why;
+    ModelConfig c;
+    CHECK(resolve_chat_template(c, llama2.tok, "", &why) == "raw");
+    CHECK(why.find("names no chat template") != std::string::npos);
+    CHECK(resolve_chat_template(c, chatml_vocab, "", &why) == "chatml");
+    c.chat_template_jinja = zephyr_jinja;
+    CHECK(resolve_chat_template(c, chatml_vocab, "", &why) == "zephyr");
+    c.chat_template = "vicuna";
+    CHECK(resolve_chat_template(c, chatml_vocab, "", &why) == "vicuna");
+    CHECK(why == "stored in the checkpoint");
+    c.chat_template = "no-such-template";  // a name from a newer build: the Jinja text decides
+    CHECK(resolve_chat_template(c, llama2.tok, "", &why) == "zephyr");
+    c.chat_template_jinja = "{{ messages }}";
+    CHECK(resolve_chat_template(c, llama2.tok, "", &why) == "raw");
+    CHECK(why.find("no-such-template") != std::string::npos);
+    CHECK(resolve_chat_template(c, llama2.tok, "llama3", &why) == "llama3");
+    CHECK(why == "--template");
 }
 
 TEST_CASE("chat template: quantize stores the template it detects, and run --chat uses it") {

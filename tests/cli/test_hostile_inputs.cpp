@@ -844,7 +844,7 @@ std::string v1_header(const std::string& arch, const std::string& chat_template)
     return std::string(reinterpret_cast<const char*>(&h), sizeof h);
 }
 
-// Metadata entries as they are encoded (model/metadata.h), to place what Metadata cannot hold
+// Metadata entries as they are encoded (formats/metadata.h), to place what Metadata cannot hold
 // (nested arrays, a key twice) into a written file over a placeholder of the same length.
 std::string u32_bytes(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
 std::string u64_bytes(uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }

@@ -396,8 +396,8 @@ TEST_CASE("families: Qwen3-0.6B's and Mistral-7B-v0.1's config.json read as thei
     CHECK(q.tied_embeddings);
     CHECK(q.sliding_window == 0);
     CHECK(q.rope_freq_factors.empty());
-    CHECK(rope_style(q) == RopeStyle::halves);
-    CHECK(has_qk_norm(q));
+    CHECK(family_of(q).rope_style == RopeStyle::halves);
+    CHECK(family_of(q).qk_norm);
     CHECK(q.bos_id == 151643);
     CHECK(!q.add_bos);  // Qwen's tokenizers add no BOS
     ModelConfig m;
@@ -410,7 +410,7 @@ TEST_CASE("families: Qwen3-0.6B's and Mistral-7B-v0.1's config.json read as thei
     CHECK(m.arch == "llama");
     CHECK(m.sliding_window == 4096);
     CHECK(m.head_dim == 128);
-    CHECK(rope_style(m) == RopeStyle::adjacent_pairs);
-    CHECK(!has_qk_norm(m));
+    CHECK(family_of(m).rope_style == RopeStyle::adjacent_pairs);
+    CHECK(!family_of(m).qk_norm);
     CHECK(m.add_bos);
 }
