@@ -222,9 +222,6 @@ enum TypeUse : uint8_t {
     USE_STORE = 1,   // run computes with it, and a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)
     USE_DEQUANT = 2, // quantize can read it (dequantized and re-quantized), run cannot
     USE_ACT = 3,     // activations only (q8_K)
-    // No row has it: a layout is a tensor's attribute now (Layout), not a type. formats/gguf.cpp
-    // and formats/writer.cpp still test for it; remove it with those tests.
-    USE_INTERLEAVED = 4,
 };
 struct TypeTraits {
     uint32_t id;
