@@ -13,7 +13,7 @@
 #include "kernels/ref/ref.h"
 #include "kernels/x86/x86.h"
 #include "kernels/quant.h"
-#include "tests/kernels/kernel_test_data_k.h"
+#include "tests/kernels/kernel_test_data.h"
 
 #if defined(HEARTH_ISA_AVX2)
 

@@ -50,15 +50,12 @@ Matrix make_matrix(uint32_t type, int rows, int cols, uint32_t seed) {
 // x as the kernels see it: quantized to the activation type of `type` and back (exact for f16).
 std::vector<float> seen_activations(uint32_t type, const std::vector<float>& x, int cols) {
     if (type == TYPE_F16 || type == TYPE_F32) return x;
-    const TypeTraits* k = type_traits(type);
-    const size_t rb = type_row_bytes(type_vec_dot_type(type), cols);
-    std::vector<uint8_t> q(rb);
+    const TypeTraits* act = type_traits(type_vec_dot_type(type));
+    std::vector<uint8_t> q(type_row_bytes(act->id, cols));
     std::vector<float> out(x.size());
     for (size_t t = 0; t * cols < x.size(); t++) {
-        quantize_row_q8_0_scalar(&x[t * cols], q.data(), cols);  // overwritten below for Q8_K
-        if (type_vec_dot_type(type) == TYPE_Q8_K) quantize_row_q8_k_scalar(&x[t * cols], q.data(), cols);
-        if (type_vec_dot_type(type) == TYPE_Q8_K) dequantize_row_q8_k(q.data(), &out[t * cols], cols);
-        else dequantize_row_q8_0(q.data(), &out[t * cols], cols);
+        act->quantize(&x[t * cols], q.data(), cols);
+        act->dequantize(q.data(), &out[t * cols], cols);
     }
     return out;
 }

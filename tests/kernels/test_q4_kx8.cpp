@@ -9,7 +9,7 @@
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
 #include "kernels/rows_x8.h"
-#include "tests/kernels/kernel_test_data_k.h"
+#include "tests/kernels/kernel_test_data.h"
 
 namespace {
 

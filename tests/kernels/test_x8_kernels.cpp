@@ -27,11 +27,15 @@
 #include "kernels/rows_x8.h"
 #include "kernels/table.h"
 #include "kernels/x86/x86.h"
-#include "tests/kernels/kernel_test_data_k.h"
+#include "tests/kernels/kernel_test_data.h"
 
 namespace {
 
 using kernel_test::Bytes;
+using kernel_test::magnitudes;
+using kernel_test::random_acts;
+using kernel_test::random_weights;
+using kernel_test::within_rounding;
 
 struct X8Kernels {
     uint32_t plain;
@@ -45,114 +49,6 @@ const X8Kernels kKernels[] = {
 
 // The kernel of this build for `type` in `layout` at n_tokens, as matmul picks it.
 matmul_rows_fn picked(uint32_t type, Layout layout, int n_tokens) { return pick_kernel(KernelOp::matmul, type, layout, n_tokens)->matmul; }
-
-// Any fp16 bit pattern but inf and NaN (an all-ones exponent loses its top bit): subnormals,
-// negative and large scales too.
-uint16_t random_fp16(std::mt19937& rng) {
-    uint16_t h = uint16_t(rng());
-    if ((h & 0x7C00) == 0x7C00) h &= 0xBFFF;
-    return h;
-}
-
-// rows x cols of a plain type, by r % 4: every byte random, fp16 scales random finite bit
-// patterns; quantized gaussian data; and two rows of extreme quants with ordinary scales: Q4_0
-// all nibbles 15 then all 0 (+7, -8), Q8_0 all -128 then all +127, Q4_K those of
-// kernel_test::random_weights_k (all bytes 0xFF, then quants 0 with scales and mins 63).
-Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
-    std::mt19937 rng(seed);
-    const size_t rb = type_row_bytes(type, cols), block = type_block_bytes(type);
-    if (type == TYPE_Q4_K) {
-        Bytes w = kernel_test::random_weights_k(TYPE_Q4_K, rows, cols, seed);
-        for (int r = 0; r < rows; r += 4)
-            for (size_t at = size_t(r) * rb; at < size_t(r + 1) * rb; at += block) {
-                block_q4_K& b = *reinterpret_cast<block_q4_K*>(&w[at]);
-                b.d = random_fp16(rng);
-                b.dmin = random_fp16(rng);
-            }
-        return w;
-    }
-    Bytes w(rb * size_t(rows));
-    std::normal_distribution<float> nd(0.f, 0.02f);
-    std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
-    std::vector<float> x(static_cast<size_t>(cols));
-    for (int r = 0; r < rows; r++) {
-        uint8_t* row = &w[size_t(r) * rb];
-        if (r % 4 == 1) {
-            for (float& v : x) v = nd(rng);
-            if (type == TYPE_Q4_0) quantize_row_q4_0(x.data(), row, cols);
-            else quantize_row_q8_0_scalar(x.data(), row, cols);
-            continue;
-        }
-        const uint8_t extreme = type == TYPE_Q4_0 ? (r % 4 == 2 ? 0xFF : 0x00) : (r % 4 == 2 ? 0x80 : 0x7F);
-        for (size_t at = 0; at < rb; at += block) {
-            const uint16_t d = r % 4 == 0 ? random_fp16(rng) : fp32_to_fp16(ud(rng));
-            std::memcpy(row + at, &d, 2);
-            for (size_t i = 2; i < block; i++) row[at + i] = r % 4 == 0 ? uint8_t(rng()) : extreme;
-        }
-    }
-    return w;
-}
-
-// Activation rows for a plain type's kernels. Q8_K: kernel_test::random_acts_k (-128 included).
-// Q8_0, by t % 5: quantized gaussian data with outliers (twice), random quants with a random
-// scale, all +127, all -127. Not -128: the quantizer never writes it, and the AVX2 Q8_0 kernels'
-// sign trick (_mm256_sign_epi8) cannot negate it.
-Bytes random_acts(uint32_t type, int n_tokens, int cols, uint32_t seed) {
-    if (type == TYPE_Q4_K) return kernel_test::random_acts_k(n_tokens, cols, seed);
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::uniform_real_distribution<float> ud(0.f, 1.f);
-    const size_t arb = type_row_bytes(TYPE_Q8_0, cols);
-    Bytes a(arb * size_t(n_tokens));
-    std::vector<float> x(static_cast<size_t>(cols));
-    for (int t = 0; t < n_tokens; t++) {
-        uint8_t* row = &a[size_t(t) * arb];
-        const int kind = t % 5;
-        if (kind <= 1) {
-            for (float& v : x) v = nd(rng) * (ud(rng) < 0.01f ? 20.f : 1.f);
-            quantize_row_q8_0_scalar(x.data(), row, cols);
-            continue;
-        }
-        for (int b = 0; b < cols / QK8_0; b++) {
-            block_q8_0& k = reinterpret_cast<block_q8_0*>(row)[b];
-            k.d = fp32_to_fp16(0.001f + 0.01f * ud(rng));
-            for (int8_t& q : k.qs) q = int8_t(kind == 2 ? int(rng() % 255) - 127 : kind == 3 ? 127 : -127);
-        }
-    }
-    return a;
-}
-
-// mag[t * rows + r]: the sum of |w * a| over the dot of weight row r and activation row t, which
-// bounds every partial sum, so it scales the float rounding.
-std::vector<double> magnitudes(uint32_t type, const Bytes& w, const Bytes& a, int rows, int cols, int n_tokens) {
-    const size_t wrb = type_row_bytes(type, cols), arb = type_row_bytes(type_vec_dot_type(type), cols);
-    std::vector<double> mag(size_t(rows) * size_t(n_tokens));
-    if (type == TYPE_Q4_K) {
-        for (int t = 0; t < n_tokens; t++)
-            for (int r = 0; r < rows; r++)
-                mag[size_t(t) * rows + r] = kernel_test::magnitude_k(TYPE_Q4_K, &w[r * wrb], &a[t * arb], cols / QK_K);
-        return mag;
-    }
-    std::vector<float> wf(size_t(rows) * cols), af(size_t(n_tokens) * cols);
-    for (int r = 0; r < rows; r++) (type == TYPE_Q4_0 ? dequantize_row_q4_0 : dequantize_row_q8_0)(&w[r * wrb], &wf[size_t(r) * cols], cols);
-    for (int t = 0; t < n_tokens; t++) dequantize_row_q8_0(&a[t * arb], &af[size_t(t) * cols], cols);
-    for (int t = 0; t < n_tokens; t++)
-        for (int r = 0; r < rows; r++) {
-            double m = 0;
-            for (int i = 0; i < cols; i++) m += std::fabs(double(wf[size_t(r) * cols + i]) * af[size_t(t) * cols + i]);
-            mag[size_t(t) * rows + r] = m;
-        }
-    return mag;
-}
-
-// Both kernels compute each block's integer sums exactly and differ in a few roundings per block
-// (int -> float, scale products, FMA or not) and the order of the running sum, each at most
-// 2^-24 of the magnitude of the terms: within a small multiple of (nb + 4) * 2^-24 * magnitude.
-// 1e-6 * (nb + 4) leaves a margin of about 4 (the bound of tests/test_gemm_kernels.cpp). A bound
-// relative to the result would not do: with extreme rows the terms nearly cancel.
-bool within_rounding(float got, float want, double mag, int nb) {
-    return std::fabs(double(got) - double(want)) <= 1e-6 * (nb + 4) * mag + 1e-30;
-}
 
 // The plain scalar kernel of a type: the tail of its scalar twin.
 matmul_rows_fn ref_tail(uint32_t type) {
