@@ -99,7 +99,7 @@ ASAN_UNIT_TEST_EXCLUDE := '--test-case-exclude=parity:*,kv cache:*,families: q8_
 ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests build/asan/fuzz_replay
 
 # Three aarch64 builds: with the dotprod extension, with dotprod and i8mm (the SMMLA GEMM,
-# kernels/gemm_neon_i8mm.cpp), and without either, run on a CPU model that has (max) or lacks
+# kernels/arm/gemm_neon_i8mm.cpp), and without either, run on a CPU model that has (max) or lacks
 # (cortex-a53) them.
 AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra -I.
 build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
@@ -113,7 +113,7 @@ build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HD
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8-a $(filter %.cpp,$^) -o $@
 
 # With VNNI on the host (AVX512-VNNI or AVX-VNNI), the native build's GEMM tiles use it
-# (kernels/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
+# (kernels/x86/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
 HOST_VNNI := $(shell $(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) -dM -E -x c++ /dev/null 2>/dev/null | grep -cE '__AVX512VNNI__|__AVXVNNI__')
 build/tests/kernel_tests_avx2: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
@@ -124,7 +124,7 @@ AVX2_TEST_RUN := "host, plain AVX2 build (no VNNI): kernel tests" "build/tests/k
 endif
 # AVX-VNNI without AVX-512 (ymm dpbusd: Intel client CPUs) cannot run on the AMD EPYC: a
 # -march=alderlake build of the kernel tests, compiled and linked but not run, keeps that path
-# building. (The AVX-512 zmm GEMM, kernels/gemm_avx512.cpp, is what the native build tests here.)
+# building. (The AVX-512 zmm GEMM, kernels/x86/gemm_avx512.cpp, is what the native build tests here.)
 build/tests/kernel_tests_alderlake: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -march=alderlake -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -I. $(filter %.cpp,$^) -o $@

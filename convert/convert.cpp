@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "base/printable.h"
-#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"

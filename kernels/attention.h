@@ -6,7 +6,7 @@
 // A cached row: row p of the kv head starts at (const char*)cache + p * row_bytes and holds
 // head_dim values of the cache type; q8_0 rows are head_dim / 32 blocks (head_dim a multiple of
 // 32). Each kernel has a scalar twin (_scalar) that computes the same sums in the plain order;
-// tests/test_attention.cpp holds the SIMD versions to them, and them to a double formula.
+// tests/kernels/test_attention.cpp holds the SIMD versions to them, and them to a double formula.
 //
 // How the SIMD versions work: keys are converted to fp32 a block of positions at a time and
 // transposed into scratch ([dim][position]), so that a tile of query rows x 16 positions is a

@@ -1,5 +1,5 @@
 // Dot products of an fp32 activation vector with an fp32 or fp16 weight row.
-// Each SIMD version has a scalar twin; tests/test_dot_float.cpp holds them together.
+// Each SIMD version has a scalar twin; tests/kernels/test_dot_float.cpp holds them together.
 #pragma once
 #include <cstdint>
 

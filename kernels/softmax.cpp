@@ -53,7 +53,7 @@ void softmax_f32_avx2(float* x, int n) {
 #endif
 
 #if defined(HEARTH_ISA_NEON)
-// exp_avx2's algorithm (kernels/exp_avx2.h) on 4 lanes: the same range clamp, ln 2 split,
+// exp_avx2's algorithm (kernels/x86/exp_avx2.h) on 4 lanes: the same range clamp, ln 2 split,
 // Cephes polynomial and 2^k built in the exponent bits.
 static inline float32x4_t exp_neon(float32x4_t x) {
     x = vmaxq_f32(vminq_f32(x, vdupq_n_f32(88.3762626647949f)), vdupq_n_f32(-87.3365447505531f));

@@ -1,5 +1,5 @@
 // SwiGLU of the feed-forward block: g[i] = silu(g[i]) * u[i], silu(x) = x / (1 + e^-x).
-// The AVX2 version uses the polynomial exp of kernels/exp_avx2.h instead of a libm call per
+// The AVX2 version uses the polynomial exp of kernels/x86/exp_avx2.h instead of a libm call per
 // value (the loop ran at 2-3% of prompt processing time with libm's expf).
 #pragma once
 

@@ -133,7 +133,7 @@ void accumulate(const PanelBlock* panel, int n, const block_q8_0* const t[kTileT
     }
 }
 
-// Q4_K (kernels/q4_kx8.h) x Q8_K: one super-block of a group in SMMLA order. w[j][s][p]: elements
+// Q4_K (kernels/rows_x8.h) x Q8_K: one super-block of a group in SMMLA order. w[j][s][p]: elements
 // 8s..8s+7 of sub-block j of rows 2p, 2p+1 (nibbles 0..15, signed int8 as SMMLA wants them);
 // sc[j][p] and mn[j][p]: the 6-bit scale / min of sub-block j of rows [2p, 2p, 2p+1, 2p+1], the
 // lanes of an SMMLA result; d and dmin the rows' super-block scales.

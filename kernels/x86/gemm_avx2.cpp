@@ -14,7 +14,7 @@
 //    in int16: |pair sum| <= 2*15*128 = 3840, 8 of them <= 30720 < 32767 (no saturation).
 //  - Q8_0: sign trick, maddubs(|w|, sign(a, w)) (activations are never -128, so the pair
 //    sums are <= 2*127*127 < 32767), widened with madd every step.
-// With VNNI (kernels/avx2_util.h) a step is one dpbusd per token into int32 lanes. Q4_0 keeps
+// With VNNI (kernels/x86/avx2_util.h) a step is one dpbusd per token into int32 lanes. Q4_0 keeps
 // the -8 term; Q8_0 drops the sign trick: activations + 128 (unsigned) x weights (signed), minus
 // 128 * the row's weight sum, computed once when the block is packed.
 // Interleaved Q4_0 / Q8_0 weights (kernels/rows_x8.h) are stored interleaved already: their

@@ -25,7 +25,7 @@
 //    steps (8 elements) are summed in int16 (<= 32640 < 32767) before the madd with the scale.
 //    Per super-block: |sum| <= 256*255*32*128 < 2^28 and |correction| <= 128*256*32*128 = 2^27,
 //    so the int32 accumulator, which starts at -correction, stays below 2^29.
-// With VNNI (kernels/avx2_util.h) the steps of a sub-block (Q4_K) or group (Q6_K) go straight
+// With VNNI (kernels/x86/avx2_util.h) the steps of a sub-block (Q4_K) or group (Q6_K) go straight
 // into int32 lanes by dpbusd, one per step and token, and the scale is applied with an int32
 // multiply; the operands and offsets are the same. The int32 bounds: Q4_K as above; Q6_K a
 // group's sum <= 16*255*32, times |sc| <= 128, 16 groups and the correction: < 2^29.

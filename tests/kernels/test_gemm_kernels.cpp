@@ -1,4 +1,4 @@
-// Tests for kernels/gemm_avx2 (Q4_0 / Q8_0 weights x Q8_0 activations, and Q4_K / Q6_K weights x
+// Tests for kernels/x86/gemm_avx2.cpp and gemm_k_avx2.cpp (Q4_0 / Q8_0 weights x Q8_0 activations, and Q4_K / Q6_K weights x
 // Q8_K activations, row-interleaved GEMM) against the scalar matmul kernels on random data. On targets without AVX2 the GEMM is not
 // built and only a trivial case runs.
 #include <doctest/doctest.h>
@@ -168,7 +168,7 @@ TEST_CASE("GEMM (AVX2, and AVX-512 zmm for Q6_K) for Q4_K / Q6_K equals the scal
     const GemmCase cases[] = {{TYPE_Q4_K, matmul_q4_k_gemm_avx2, matmul_q4_k_rows_scalar},
                               {TYPE_Q6_K, matmul_q6_k_gemm_avx2, matmul_q6_k_rows_scalar},
 #if defined(HEARTH_ISA_AVX512)
-                              // zmm tiles (kernels/gemm_avx512.cpp): panels of 16 rows, tiles of 8
+                              // zmm tiles (kernels/x86/gemm_avx512.cpp): panels of 16 rows, tiles of 8
                               // tokens, token blocks of 128, chunks of 4 super-blocks
                               {TYPE_Q6_K, matmul_q6_k_gemm_avx512, matmul_q6_k_rows_scalar},
 #endif

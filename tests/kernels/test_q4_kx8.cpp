@@ -1,5 +1,5 @@
 // Tests for kernels/q4_kx8: the row-interleaved Q4_K layout, repacked both ways and checked byte
-// by byte against the layout kernels/q4_kx8.h documents. Its matmul kernels: test_x8_kernels.cpp.
+// by byte against the layout kernels/rows_x8.h documents. Its matmul kernels: test_x8_kernels.cpp.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -46,7 +46,7 @@ TEST_CASE("q4_Kx8 repack: each byte lands where the layout says, and repacking b
                 for (int b = 0; b < nb; b++) {
                     const uint8_t* blk = plain.data() + size_t(r) * rb + size_t(b) * 144;  // d, dmin, scales[12], qs[128]
                     if (g < rows / 8) {
-                        // Record b of group g (kernels/q4_kx8.h), every byte on its own.
+                        // Record b of group g (kernels/rows_x8.h), every byte on its own.
                         const uint8_t* rec = x8.data() + size_t(g) * 8 * rb + size_t(b) * 1152;
                         for (int m = 0; m < 2; m++) {
                             misplaced += rec[2 * i + m] != blk[m];         // d

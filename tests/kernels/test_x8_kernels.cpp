@@ -210,11 +210,11 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
 }
 
 #if defined(HEARTH_ISA_AVX512)
-// The zmm GEMM tiles (kernels/gemm_avx512.cpp) called directly, below their token threshold too:
+// The zmm GEMM tiles (kernels/x86/gemm_avx512.cpp) called directly, below their token threshold too:
 // 16-row panels and an odd last group paired with itself, K chunks (32 blocks) and their tails,
 // tiles of 8 tokens and every remainder, token blocks of 64 and past them, row ranges that start
 // at a group after the first; against the scalar twin within the rounding of the float sums
-// (tests/test_gemm_kernels.cpp's bound: the integer block sums are exact).
+// (tests/kernels/test_gemm_kernels.cpp's bound: the integer block sums are exact).
 TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: tokens, groups, blocks, ranges") {
     struct ZmmCase {
         uint32_t plain;
@@ -254,7 +254,7 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
 #endif
 
 #if defined(HEARTH_ISA_NEON) && defined(HEARTH_ISA_I8MM)
-// The i8mm (SMMLA) GEMM tiles (kernels/gemm_neon_i8mm.cpp) called directly, below their token
+// The i8mm (SMMLA) GEMM tiles (kernels/arm/gemm_neon_i8mm.cpp) called directly, below their token
 // threshold too: every token count 1..20 (tiles of 4 and every remainder, the last token repeated)
 // and a few past them, 1 to 3 groups with and without a plain tail, panels (32 blocks, 4 Q4_K
 // super-blocks) and their tails, row ranges that start at a group after the first; against the scalar twin within the
