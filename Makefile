@@ -17,7 +17,10 @@ MODEL_LIBS := -lsentencepiece -lpcre2-8 -lutf8proc -lpthread
 AARCH64_CXX ?= aarch64-linux-gnu-g++
 QEMU_AARCH64 ?= qemu-aarch64
 
-KERNEL_SRCS := kernels/attention.cpp kernels/dot_float.cpp kernels/softmax.cpp kernels/matmul_float.cpp kernels/matmul.cpp kernels/quant_ref.cpp kernels/quant_avx2.cpp kernels/gemv_avx2.cpp kernels/quant_neon.cpp kernels/gemm_avx2.cpp kernels/gemm_avx512.cpp kernels/swiglu.cpp kernels/gemm_k_avx2.cpp kernels/rows_x8.cpp kernels/rows_x8_avx2.cpp kernels/rows_x8_neon.cpp kernels/gemm_neon_i8mm.cpp kernels/q4_kx8_avx2.cpp kernels/dequant_gguf.cpp
+# The kernels by folder: the operations and the tables in kernels/, scalar references in ref/, the
+# ISA files in x86/ and arm/ (each compiles to nothing where its ISA is not built).
+KERNEL_SRCS := $(wildcard kernels/*.cpp kernels/*/*.cpp)
+KERNEL_HDRS := $(wildcard kernels/*.h kernels/*/*.h)
 # The library by folder (docs/architecture.md): base, tokenizer, formats, model, chat; convert/ is
 # quantize's alone (run does not link the importers); cli/ holds the programs' front ends.
 MODEL_SRCS  := $(wildcard base/*.cpp tokenizer/*.cpp formats/*.cpp model/*.cpp model/*/*.cpp chat/*.cpp)
@@ -30,7 +33,8 @@ FRONTEND_SRCS := $(wildcard cli/*.cpp)
 FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
 
 # Tests that need only the kernels: built for the host and for aarch64.
-KERNEL_TEST_SRCS := tests/kernel_test_main.cpp tests/test_attention.cpp tests/test_dot_float.cpp tests/test_quant_kernels.cpp tests/test_gemm_kernels.cpp tests/test_matmul.cpp tests/test_swiglu.cpp tests/test_rows_x8.cpp tests/test_q4_kx8.cpp tests/test_x8_kernels.cpp tests/test_dequant_gguf.cpp
+KERNEL_TEST_SRCS := $(wildcard tests/kernels/*.cpp)
+KERNEL_TEST_HDRS := $(wildcard tests/kernels/*.h)
 # Everything else.
 # Everything else: the tests of each folder, in tests/FOLDER/ (tests/kernels/ aside).
 TEST_SRCS := tests/test_main.cpp $(filter-out tests/kernels/%,$(wildcard tests/*/test_*.cpp))
@@ -95,35 +99,35 @@ ASAN_UNIT_TEST_EXCLUDE := '--test-case-exclude=parity:*,kv cache:*,families: q8_
 ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests build/asan/fuzz_replay
 
 # Three aarch64 builds: with the dotprod extension, with dotprod and i8mm (the SMMLA GEMM,
-# kernels/gemm_neon_i8mm.cpp), and without either, run on a CPU model that has (max) or lacks
+# kernels/arm/gemm_neon_i8mm.cpp), and without either, run on a CPU model that has (max) or lacks
 # (cortex-a53) them.
-AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra
-build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra -I.
+build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod $(filter %.cpp,$^) -o $@
-build/aarch64/kernel_tests_i8mm: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+build/aarch64/kernel_tests_i8mm: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod+i8mm $(filter %.cpp,$^) -o $@
-build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8-a $(filter %.cpp,$^) -o $@
 
 # With VNNI on the host (AVX512-VNNI or AVX-VNNI), the native build's GEMM tiles use it
-# (kernels/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
+# (kernels/x86/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
 HOST_VNNI := $(shell $(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) -dM -E -x c++ /dev/null 2>/dev/null | grep -cE '__AVX512VNNI__|__AVXVNNI__')
-build/tests/kernel_tests_avx2: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+build/tests/kernel_tests_avx2: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
-	$(CXX) -O2 -march=haswell -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra $(filter %.cpp,$^) -o $@
+	$(CXX) -O2 -march=haswell -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -I. $(filter %.cpp,$^) -o $@
 ifneq ($(HOST_VNNI),0)
 AVX2_TEST_BIN := build/tests/kernel_tests_avx2
 AVX2_TEST_RUN := "host, plain AVX2 build (no VNNI): kernel tests" "build/tests/kernel_tests_avx2"
 endif
 # AVX-VNNI without AVX-512 (ymm dpbusd: Intel client CPUs) cannot run on the AMD EPYC: a
 # -march=alderlake build of the kernel tests, compiled and linked but not run, keeps that path
-# building. (The AVX-512 zmm GEMM, kernels/gemm_avx512.cpp, is what the native build tests here.)
-build/tests/kernel_tests_alderlake: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(wildcard kernels/*.h) $(wildcard tests/*.h)
+# building. (The AVX-512 zmm GEMM, kernels/x86/gemm_avx512.cpp, is what the native build tests here.)
+build/tests/kernel_tests_alderlake: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
-	$(CXX) -O2 -march=alderlake -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra $(filter %.cpp,$^) -o $@
+	$(CXX) -O2 -march=alderlake -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -I. $(filter %.cpp,$^) -o $@
 ifneq ($(filter x86_64,$(shell uname -m)),)
 ALDERLAKE_TEST_BIN := build/tests/kernel_tests_alderlake
 endif
@@ -167,7 +171,7 @@ bench: deps
 
 build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS))
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -I. $(filter %.cpp %.o,$^) -o $@
+	$(CXX) $(CXXFLAGS) $(filter %.cpp %.o,$^) -o $@
 
 build/membw: tools/membw.cpp base/platform.cpp
 	@mkdir -p $(dir $@)

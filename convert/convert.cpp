@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "base/printable.h"
-#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
@@ -159,15 +158,7 @@ static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint
     for (uint64_t r = r0; r < r1; r++) {
         read_source_row(t, r, row.data());
         uint8_t* dst = out + (r - r0) * row_bytes;
-        switch (type) {
-            case TYPE_F32: std::memcpy(dst, row.data(), row_bytes); break;
-            case TYPE_F16: {
-                uint16_t* h = reinterpret_cast<uint16_t*>(dst);
-                for (int j = 0; j < cols; j++) h[j] = fp32_to_fp16(row[j]);
-                break;
-            }
-            default: quant_kernels(type)->quantize(row.data(), dst, cols); break;
-        }
+        type_traits(type)->quantize(row.data(), dst, cols);
         dequantize_row(type, dst, cols, 0, back.data());
         for (int j = 0; j < cols; j++) {
             e2 += double(back[j] - row[j]) * (back[j] - row[j]);

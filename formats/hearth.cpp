@@ -50,7 +50,7 @@ static const struct {
 bool hearth_type_id(uint32_t type, Layout layout, uint32_t* id) {
     if (layout == Layout::rows) {
         *id = type;
-        return type_is_storage(type) && type_plain(type) == type;
+        return type_is_storage(type);
     }
     for (const auto& i : kInterleavedIds)
         if (i.type == type) return *id = i.id, true;

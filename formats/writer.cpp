@@ -73,17 +73,13 @@ CheckpointFormat checkpoint_format_for_path(const std::string& path) {
     return f;
 }
 
-// Whether a file of the format may hold a tensor of this type: hearth v2 only the types run
-// computes with; GGUF any type ggml defines for files (not q8_K, an activation type, nor
-// hearth's in-memory interleaved types), as the GGUF reader accepts.
 // The id the file stores for a tensor's (type, layout); false when the format cannot hold it:
 // hearth v2 only the types run computes with, in either layout (format.h, hearth_type_id);
 // GGUF any type ggml defines for files (not q8_K, an activation type), in the plain layout.
 static bool stored_type_id(CheckpointFormat format, const TensorSpec& t, uint32_t* id) {
     if (format == CheckpointFormat::hearth) return hearth_type_id(t.type, t.layout, id);
     *id = t.type;
-    return t.layout == Layout::rows && type_is_known(t.type) && type_traits(t.type)->use != USE_ACT &&
-           type_traits(t.type)->use != USE_INTERLEAVED;
+    return t.layout == Layout::rows && type_is_known(t.type) && type_traits(t.type)->use != USE_ACT;
 }
 
 static void put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }

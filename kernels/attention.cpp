@@ -1,15 +1,16 @@
-#include "attention.h"
+#include "kernels/attention.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "fp16.h"
-#include "quant.h"
+#include "kernels/fp16.h"
+#include "kernels/quant.h"
+#include "kernels/table.h"
 
-#if defined(HEARTH_HAVE_AVX2)
-#include "avx2_util.h"
+#if defined(HEARTH_ISA_AVX2)
+#include "kernels/x86/avx2_util.h"
 #endif
-#if defined(HEARTH_HAVE_NEON)
+#if defined(HEARTH_ISA_NEON)
 #include <arm_neon.h>
 #endif
 
@@ -293,7 +294,7 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
         values_simd<Isa, T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride, scratch);                         \
     }
 
-#if defined(HEARTH_HAVE_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 struct Avx2 {
     using V = __m256;
     static constexpr int W = 8;
@@ -339,7 +340,7 @@ HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, avx2, Avx2)
 HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, avx2, Avx2)
 #endif
 
-#if defined(HEARTH_HAVE_NEON)
+#if defined(HEARTH_ISA_NEON)
 struct Neon {
     using V = float32x4_t;
     static constexpr int W = 4;
@@ -382,9 +383,9 @@ HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, neon, Neon)
 HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, neon, Neon)
 #endif
 
-#if defined(HEARTH_HAVE_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 #define HEARTH_ATTN_BEST(type) {attn_scores_##type##_avx2, attn_values_##type##_avx2}
-#elif defined(HEARTH_HAVE_NEON)
+#elif defined(HEARTH_ISA_NEON)
 #define HEARTH_ATTN_BEST(type) {attn_scores_##type##_neon, attn_values_##type##_neon}
 #else
 #define HEARTH_ATTN_BEST(type) {attn_scores_##type##_scalar, attn_values_##type##_scalar}
@@ -404,7 +405,7 @@ void kv_cache_store_row(uint32_t t, const float* x, void* row, int n) {
     switch (t) {
         case TYPE_F32: std::memcpy(row, x, sizeof(float) * n); break;
         case TYPE_F16: f32_to_f16_row(x, static_cast<uint16_t*>(row), n); break;
-        case TYPE_Q8_0: quantize_row_q8_0(x, row, n); break;
+        case TYPE_Q8_0: pick_kernel(KernelOp::quantize, TYPE_Q8_0, Layout::rows, 1)->quantize(x, row, n); break;
         default: break;
     }
 }

@@ -6,7 +6,7 @@
 // A cached row: row p of the kv head starts at (const char*)cache + p * row_bytes and holds
 // head_dim values of the cache type; q8_0 rows are head_dim / 32 blocks (head_dim a multiple of
 // 32). Each kernel has a scalar twin (_scalar) that computes the same sums in the plain order;
-// tests/test_attention.cpp holds the SIMD versions to them, and them to a double formula.
+// tests/kernels/test_attention.cpp holds the SIMD versions to them, and them to a double formula.
 //
 // How the SIMD versions work: keys are converted to fp32 a block of positions at a time and
 // transposed into scratch ([dim][position]), so that a tile of query rows x 16 positions is a
@@ -19,8 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dot_float.h"
-#include "quant_types.h"
+#include "kernels/dot_float.h"
+#include "kernels/quant_types.h"
 
 // scores: s[r * s_stride + p] = dot(q + r * head_dim, key row p), for r < n_q, p < n_k.
 using attn_scores_fn = void (*)(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k, float* s,
@@ -47,12 +47,12 @@ constexpr int kAttnFewRows = 4;
 HEARTH_DECLARE_ATTN(f32, scalar)
 HEARTH_DECLARE_ATTN(f16, scalar)
 HEARTH_DECLARE_ATTN(q8_0, scalar)
-#if defined(HEARTH_HAVE_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 HEARTH_DECLARE_ATTN(f32, avx2)
 HEARTH_DECLARE_ATTN(f16, avx2)
 HEARTH_DECLARE_ATTN(q8_0, avx2)
 #endif
-#if defined(HEARTH_HAVE_NEON)
+#if defined(HEARTH_ISA_NEON)
 HEARTH_DECLARE_ATTN(f32, neon)
 HEARTH_DECLARE_ATTN(f16, neon)
 HEARTH_DECLARE_ATTN(q8_0, neon)

@@ -1,10 +1,10 @@
-#include "dot_float.h"
-#include "fp16.h"
+#include "kernels/dot_float.h"
+#include "kernels/fp16.h"
 
-#if defined(HEARTH_HAVE_AVX2)
-#include "avx2_util.h"
+#if defined(HEARTH_ISA_AVX2)
+#include "kernels/x86/avx2_util.h"
 #endif
-#if defined(HEARTH_HAVE_NEON)
+#if defined(HEARTH_ISA_NEON)
 #include <arm_neon.h>
 #endif
 
@@ -28,7 +28,7 @@ void f32_to_f16_row_scalar(const float* x, uint16_t* out, int n) {
     for (int i = 0; i < n; i++) out[i] = fp32_to_fp16(x[i]);
 }
 
-#if defined(HEARTH_HAVE_AVX2)
+#if defined(HEARTH_ISA_AVX2)
 void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(h + i))));
@@ -75,7 +75,7 @@ float dot_f16_avx2(const uint16_t* w, const float* x, int n) {
 }
 #endif
 
-#if defined(HEARTH_HAVE_NEON)
+#if defined(HEARTH_ISA_NEON)
 void f16_to_f32_row_neon(const uint16_t* h, float* out, int n) {
     int i = 0;
     for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));

@@ -1,55 +1,26 @@
-#include "matmul.h"
+#include "kernels/matmul.h"
 
 #include <omp.h>
+
+#include <algorithm>
 #include <vector>
 
-#include "dequant_gguf.h"
-#include "dot_float.h"
-#include "matmul_float.h"
-#include "fp16.h"
-#include "gemm_avx2.h"
-#include "quant.h"
-#include "quant_types.h"
-#include "rows_x8.h"
+#include "kernels/quant_types.h"
+#include "kernels/rows_x8.h"
+#include "kernels/table.h"
 
-bool matmul_supports(uint32_t type, Layout layout) {
-    if (layout == Layout::rows_x8) return x8_type_for(type) != 0 && x8_matmul_kernel(x8_type_for(type)) != nullptr;
-    if (type == TYPE_F32 || type == TYPE_F16) return true;
-    return type != TYPE_Q8_K && type_plain(type) == type && quant_kernels(type) != nullptr;
-}
+bool matmul_supports(uint32_t type, Layout layout) { return pick_kernel(KernelOp::matmul, type, layout, 1) != nullptr; }
 
 void dequantize_matrix_row(uint32_t type, Layout layout, const void* w, int64_t rows, int cols, int64_t row, float* out) {
     if (layout == Layout::rows_x8) dequantize_x8_row(type, w, rows, cols, row, out);
     else dequantize_row(type, w, cols, row, out);
 }
 
-bool dequantize_supports(uint32_t type) {
-    // Interleaved rows need their matrix's row count: dequantize_x8_row (kernels/rows_x8.h).
-    return type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16 || (type != TYPE_Q8_K && quant_kernels(type) != nullptr) ||
-           gguf_dequantizer(type) != nullptr;
-}
+// Interleaved rows need their matrix's row count: dequantize_x8_row (kernels/rows_x8.h).
+bool dequantize_supports(uint32_t type) { return type_is_known(type) && type_traits(type)->dequantize != nullptr; }
 
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out) {
-    switch (type) {
-        case TYPE_F32: {
-            const float* p = static_cast<const float*>(w) + row * cols;
-            for (int i = 0; i < cols; i++) out[i] = p[i];
-            break;
-        }
-        case TYPE_F16: f16_to_f32_row(static_cast<const uint16_t*>(w) + row * cols, out, cols); break;
-        case TYPE_BF16: {
-            const uint16_t* p = static_cast<const uint16_t*>(w) + row * cols;
-            for (int i = 0; i < cols; i++) out[i] = bf16_to_fp32(p[i]);
-            break;
-        }
-        default: {
-            const QuantKernels* k = quant_kernels(type);
-            const dequantize_row_fn f = k ? k->dequantize : gguf_dequantizer(type);
-            const size_t row_bytes = type_row_bytes(type, cols);
-            f(static_cast<const uint8_t*>(w) + row * row_bytes, out, cols);
-            break;
-        }
-    }
+    type_traits(type)->dequantize(static_cast<const uint8_t*>(w) + size_t(row) * type_row_bytes(type, cols), out, cols);
 }
 
 // The share of rows [r0, r1) of thread ith out of nth. Chunks are whole multiples of 16
@@ -63,13 +34,21 @@ static void thread_rows(int rows, int ith, int nth, int* r0, int* r1) {
 
 namespace {
 
-// One matrix of a matmul_many call, resolved to its kernel.
+// One matrix of a matmul_many call, resolved to its kernels: `mm` for the rows of its layout, and
+// for interleaved rows `tail` for the plain rows after the last whole group.
 struct Job {
     MatmulJob m;
-    const QuantKernels* k;  // null for f32 / f16
-    matmul_rows_fn mm;
+    matmul_rows_fn mm, tail;
     size_t w_row_bytes, a_row_bytes;
-    uint8_t* act;  // this job's quantized activations (shared with jobs of its activation type)
+    const uint8_t* act;  // this job's activations: x itself (fp32), or quantized once per activation type
+};
+
+// One activation type among the jobs: quantized by `quantize` (nullptr for fp32: x as it is)
+// into `bytes` at `offset` of the buffer.
+struct ActType {
+    uint32_t type;
+    quantize_row_fn quantize;
+    size_t row_bytes, offset;
 };
 
 // A piece of work: rows [r0, r1) of job j.
@@ -77,20 +56,13 @@ struct Piece {
     int j, r0, r1;
 };
 
-// Rows [r0, r1) of one job, for all tokens.
-void run_rows(const Job& J, int cols, const float* x, int n_tokens, int r0, int r1) {
+// Rows [r0, r1) of one job, for all tokens. Interleaved rows: the whole groups to the job's kernel,
+// the plain tail (r0 is a multiple of 8: thread shares and pieces are multiples of 16) to `tail`.
+void run_rows(const Job& J, int cols, int n_tokens, int r0, int r1) {
     if (r0 >= r1) return;
-    switch (J.m.type) {
-        case TYPE_F32:
-            matmul_f32_rows(static_cast<const float*>(J.m.w), cols, x, n_tokens, J.m.out, J.m.rows, r0, r1);
-            break;
-        case TYPE_F16:
-            matmul_f16_rows(static_cast<const uint16_t*>(J.m.w), cols, x, n_tokens, J.m.out, J.m.rows, r0, r1);
-            break;
-        default:
-            J.mm(J.m.w, J.w_row_bytes, J.act, J.a_row_bytes, cols, n_tokens, J.m.out, J.m.rows, r0, r1);
-            break;
-    }
+    const int g1 = J.tail ? r0 + (r1 - r0) / 8 * 8 : r1;
+    if (g1 > r0) J.mm(J.m.w, J.w_row_bytes, J.act, J.a_row_bytes, cols, n_tokens, J.m.out, J.m.rows, r0, g1);
+    if (g1 < r1) J.tail(J.m.w, J.w_row_bytes, J.act, J.a_row_bytes, cols, n_tokens, J.m.out, J.m.rows, g1, r1);
 }
 
 // Weight bytes per piece of single-token work: small enough that a thread that was descheduled
@@ -111,50 +83,39 @@ constexpr size_t kPieceBytes = 512 << 10;
 // thread takes one equal share of every job's rows, all in one parallel region.
 void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens) {
     static thread_local std::vector<Job> J;
+    static thread_local std::vector<ActType> acts;
     static thread_local std::vector<Piece> pieces;
     static thread_local std::vector<uint8_t> act;
     J.assign(size_t(n_jobs), Job{});
-    // Quantized activations, once per activation type among the jobs: quant_by[1] is the
-    // first job wanting Q8_K, quant_by[0] the first wanting Q8_0.
-    size_t act_bytes[2] = {0, 0};
-    const Job* quant_by[2] = {nullptr, nullptr};
+    acts.clear();
+    size_t act_bytes = 0;
     for (int j = 0; j < n_jobs; j++) {
         Job& b = J[size_t(j)];
         b.m = jobs[j];
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
-        if (b.m.type == TYPE_F32 || b.m.type == TYPE_F16) continue;
-        // Interleaved rows: the plain type's activations, their own kernel (any token count).
-        b.k = quant_kernels(b.m.type);
-        b.mm = b.m.layout == Layout::rows_x8 ? x8_matmul_kernel(x8_type_for(b.m.type)) : b.k->matmul_rows;
-#if defined(HEARTH_GEMM_AVX2)
-        // Prompt-sized batches: the row-interleaved GEMM (kernels/gemm_avx2.h).
-        const int min_tokens = b.m.layout == Layout::rows ? gemm_min_tokens(b.m.type) : 0;
-        if (min_tokens > 0 && n_tokens >= min_tokens) {
-            switch (b.m.type) {
-                case TYPE_Q4_0: b.mm = matmul_q4_0_gemm_avx2; break;
-                case TYPE_Q8_0: b.mm = matmul_q8_0_gemm_avx2; break;
-                case TYPE_Q4_K: b.mm = matmul_q4_k_gemm_avx2; break;
-#if defined(HEARTH_GEMM_AVX512)
-                case TYPE_Q6_K: b.mm = matmul_q6_k_gemm_avx512; break;  // zmm tiles (gemm_min_tokens: 16)
-#else
-                case TYPE_Q6_K: b.mm = matmul_q6_k_gemm_avx2; break;
-#endif
-            }
+        b.mm = pick_kernel(KernelOp::matmul, b.m.type, b.m.layout, n_tokens)->matmul;
+        if (b.m.layout == Layout::rows_x8) b.tail = pick_kernel(KernelOp::matmul, b.m.type, Layout::rows, n_tokens)->matmul;
+        const uint32_t at = type_vec_dot_type(b.m.type);
+        b.a_row_bytes = type_row_bytes(at, cols);
+        if (std::none_of(acts.begin(), acts.end(), [&](const ActType& a) { return a.type == at; })) {
+            const bool fp32 = at == TYPE_F32;
+            acts.push_back({at, fp32 ? nullptr : pick_kernel(KernelOp::quantize, at, Layout::rows, 1)->quantize, b.a_row_bytes, act_bytes});
+            if (!fp32) act_bytes += b.a_row_bytes * size_t(n_tokens);
         }
-#endif
-        b.a_row_bytes = type_row_bytes(b.k->act_type, cols);
-        const int which = b.k->act_type == TYPE_Q8_K;
-        act_bytes[which] = b.a_row_bytes * size_t(n_tokens);
-        if (!quant_by[which]) quant_by[which] = &b;
     }
-    if (act.size() < act_bytes[0] + act_bytes[1]) act.resize(act_bytes[0] + act_bytes[1]);
+    if (act.size() < act_bytes) act.resize(act_bytes);
     for (Job& b : J)
-        if (b.k) b.act = act.data() + (b.k->act_type == TYPE_Q8_K ? act_bytes[0] : 0);
-    // The jobs that quantize, packed for the loop below.
-    const Job* quant[2];
-    int n_quant = 0;
-    for (const Job* q : quant_by)
-        if (q) quant[n_quant++] = q;
+        for (const ActType& a : acts)
+            if (a.type == type_vec_dot_type(b.m.type))
+                b.act = a.quantize ? act.data() + a.offset : reinterpret_cast<const uint8_t*>(x);
+    // The activation types to quantize, packed for the loop below.
+    static thread_local std::vector<ActType> quant;
+    quant.clear();
+    for (const ActType& a : acts)
+        if (a.quantize) quant.push_back(a);
+    const ActType* qa = quant.data();
+    const int n_quant = int(quant.size());
+    uint8_t* act_base = act.data();
 
     pieces.clear();
     if (n_tokens == 1) {
@@ -174,18 +135,18 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         // Quantize the activations once per activation type in use (rows split across threads).
 #pragma omp for schedule(static)
         for (int i = 0; i < n_quant * n_tokens; i++) {
-            const Job& q = *quant[i / n_tokens];
+            const ActType& q = qa[i / n_tokens];
             const int t = i % n_tokens;
-            q.k->quantize_act(x + int64_t(t) * cols, q.act + q.a_row_bytes * t, cols);
+            q.quantize(x + int64_t(t) * cols, act_base + q.offset + q.row_bytes * t, cols);
         }
         if (n_tokens == 1) {
 #pragma omp for schedule(dynamic, 1)
-            for (int p = 0; p < n_pieces; p++) run_rows(jb[pc[p].j], cols, x, n_tokens, pc[p].r0, pc[p].r1);
+            for (int p = 0; p < n_pieces; p++) run_rows(jb[pc[p].j], cols, n_tokens, pc[p].r0, pc[p].r1);
         } else {
             for (int j = 0; j < n_jobs; j++) {
                 int r0, r1;
                 thread_rows(jobs[j].rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-                run_rows(jb[j], cols, x, n_tokens, r0, r1);
+                run_rows(jb[j], cols, n_tokens, r0, r1);
             }
         }
     }

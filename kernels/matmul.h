@@ -2,9 +2,9 @@
 #pragma once
 #include <cstdint>
 
-#include "quant_types.h"
+#include "kernels/quant_types.h"
 
-// True when matmul() has a kernel for weights of this type in this layout.
+// True when the kernel table (kernels/table.h) has a kernel for weights of this type in this layout.
 bool matmul_supports(uint32_t type, Layout layout);
 
 // out[t * rows + r] = dot(row r of W, x + t * cols) for t < n_tokens, r < rows.
@@ -22,8 +22,10 @@ struct MatmulJob {
 };
 
 // Several matrices applied to the same activations (q, k, v; gate, up) in one parallel
-// region: the activations are quantized once per activation type, and the threads meet at
-// one barrier at the end instead of one per matrix.
+// region: the activations are quantized once per activation type among the jobs' types
+// (type_vec_dot_type; fp32 ones are used as they are), each job runs the kernel the table picks
+// for its (type, layout, n_tokens), and the threads meet at one barrier at the end instead of
+// one per matrix.
 void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens);
 
 // True when dequantize_row() reads this type.

@@ -1,29 +1,40 @@
-#include "matmul_float.h"
-
+// Multi-token matmul for fp32 and fp16 weights x fp32 activations, the contract of matmul_rows_fn
+// (kernels/quant.h) with rows one after another (the strides are n_cols elements; both are ignored).
+// The AVX2 version computes 3 rows x 4 tokens per step from registers, so each weight vector is
+// loaded once for four tokens; the scalar twin is the plain double loop.
 #include <algorithm>
 
-#include "dot_float.h"
-#include "fp16.h"
+#include "kernels/dot_float.h"
+#include "kernels/fp16.h"
+#include "kernels/isa.h"
+#include "kernels/ref/ref.h"
+#include "kernels/x86/x86.h"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include "avx2_util.h"
+#if defined(HEARTH_ISA_AVX2)
+#include "kernels/x86/avx2_util.h"
 #endif
 
 // The scalar twins use the best dot product of the build (NEON on aarch64): on ARM they
 // are the matmul, and the AVX2 tiles are tested against them on x86.
-void matmul_f32_rows_scalar(const float* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_f32_rows_scalar(const void* W, size_t, const void* A, size_t, int cols, int n_tokens, float* out, int out_stride,
+                            int r0, int r1) {
+    const float* w = static_cast<const float*>(W);
+    const float* x = static_cast<const float*>(A);
     for (int r = r0; r < r1; r++)
         for (int t = 0; t < n_tokens; t++)
             out[int64_t(t) * out_stride + r] = dot_f32(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
 }
 
-void matmul_f16_rows_scalar(const uint16_t* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_f16_rows_scalar(const void* W, size_t, const void* A, size_t, int cols, int n_tokens, float* out, int out_stride,
+                            int r0, int r1) {
+    const uint16_t* w = static_cast<const uint16_t*>(W);
+    const float* x = static_cast<const float*>(A);
     for (int r = r0; r < r1; r++)
         for (int t = 0; t < n_tokens; t++)
             out[int64_t(t) * out_stride + r] = dot_f16(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
 }
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if defined(HEARTH_ISA_AVX2)
 namespace {
 
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
@@ -94,11 +105,13 @@ void matmul_rows(const W* w, int cols, const float* x, int n_tokens, float* out,
 
 }  // namespace
 
-void matmul_f32_rows_avx2(const float* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_rows(w, cols, x, n_tokens, out, out_stride, r0, r1);
+void matmul_f32_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
+                          int r0, int r1) {
+    matmul_rows(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_f16_rows_avx2(const uint16_t* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
-    matmul_rows(w, cols, x, n_tokens, out, out_stride, r0, r1);
+void matmul_f16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
+                          int r0, int r1) {
+    matmul_rows(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 #endif

@@ -1,11 +1,11 @@
-#include "softmax.h"
+#include "kernels/softmax.h"
 
 #include <cmath>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include "avx2_util.h"
-#include "exp_avx2.h"
-#elif defined(HEARTH_SOFTMAX_NEON)
+#if defined(HEARTH_ISA_AVX2)
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/exp_avx2.h"
+#elif defined(HEARTH_ISA_NEON)
 #include <arm_neon.h>
 #endif
 
@@ -22,7 +22,7 @@ void softmax_f32_scalar(float* x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(HEARTH_ISA_AVX2)
 void softmax_f32_avx2(float* x, int n) {
     int i = 0;
     __m256 vmax = _mm256_set1_ps(x[0]);
@@ -52,8 +52,8 @@ void softmax_f32_avx2(float* x, int n) {
 }
 #endif
 
-#if defined(HEARTH_SOFTMAX_NEON)
-// exp_avx2's algorithm (kernels/exp_avx2.h) on 4 lanes: the same range clamp, ln 2 split,
+#if defined(HEARTH_ISA_NEON)
+// exp_avx2's algorithm (kernels/x86/exp_avx2.h) on 4 lanes: the same range clamp, ln 2 split,
 // Cephes polynomial and 2^k built in the exponent bits.
 static inline float32x4_t exp_neon(float32x4_t x) {
     x = vmaxq_f32(vminq_f32(x, vdupq_n_f32(88.3762626647949f)), vdupq_n_f32(-87.3365447505531f));

@@ -1,16 +1,16 @@
-#include "swiglu.h"
+#include "kernels/swiglu.h"
 
 #include <cmath>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include "exp_avx2.h"
+#if defined(HEARTH_ISA_AVX2)
+#include "kernels/x86/exp_avx2.h"
 #endif
 
 void swiglu_f32_scalar(float* g, const float* u, size_t n) {
     for (size_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(HEARTH_ISA_AVX2)
 void swiglu_f32_avx2(float* g, const float* u, size_t n) {
     const __m256 one = _mm256_set1_ps(1.0f);
     size_t i = 0;

@@ -1,34 +1,38 @@
-// Micro-benchmark of the quantized kernels.
+// Micro-benchmark of the kernel table (kernels/table.h): every row this build and CPU can run, timed
+// on the same weights, so that rows of one (type, layout) can be set against each other and the
+// table's min_tokens thresholds checked. Run by hand (docs/benchmarks.md); make bench does not.
 //
-//   build/bench_kernels [rows=8192] [cols=8192] [threads=all] [types, e.g. q4_0,q8_0 (default all)]
+//   build/bench_kernels [rows=8192] [cols=8192] [threads=all] [types, e.g. q4_0,q8_0 (default q4_0,q8_0,q4_K,q6_K)]
 //
-// For each weight type: single-token GB/s of weight bytes (vec_dot per row, and matmul_rows with
-// n_tokens=1), then matmul_rows with 8 tokens (rows*tokens dots per second and GMAC/s), single
-// thread and OpenMP threads (rows split across threads, as the engine does). A read-bandwidth
-// baseline is printed first, and a cache-resident run shows the compute ceiling.
+// Per weight type, a read-bandwidth baseline first, then per matmul row (both layouts):
+//   1 token, all rows: GB/s of weight bytes, 1 thread and N threads (generation is memory-bound);
+//   8 and G tokens (G = HEARTH_BENCH_GEMM_TOKENS, default 64) on the first 1024 rows: GMAC/s,
+//   1 thread, and G tokens on N threads (the prompt is compute-bound);
+// and a '*' on the figures of the row pick_kernel takes at that token count. 1-thread figures are
+// per CPU-second of the thread (time descheduled on a shared machine does not count), N-thread
+// ones per wall second. Then each activation quantizer row, GB/s of fp32 input.
 // The default matrix (8192x8192) is larger than typical LLCs for every type.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <random>
-#include <ctime>
+#include <string>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#include "kernels/gemm_avx2.h"
-#include "kernels/quant.h"
+#include "kernels/isa.h"
+#include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
+#include "kernels/table.h"
 
 namespace {
 
-// Single-thread measurements use the thread's CPU time, so that time the thread spends
-// descheduled on a shared machine is not counted; multi-thread ones use wall time.
+// Single-thread measurements use the thread's CPU time; multi-thread ones wall time.
 bool g_cpu_time = true;
 
 double now() {
@@ -43,7 +47,7 @@ double now() {
 }
 
 // Best time of repeated runs, each repetition lasting at least min_time / reps.
-double best_time(const std::function<void()>& f, double min_time = 0.2, int reps = 5, bool wall = false) {
+double best_time(const std::function<void()>& f, bool wall, double min_time = 0.2, int reps = 5) {
     g_cpu_time = !wall;
     f();  // warm-up
     double best = 1e30;
@@ -61,29 +65,15 @@ double best_time(const std::function<void()>& f, double min_time = 0.2, int reps
     return best;
 }
 
-int n_threads_max() {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-// Split [0, rows) across nth threads in multiples of 4 rows.
-template <typename F>
-void parallel_rows(int rows, int nth, F f) {
-#ifdef _OPENMP
+// [0, rows) split across nth threads in multiples of 16 rows (whole groups of interleaved rows),
+// as matmul splits them.
+void parallel_rows(int rows, int nth, const std::function<void(int, int)>& f) {
 #pragma omp parallel num_threads(nth)
     {
-        const int ith = omp_get_thread_num(), n = omp_get_num_threads();
-        const int per = ((rows + n - 1) / n + 3) / 4 * 4;
-        const int r0 = std::min(rows, ith * per), r1 = std::min(rows, r0 + per);
+        const int n = omp_get_num_threads(), per = ((rows + n - 1) / n + 15) / 16 * 16;
+        const int r0 = std::min(rows, omp_get_thread_num() * per), r1 = std::min(rows, r0 + per);
         if (r0 < r1) f(r0, r1);
     }
-#else
-    (void)nth;
-    f(0, rows);
-#endif
 }
 
 volatile uint64_t g_sink;
@@ -93,181 +83,90 @@ double read_bandwidth(size_t bytes, int nth) {
     const size_t n = buf.size();
     const double t = best_time([&] {
         uint64_t total = 0;
-#ifdef _OPENMP
 #pragma omp parallel for num_threads(nth) reduction(+ : total) schedule(static)
-#endif
         for (size_t i = 0; i < n; i += 4) total += buf[i] + buf[i + 1] + buf[i + 2] + buf[i + 3];
         g_sink = total;
-    }, 0.2, 5, nth > 1);
-    (void)nth;
+    }, nth > 1);
     return double(bytes) / t / 1e9;
 }
 
-struct TypeInfo {
-    TensorType w;
-    const QuantKernels* k;
-    matmul_rows_fn mm_scalar;
-};
+std::string describe(const KernelRow& row) {
+    return std::string(type_name(row.type)) + (row.layout == Layout::rows_x8 ? " x8 " : " ") + isa_name(row.isa) + " (from " +
+           std::to_string(row.min_tokens) + ")";
+}
 
-void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
-    const TensorType at = ti.k->act_type;
-    const size_t wrb = type_row_bytes(ti.w, cols), arb = type_row_bytes(at, cols);
-    // Quantize a few distinct rows and replicate them (content does not change kernel speed).
+// A figure, starred when pick_kernel takes this row at n_tokens.
+void cell(const KernelRow& row, int n_tokens, double value) {
+    const bool picked = pick_kernel(KernelOp::matmul, row.type, row.layout, n_tokens) == &row;
+    std::printf(" %8.2f%c", value, picked ? '*' : ' ');
+}
+
+void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
+    const uint32_t at = type_vec_dot_type(type);
+    const size_t wrb = type_row_bytes(type, cols), arb = type_row_bytes(at, cols);
+    // A few distinct rows replicated (content does not change a kernel's speed).
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.f, 0.02f);
     const int distinct = 64;
-    std::vector<uint8_t> W(wrb * size_t(rows));
-    std::vector<float> x(static_cast<size_t>(cols));
+    std::vector<uint8_t> w(wrb * size_t(rows)), w_x8;
+    std::vector<float> x(size_t(cols) * gemm_tokens);
     for (int r = 0; r < distinct && r < rows; ++r) {
-        for (auto& v : x) v = nd(rng);
-        ti.k->quantize(x.data(), W.data() + size_t(r) * wrb, cols);
+        for (int c = 0; c < cols; c++) x[size_t(c)] = nd(rng);
+        type_traits(type)->quantize(x.data(), w.data() + size_t(r) * wrb, cols);
     }
-    for (int r = distinct; r < rows; ++r) std::memcpy(W.data() + size_t(r) * wrb, W.data() + size_t(r % distinct) * wrb, wrb);
-    const int nt = 8;
-    std::vector<uint8_t> A(arb * nt);
-    for (int t = 0; t < nt; ++t) {
-        for (auto& v : x) v = nd(rng) * 50.f;
-        ti.k->quantize_act(x.data(), A.data() + size_t(t) * arb, cols);
+    for (int r = distinct; r < rows; ++r) std::memcpy(w.data() + size_t(r) * wrb, w.data() + size_t(r % distinct) * wrb, wrb);
+    if (type_traits(type)->x8_head_bytes > 0) {
+        w_x8.resize(w.size());
+        repack_rows_to_x8(type, w.data(), w_x8.data(), rows, cols);
     }
-    std::vector<float> out(size_t(rows) * nt);
+    // Activations as matmul hands them over: fp32 for the float types, else quantized.
+    for (float& v : x) v = nd(rng) * 50.f;
+    std::vector<uint8_t> a(arb * size_t(gemm_tokens));
+    if (at == TYPE_F32) std::memcpy(a.data(), x.data(), a.size());
+    else
+        for (int t = 0; t < gemm_tokens; t++) type_traits(at)->quantize(&x[size_t(t) * cols], &a[size_t(t) * arb], cols);
+    std::vector<float> out(size_t(rows) * gemm_tokens);
+
     const double wbytes = double(wrb) * rows;
-    const double macs1 = double(rows) * cols;
+    const int rg = std::min(rows, 1024) / 16 * 16;  // rows of the multi-token runs: G tokens x all rows would take long
+    std::printf("\n%s  (%d x %d, %.1f MB of weights, %.3f bytes/weight); 1 token: GB/s, %d rows; 8, %d tokens: GMAC/s, %d rows\n",
+                type_name(type), rows, cols, wbytes / 1e6, double(type_block_bytes(type)) / type_block_size(type), rows, gemm_tokens, rg);
+    std::printf("  %-22s %9s %9s %9s %9s %9s\n", "row", "1t 1thr", "1t Nthr", "8t 1thr", "Gt 1thr", "Gt Nthr");
+    int n_rows = 0;
+    const KernelRow* table = kernel_rows(&n_rows);
+    for (int i = 0; i < n_rows; i++) {
+        const KernelRow& row = table[i];
+        if (row.op != KernelOp::matmul || row.type != type || !kernel_row_available(row)) continue;
+        const bool x8 = row.layout == Layout::rows_x8;
+        const uint8_t* W = x8 ? w_x8.data() : w.data();
+        const int all = x8 ? rows / 8 * 8 : rows;  // interleaved kernels take whole groups
+        auto mm = [&](int n_tokens, int r0, int r1) { row.matmul(W, wrb, a.data(), arb, cols, n_tokens, out.data(), rows, r0, r1); };
+        auto gmacs = [&](int n_tokens, double t) { return double(rg) * cols * n_tokens / t / 1e9; };
+        std::printf("  %-22s", describe(row).c_str());
+        cell(row, 1, double(wrb) * all / best_time([&] { mm(1, 0, all); }, false) / 1e9);
+        cell(row, 1, double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(1, r0, r1); }); }, true) / 1e9);
+        cell(row, 8, gmacs(8, best_time([&] { mm(8, 0, rg); }, false)));
+        cell(row, gemm_tokens, gmacs(gemm_tokens, best_time([&] { mm(gemm_tokens, 0, rg); }, false)));
+        cell(row, gemm_tokens, gmacs(gemm_tokens, best_time([&] { parallel_rows(rg, nth, [&](int r0, int r1) { mm(gemm_tokens, r0, r1); }); }, true)));
+        std::printf("\n");
+    }
+}
 
-    std::printf("\n%s  (%d x %d, %.1f MB of weights, %.3f bytes/weight)\n", type_name(ti.w), rows, cols, wbytes / 1e6,
-                double(type_block_bytes(ti.w)) / type_block_size(ti.w));
-    std::printf("  %-40s %9s %9s %12s\n", "(1 thread: per CPU-second; N threads: wall)", "GB/s", "GMAC/s", "dots/s");
-    auto report = [&](const char* name, double t, int tokens) {
-        std::printf("  %-40s %9.2f %9.2f %12.3e\n", name, wbytes / t / 1e9, macs1 * tokens / t / 1e9,
-                    double(rows) * tokens / t);
-    };
-
-    // 1 token
-    report("vec_dot per row, 1 thread", best_time([&] {
-               for (int r = 0; r < rows; ++r) out[size_t(r)] = ti.k->vec_dot(cols, W.data() + size_t(r) * wrb, A.data());
-           }),
-           1);
-    report("matmul_rows 1 token, 1 thread",
-           best_time([&] { ti.k->matmul_rows(W.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rows); }), 1);
-    char name[64];
-    if (nth > 1) {
-        std::snprintf(name, sizeof name, "matmul_rows 1 token, %d threads", nth);
-        report(name, best_time([&] {
-                   parallel_rows(rows, nth, [&](int r0, int r1) {
-                       ti.k->matmul_rows(W.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, r0, r1);
-                   });
-               }, 0.2, 5, true),
-               1);
+void bench_quantizers(int cols) {
+    std::vector<float> x(static_cast<size_t>(cols));
+    std::mt19937 rng(2);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (float& v : x) v = nd(rng);
+    std::printf("\nactivation quantizers (%d elements, 1 thread): GB/s of fp32 input\n", cols);
+    int n_rows = 0;
+    const KernelRow* table = kernel_rows(&n_rows);
+    for (int i = 0; i < n_rows; i++) {
+        const KernelRow& row = table[i];
+        if (row.op != KernelOp::quantize || !kernel_row_available(row) || cols % type_block_size(row.type) != 0) continue;
+        std::vector<uint8_t> q(type_row_bytes(row.type, cols));
+        const double t = best_time([&] { row.quantize(x.data(), q.data(), cols); }, false);
+        std::printf("  %-22s %9.2f\n", describe(row).c_str(), 4.0 * cols / t / 1e9);
     }
-    // 8 tokens
-    report("matmul_rows 8 tokens, 1 thread",
-           best_time([&] { ti.k->matmul_rows(W.data(), wrb, A.data(), arb, cols, nt, out.data(), rows, 0, rows); }), nt);
-    if (nth > 1) {
-        std::snprintf(name, sizeof name, "matmul_rows 8 tokens, %d threads", nth);
-        report(name, best_time([&] {
-                   parallel_rows(rows, nth, [&](int r0, int r1) {
-                       ti.k->matmul_rows(W.data(), wrb, A.data(), arb, cols, nt, out.data(), rows, r0, r1);
-                   });
-               }, 0.2, 5, true),
-               nt);
-    }
-    report("vec_dot per row x 8 tokens (untiled)", best_time([&] {
-               for (int t = 0; t < nt; ++t)
-                   for (int r = 0; r < rows; ++r)
-                       out[size_t(t) * rows + r] = ti.k->vec_dot(cols, W.data() + size_t(r) * wrb, A.data() + size_t(t) * arb);
-           }),
-           nt);
-#if defined(HEARTH_GEMM_AVX2)
-    // Row-interleaved GEMM (kernels/gemm_avx2.h), 8 and 64 tokens, against matmul_rows at 64.
-    const matmul_rows_fn gemm = ti.w == TYPE_Q4_0   ? matmul_q4_0_gemm_avx2
-                                : ti.w == TYPE_Q8_0 ? matmul_q8_0_gemm_avx2
-                                : ti.w == TYPE_Q4_K ? matmul_q4_k_gemm_avx2
-#if defined(HEARTH_GEMM_AVX512)
-                                : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx512  // what matmul_many runs here
-#else
-                                : ti.w == TYPE_Q6_K ? matmul_q6_k_gemm_avx2
-#endif
-                                                    : nullptr;
-    if (gemm) {
-        const int nt64 = 64;
-        std::vector<uint8_t> A64(arb * nt64);
-        for (int t = 0; t < nt64; ++t) std::memcpy(A64.data() + size_t(t) * arb, A.data() + size_t(t % nt) * arb, arb);
-        std::vector<float> out64(size_t(rows) * nt64);
-        const int rg = std::min(rows, 1024);  // 64 tokens x all rows would take long
-        auto report_rg = [&](const char* nm, double t, int tokens) {
-            std::printf("  %-40s %9s %9.2f %12.3e\n", nm, "", double(rg) * cols * tokens / t / 1e9, double(rg) * tokens / t);
-        };
-        report("gemm 8 tokens, 1 thread",
-               best_time([&] { gemm(W.data(), wrb, A.data(), arb, cols, nt, out.data(), rows, 0, rows); }), nt);
-        std::snprintf(name, sizeof name, "gemm 64 tokens, %d rows, 1 thread", rg);
-        report_rg(name, best_time([&] { gemm(W.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg); }), nt64);
-        std::snprintf(name, sizeof name, "matmul_rows 64 tokens, %d rows, 1 thr", rg);
-        report_rg(name, best_time([&] {
-                      ti.k->matmul_rows(W.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg);
-                  }), nt64);
-        if (nth > 1) {
-            std::snprintf(name, sizeof name, "gemm 64 tokens, %d rows, %d threads", rg, nth);
-            report_rg(name, best_time([&] {
-                          parallel_rows(rg, nth, [&](int r0, int r1) {
-                              gemm(W.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, r0, r1);
-                          });
-                      }, 0.2, 5, true), nt64);
-        }
-    }
-#endif
-    // Rows interleaved by 8 (kernels/rows_x8.h), as the loader repacks them: the kernels
-    // generation uses for Q4_0, Q8_0 and Q4_K.
-    if (const uint32_t x8 = x8_type_for(ti.w)) {
-        std::vector<uint8_t> W8(W.size());
-        repack_rows_to_x8(ti.w, W.data(), W8.data(), rows, cols);
-        const matmul_rows_fn mm8 = x8_matmul_kernel(x8);
-        report("x8 rows 1 token, 1 thread",
-               best_time([&] { mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rows); }), 1);
-        if (nth > 1) {
-            std::snprintf(name, sizeof name, "x8 rows 1 token, %d threads", nth);
-            report(name, best_time([&] {
-                       parallel_rows(rows, nth, [&](int r0, int r1) {
-                           mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, r0 / 8 * 8, r1 == rows ? r1 : r1 / 8 * 8);
-                       });
-                   }, 0.2, 5, true),
-                   1);
-        }
-        // The prompt path (pp): 64 tokens (HEARTH_BENCH_GEMM_TOKENS) on the interleaved rows, through x8_matmul_kernel (which
-        // hands them to this build's GEMM for the x8 type), 1 thread and all threads.
-        {
-            const char* env_nt = std::getenv("HEARTH_BENCH_GEMM_TOKENS");  // default 64
-            const int nt64 = env_nt && std::atoi(env_nt) > 0 ? std::atoi(env_nt) : 64, rg = std::min(rows, 1024) / 16 * 16;
-            std::vector<uint8_t> A64(arb * nt64);
-            for (int t = 0; t < nt64; ++t) std::memcpy(A64.data() + size_t(t) * arb, A.data() + size_t(t % nt) * arb, arb);
-            std::vector<float> out64(size_t(rows) * nt64);
-            auto report_rg = [&](const char* nm, double t) {
-                std::printf("  %-40s %9s %9.2f %12.3e\n", nm, "", double(rg) * cols * nt64 / t / 1e9, double(rg) * nt64 / t);
-            };
-            std::snprintf(name, sizeof name, "x8 gemm %d tokens, %d rows, 1 thread", nt64, rg);
-            report_rg(name, best_time([&] { mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, 0, rg); }));
-            if (nth > 1) {
-                std::snprintf(name, sizeof name, "x8 gemm %d tokens, %d rows, %d thr", nt64, rg, nth);
-                report_rg(name, best_time([&] {
-                              parallel_rows(rg, nth, [&](int r0, int r1) {
-                                  mm8(W8.data(), wrb, A64.data(), arb, cols, nt64, out64.data(), rows, r0 / 16 * 16,
-                                      r1 == rg ? r1 : r1 / 16 * 16);
-                              });
-                          }, 0.2, 5, true));
-            }
-        }
-        const int rs8 = std::min(rows, 128);
-        const double t8c = best_time([&] { mm8(W8.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rs8); });
-        std::printf("  x8 rows cache-resident %d rows, 1 thread: 1 token %.2f GB/s\n", rs8, double(wrb) * rs8 / t8c / 1e9);
-    }
-    // Cache-resident (first 128 rows, ~L2 sized): compute ceiling of the kernels.
-    const int rs = std::min(rows, 128);
-    const double sbytes = double(wrb) * rs;
-    const double t1 = best_time([&] { ti.k->matmul_rows(W.data(), wrb, A.data(), arb, cols, 1, out.data(), rows, 0, rs); });
-    const double t8 = best_time([&] { ti.k->matmul_rows(W.data(), wrb, A.data(), arb, cols, nt, out.data(), rows, 0, rs); });
-    const double ts = best_time([&] { ti.mm_scalar(W.data(), wrb, A.data(), arb, cols, nt, out.data(), rows, 0, rs); }, 0.1, 2);
-    std::printf("  cache-resident %d rows (%.2f MB), 1 thread: 1 token %.2f GB/s; 8 tokens %.2f GMAC/s"
-                " (scalar 8 tokens %.2f GMAC/s)\n",
-                rs, sbytes / 1e6, sbytes / t1 / 1e9, double(rs) * cols * nt / t8 / 1e9,
-                double(rs) * cols * nt / ts / 1e9);
 }
 
 }  // namespace
@@ -275,23 +174,33 @@ void bench_type(const TypeInfo& ti, int rows, int cols, int nth) {
 int main(int argc, char** argv) {
     const int rows = argc > 1 ? std::atoi(argv[1]) : 8192;
     const int cols = argc > 2 ? std::atoi(argv[2]) : 8192;
-    const int nth = argc > 3 ? std::atoi(argv[3]) : n_threads_max();
-    if (rows <= 0 || cols <= 0 || cols % 256 != 0) {
-        std::fprintf(stderr, "usage: %s [rows] [cols (multiple of 256)] [threads]\n", argv[0]);
+    const int nth = argc > 3 ? std::atoi(argv[3]) : omp_get_max_threads();
+    const std::string types = argc > 4 ? argv[4] : "q4_0,q8_0,q4_K,q6_K";
+    const char* env_gemm = std::getenv("HEARTH_BENCH_GEMM_TOKENS");
+    const int gemm_tokens = env_gemm && std::atoi(env_gemm) > 0 ? std::atoi(env_gemm) : 64;
+    if (rows < 16 || cols <= 0 || cols % QK_K != 0 || nth < 1) {
+        std::fprintf(stderr, "usage: %s [rows >= 16] [cols (multiple of 256)] [threads] [types]\n", argv[0]);
         return 1;
     }
-    std::printf("hearth quant kernels: %s, %d threads\n", HEARTH_QUANT_IMPL, nth);
+    std::printf("hearth kernel table: %s, %d threads\n", HEARTH_ISA_NAME, nth);
     std::printf("read bandwidth (256 MB): 1 thread %.2f GB/s", read_bandwidth(size_t(256) << 20, 1));
     if (nth > 1) std::printf(", %d threads %.2f GB/s", nth, read_bandwidth(size_t(256) << 20, nth));
     std::printf("\n");
-    const TypeInfo types[] = {
-        {TYPE_Q4_0, quant_kernels(TYPE_Q4_0), matmul_q4_0_rows_scalar},
-        {TYPE_Q8_0, quant_kernels(TYPE_Q8_0), matmul_q8_0_rows_scalar},
-        {TYPE_Q4_K, quant_kernels(TYPE_Q4_K), matmul_q4_k_rows_scalar},
-        {TYPE_Q6_K, quant_kernels(TYPE_Q6_K), matmul_q6_k_rows_scalar},
-    };
-    const char* only = argc > 4 ? argv[4] : nullptr;
-    for (const TypeInfo& ti : types)
-        if (!only || std::strstr(only, type_name(ti.w))) bench_type(ti, rows, cols, nth);
+    size_t at = 0;
+    while (at <= types.size()) {
+        const size_t end = std::min(types.find(',', at), types.size());
+        const std::string name = types.substr(at, end - at);
+        at = end + 1;
+        uint32_t type = 0;
+        bool found = false;
+        for (const TypeTraits& t : kTypeTraits)
+            if (name == t.name) type = t.id, found = true;
+        if (!found || !pick_kernel(KernelOp::matmul, type, Layout::rows, 1)) {
+            std::fprintf(stderr, "no matmul rows for type '%s'\n", name.c_str());
+            return 1;
+        }
+        bench_type(type, rows, cols, nth, gemm_tokens);
+    }
+    bench_quantizers(cols);
     return 0;
 }

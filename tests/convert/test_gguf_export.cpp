@@ -213,7 +213,7 @@ Gguf check_gguf(const std::string& bytes) {
         t.offset = r.get<uint64_t>();
         const TypeTraits* traits = type_traits(t.type);
         REQUIRE(traits != nullptr);
-        CHECK((traits->use != USE_ACT && traits->use != USE_INTERLEAVED));
+        CHECK(traits->use != USE_ACT);
         uint64_t rows = 1;
         for (uint32_t d = 0; d < n_dims; d++) {
             REQUIRE(t.ne[d] >= 1);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden data for hearth's GGUF dequantizers (kernels/dequant_gguf.cpp), made with gguf-py.
+"""Golden data for hearth's GGUF dequantizers (kernels/ref/dequant_gguf.cpp), made with gguf-py.
 
 For each type: random but valid blocks (random bytes; fp16 scale fields set to finite,
 moderate values so every result is finite), dequantized with gguf-py's numpy code, an

@@ -1,0 +1,178 @@
+// The kernel table (kernels/table.h). The rows of one (op, type, layout) are listed in order of
+// preference: for a given token count the picker takes the available row with the largest
+// min_tokens not above it, and among rows of equal min_tokens the last one.
+//
+// Thresholds, and why:
+//  - AVX2 GEMMs (x86/gemm_avx2.cpp, gemm_k_avx2.cpp) on plain rows from 4 tokens (Q4_0, Q8_0),
+//    8 (Q4_K), 16 (Q6_K): the break-even batch sizes against the tiles, from tools/bench_kernels
+//    (Q4_K/Q6_K pack more per row than Q4_0/Q8_0). Q4_0 x one token: the 4-row gemv.
+//  - Interleaved Q4_0/Q8_0: the AVX2 GEMM from 4 tokens, as on plain rows; the AVX-512 zmm GEMM
+//    from 8 (below that its 16-row panels cost more than they gain).
+//  - Interleaved Q4_K: the GEMMs from 32 tokens. Below that the passes of up to 4 tokens over
+//    L1-resident chunks of x86/q4_kx8_avx2.cpp are faster: measured on one thread (512 x 4096, a
+//    shared 2-core Xeon, AVX2 code; medians of interleaved runs, noise ~10%), passes / GEMM = 1.56
+//    at 8 tokens, 1.18 at 16, 0.97 at 32, 0.95 at 64. (8 is the crossover for plain Q4_K, whose
+//    few-token kernel is slower than these passes.)
+//  - NEON i8mm (SMMLA) GEMMs from 4 tokens: a guess, not measured (there is no ARM CPU here).
+#include "kernels/table.h"
+
+#include "kernels/arm/arm.h"
+#include "kernels/isa.h"
+#include "kernels/ref/ref.h"
+#include "kernels/x86/x86.h"
+
+#if defined(HEARTH_ISA_AVX2)
+#define AVX2(f) f
+#else
+#define AVX2(f) nullptr
+#endif
+#if defined(HEARTH_ISA_AVX512)
+#define AVX512(f) f
+#else
+#define AVX512(f) nullptr
+#endif
+#if defined(HEARTH_ISA_NEON)
+#define NEON(f) f
+#else
+#define NEON(f) nullptr
+#endif
+#if defined(HEARTH_ISA_I8MM)
+#define I8MM(f) f
+#else
+#define I8MM(f) nullptr
+#endif
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
+namespace {
+
+constexpr KernelOp M = KernelOp::matmul, Q = KernelOp::quantize;
+constexpr Layout R = Layout::rows, X8 = Layout::rows_x8;
+
+const KernelRow kRows[] = {
+    // Activation quantizers.
+    {Q, TYPE_Q8_0, R, Isa::scalar, 1, nullptr, quantize_row_q8_0_scalar},
+    {Q, TYPE_Q8_0, R, Isa::avx2, 1, nullptr, AVX2(quantize_row_q8_0_avx2)},
+    {Q, TYPE_Q8_0, R, Isa::neon, 1, nullptr, NEON(quantize_row_q8_0_neon)},
+    {Q, TYPE_Q8_K, R, Isa::scalar, 1, nullptr, quantize_row_q8_k_scalar},
+    {Q, TYPE_Q8_K, R, Isa::avx2, 1, nullptr, AVX2(quantize_row_q8_k_avx2)},
+    {Q, TYPE_Q8_K, R, Isa::neon, 1, nullptr, NEON(quantize_row_q8_k_neon)},
+    // Float weights x fp32 activations.
+    {M, TYPE_F32, R, Isa::scalar, 1, matmul_f32_rows_scalar, nullptr},
+    {M, TYPE_F32, R, Isa::avx2, 1, AVX2(matmul_f32_rows_avx2), nullptr},
+    {M, TYPE_F16, R, Isa::scalar, 1, matmul_f16_rows_scalar, nullptr},
+    {M, TYPE_F16, R, Isa::avx2, 1, AVX2(matmul_f16_rows_avx2), nullptr},
+    // Plain rows.
+    {M, TYPE_Q4_0, R, Isa::scalar, 1, matmul_q4_0_rows_scalar, nullptr},
+    {M, TYPE_Q4_0, R, Isa::neon, 1, NEON(matmul_q4_0_rows_neon), nullptr},
+    {M, TYPE_Q4_0, R, Isa::avx2, 1, AVX2(matmul_q4_0_gemv_avx2), nullptr},
+    {M, TYPE_Q4_0, R, Isa::avx2, 2, AVX2(matmul_q4_0_rows_avx2), nullptr},
+    {M, TYPE_Q4_0, R, Isa::avx2, 4, AVX2(matmul_q4_0_gemm_avx2), nullptr},
+    {M, TYPE_Q8_0, R, Isa::scalar, 1, matmul_q8_0_rows_scalar, nullptr},
+    {M, TYPE_Q8_0, R, Isa::neon, 1, NEON(matmul_q8_0_rows_neon), nullptr},
+    {M, TYPE_Q8_0, R, Isa::avx2, 1, AVX2(matmul_q8_0_rows_avx2), nullptr},
+    {M, TYPE_Q8_0, R, Isa::avx2, 4, AVX2(matmul_q8_0_gemm_avx2), nullptr},
+    {M, TYPE_Q4_K, R, Isa::scalar, 1, matmul_q4_k_rows_scalar, nullptr},
+    {M, TYPE_Q4_K, R, Isa::neon, 1, NEON(matmul_q4_k_rows_neon), nullptr},
+    {M, TYPE_Q4_K, R, Isa::avx2, 1, AVX2(matmul_q4_k_rows_avx2), nullptr},
+    {M, TYPE_Q4_K, R, Isa::avx2, 8, AVX2(matmul_q4_k_gemm_avx2), nullptr},
+    {M, TYPE_Q6_K, R, Isa::scalar, 1, matmul_q6_k_rows_scalar, nullptr},
+    {M, TYPE_Q6_K, R, Isa::neon, 1, NEON(matmul_q6_k_rows_neon), nullptr},
+    {M, TYPE_Q6_K, R, Isa::avx2, 1, AVX2(matmul_q6_k_rows_avx2), nullptr},
+    {M, TYPE_Q6_K, R, Isa::avx2, 16, AVX2(matmul_q6_k_gemm_avx2), nullptr},
+    {M, TYPE_Q6_K, R, Isa::avx512, 16, AVX512(matmul_q6_k_gemm_avx512), nullptr},
+    // Rows interleaved by 8 (kernels/rows_x8.h).
+    {M, TYPE_Q4_0, X8, Isa::scalar, 1, matmul_q4_0x8_rows_scalar, nullptr},
+    {M, TYPE_Q4_0, X8, Isa::neon, 1, NEON(matmul_q4_0x8_rows_neon), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::i8mm, 4, I8MM(matmul_q4_0x8_gemm_i8mm), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512, 8, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::scalar, 1, matmul_q8_0x8_rows_scalar, nullptr},
+    {M, TYPE_Q8_0, X8, Isa::neon, 1, NEON(matmul_q8_0x8_rows_neon), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::i8mm, 4, I8MM(matmul_q8_0x8_gemm_i8mm), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512, 8, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::scalar, 1, matmul_q4_kx8_rows_scalar, nullptr},
+    {M, TYPE_Q4_K, X8, Isa::neon, 1, NEON(matmul_q4_kx8_rows_neon), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::i8mm, 4, I8MM(matmul_q4_kx8_gemm_i8mm), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx2, 1, AVX2(matmul_q4_kx8_rows_avx2), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx2, 32, AVX2(matmul_q4_kx8_gemm_avx2), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
+};
+constexpr int kNumRows = int(sizeof kRows / sizeof kRows[0]);
+
+// The running CPU's instruction sets, asked once. A binary built for an ISA runs only on CPUs
+// that have it, so this matters where a row's ISA is built but the CPU lacks a part of it.
+bool cpu_has(Isa isa) {
+    switch (isa) {
+        case Isa::scalar: return true;
+#if defined(__x86_64__) || defined(__i386__)
+        case Isa::avx2: {
+            static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+            return ok;
+        }
+        case Isa::avx512: {
+            static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+            return ok;
+        }
+#endif
+#if defined(__linux__) && defined(__aarch64__)
+        case Isa::neon: return true;  // every AArch64 CPU has Advanced SIMD
+        case Isa::i8mm: {
+#if defined(HWCAP2_I8MM)
+            static const bool ok = (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+            return ok;
+#else
+            return true;  // the C library cannot tell: trust the build
+#endif
+        }
+#endif
+        default: return false;
+    }
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::scalar: return "scalar";
+        case Isa::avx2: return "avx2";
+        case Isa::avx512: return "avx512";
+        case Isa::neon: return "neon";
+        case Isa::i8mm: return "i8mm";
+    }
+    return "?";
+}
+
+const KernelRow* kernel_rows(int* n) {
+    *n = kNumRows;
+    return kRows;
+}
+
+bool kernel_row_available(const KernelRow& row) {
+    return (row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr) && cpu_has(row.isa);
+}
+
+const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens) {
+    // The available rows, filled once at start-up (thread-safe static initialization).
+    static const struct Available {
+        const KernelRow* rows[kNumRows];
+        int n = 0;
+        Available() {
+            for (const KernelRow& r : kRows)
+                if (kernel_row_available(r)) rows[n++] = &r;
+        }
+    } available;
+    const KernelRow* best = nullptr;
+    for (int i = 0; i < available.n; i++) {
+        const KernelRow* r = available.rows[i];
+        if (r->op == op && r->type == type && r->layout == layout && r->min_tokens <= n_tokens &&
+            (!best || r->min_tokens >= best->min_tokens))
+            best = r;
+    }
+    return best;
+}

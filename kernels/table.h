@@ -1,0 +1,39 @@
+// The kernel table: one row per kernel {operation, type, layout, ISA, from how many tokens,
+// function}, and the one function that picks a row. Every choice of a code path (which ISA, plain
+// tiles or GEMM, from how many tokens) is a row of kernels/table.cpp; no kernel calls another to
+// choose. tests/kernels/test_kernel_table.cpp holds every row to its type's scalar reference.
+#pragma once
+#include <cstdint>
+
+#include "kernels/quant.h"
+#include "kernels/quant_types.h"
+
+// The instruction sets of the rows (the macros of kernels/isa.h).
+enum class Isa : uint8_t { scalar, avx2, avx512, neon, i8mm };
+const char* isa_name(Isa isa);
+
+enum class KernelOp : uint8_t {
+    matmul,    // weights of `type` in `layout` x activations of type_vec_dot_type(type)
+    quantize,  // fp32 activation rows to `type` (layout rows), the bytes of its reference quantizer
+};
+
+struct KernelRow {
+    KernelOp op;
+    uint32_t type;
+    Layout layout;
+    Isa isa;
+    int min_tokens;           // the row applies from this many tokens on (until a row with more takes over)
+    matmul_rows_fn matmul;    // op == matmul; nullptr where this build lacks the ISA
+    quantize_row_fn quantize; // op == quantize; nullptr where this build lacks the ISA
+};
+
+// Every row of the table, built in this binary or not (tests and tools/bench_kernels list them).
+const KernelRow* kernel_rows(int* n);
+
+// Built into this binary, and the running CPU has the row's ISA.
+bool kernel_row_available(const KernelRow& row);
+
+// The row for `op` on (type, layout) and n_tokens tokens: of the available rows, the one with the
+// largest min_tokens <= n_tokens; between rows of equal min_tokens, the later in the table (the
+// table lists them in order of preference). nullptr when no row applies.
+const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens);

@@ -1,0 +1,115 @@
+// Small AVX2 helpers shared by the kernels. Include only under HEARTH_ISA_AVX2 (kernels/isa.h).
+#pragma once
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/isa.h"
+
+inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// VNNI (AVX512-VNNI with AVX512VL, or AVX-VNNI): where the host has it, the GEMM tiles multiply
+// u8 x s8 with one instruction that also sums each 4 products into an int32 lane, instead of
+// maddubs (int16 pair sums), int16 adds and a madd to widen. Like NEON's dotprod, it is chosen
+// at compile time (-march=native); the plain AVX2 tiles stay, and are tested in a second build
+// (Makefile: kernel_tests_avx2).
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+// acc + sum of the 4 products u[4i+k] * s[4i+k] in lane i; u unsigned bytes, s signed.
+inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+#elif defined(HEARTH_ISA_AVX_VNNI)  // AVX-VNNI
+inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+#endif
+
+// 4 bytes at p in every 32-bit lane (one activation step of a GEMM tile).
+inline __m256i bcast32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// The sum of 32 int8 values (a Q8 block's quants), for the -8 / -32 offset terms.
+inline int32_t sum_i8x32(const int8_t* q) {
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), loadu(q)), _mm256_set1_epi16(1));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+    return _mm_cvtsi128_si32(s4);
+}
+
+// The sum of the 8 lanes.
+inline float hsum_avx2(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 8x8 transpose of 32-bit lanes: v[i] lane k -> v[k] lane i.
+inline void transpose8(__m256i v[8]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    const __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
+    const __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
+    const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+    const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+    v[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+    v[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+    v[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+    v[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+    v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+    v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+    v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+    v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
+// The 6-bit scales and mins of 8 Q4_K rows, one row per 32-bit lane: q4k_unpack_scales
+// (kernels/quant.h) for 8 rows at once. `packed` is 96 bytes: the rows' scales[0..3] (row i at
+// 4i), then their scales[4..7], then scales[8..11] (the interleaved Q4_K record, kernels/rows_x8.h).
+// Byte j of a lane of sc_lo is its row's scale of sub-block j, of sc_hi that of sub-block 4 + j;
+// mn_lo / mn_hi likewise hold the mins.
+struct Q4kScalesX8 {
+    __m256i sc_lo, sc_hi, mn_lo, mn_hi;
+};
+inline Q4kScalesX8 q4k_unpack_scales_x8(const void* packed) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m6 = _mm256_set1_epi8(0x3F), m30 = _mm256_set1_epi8(0x30);
+    const uint8_t* p = static_cast<const uint8_t*>(packed);
+    const __m256i u0 = loadu(p), u1 = loadu(p + 32), u2 = loadu(p + 64);
+    return {_mm256_and_si256(u0, m6),
+            _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30)),
+            _mm256_and_si256(u1, m6),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30))};
+}
+
+// _mm256_shuffle_epi8 control that puts byte lo of each 32-bit lane, zero-extended, into the
+// lane's low int16 and byte hi into its high int16 (lo == hi: a byte in both halves, the form
+// _mm256_madd_epi16 wants a per-row factor in).
+inline __m256i lane_bytes_to_int16(int lo, int hi) {
+    const __m256i lane_base = _mm256_setr_epi32(0, 0x00040004, 0x00080008, 0x000C000C, 0, 0x00040004, 0x00080008, 0x000C000C);
+    return _mm256_add_epi32(lane_base, _mm256_set1_epi32(int32_t(0x80008000u | uint32_t(hi) << 16 | uint32_t(lo))));
+}
+
+// An empty asm that "changes" 4 integer accumulators, called after each step of a GEMM tile:
+// GCC may then no longer reassociate the adds of the steps before and after it. Without it GCC 12
+// computes all 32 maddubs of a Q4_0 block first and sums them as a tree, which needs 32 live
+// registers: 54 spills per block with AVX2's 16 ymm registers (18 with AVX-512's 32).
+inline void keep_step_order(__m256i& a, __m256i& b, __m256i& c, __m256i& d) {
+    asm("" : "+x"(a), "+x"(b), "+x"(c), "+x"(d));
+}
+
+// A GEMM tile's partial results res[i][0..nr) (token t+i, rows r..r+nr) into out: written for the
+// first K chunk, added for the later ones.
+inline void store_gemm_tile(float* out, size_t os, int r, int nr, int t, int nt, const float (*res)[8], bool first) {
+    for (int i = 0; i < nt; ++i) {
+        float* o = out + size_t(t + i) * os + r;
+        if (nr == 8) {
+            const __m256 v = _mm256_loadu_ps(res[i]);
+            _mm256_storeu_ps(o, first ? v : _mm256_add_ps(v, _mm256_loadu_ps(o)));
+        } else {
+            for (int k = 0; k < nr; ++k) o[k] = first ? res[i][k] : o[k] + res[i][k];
+        }
+    }
+}

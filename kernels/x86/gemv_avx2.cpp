@@ -1,0 +1,174 @@
+// Single-token (matrix x vector) AVX2 kernel for Q4_0 in the plain layout: the kernel table's
+// one-token row (more tokens run one after another). run repacks Q4_0 matrices to the interleaved
+// layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the tokens/s); this kernel still serves the rows % 8
+// tail of a repacked matrix, a Q4_0 token embedding used as the output matrix, and callers that
+// do not repack.
+//
+// Generation multiplies every weight matrix by one activation row, so these kernels decide the
+// token rate. They work on 4 weight rows at once (each activation block is loaded / prepared
+// once for the 4 rows), keep integer partial sums per block and apply the per-block scales with
+// one float FMA per row and block pair, and gather the fp16 scales of 4 rows x 2 blocks into
+// one _mm256_cvtph_ps. The int16/int32 partial sums of the 4 rows are reduced with hadd into
+// one vector [r0 r1 r2 r3 | ...] (lanes by row and block) and scaled with one FMA per block pair.
+// No heap allocation after the first call (thread_local scratch).
+//
+//  - Q4_0: two consecutive blocks share a register (block b in the low 128 bits, b+1 in the
+//    high), so one and / shift gives the low and high nibbles of both; the activations are
+//    rearranged once per call to match. Unsigned nibbles x signed q8 with maddubs; the -8 is
+//    folded into an integer per-block term 8*sum(q8) subtracted from the int32 sums (exact).
+// Q8_0 keeps the tiled kernel of quant_avx2.cpp: a 4-row GEMV in this style measured 13%
+// slower end to end (tg64, TinyLlama shape, 2 threads, A/B in one sitting). Q4_K / Q6_K
+// keep theirs too, for now.
+#include "kernels/prefetch.h"
+#include "kernels/quant.h"
+#include "kernels/x86/x86.h"
+
+#if defined(HEARTH_ISA_AVX2)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/x86/avx2_util.h"
+
+namespace {
+
+inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+template <typename T>
+T* scratch(size_t n) {
+    struct alignas(32) V {
+        char b[32];
+    };
+    thread_local std::vector<V> buf;
+    const size_t nv = (n * sizeof(T) + 31) / 32;
+    if (buf.size() < nv) buf.resize(nv);
+    return reinterpret_cast<T*>(buf.data());
+}
+
+// Row pointers of the group starting at r (rows past r1 - 1 repeat the last row; their outputs
+// are not stored).
+template <typename Block>
+inline int group_rows(const void* W, size_t wrb, int r, int r1, const Block* w[4]) {
+    const int n = std::min(4, r1 - r);
+    for (int i = 0; i < 4; ++i)
+        w[i] = reinterpret_cast<const Block*>(static_cast<const char*>(W) + size_t(r + std::min(i, n - 1)) * wrb);
+    return n;
+}
+
+inline void store_rows(float* out, int r, int n, __m128 s) {
+    if (n == 4) {
+        _mm_storeu_ps(out + r, s);
+        return;
+    }
+    float t[4];
+    _mm_storeu_ps(t, s);
+    for (int i = 0; i < n; ++i) out[r + i] = t[i];
+}
+
+// ---- Q4_0 -------------------------------------------------------------------------------
+// Activations of the block pair (2p, 2p+1), rearranged for the paired weight registers.
+struct alignas(32) Q40Pair {
+    int8_t lo[32];  // a[2p].qs[0..15],  a[2p+1].qs[0..15]
+    int8_t hi[32];  // a[2p].qs[16..31], a[2p+1].qs[16..31]
+    float d[8];     // d8(2p) x 4, d8(2p+1) x 4
+    int32_t c[8];   // 8*sum(a[2p].qs) x 4, 8*sum(a[2p+1].qs) x 4
+};
+static_assert(sizeof(Q40Pair) == 128, "Q40Pair");
+
+void prepare_q4_0(const block_q8_0* a, int nb, Q40Pair* P) {
+    for (int p = 0; 2 * p < nb; ++p) {
+        const int b = 2 * p;
+        const bool two = b + 1 < nb;
+        const __m128i z = _mm_setzero_si128();
+        const __m128i l0 = loadu128(a[b].qs), h0 = loadu128(a[b].qs + 16);
+        const __m128i l1 = two ? loadu128(a[b + 1].qs) : z, h1 = two ? loadu128(a[b + 1].qs + 16) : z;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(P[p].lo), _mm256_set_m128i(l1, l0));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(P[p].hi), _mm256_set_m128i(h1, h0));
+        const float d0 = _cvtsh_ss(a[b].d), d1 = two ? _cvtsh_ss(a[b + 1].d) : 0.f;
+        const int32_t c0 = 8 * sum_i8x32(a[b].qs), c1 = two ? 8 * sum_i8x32(a[b + 1].qs) : 0;
+        for (int k = 0; k < 4; ++k) {
+            P[p].d[k] = d0;
+            P[p].d[k + 4] = d1;
+            P[p].c[k] = c0;
+            P[p].c[k + 4] = c1;
+        }
+    }
+}
+
+// fp16 scales of rows w[0..3] at blocks b and b1 as floats: [r0b r1b r2b r3b r0b1 r1b1 r2b1 r3b1]
+// (kInterleave false) or [r0b r0b1 r1b r1b1 r2b r2b1 r3b r3b1] (kInterleave true).
+template <bool kInterleave = false, typename Block>
+inline __m256 scales_rows(const Block* const* w, int b, int b1) {
+    auto pos = [](int i, int k) { return kInterleave ? 2 * i + k : 4 * k + i; };
+    __m128i v = _mm_cvtsi32_si128(w[0][b].d);
+    v = _mm_insert_epi16(v, w[1][b].d, pos(1, 0));
+    v = _mm_insert_epi16(v, w[2][b].d, pos(2, 0));
+    v = _mm_insert_epi16(v, w[3][b].d, pos(3, 0));
+    v = _mm_insert_epi16(v, w[0][b1].d, pos(0, 1));
+    v = _mm_insert_epi16(v, w[1][b1].d, pos(1, 1));
+    v = _mm_insert_epi16(v, w[2][b1].d, pos(2, 1));
+    v = _mm_insert_epi16(v, w[3][b1].d, pos(3, 1));
+    return _mm256_cvtph_ps(v);
+}
+
+// int16 pair sums of 4 rows (each lane |x| <= 2*15*127*2 = 7620) -> int32
+// [r0 r1 r2 r3 | r0 r1 r2 r3] (sum over each 128-bit half). The int16 intermediate sums stay
+// within 4*7620 < 32768.
+inline __m256i reduce_rows4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(s0, s1), _mm256_hadd_epi16(s2, s3));
+    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+}
+
+template <bool kTwo>
+inline void q4_0_pair(const block_q4_0* const* w, const Q40Pair& P, int b, size_t pf, __m256& acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256 S = _mm256_mul_ps(scales_rows(w, b, kTwo ? b + 1 : b), _mm256_load_ps(P.d));
+    const __m256i alo = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.lo));
+    const __m256i ahi = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.hi));
+    __m256i s[4];
+    for (int i = 0; i < 4; ++i) {
+        prefetch_ahead<2 * sizeof(block_q4_0)>(&w[i][b], pf);
+        const __m128i x0 = loadu128(w[i][b].qs);
+        // odd tail: the high half repeats block b against zero activations (and zero scale)
+        const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), kTwo ? loadu128(w[i][b + 1].qs) : x0, 1);
+        const __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+        s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+    }
+    const __m256i s32 = _mm256_sub_epi32(reduce_rows4(s[0], s[1], s[2], s[3]),
+                                         _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c)));
+    acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(s32), acc);
+}
+
+void gemv_q4_0_group(const block_q4_0* const* w, const Q40Pair* P, int nb, size_t pf, __m128& res) {
+    __m256 acc = _mm256_setzero_ps();
+    int p = 0;
+    for (; 2 * p + 1 < nb; ++p) q4_0_pair<true>(w, P[p], 2 * p, pf, acc);
+    if (2 * p < nb) q4_0_pair<false>(w, P[p], 2 * p, pf, acc);
+    res = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+}
+
+}  // namespace
+
+void matmul_q4_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    if (r1 <= r0) return;
+    const int nb = n_cols / QK4_0;
+    Q40Pair* P = scratch<Q40Pair>(size_t(nb + 1) / 2);
+    const size_t pf = prefetch_distance(4 * w_row_bytes);
+    for (int t = 0; t < n_tokens; t++) {
+        prepare_q4_0(reinterpret_cast<const block_q8_0*>(static_cast<const char*>(A) + size_t(t) * a_row_bytes), nb, P);
+        float* o = out + size_t(t) * out_stride;
+        for (int r = r0; r < r1; r += 4) {
+            const block_q4_0* w[4];
+            const int n = group_rows(W, w_row_bytes, r, r1, w);
+            __m128 s;
+            gemv_q4_0_group(w, P, nb, pf, s);
+            store_rows(o, r, n, s);
+        }
+    }
+}
+
+#endif  // HEARTH_ISA_AVX2

@@ -1,0 +1,569 @@
+// AVX2 + FMA + F16C kernels (no AVX-512 instructions are used).
+//
+// Integer products use _mm256_maddubs_epi16 (unsigned x signed bytes -> saturating int16 pairs):
+//  - Q8_0 x Q8_0 : sign trick, |w| x sign(a, w)  (activations are never -128)
+//  - Q4_0 x Q8_0 : the unsigned nibbles, with the -8 folded into a per-block activation term
+//                  c = -d8*sum(q8) computed once per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
+//  - Q4_K / Q6_K : unsigned 4/6-bit quants x q8, sub-block scales applied with
+//                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K mins
+//                  and Q6_K's -32 offset go through the q8 block sums (bsums).
+// No int16 saturation is possible: max pair sums are 2*128*127 (Q8_0), 2*15*128 (Q4),
+// 2*63*128 (Q6).
+#include "kernels/prefetch.h"
+#include "kernels/quant.h"
+#include "kernels/x86/x86.h"
+
+#if defined(HEARTH_ISA_AVX2)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "kernels/x86/avx2_util.h"
+
+namespace {
+
+inline float f16(uint16_t h) { return _cvtsh_ss(h); }
+
+inline float hsum128(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+
+// 16 bytes of packed nibbles -> 32 bytes 0..15 in element order (low nibbles first).
+inline __m256i unpack_nibbles16(const uint8_t* qs) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+}
+
+// Sum of 8 int32 lanes of maddubs(x_unsigned, y_signed) as float lanes.
+inline __m256 dot_us(__m256i xu, __m256i ys) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(xu, ys), _mm256_set1_epi16(1)));
+}
+
+// Signed x signed bytes (y != -128).
+inline __m256 dot_ss(__m256i x, __m256i y) { return dot_us(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)); }
+
+// x * s clamped to [-127, 127], rounded half-to-even, as int32 (matches the scalar quantizers).
+inline __m256i quant_lane(__m256 x, __m256 s) {
+    __m256 v = _mm256_mul_ps(x, s);
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-127.f)), _mm256_set1_ps(127.f));
+    return _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// 4 x 8 int32 (each in [-127,127]) -> 32 int8 in order.
+inline __m256i pack32(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
+    const __m256i a = _mm256_packs_epi32(i0, i1);
+    const __m256i b = _mm256_packs_epi32(i2, i3);
+    return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(a, b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+inline __m256 fabs8(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+// Broadcast int16 lane j of a 128-bit-duplicated vector to all 16 lanes.
+inline __m256i bcast_i16(__m256i v, int j) {
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16(int16_t((2 * j) | ((2 * j + 1) << 8))));
+}
+
+// Q6_K: 16-bit scale vector for 32-element chunk c: lanes 0-7 = sc[2c], lanes 8-15 = sc[2c+1].
+inline __m256i q6k_chunk_scales(__m128i sc8, int c) {
+    const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * c + 1), 0x0101010101010101LL * (2 * c));
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
+}
+
+struct Q6Bits {
+    __m256i q[4];  // chunks 0..3 of a 128-element half, values 0..63
+};
+
+inline void q6k_unpack_half(const uint8_t* ql, const uint8_t* qh, Q6Bits& o) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i l0 = loadu(ql), l1 = loadu(ql + 32), h = loadu(qh);
+    o.q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+    o.q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+    o.q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
+    o.q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+}
+
+// Scratch for per-call activation tables (one per thread).
+float* scratch(size_t n) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
+int8_t* scratch_bytes(size_t n) {
+    thread_local std::vector<int8_t> buf;
+    if (buf.size() < n + 64) buf.resize(n + 64);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+    return buf.data() + ((64 - p % 64) % 64);
+}
+
+float* scratch_part(size_t n) {
+    thread_local std::vector<float> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
+}  // namespace
+
+// =========================================================================================
+// Activation quantizers (bytes identical to the scalar ones)
+// =========================================================================================
+
+void quantize_row_q8_0_avx2(const float* x, void* vy, int64_t n) {
+    block_q8_0* y = static_cast<block_q8_0*>(vy);
+    const int64_t nb = n / QK8_0;
+    for (int64_t i = 0; i < nb; ++i, x += QK8_0) {
+        const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+        const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+        const __m256 m = _mm256_max_ps(_mm256_max_ps(fabs8(v0), fabs8(v1)), _mm256_max_ps(fabs8(v2), fabs8(v3)));
+        const float amax = hmax(m);
+        const uint16_t dh = _cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
+        const float d = f16(dh);
+        const __m256 id = _mm256_set1_ps(d != 0.f ? 1.f / d : 0.f);
+        y[i].d = dh;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs),
+                            pack32(quant_lane(v0, id), quant_lane(v1, id), quant_lane(v2, id), quant_lane(v3, id)));
+    }
+}
+
+void quantize_row_q8_k_avx2(const float* x, void* vy, int64_t n) {
+    block_q8_K* y = static_cast<block_q8_K*>(vy);
+    const int64_t nb = n / QK_K;
+    for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < QK_K; j += 8) m = _mm256_max_ps(m, fabs8(_mm256_loadu_ps(x + j)));
+        const float amax = hmax(m);
+        if (amax == 0.f) {
+            std::memset(&y[i], 0, sizeof(block_q8_K));
+            continue;
+        }
+        const float d = q8k_scale(amax);
+        y[i].d = d;
+        const __m256 s = _mm256_set1_ps(1.f / d);
+                const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+        for (int j = 0; j < QK_K; j += 32) {
+            const __m256i q = pack32(quant_lane(_mm256_loadu_ps(x + j), s), quant_lane(_mm256_loadu_ps(x + j + 8), s),
+                                     quant_lane(_mm256_loadu_ps(x + j + 16), s),
+                                     quant_lane(_mm256_loadu_ps(x + j + 24), s));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + j), q);
+            // group sums: lanes 0-3 of the int32 sums belong to elements j..j+15, lanes 4-7 to j+16..j+31
+            const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16);
+            const __m128i s4 = _mm_hadd_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+            const __m128i s2 = _mm_hadd_epi32(s4, s4);  // [g0, g1, g0, g1]
+            y[i].bsums[j / 16] = int16_t(_mm_cvtsi128_si32(s2));
+            y[i].bsums[j / 16 + 1] = int16_t(_mm_extract_epi32(s2, 1));
+        }
+    }
+}
+
+// =========================================================================================
+// Tiled multi-token matmul
+//
+// Per call, the activation rows are repacked into token-interleaved panels: for each group of
+// (up to) 8 tokens, block b of token t sits at panel + (b*nt + t)*qk, 32-byte aligned, next to
+// a small per-(block, token) table of scales/sums. A tile (NR rows x NT tokens) then needs one
+// pointer for all its activations and one for the table (immediate offsets), which keeps the
+// inner loops free of spills, and the panel of one K-chunk stays in L1 while the rows of an
+// L2-sized row chunk stream through.
+// =========================================================================================
+
+namespace {
+
+constexpr int kMaxTokens = 8;             // tokens per tile
+constexpr size_t kChunkBytes = 64 << 10;  // weight rows revisited by all token tiles while in L2
+constexpr size_t kPanelBytes = 16 << 10;  // activation panel of a token tile, kept in L1
+
+struct Ctx {
+    const char* W;
+    size_t wrb;
+    int nb;  // blocks per row
+    float* out;
+    int os;
+    const int8_t* aq;  // packed activation quants
+    const float* tab;  // packed per-(block, token) table, E floats per entry
+    int qk;            // quants per activation block
+    int E;
+};
+
+// A tile: rows [r, r+NR) x tokens [t0, t0+NT) over blocks [kb, ke). When the row is split in
+// several K-chunks, the float accumulators are parked in `part` (NR*NT vectors) in between.
+struct Span {
+    int r, t0, kb, ke;
+    float* part;
+};
+
+template <typename WBlock>
+inline const WBlock* wrow(const Ctx& c, int r) {
+    return reinterpret_cast<const WBlock*>(c.W + size_t(r) * c.wrb);
+}
+
+// Panel of the tile's token group; block b, token t at + (b*NT + t)*qk (resp. *E).
+inline const int8_t* panel_q(const Ctx& c, const Span& s) { return c.aq + size_t(s.t0) * c.nb * c.qk; }
+inline const float* panel_t(const Ctx& c, const Span& s) { return c.tab + size_t(s.t0) * c.nb * c.E; }
+
+inline __m256i load_a(const int8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+
+inline __m256 bcast_f16(const uint16_t* h) {
+    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(*h)));
+}
+
+// Accumulators of a tile. Loaded / stored through plain copies so that GCC keeps the
+// loop-carried values in registers (passing the loop's array by reference to the finishing code
+// made it store every accumulator to the stack on each iteration).
+template <int NR, int NT>
+struct Acc {
+    __m256 v[NR][NT];
+};
+
+template <int NR, int NT>
+inline Acc<NR, NT> init_tile(const Span& s) {
+    Acc<NR, NT> a;
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            a.v[i][t] = s.kb == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(s.part + 8 * (i * NT + t));
+    return a;
+}
+
+template <int NR, int NT>
+inline void finish_tile(const Ctx& c, const Span& s, Acc<NR, NT> a) {
+    if (s.ke < c.nb) {
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < NT; ++t) _mm256_storeu_ps(s.part + 8 * (i * NT + t), a.v[i][t]);
+        return;
+    }
+    for (int t = 0; t < NT; ++t)
+        for (int i = 0; i < NR; ++i) c.out[size_t(s.t0 + t) * c.os + s.r + i] = hsum_avx2(a.v[i][t]);
+}
+
+template <typename K, int NT>
+void run_rows(const Ctx& c, int rb, int re, int t0, int kb, int ke, float* part) {
+    constexpr int NR = NT == 1 ? K::kRowsFor1 : NT == 2 ? K::kRowsFor2 : 1;
+    auto span = [&](int r) { return Span{r, t0, kb, ke, part ? part + size_t(r - rb) * NT * 8 : nullptr}; };
+    int r = rb;
+    for (; r + NR <= re; r += NR) K::template tile<NR, NT>(c, span(r));
+    for (; r < re; ++r) K::template tile<1, NT>(c, span(r));
+}
+
+// Loop order: row chunks whose weights stay in L2 -> token tiles -> K-chunks whose activation
+// panel stays in L1 -> row tiles.
+template <typename K>
+void drive(const Ctx& c, int n_tokens, int r0, int r1) {
+    int chunk = int(kChunkBytes / std::max<size_t>(c.wrb, 1));
+    chunk = std::max(8, chunk - chunk % 4);
+    const int nt_max = std::min(kMaxTokens, n_tokens);
+    const size_t a_block = size_t(c.qk) + 4 * size_t(c.E);
+    int kc = c.nb;
+    if (size_t(nt_max) * a_block * size_t(c.nb) > kPanelBytes)
+        kc = std::max(1, int(kPanelBytes / (size_t(nt_max) * a_block)));
+    float* part = kc < c.nb ? scratch_part(size_t(std::min(chunk, r1 - r0)) * kMaxTokens * 8) : nullptr;
+    for (int rb = r0; rb < r1; rb += chunk) {
+        const int re = std::min(r1, rb + chunk);
+        for (int t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+            const int nt = std::min(kMaxTokens, n_tokens - t0);
+            for (int kb = 0; kb < c.nb; kb += kc) {
+                const int ke = std::min(c.nb, kb + kc);
+                switch (nt) {
+                    case 1: run_rows<K, 1>(c, rb, re, t0, kb, ke, part); break;
+                    case 2: run_rows<K, 2>(c, rb, re, t0, kb, ke, part); break;
+                    case 3: run_rows<K, 3>(c, rb, re, t0, kb, ke, part); break;
+                    case 4: run_rows<K, 4>(c, rb, re, t0, kb, ke, part); break;
+                    case 5: run_rows<K, 5>(c, rb, re, t0, kb, ke, part); break;
+                    case 6: run_rows<K, 6>(c, rb, re, t0, kb, ke, part); break;
+                    case 7: run_rows<K, 7>(c, rb, re, t0, kb, ke, part); break;
+                    default: run_rows<K, 8>(c, rb, re, t0, kb, ke, part); break;
+                }
+            }
+        }
+    }
+}
+
+// Repack n_tokens activation rows (blocks of type ABlock with `qk` quants in .qs) into the
+// token-interleaved panels; entry(block, float* e) fills the E floats of the table entry.
+template <typename ABlock, typename EntryFn>
+void pack_panels(Ctx& c, const void* A, size_t arb, int n_tokens, int qk, int E, EntryFn entry) {
+    int8_t* q = scratch_bytes(size_t(n_tokens) * c.nb * qk);
+    float* tab = scratch(size_t(n_tokens) * c.nb * E);
+    for (int t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+        const int nt = std::min(kMaxTokens, n_tokens - t0);
+        int8_t* qg = q + size_t(t0) * c.nb * qk;
+        float* tg = tab + size_t(t0) * c.nb * E;
+        for (int t = 0; t < nt; ++t) {
+            const ABlock* a = reinterpret_cast<const ABlock*>(static_cast<const char*>(A) + size_t(t0 + t) * arb);
+            for (int b = 0; b < c.nb; ++b) {
+                const size_t e = size_t(b) * nt + t;
+                std::memcpy(qg + e * qk, a[b].qs, size_t(qk));
+                entry(a[b], tg + e * E);
+            }
+        }
+    }
+    c.aq = q;
+    c.tab = tab;
+    c.qk = qk;
+    c.E = E;
+}
+
+// ---- Q8_0 x Q8_0. Table entry: d8. ----
+struct KQ8_0 {
+    static constexpr int kRowsFor1 = 4, kRowsFor2 = 2;
+    template <int NR, int NT>
+    static void tile(const Ctx& c, const Span& s) {
+        const block_q8_0* w[NR];
+        for (int i = 0; i < NR; ++i) w[i] = wrow<block_q8_0>(c, s.r + i);
+        const size_t pf = prefetch_distance(NR * c.wrb);
+        const int8_t* aq = panel_q(c, s);
+        const float* tb = panel_t(c, s);
+        Acc<NR, NT> A0 = init_tile<NR, NT>(s);
+        __m256 acc[NR][NT];
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < NT; ++t) acc[i][t] = A0.v[i][t];
+        for (int b = s.kb; b < s.ke; ++b) {
+            __m256i qw[NR], aw[NR];
+            __m256 dw[NR];
+            for (int i = 0; i < NR; ++i) {
+                prefetch_ahead<sizeof(block_q8_0)>(&w[i][b], pf);
+                qw[i] = loadu(w[i][b].qs);
+                aw[i] = _mm256_sign_epi8(qw[i], qw[i]);
+                dw[i] = bcast_f16(&w[i][b].d);
+            }
+            const int8_t* ab = aq + size_t(b) * NT * QK8_0;
+            const float* tbb = tb + size_t(b) * NT;
+            for (int t = 0; t < NT; ++t) {
+                const __m256i qa = load_a(ab + QK8_0 * t);
+                const __m256 da = _mm256_broadcast_ss(tbb + t);
+                for (int i = 0; i < NR; ++i) {
+                    const __m256 x = dot_us(aw[i], _mm256_sign_epi8(qa, qw[i]));
+                    acc[i][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[i], da), x, acc[i][t]);
+                }
+            }
+        }
+        Acc<NR, NT> A1;
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < NT; ++t) A1.v[i][t] = acc[i][t];
+        finish_tile<NR, NT>(c, s, A1);
+    }
+    static void pack(Ctx& c, const void* A, size_t arb, int n_tokens) {
+        pack_panels<block_q8_0>(c, A, arb, n_tokens, QK8_0, 1, [](const block_q8_0& a, float* e) { e[0] = f16(a.d); });
+    }
+};
+
+// ---- Q4_0 x Q8_0: unsigned nibbles; table entry (d8, -d8*sum(q8)) folds in the -8. ----
+struct KQ4_0 {
+    static constexpr int kRowsFor1 = 4, kRowsFor2 = 2;
+    template <int NR, int NT>
+    static void tile(const Ctx& c, const Span& s) {
+        const block_q4_0* w[NR];
+        for (int i = 0; i < NR; ++i) w[i] = wrow<block_q4_0>(c, s.r + i);
+        const size_t pf = prefetch_distance(NR * c.wrb);
+        const int8_t* aq = panel_q(c, s);
+        const float* tb = panel_t(c, s);
+        Acc<NR, NT> A0 = init_tile<NR, NT>(s);
+        __m256 acc[NR][NT];
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < NT; ++t) acc[i][t] = A0.v[i][t];
+        const __m256i ones16 = _mm256_set1_epi16(1);
+        for (int b = s.kb; b < s.ke; ++b) {
+            __m256i q[NR];
+            __m256 d4[NR];
+            for (int i = 0; i < NR; ++i) {
+                prefetch_ahead<sizeof(block_q4_0)>(&w[i][b], pf);
+                q[i] = unpack_nibbles16(w[i][b].qs);
+                d4[i] = bcast_f16(&w[i][b].d);
+            }
+            const int8_t* ab = aq + size_t(b) * NT * QK8_0;
+            const float* tbb = tb + size_t(b) * NT * 2;
+            for (int t = 0; t < NT; ++t) {
+                const __m256i qa = load_a(ab + QK8_0 * t);
+                const __m256 d8 = _mm256_broadcast_ss(tbb + 2 * t);
+                const __m256 c8 = _mm256_broadcast_ss(tbb + 2 * t + 1);
+                for (int i = 0; i < NR; ++i) {
+                    const __m256 x = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q[i], qa), ones16));
+                    acc[i][t] = _mm256_fmadd_ps(d4[i], _mm256_fmadd_ps(d8, x, c8), acc[i][t]);
+                }
+            }
+        }
+        Acc<NR, NT> A1;
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < NT; ++t) A1.v[i][t] = acc[i][t];
+        finish_tile<NR, NT>(c, s, A1);
+    }
+    static void pack(Ctx& c, const void* A, size_t arb, int n_tokens) {
+        pack_panels<block_q8_0>(c, A, arb, n_tokens, QK8_0, 2, [](const block_q8_0& a, float* e) {
+            const float d8 = f16(a.d);
+            e[0] = d8;
+            e[1] = -d8 * float(sum_i8x32(a.qs));  // each of the 8 lanes adds it: -8*d8*sum/8
+        });
+    }
+};
+
+// ---- Q4_K x Q8_K. Table entry: [d8, pad x7, d8*(bsums[2j]+bsums[2j+1]) for j=0..7]. ----
+struct KQ4_K {
+    static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
+    template <int NR, int NT>
+    static void tile(const Ctx& c, const Span& s) {
+        static_assert(NR == 1, "one row per tile");
+        const block_q4_K* w = wrow<block_q4_K>(c, s.r);
+        const size_t pf = prefetch_distance(c.wrb);
+        const int8_t* aq = panel_q(c, s);
+        const float* tb = panel_t(c, s);
+        Acc<1, NT> A0 = init_tile<1, NT>(s);
+        __m256 acc[1][NT];
+        for (int t = 0; t < NT; ++t) acc[0][t] = A0.v[0][t];
+        const __m256i m4 = _mm256_set1_epi8(0x0F);
+        for (int b = s.kb; b < s.ke; ++b) {
+            prefetch_ahead<sizeof(block_q4_K)>(&w[b], pf);
+            uint32_t u[4];
+            q4k_unpack_scales(w[b].scales, u);
+            const __m256i sc = _mm256_broadcastsi128_si256(
+                _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
+            const __m256 minsf = _mm256_mul_ps(
+                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2)))),
+                _mm256_set1_ps(-f16(w[b].dmin)));
+            const __m256 d4 = bcast_f16(&w[b].d);
+            const int8_t* ab = aq + size_t(b) * NT * QK_K;
+            __m256i sumi[NT];
+            for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+            for (int k = 0; k < 4; ++k) {
+                const __m256i bits = loadu(w[b].qs + 32 * k);
+                const __m256i lo = _mm256_and_si256(bits, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                const __m256i sl = bcast_i16(sc, 2 * k), sh = bcast_i16(sc, 2 * k + 1);
+                for (int t = 0; t < NT; ++t) {
+                    const int8_t* q8 = ab + QK_K * t + 64 * k;
+                    const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load_a(q8)), sl);
+                    const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load_a(q8 + 32)), sh);
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(pl, ph));
+                }
+            }
+            const float* tbb = tb + size_t(b) * NT * 16;
+            for (int t = 0; t < NT; ++t) {
+                const float* e = tbb + 16 * t;
+                acc[0][t] = _mm256_fmadd_ps(_mm256_mul_ps(d4, _mm256_broadcast_ss(e)), _mm256_cvtepi32_ps(sumi[t]), acc[0][t]);
+                acc[0][t] = _mm256_fmadd_ps(minsf, _mm256_loadu_ps(e + 8), acc[0][t]);
+            }
+        }
+        Acc<1, NT> A1;
+        for (int t = 0; t < NT; ++t) A1.v[0][t] = acc[0][t];
+        finish_tile<1, NT>(c, s, A1);
+    }
+    static void pack(Ctx& c, const void* A, size_t arb, int n_tokens) {
+        pack_panels<block_q8_K>(c, A, arb, n_tokens, QK_K, 16, [](const block_q8_K& a, float* e) {
+            const __m256i bs = loadu(a.bsums);
+            const __m128i bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            e[0] = a.d;
+            for (int j = 1; j < 8; ++j) e[j] = 0.f;
+            _mm256_storeu_ps(e + 8, _mm256_mul_ps(_mm256_set1_ps(a.d), _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(bs8))));
+        });
+    }
+};
+
+// ---- Q6_K x Q8_K. Table entry: [d8, pad x7, bsums as 16 x int16]. ----
+struct KQ6_K {
+    static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
+    template <int NR, int NT>
+    static void tile(const Ctx& c, const Span& s) {
+        static_assert(NR == 1, "one row per tile");
+        const block_q6_K* w = wrow<block_q6_K>(c, s.r);
+        const size_t pf = prefetch_distance(c.wrb);
+        const int8_t* aq = panel_q(c, s);
+        const float* tb = panel_t(c, s);
+        Acc<1, NT> A0 = init_tile<1, NT>(s);
+        __m256 acc[1][NT];
+        for (int t = 0; t < NT; ++t) acc[0][t] = A0.v[0][t];
+        const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+        for (int b = s.kb; b < s.ke; ++b) {
+            prefetch_ahead<sizeof(block_q6_K)>(&w[b], pf);
+            const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
+            const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+            const int8_t* ab = aq + size_t(b) * NT * QK_K;
+            const float* tbb = tb + size_t(b) * NT * 16;
+            __m256i sumi[NT];
+            for (int t = 0; t < NT; ++t)
+                sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                           _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(tbb + 16 * t + 8)), 5));
+            for (int h = 0; h < 2; ++h) {
+                const uint8_t* ql = w[b].ql + 64 * h;
+                const __m256i qh = loadu(w[b].qh + 32 * h);
+                for (int p = 0; p < 2; ++p) {  // p=0: chunks 0,2 (ql[0..31]); p=1: chunks 1,3 (ql[32..63])
+                    const __m256i l = loadu(ql + 32 * p);
+                    const __m256i hA = p == 0 ? _mm256_slli_epi16(qh, 4) : _mm256_slli_epi16(qh, 2);
+                    const __m256i hB = p == 0 ? qh : _mm256_srli_epi16(qh, 2);
+                    const __m256i qA = _mm256_or_si256(_mm256_and_si256(l, m4), _mm256_and_si256(hA, m30));
+                    const __m256i qB = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4), _mm256_and_si256(hB, m30));
+                    const __m256i sA = q6k_chunk_scales(sc8, 4 * h + p), sB = q6k_chunk_scales(sc8, 4 * h + p + 2);
+                    for (int t = 0; t < NT; ++t) {
+                        const int8_t* q8 = ab + QK_K * t + 128 * h + 32 * p;
+                        const __m256i pA = _mm256_madd_epi16(_mm256_maddubs_epi16(qA, load_a(q8)), sA);
+                        const __m256i pB = _mm256_madd_epi16(_mm256_maddubs_epi16(qB, load_a(q8 + 64)), sB);
+                        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(pA, pB));
+                    }
+                }
+            }
+            const __m256 d6 = bcast_f16(&w[b].d);
+            for (int t = 0; t < NT; ++t)
+                acc[0][t] = _mm256_fmadd_ps(_mm256_mul_ps(d6, _mm256_broadcast_ss(tbb + 16 * t)),
+                                            _mm256_cvtepi32_ps(sumi[t]), acc[0][t]);
+        }
+        Acc<1, NT> A1;
+        for (int t = 0; t < NT; ++t) A1.v[0][t] = acc[0][t];
+        finish_tile<1, NT>(c, s, A1);
+    }
+    static void pack(Ctx& c, const void* A, size_t arb, int n_tokens) {
+        pack_panels<block_q8_K>(c, A, arb, n_tokens, QK_K, 16, [](const block_q8_K& a, float* e) {
+            e[0] = a.d;
+            for (int j = 1; j < 8; ++j) e[j] = 0.f;
+            std::memcpy(e + 8, a.bsums, sizeof(a.bsums));
+        });
+    }
+};
+
+template <typename K>
+void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int qk, int n_tokens, float* out,
+            int os, int r0, int r1) {
+    if (n_tokens <= 0 || r1 <= r0) return;
+    Ctx c{};
+    c.W = static_cast<const char*>(W);
+    c.wrb = wrb;
+    c.nb = n_cols / qk;
+    c.out = out;
+    c.os = os;
+    K::pack(c, A, arb, n_tokens);
+    drive<K>(c, n_tokens, r0, r1);
+}
+
+}  // namespace
+
+void matmul_q8_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+    matmul<KQ8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, QK8_0, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+    matmul<KQ4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, QK4_0, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+    matmul<KQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q6_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+    matmul<KQ6_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
+}
+
+#endif  // HEARTH_ISA_AVX2

@@ -1,0 +1,115 @@
+// Matmul of Q4_0 / Q8_0 rows interleaved by 8 (kernels/rows_x8.h) x Q8_0
+// activations, AVX2 + FMA + F16C.
+//
+// One token (generation), per group of 8 rows and block b: each 32-byte load of the record is one
+// step of 4 elements of the 8 rows (one row per 32-bit lane), multiplied with _mm256_maddubs_epi16
+// against the 4 activation bytes of that step broadcast to every lane. Each lane is one row from
+// start to end: no horizontal sums. The 8 rows' scales (one 16-byte load) times the activation
+// scale are applied with one FMA per block.
+//  - Q4_0: low nibbles of chunk k are step k, high nibbles step 4+k; unsigned nibbles x signed
+//    activations, summed in int16 (|pair sum| <= 2*15*128 = 3840, 8 of them <= 30720 < 32767),
+//    widened once with madd; the -8 offset is subtracted as the integer 8*sum(q) of the block.
+//  - Q8_0: sign trick, maddubs(|w|, sign(a, w)); pair sums reach 2*128*127 = 32512, so each step
+//    is widened with madd before it is added.
+// Few tokens (2, 3) run the same loop per token over a group that stays in L1 (any count works;
+// the kernel table sends more tokens to the GEMMs). Whole groups only: kernels/matmul.cpp sends
+// the plain rows after the last whole group to the plain layout's kernel.
+#include "kernels/x86/x86.h"
+
+#if defined(HEARTH_ISA_AVX2)
+
+#include <immintrin.h>
+
+#include <vector>
+
+#include "kernels/x86/avx2_util.h"
+#include "kernels/prefetch.h"
+
+namespace {
+
+// Per activation block: its scale and the Q4_0 offset term 8 * sum(q).
+struct ActTerms {
+    float d;
+    int32_t c8;
+};
+
+ActTerms* act_terms(size_t n) {
+    thread_local std::vector<ActTerms> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+}
+
+// Lane i: dot(row i of the group at g, activation row a), for a group of Block records.
+template <typename Block>
+inline __m256 dot_group(const uint8_t* g, const block_q8_0* a, const ActTerms* at, int nb, size_t pf) {
+    constexpr size_t kRecordBytes = 8 * sizeof(Block);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int b = 0; b < nb; ++b, g += kRecordBytes) {
+        prefetch_ahead<(kRecordBytes + 63) / 64 * 64>(g, pf);
+        const int8_t* q = a[b].qs;
+        __m256i s;
+        if (sizeof(Block) == sizeof(block_q4_0)) {
+            __m256i w = loadu(g + 16);
+            __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(w, m4), bcast32(q));
+            __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), m4), bcast32(q + 16));
+            for (int k = 1; k < 4; ++k) {
+                w = loadu(g + 16 + 32 * k);
+                lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(w, m4), bcast32(q + 4 * k)));
+                hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), m4), bcast32(q + 16 + 4 * k)));
+            }
+            s = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones), _mm256_set1_epi32(at[b].c8));
+        } else {
+            auto step = [&](int k) {
+                const __m256i w = loadu(g + 16 + 32 * k);
+                return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(bcast32(q + 4 * k), w)), ones);
+            };
+            __m256i s0 = step(0), s1 = step(1);
+            for (int k = 2; k < 8; k += 2) {
+                s0 = _mm256_add_epi32(s0, step(k));
+                s1 = _mm256_add_epi32(s1, step(k + 1));
+            }
+            s = _mm256_add_epi32(s0, s1);
+        }
+        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g))), _mm256_set1_ps(at[b].d));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
+    }
+    return acc;
+}
+
+// Whole groups of rows [r0, r1) (multiples of 8), tokens one at a time.
+template <typename Block>
+void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
+                 int r0, int r1) {
+    const int nb = n_cols / 32;
+    ActTerms* at = act_terms(size_t(nb) * n_tokens);
+    for (int t = 0; t < n_tokens; ++t) {
+        const block_q8_0* a = reinterpret_cast<const block_q8_0*>(A + size_t(t) * arb);
+        for (int b = 0; b < nb; ++b)
+            at[size_t(t) * nb + b] = {_cvtsh_ss(a[b].d), sizeof(Block) == sizeof(block_q4_0) ? 8 * sum_i8x32(a[b].qs) : 0};
+    }
+    const size_t pf = prefetch_distance(8 * sizeof(Block));
+    for (int r = r0; r < r1; r += 8) {
+        const uint8_t* g = W + size_t(r) * wrb;
+        for (int t = 0; t < n_tokens; ++t) {
+            const block_q8_0* a = reinterpret_cast<const block_q8_0*>(A + size_t(t) * arb);
+            _mm256_storeu_ps(out + size_t(t) * os + r, dot_group<Block>(g, a, at + size_t(t) * nb, nb, pf));
+        }
+    }
+}
+
+}  // namespace
+
+void matmul_q4_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemv_groups<block_q4_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
+                            n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemv_groups<block_q8_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
+                            n_tokens, out, out_stride, r0, r1);
+}
+
+#endif  // HEARTH_ISA_AVX2

@@ -1,0 +1,41 @@
+// The x86 kernels (kernels/x86/*.cpp): each is defined only where its ISA is built
+// (HEARTH_ISA_AVX2, HEARTH_ISA_AVX512: kernels/isa.h) and reached through the kernel table
+// (kernels/table.cpp), which says from how many tokens each applies. The contract of every matmul
+// here is matmul_rows_fn's (kernels/quant.h).
+#pragma once
+#include "kernels/isa.h"
+#include "kernels/quant.h"
+
+// AVX2 + FMA + F16C (with VNNI where built: x86/avx2_util.h).
+void quantize_row_q8_0_avx2(const float* x, void* y, int64_t n);  // bytes of the scalar reference
+void quantize_row_q8_k_avx2(const float* x, void* y, int64_t n);
+HEARTH_DECLARE_MATMUL(matmul_f32_rows_avx2)  // kernels/matmul_float.cpp: 3 rows x 4 tokens per step
+HEARTH_DECLARE_MATMUL(matmul_f16_rows_avx2)
+// Tiles of a few rows x up to 8 tokens on plain rows (x86/quant_avx2.cpp).
+HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
+// Q4_0 rows read 4 at a time for one token (x86/gemv_avx2.cpp); more tokens, one after another.
+HEARTH_DECLARE_MATMUL(matmul_q4_0_gemv_avx2)
+// GEMMs for prompt processing: 8 weight rows packed into a panel per chunk of blocks, tiles of
+// tokens against it (x86/gemm_avx2.cpp, gemm_k_avx2.cpp). The x8 ones pack from the interleaved
+// records (kernels/rows_x8.h).
+HEARTH_DECLARE_MATMUL(matmul_q4_0_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q8_0_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_k_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx2)
+// Interleaved rows, a group's 8 rows in the 8 lanes (x86/rows_x8_avx2.cpp, q4_kx8_avx2.cpp).
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)
+
+// AVX-512 VNNI on zmm (x86/gemm_avx512.cpp): 16 rows (two interleaved groups; Q6_K: plain rows,
+// any range) per panel.
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)

@@ -1,0 +1,288 @@
+// Every row of the kernel table (kernels/table.h) held to its type's scalar reference: a new row is
+// tested by being listed. Rows this build or CPU cannot run are named in the output, not passed.
+//  - Matmul rows: against the exact (double) dots of what the bytes mean (the reference
+//    dequantizers of kTypeTraits), and against the type's scalar matmul (kernels/ref/) on the
+//    plain rows, within the float rounding the other kernel tests allow (kernel_test_data.h).
+//    Token counts around the row's min_tokens; odd row counts and row ranges that start after the
+//    first row (interleaved rows: whole groups, as the contract says, of matrices with and without
+//    a plain tail); rows of one and several blocks; 1 and 2 threads, as matmul splits rows.
+//  - Quantize rows: the bytes of the type's reference quantizer, and those bytes decode to within
+//    half a step of the input.
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kernels/fp16.h"
+#include "kernels/isa.h"
+#include "kernels/quant.h"
+#include "kernels/rows_x8.h"
+#include "kernels/table.h"
+#include "tests/kernels/kernel_test_data.h"
+
+namespace {
+
+using kernel_test::Bytes;
+
+std::string describe(const KernelRow& row) {
+    return std::string(row.op == KernelOp::matmul ? "matmul " : "quantize ") + type_name(row.type) +
+           (row.layout == Layout::rows_x8 ? " rows_x8 " : " rows ") + isa_name(row.isa) + " from " +
+           std::to_string(row.min_tokens) + " tokens";
+}
+
+// The table's scalar row for (op, type, layout): the reference implementation of kernels/ref/.
+const KernelRow* scalar_row(KernelOp op, uint32_t type, Layout layout) {
+    int n = 0;
+    const KernelRow* rows = kernel_rows(&n);
+    for (int i = 0; i < n; i++)
+        if (rows[i].op == op && rows[i].type == type && rows[i].layout == layout && rows[i].isa == Isa::scalar) return &rows[i];
+    return nullptr;
+}
+
+bool is_float_type(uint32_t type) { return type == TYPE_F32 || type == TYPE_F16; }
+
+// One matmul problem: `rows` x `cols` weights of `type` (plain and, where the type has it,
+// interleaved), `n_tokens` activation rows as the kernels take them, and what every kernel is held
+// to, indexed [t * rows + r]: the exact dots of the dequantized bytes, the magnitudes of their
+// terms, and the scalar matmul's output on the plain rows.
+struct Problem {
+    Bytes w_plain, w_x8, a;
+    std::vector<double> exact, mag;
+    std::vector<float> ref;
+};
+
+Problem make_problem(uint32_t type, int rows, int cols, int n_tokens) {
+    Problem p;
+    const uint32_t seed = uint32_t(type * 1000003u + rows * 7919u + cols * 31u + n_tokens);
+    const size_t wrb = type_row_bytes(type, cols);
+    std::vector<float> wf(size_t(rows) * cols), af(size_t(n_tokens) * cols);
+    if (is_float_type(type)) {
+        std::mt19937 rng(seed);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        for (float& v : wf) v = nd(rng);
+        for (float& v : af) v = nd(rng);
+        p.w_plain.resize(wrb * rows);
+        for (int r = 0; r < rows; r++) type_traits(type)->quantize(&wf[size_t(r) * cols], &p.w_plain[r * wrb], cols);
+        p.a.resize(af.size() * sizeof(float));
+        std::memcpy(p.a.data(), af.data(), p.a.size());
+    } else {
+        p.w_plain = kernel_test::random_weights(type, rows, cols, seed);
+        p.a = kernel_test::random_acts(type, n_tokens, cols, seed + 1);
+        const uint32_t at = type_vec_dot_type(type);
+        for (int t = 0; t < n_tokens; t++) type_traits(at)->dequantize(&p.a[t * type_row_bytes(at, cols)], &af[size_t(t) * cols], cols);
+        p.mag = kernel_test::magnitudes(type, p.w_plain, p.a, rows, cols, n_tokens);
+    }
+    for (int r = 0; r < rows; r++) type_traits(type)->dequantize(&p.w_plain[r * wrb], &wf[size_t(r) * cols], cols);
+    p.exact.resize(size_t(rows) * n_tokens);
+    if (is_float_type(type)) p.mag.resize(p.exact.size());
+    for (int t = 0; t < n_tokens; t++)
+        for (int r = 0; r < rows; r++) {
+            double dot = 0, mag = 0;
+            for (int c = 0; c < cols; c++) {
+                const double term = double(wf[size_t(r) * cols + c]) * af[size_t(t) * cols + c];
+                dot += term;
+                mag += std::fabs(term);
+            }
+            p.exact[size_t(t) * rows + r] = dot;
+            if (is_float_type(type)) p.mag[size_t(t) * rows + r] = mag;
+        }
+    if (type_traits(type)->x8_head_bytes > 0) {
+        p.w_x8.resize(p.w_plain.size());
+        repack_rows_to_x8(type, p.w_plain.data(), p.w_x8.data(), rows, cols);
+    }
+    const KernelRow* ref = scalar_row(KernelOp::matmul, type, Layout::rows);
+    REQUIRE(ref);
+    p.ref.assign(p.exact.size(), 0.f);
+    ref->matmul(p.w_plain.data(), wrb, p.a.data(), p.a.size() / size_t(n_tokens), cols, n_tokens, p.ref.data(), rows, 0, rows);
+    return p;
+}
+
+// Problems are shared by the rows of a type (the scalar and SIMD rows meet the same data).
+const Problem& problem(uint32_t type, int rows, int cols, int n_tokens) {
+    static std::map<std::tuple<uint32_t, int, int, int>, Problem> cache;
+    const auto key = std::make_tuple(type, rows, cols, n_tokens);
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, make_problem(type, rows, cols, n_tokens)).first;
+    return it->second;
+}
+
+constexpr float kSentinel = 12345.f;
+
+// The row's kernel over rows [r0, r1) of the problem's matrix, into an output of rows + 3 columns
+// per token (kSentinel where nothing may be written); with 2 threads the range is cut in two as
+// matmul cuts it (whole groups for interleaved rows), each half on its own thread.
+std::vector<float> run_matmul(const KernelRow& row, const Problem& p, int rows, int cols, int n_tokens, int r0, int r1, int threads) {
+    const int os = rows + 3;
+    std::vector<float> out(size_t(os) * n_tokens, kSentinel);
+    const Bytes& w = row.layout == Layout::rows_x8 ? p.w_x8 : p.w_plain;
+    const size_t wrb = type_row_bytes(row.type, cols), arb = p.a.size() / size_t(n_tokens);
+    const int unit = row.layout == Layout::rows_x8 ? 8 : 1;
+    const int mid = r0 + (r1 - r0) / unit / 2 * unit;
+    const int cuts[3] = {r0, threads == 2 ? mid : r1, r1};
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int i = 0; i < threads; i++)
+        if (cuts[i] < cuts[i + 1]) row.matmul(w.data(), wrb, p.a.data(), arb, cols, n_tokens, out.data(), os, cuts[i], cuts[i + 1]);
+    return out;
+}
+
+std::vector<int> token_counts(int min_tokens) {
+    std::vector<int> n = {1, min_tokens - 1, min_tokens, min_tokens + 1, 2 * min_tokens + 3};
+    n.erase(std::remove_if(n.begin(), n.end(), [](int v) { return v < 1; }), n.end());
+    std::sort(n.begin(), n.end());
+    n.erase(std::unique(n.begin(), n.end()), n.end());
+    return n;
+}
+
+// Rows of one block, of a few, and past the 32-block (4-super-block) chunks of the SIMD kernels.
+std::vector<int> block_counts(uint32_t type) {
+    if (is_float_type(type)) return {7, 64, 173};
+    return type_block_size(type) == QK_K ? std::vector<int>{1, 5, 9} : std::vector<int>{1, 3, 33};
+}
+
+void check_matmul_row(const KernelRow& row) {
+    const bool x8 = row.layout == Layout::rows_x8;
+    struct Range {
+        int r0, r1;
+    };
+    struct Shape {
+        int rows;
+        std::vector<Range> ranges;
+    };
+    // Plain: odd counts and counts that are not multiples of 8, whole and from a later row on.
+    // Interleaved: 1, 2 and 5 whole groups, the last two matrices with a plain tail of 5 rows that
+    // the kernel must leave alone; all groups, and from the second group on.
+    const std::vector<Shape> shapes = x8 ? std::vector<Shape>{{8, {{0, 8}}}, {21, {{0, 16}, {8, 16}}}, {45, {{0, 40}, {8, 40}}}}
+                                         : std::vector<Shape>{{1, {{0, 1}}}, {7, {{0, 7}, {2, 5}}}, {13, {{0, 13}, {3, 13}}}, {37, {{0, 37}, {5, 30}}}};
+    for (int nb : block_counts(row.type)) {
+        const int cols = nb * type_block_size(row.type);
+        for (const Shape& s : shapes) {
+            for (int n_tokens : token_counts(row.min_tokens)) {
+                // The biggest products only on the smaller rows: the aarch64 builds run under qemu.
+                if (n_tokens > 20 && nb == block_counts(row.type).back() && s.rows > 13) continue;
+                const Problem& p = problem(row.type, s.rows, cols, n_tokens);
+                for (const Range& rg : s.ranges)
+                    for (int threads : {1, 2}) {
+                        CAPTURE(cols);
+                        CAPTURE(s.rows);
+                        CAPTURE(rg.r0);
+                        CAPTURE(rg.r1);
+                        CAPTURE(n_tokens);
+                        CAPTURE(threads);
+                        const std::vector<float> got = run_matmul(row, p, s.rows, cols, n_tokens, rg.r0, rg.r1, threads);
+                        int bad = 0, touched = 0;
+                        for (int t = 0; t < n_tokens; t++)
+                            for (int r = 0; r < s.rows + 3; r++) {
+                                const float v = got[size_t(t) * (s.rows + 3) + r];
+                                if (r < rg.r0 || r >= rg.r1) {
+                                    touched += std::memcmp(&v, &kSentinel, sizeof v) != 0;
+                                    continue;
+                                }
+                                const size_t i = size_t(t) * s.rows + r;
+                                // Float weights: test_dot_float.cpp's bounds (a double loop; the scalar
+                                // twin). Quantized: the integer block sums are exact, the float
+                                // operations differ (kernel_test::within_rounding).
+                                const bool ok = is_float_type(row.type)
+                                                    ? std::fabs(v - p.exact[i]) <= 1e-5 * p.mag[i] + 1e-30 &&
+                                                          std::fabs(double(v) - p.ref[i]) <= 8e-6 * p.mag[i] + 1e-30
+                                                    : kernel_test::within_rounding(v, float(p.exact[i]), p.mag[i], nb) &&
+                                                          kernel_test::within_rounding(v, p.ref[i], p.mag[i], nb);
+                                if (!ok) {
+                                    if (bad < 3) MESSAGE("t=" << t << " r=" << r << " got=" << v << " exact=" << p.exact[i] << " scalar=" << p.ref[i]);
+                                    bad++;
+                                }
+                            }
+                        CHECK(bad == 0);
+                        CHECK(touched == 0);
+                    }
+            }
+        }
+    }
+}
+
+// The activation types are 8-bit symmetric grids (Q8_0: d = fp16(amax/127); Q8_K: amax/127 with a
+// 12-bit mantissa): each element decodes to within half a step, d/2 <= (amax/127)/2 * (1 + 2^-10).
+void check_quantize_row(const KernelRow& row) {
+    const int block = type_block_size(row.type);
+    const TypeTraits* ref = type_traits(row.type);
+    REQUIRE(bool(ref->quantize));
+    REQUIRE(bool(ref->dequantize));
+    for (int nb : {1, 3, 33}) {
+        const int cols = nb * block, n_rows = 5;
+        std::mt19937 rng{uint32_t(cols)};
+        std::normal_distribution<float> nd(0.f, 1.f);
+        std::vector<float> x(size_t(n_rows) * cols);
+        for (size_t i = 0; i < x.size(); i++) x[i] = nd(rng) * (i % 97 == 5 ? 30.f : 1.f);
+        for (int i = 0; i < cols; i++) x[size_t(3) * cols + i] = 0.f;                // an all-zero row
+        for (int i = 0; i < cols; i++) x[size_t(4) * cols + i] = i % 2 ? 1e-3f : -7.f;  // the extreme twice per block
+        const size_t rb = type_row_bytes(row.type, cols);
+        for (int threads : {1, 2}) {
+            CAPTURE(cols);
+            CAPTURE(threads);
+            Bytes want(rb * n_rows), got(rb * n_rows, 0xA5);
+            for (int r = 0; r < n_rows; r++) ref->quantize(&x[size_t(r) * cols], &want[r * rb], cols);
+#pragma omp parallel for num_threads(threads)
+            for (int r = 0; r < n_rows; r++) row.quantize(&x[size_t(r) * cols], &got[r * rb], cols);
+            CHECK(std::memcmp(want.data(), got.data(), want.size()) == 0);
+            std::vector<float> back(static_cast<size_t>(cols));
+            int far = 0;
+            for (int r = 0; r < n_rows; r++) {
+                ref->dequantize(&got[r * rb], back.data(), cols);
+                for (int b = 0; b < cols / block; b++) {
+                    float amax = 0;
+                    for (int i = b * block; i < (b + 1) * block; i++) amax = std::max(amax, std::fabs(x[size_t(r) * cols + i]));
+                    const double half_step = 0.5 * amax / 127 * (1 + std::ldexp(1.0, -10));
+                    for (int i = b * block; i < (b + 1) * block; i++)
+                        far += !(std::fabs(double(back[size_t(i)]) - x[size_t(r) * cols + i]) <= half_step);
+                }
+            }
+            CHECK(far == 0);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernel table: every (op, type, layout) has a scalar row from 1 token, and interleaved rows only for types with the layout") {
+    int n = 0;
+    const KernelRow* rows = kernel_rows(&n);
+    REQUIRE(n > 0);
+    for (int i = 0; i < n; i++) {
+        CAPTURE(describe(rows[i]));
+        const KernelRow* ref = scalar_row(rows[i].op, rows[i].type, rows[i].layout);
+        REQUIRE(ref);
+        CHECK(ref->min_tokens == 1);
+        CHECK(kernel_row_available(*ref));  // the scalar rows are built everywhere
+        CHECK(rows[i].min_tokens >= 1);
+        if (rows[i].layout == Layout::rows_x8) CHECK(type_traits(rows[i].type)->x8_head_bytes > 0);
+        if (rows[i].op == KernelOp::quantize) CHECK(rows[i].layout == Layout::rows);
+    }
+}
+
+TEST_CASE("kernel table: every row this build and CPU run equals its type's scalar reference") {
+    int n = 0;
+    const KernelRow* rows = kernel_rows(&n);
+    int tested = 0;
+    for (int i = 0; i < n; i++) {
+        const KernelRow& row = rows[i];
+        if (!kernel_row_available(row)) {
+            const bool built = row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr;
+            const std::string why = std::string(built ? "this CPU lacks " : "this build lacks ") + isa_name(row.isa);
+            MESSAGE("not tested: " << describe(row) << " (" << why << ")");
+            continue;
+        }
+        CAPTURE(describe(row));
+        if (row.op == KernelOp::matmul) check_matmul_row(row);
+        else check_quantize_row(row);
+        tested++;
+    }
+    MESSAGE(tested << " of " << n << " kernel table rows tested on this build (" << std::string(HEARTH_ISA_NAME) << ")");
+    CHECK(tested > 0);
+}
