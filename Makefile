@@ -20,6 +20,8 @@ QEMU_AARCH64 ?= qemu-aarch64
 # The kernels by folder: the operations and the tables in kernels/, scalar references in ref/, the
 # ISA files in x86/ and arm/ (each compiles to nothing where its ISA is not built).
 KERNEL_SRCS := $(wildcard kernels/*.cpp kernels/*/*.cpp)
+# The one file of base/ the kernels use (the CPU's features), for the builds of the kernels alone.
+KERNEL_BASE_SRCS := base/platform.cpp
 KERNEL_HDRS := $(wildcard kernels/*.h kernels/*/*.h)
 # The library by folder (docs/architecture.md): base, tokenizer, formats, model, chat; convert/ is
 # quantize's alone (run does not link the importers); cli/ holds the programs' front ends.
@@ -52,14 +54,14 @@ run: build/run.o $(FRONTEND_OBJS) $(LIB_OBJS)
 quantize: build/quantize.o build/cli/options.o $(CONVERT_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS)
 
-# tests/test_sentencepiece_model.cpp trains small models with SentencePiece's own trainer
+# tests/tokenizer/test_sentencepiece_model.cpp trains small models with SentencePiece's own trainer
 # (libsentencepiece-dev ships it), to test normalizer charsmaps the library made itself.
 build/tests/unit_tests: override LDLIBS += -lsentencepiece_train
 build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) $(CONVERT_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -lutil
 
-build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))
+build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@
 
@@ -80,7 +82,7 @@ build/asan/quantize: build/asan/quantize.o build/asan/cli/options.o $(ASAN_CONVE
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
 build/asan/unit_tests: $(patsubst %.cpp,build/asan/%.o,$(TEST_SRCS)) $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
-build/asan/kernel_tests: $(patsubst %.cpp,build/asan/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))
+build/asan/kernel_tests: $(patsubst %.cpp,build/asan/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	$(CXX) $(ASAN_FLAGS) $^ -o $@
 # The fuzz targets (tests/fuzz/), built with g++ and the sanitizers into one binary that runs
 # each committed seed and crash reproducer through its target once (tests/fuzz/replay_main.cpp);
@@ -102,20 +104,20 @@ ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan
 # kernels/arm/gemm_neon_i8mm.cpp), and without either, run on a CPU model that has (max) or lacks
 # (cortex-a53) them.
 AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra -I.
-build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
+build/aarch64/kernel_tests_dotprod: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod $(filter %.cpp,$^) -o $@
-build/aarch64/kernel_tests_i8mm: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
+build/aarch64/kernel_tests_i8mm: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod+i8mm $(filter %.cpp,$^) -o $@
-build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
+build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8-a $(filter %.cpp,$^) -o $@
 
 # With VNNI on the host (AVX512-VNNI or AVX-VNNI), the native build's GEMM tiles use it
 # (kernels/x86/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
 HOST_VNNI := $(shell $(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) -dM -E -x c++ /dev/null 2>/dev/null | grep -cE '__AVX512VNNI__|__AVXVNNI__')
-build/tests/kernel_tests_avx2: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
+build/tests/kernel_tests_avx2: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -march=haswell -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -I. $(filter %.cpp,$^) -o $@
 ifneq ($(HOST_VNNI),0)
@@ -125,7 +127,7 @@ endif
 # AVX-VNNI without AVX-512 (ymm dpbusd: Intel client CPUs) cannot run on the AMD EPYC: a
 # -march=alderlake build of the kernel tests, compiled and linked but not run, keeps that path
 # building. (The AVX-512 zmm GEMM, kernels/x86/gemm_avx512.cpp, is what the native build tests here.)
-build/tests/kernel_tests_alderlake: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
+build/tests/kernel_tests_alderlake: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -march=alderlake -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -I. $(filter %.cpp,$^) -o $@
 ifneq ($(filter x86_64,$(shell uname -m)),)
@@ -169,7 +171,7 @@ bench: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/membw $(BPE_TOKENIZERS)
 	tools/bench.sh
 
-build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS))
+build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cpp %.o,$^) -o $@
 

@@ -6,6 +6,9 @@
 
 #if defined(__linux__)
 #include <fstream>
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 #include <sched.h>
 #include <set>
 #include <utility>
@@ -81,6 +84,14 @@ bool reexec_self(char** argv) {
 
 void advise_huge_pages(void* p, size_t bytes) { madvise(p, bytes, MADV_HUGEPAGE); }
 
+bool arm_cpu_has_i8mm() {
+#if defined(__aarch64__) && defined(HWCAP2_I8MM)
+    return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#else
+    return true;
+#endif
+}
+
 #elif defined(__APPLE__)
 
 int physical_core_count() {
@@ -118,6 +129,12 @@ bool reexec_self(char** argv) {
 
 void advise_huge_pages(void*, size_t) {}
 
+bool arm_cpu_has_i8mm() {
+    int n = 0;
+    size_t size = sizeof n;
+    return sysctlbyname("hw.optional.arm.FEAT_I8MM", &n, &size, nullptr, 0) != 0 || n != 0;
+}
+
 #else  // POSIX
 
 int physical_core_count() {
@@ -129,5 +146,6 @@ uint64_t available_memory_bytes() { return 0; }
 std::string executable_path() { return ""; }
 bool reexec_self(char**) { return false; }
 void advise_huge_pages(void*, size_t) {}
+bool arm_cpu_has_i8mm() { return true; }
 
 #endif

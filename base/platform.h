@@ -25,3 +25,7 @@ bool reexec_self(char** argv);
 // A hint that [p, p + bytes) would do well on huge pages (Linux's transparent huge pages);
 // nothing where there are none.
 void advise_huge_pages(void* p, size_t bytes);
+
+// Whether an AArch64 CPU has the Int8 matrix multiply extension (SMMLA: the i8mm kernels). The
+// build may assume it (-march=...+i8mm) on a CPU that lacks it; true where the system cannot tell.
+bool arm_cpu_has_i8mm();

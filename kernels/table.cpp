@@ -41,9 +41,7 @@
 #else
 #define I8MM(f) nullptr
 #endif
-#if defined(__linux__) && defined(__aarch64__)
-#include <sys/auxv.h>
-#endif
+#include "base/platform.h"
 
 namespace {
 
@@ -120,15 +118,11 @@ bool cpu_has(Isa isa) {
             return ok;
         }
 #endif
-#if defined(__linux__) && defined(__aarch64__)
+#if defined(__aarch64__)
         case Isa::neon: return true;  // every AArch64 CPU has Advanced SIMD
         case Isa::i8mm: {
-#if defined(HWCAP2_I8MM)
-            static const bool ok = (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+            static const bool ok = arm_cpu_has_i8mm();
             return ok;
-#else
-            return true;  // the C library cannot tell: trust the build
-#endif
         }
 #endif
         default: return false;

@@ -45,7 +45,7 @@ static void compare_logits(const std::vector<float>& got, const Golden& g, int v
 
 // The reference keeps its KV cache in fp32, so the direct forward() calls here do too: what
 // these tests hold is the forward pass itself. The default f16 cache is held to the same
-// greedy ids below, through ./run, and to f32's perplexity in tests/test_kv_cache.cpp.
+// greedy ids below, through ./run, and to f32's perplexity in tests/model/test_kv_cache.cpp.
 static const KvCacheTypes kF32Cache{TYPE_F32, TYPE_F32};
 
 static void check_model(const std::string& model_path, const Golden& g) {

@@ -611,7 +611,7 @@ TEST_CASE("bpe: a regex that could split a character, or backtrack without end, 
     spec.bpe.pre_split_regexes = {"\\C"};
     CHECK(tok.load(spec).find("\\C") != std::string::npos);
     // Catastrophic backtracking exhausts the regexes' budget: the encode fails in one line,
-    // leaving the ids as they were (tests/test_bpe_hostile.cpp tries many more such regexes).
+    // leaving the ids as they were (tests/tokenizer/test_bpe_hostile.cpp tries many more such regexes).
     spec.bpe.pre_split_regexes = {"(a+)+$"};
     REQUIRE(tok.load(spec) == "");
     const std::string text = std::string(40, 'a') + "!";
