@@ -152,7 +152,9 @@ std::string trim(const std::string& s) {
     return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-std::string resolve_template(const Model& model, const Tokenizer& tok, const std::string& asked, std::string* why) {
+}  // namespace
+
+std::string resolve_chat_template(const Model& model, const Tokenizer& tok, const std::string& asked, std::string* why) {
     if (!asked.empty()) {
         *why = "--template";
         return asked;
@@ -171,11 +173,9 @@ std::string resolve_template(const Model& model, const Tokenizer& tok, const std
     return "raw";
 }
 
-}  // namespace
-
 int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     std::string why;
-    const std::string name = resolve_template(model, tok, opt.template_name, &why);
+    const std::string name = resolve_chat_template(model, tok, opt.template_name, &why);
     if (!is_chat_template(name)) {
         std::string names;
         for (const std::string& n : chat_template_names()) names += (names.empty() ? "" : ", ") + n;

@@ -26,3 +26,7 @@ struct ChatOptions {
 // a model was surely tuned on it), else raw: wrapping a base model's text in markers
 // it never saw would only make its continuations worse.
 int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt);
+
+// The template run_chat uses (the server too): `asked` when given, else as described above.
+// *why says where it came from.
+std::string resolve_chat_template(const Model& model, const Tokenizer& tok, const std::string& asked, std::string* why);
