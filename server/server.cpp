@@ -652,7 +652,9 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
         res.set_chunked_content_provider(
-            "text/event-stream; charset=utf-8",
+            // Exactly this type: cpp-httplib compresses other text/* types, which would hold the
+            // stream back until its end.
+            "text/event-stream",
             [job, began, model](size_t, httplib::DataSink& sink) {
                 auto write = [&](const std::string& s) {
                     if (sink.write(s.data(), s.size())) return true;
