@@ -361,11 +361,14 @@ private:
         std::fprintf(stderr, "run: slot %d: %s, prompt %d tokens (%d cached), %d generated, %.2f s, ended: %s\n", s.id,
                      job.req.chat ? "chat" : "completion", job.prompt_tokens, job.cached_tokens, job.completion_tokens, secs,
                      error ? message_line(error.message).c_str() : reason.c_str());
-        finish_job(job, error ? "" : reason, error);
+        // The slot is free before the client hears the end, so that what it asks next sees it free.
+        const std::shared_ptr<Job> keep = s.job;
         s.job.reset();
         s.gen.reset();
         s.sampler.reset();
         s.last_used = ++use_counter_;
+        publish_status();
+        finish_job(*keep, error ? "" : reason, error);
     }
 
     void publish_status() {
