@@ -164,6 +164,7 @@ test: deps
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
 		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \
+		"host: the chat page in headless chromium against run --server (skipped when chromium is missing)" "tests/server/run_browser_test.sh" \
 		"host, AddressSanitizer + UBSan: unit tests (driving build/asan/run and quantize)" "env HEARTH_BIN_DIR=build/asan build/asan/unit_tests" \
 		"host, AddressSanitizer + UBSan: kernel tests" "build/asan/kernel_tests" \
 		"host, AddressSanitizer + UBSan: the fuzz targets' seeds and crash reproducers" "build/asan/fuzz_replay" \
