@@ -724,13 +724,21 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         std::lock_guard<std::mutex> lk(sched_m);
         if (sched) sched->stop();
     };
+    // Woken by a signal, or at the end by end_signals(), so that it is joined before the
+    // objects it uses go away.
+    std::atomic<bool> ending{false};
     std::thread signals([&] {
         int sig = 0;
         sigwait(&sigs, &sig);
+        if (ending) return;
         std::fprintf(stderr, "run: %s: stopping the server\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
         stop_all();
     });
-    signals.detach();
+    auto end_signals = [&] {
+        ending = true;
+        if (!g_stop_requested) pthread_kill(signals.native_handle(), SIGTERM);
+        signals.join();
+    };
 
     const std::string host_shown = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
     std::fprintf(stderr, "run: listening on http://%s:%d (loading the model)\n", printable(host_shown).c_str(), o.port);
@@ -750,6 +758,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     if (!err.empty()) {
         svr.stop();
         http.join();
+        end_signals();
         std::fprintf(stderr, "run: %s\n", message_line(err).c_str());
         return 1;
     }
@@ -760,6 +769,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     sched->run();  // until a signal; on this thread, which OpenMP's settings are for
     svr.stop();
     http.join();
+    end_signals();
     std::fprintf(stderr, "run: the server stopped\n");
     return 0;
 }
