@@ -224,8 +224,11 @@ private:
         return n;
     }
 
-    // Queued jobs to free slots, first come first served; each to the free slot that caches
-    // the longest prefix of its prompt, the least recently used among equals.
+    // Queued jobs to free slots, first come first served. A job goes to the free slot that
+    // caches the longest prefix of its prompt when that prefix is at least half the prompt (a
+    // follow-up turn of the conversation that slot holds); otherwise to the least recently used
+    // free slot, so that a prompt sharing only BOS or a short system prompt does not evict
+    // another conversation that a free slot could have kept.
     void admit_locked() {
         while (!queue_.empty()) {
             std::shared_ptr<Job> job = queue_.front();
@@ -234,7 +237,7 @@ private:
                 finish_job(*job, "", server_error(499, "the client went away", "cancelled"));
                 continue;
             }
-            Slot* best = nullptr;
+            Slot *best = nullptr, *lru = nullptr;
             size_t best_len = 0;
             for (Slot& s : slots_) {
                 if (s.job) continue;
@@ -243,10 +246,12 @@ private:
                     best = &s;
                     best_len = len;
                 }
+                if (!lru || s.last_used < lru->last_used) lru = &s;
             }
             if (!best) return;
+            if (2 * best_len < job->prompt.size()) best = lru;
             queue_.pop_front();
-            start(*best, job, best_len);
+            start(*best, job, common_prefix(best->cache, job->prompt));
         }
     }
 

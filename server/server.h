@@ -7,8 +7,9 @@
 // slots and then gives each busy slot one step in turn: a chunk of its prompt, or one token.
 //
 // A new job goes to the free slot whose cached ids share the longest prefix with the job's
-// prompt (the least recently used among equals), and only the ids after that prefix are
-// evaluated: a follow-up turn of a chat lands where its conversation is cached. Replies the
+// prompt, when that prefix is at least half the prompt, else to the least recently used free
+// slot; only the ids after the prefix the chosen slot shares are evaluated: a follow-up turn
+// of a chat lands where its conversation is cached, and a new conversation does not evict one. Replies the
 // server generated keep their ids (as ChatSession does), so the next turn's prompt matches
 // them exactly instead of re-tokenizing the reply's text.
 #pragma once

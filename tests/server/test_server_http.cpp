@@ -435,3 +435,38 @@ TEST_CASE("server http: --api-key, and the official openai client's test") {
     CHECK(r.out.find("\n# skipped 0\n") != std::string::npos);
     CHECK(s.stop() == 0);
 }
+
+TEST_CASE("server http: a follow-up turn goes to the slot that holds its conversation and evaluates only the new tokens") {
+    Server s("-np 2 -c 2048");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    auto chat = [&](const json& messages) {
+        return http(p, "POST", "/v1/chat/completions", json{{"messages", messages}, {"max_tokens", 24}, {"temperature", 0}}.dump()).j();
+    };
+    const json a1 = {{{"role", "system"}, {"content", "Thou art the king's herald."}}, {{"role", "user"}, {"content", "What news from France?"}}};
+    const json ra = chat(a1);
+    REQUIRE(ra.contains("usage"));
+    // Another conversation meanwhile: it takes the other slot, and A's stays cached.
+    const json rb = chat(json{{{"role", "user"}, {"content", "Good morrow, sweet Hal."}}});
+    REQUIRE(rb.contains("usage"));
+    json a2 = a1;
+    a2.push_back({{"role", "assistant"}, {"content", ra["choices"][0]["message"]["content"]}});
+    a2.push_back({{"role", "user"}, {"content", "And from Scotland?"}});
+    const json ra2 = chat(a2);
+    REQUIRE(ra2.contains("usage"));
+    // The log's last line: "slot N: chat, prompt P tokens (C cached), ...".
+    const std::string log = s.log();
+    const size_t last = log.rfind("slot ");
+    REQUIRE(last != std::string::npos);
+    const int slot_a2 = std::atoi(log.c_str() + last + 5);
+    const size_t first_a = log.find("slot ");
+    CHECK(slot_a2 == std::atoi(log.c_str() + first_a + 5));  // the slot of turn 1
+    const int cached = std::atoi(log.c_str() + log.find('(', last) + 1);
+    const int before = ra["usage"]["prompt_tokens"].get<int>() + ra["usage"]["completion_tokens"].get<int>();
+    INFO(log.substr(last));
+    // Everything turn 1 left in the cache is reused: its prompt and its reply (whose last
+    // token is not evaluated when the reply stopped at its length).
+    CHECK(cached >= before - 1);
+    CHECK(ra2["usage"]["prompt_tokens"].get<int>() > before);
+    CHECK(s.stop() == 0);
+}
