@@ -33,6 +33,13 @@ CONVERT_OBJS := $(patsubst %.cpp,build/%.o,$(CONVERT_SRCS))
 # table (which quantize links too).
 FRONTEND_SRCS := $(wildcard cli/*.cpp)
 FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
+# run --server (server/): the HTTP layer is Debian's cpp-httplib, a compiled library whose header
+# must see the same options it was built with (its pkg-config Cflags); the request parser alone
+# is pure, and the unit tests and the fuzz targets link it.
+SERVER_SRCS := $(wildcard server/*.cpp)
+SERVER_OBJS := $(patsubst %.cpp,build/%.o,$(SERVER_SRCS))
+HTTPLIB_FLAGS := -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
+SERVER_LIBS := -lcpp-httplib
 
 # Tests that need only the kernels: built for the host and for aarch64.
 KERNEL_TEST_SRCS := $(wildcard tests/kernels/*.cpp)
@@ -48,8 +55,17 @@ build/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-run: build/run.o $(FRONTEND_OBJS) $(LIB_OBJS)
-	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -ledit
+run: build/run.o $(FRONTEND_OBJS) $(SERVER_OBJS) $(LIB_OBJS)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -ledit $(SERVER_LIBS)
+
+# The chat page is compiled into run: the HTML inside a C++ raw string literal.
+build/server/chat_page.inc: server/chat_page.html
+	@mkdir -p $(dir $@)
+	@if grep -q ')chat_page_html"' $<; then echo "$< contains the raw string's delimiter"; exit 1; fi
+	{ printf 'R"chat_page_html('; cat $<; printf ')chat_page_html"\n'; } > $@.tmp && mv $@.tmp $@
+build/server/server.o build/asan/server/server.o: build/server/chat_page.inc
+build/server/server.o: override CXXFLAGS += $(HTTPLIB_FLAGS)
+build/asan/server/server.o: ASAN_FLAGS += $(HTTPLIB_FLAGS)
 
 quantize: build/quantize.o build/cli/options.o $(CONVERT_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS)
@@ -57,7 +73,7 @@ quantize: build/quantize.o build/cli/options.o $(CONVERT_OBJS) $(LIB_OBJS)
 # tests/tokenizer/test_sentencepiece_model.cpp trains small models with SentencePiece's own trainer
 # (libsentencepiece-dev ships it), to test normalizer charsmaps the library made itself.
 build/tests/unit_tests: override LDLIBS += -lsentencepiece_train
-build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) $(CONVERT_OBJS) $(LIB_OBJS)
+build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) build/server/request.o $(CONVERT_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -lutil
 
@@ -75,12 +91,12 @@ ASAN_LIB_OBJS := $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 build/asan/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(ASAN_FLAGS) -c $< -o $@
-build/asan/run: build/asan/run.o $(patsubst %.cpp,build/asan/%.o,$(FRONTEND_SRCS)) $(ASAN_LIB_OBJS)
-	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -ledit
+build/asan/run: build/asan/run.o $(patsubst %.cpp,build/asan/%.o,$(FRONTEND_SRCS) $(SERVER_SRCS)) $(ASAN_LIB_OBJS)
+	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -ledit $(SERVER_LIBS)
 ASAN_CONVERT_OBJS := $(patsubst %.cpp,build/asan/%.o,$(CONVERT_SRCS))
 build/asan/quantize: build/asan/quantize.o build/asan/cli/options.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
-build/asan/unit_tests: $(patsubst %.cpp,build/asan/%.o,$(TEST_SRCS)) $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
+build/asan/unit_tests: $(patsubst %.cpp,build/asan/%.o,$(TEST_SRCS)) build/asan/server/request.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
 build/asan/kernel_tests: $(patsubst %.cpp,build/asan/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	$(CXX) $(ASAN_FLAGS) $^ -o $@
@@ -91,7 +107,7 @@ FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cp
 build/asan/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(ASAN_FLAGS) -DLLVMFuzzerTestOneInput=fuzz_entry_$* -DLLVMFuzzerCustomMutator=fuzz_mutator_$* -c $< -o $@
-build/asan/fuzz_replay: tests/fuzz/replay_main.cpp $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
+build/asan/fuzz_replay: tests/fuzz/replay_main.cpp $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) build/asan/server/request.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) '-DHEARTH_FUZZ_TARGETS=$(foreach t,$(FUZZ_NAMES),X($(t)))' $^ -o $@ $(MODEL_LIBS)
 # Under the sanitizers the unit tests skip the slowest numerical checks, which compute on the
 # repository's own fixtures only (the PyTorch parity goldens, perplexity and quantization error
@@ -159,6 +175,7 @@ test: deps
 	@tools/run_tests.sh \
 		"host: unit tests" "build/tests/unit_tests" \
 		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \
+		"host: the chat page in headless chromium against run --server (skipped when chromium is missing)" "tests/server/run_browser_test.sh" \
 		"host, AddressSanitizer + UBSan: unit tests (driving build/asan/run and quantize)" "env HEARTH_BIN_DIR=build/asan build/asan/unit_tests $(ASAN_UNIT_TEST_EXCLUDE)" \
 		"host, AddressSanitizer + UBSan: kernel tests" "build/asan/kernel_tests" \
 		"host, AddressSanitizer + UBSan: the fuzz targets' seeds and crash reproducers" "build/asan/fuzz_replay" \
@@ -184,7 +201,7 @@ build/membw: tools/membw.cpp base/platform.cpp
 FUZZ_CXX ?= clang++
 FUZZ_FLAGS := -g -O1 -march=native -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
-FUZZ_LIB_OBJS := $(patsubst %.cpp,build/fuzz/obj/%.o,$(KERNEL_SRCS) $(MODEL_SRCS) $(CONVERT_SRCS))
+FUZZ_LIB_OBJS := $(patsubst %.cpp,build/fuzz/obj/%.o,$(KERNEL_SRCS) $(MODEL_SRCS) $(CONVERT_SRCS) server/request.cpp)
 build/fuzz/obj/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@

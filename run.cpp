@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "base/input_file.h"
+#include "base/limits.h"
 #include "base/printable.h"
 #include "cli/bench.h"
 #include "cli/chat_terminal.h"
 #include "cli/cpu_info.h"
 #include "cli/options.h"
 #include "cli/perplexity.h"
+#include "server/server.h"
 #include "chat/chat_template.h"
 #include "model/forward.h"
 #include "model/generate.h"
@@ -48,6 +50,8 @@ struct Options {
     // -ctk / -ctv as given, and as types once checked; the defaults are KvCacheTypes's.
     std::string cache_type_k = type_name(KvCacheTypes{}.k), cache_type_v = type_name(KvCacheTypes{}.v);
     KvCacheTypes cache_types;
+    bool server = false;
+    ServerOptions server_options;  // --host, --port, --parallel, --api-key, --timeout, --alias
 };
 
 std::string template_names() {
@@ -79,7 +83,10 @@ CommandLine command_line(Options& o) {
                      {"", "--tokenize", "", &o.tokenize,
                       "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
                       "comma-separated on one line as llama.cpp's llama-tokenize --ids does, and exit"},
-                     {"-c", "--ctx-size", "N", &o.n_ctx, "context length in tokens", 1, 1 << 24,
+                     {"-c", "--ctx-size", "N", &o.n_ctx,
+                      "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
+                      "llama-server does)",
+                      1, 1 << 24,
                       "the model's, at most 4096; 512 for --perplexity"},
                      {"-t", "--threads", "N", &o.threads, "threads; more than the physical cores makes generation slower", 1,
                       1024, "the number of physical cores, here " + std::to_string(o.threads)},
@@ -132,6 +139,26 @@ CommandLine command_line(Options& o) {
                      {"", "--system", "TEXT", &o.chat_options.system_prompt, "the system prompt"},
                      {"", "--verbose", "", &o.chat_options.verbose,
                       "print each reply's timing (prompt, time to first token, tok/s) on stderr"},
+                 }},
+                {"server (instead of a single prompt): an OpenAI-compatible HTTP API and a chat page",
+                 {
+                     {"", "--server", "", &o.server,
+                      "serve the model over HTTP: POST /v1/chat/completions and /v1/completions (streamed or not), GET "
+                      "/v1/models, /health, POST /tokenize and /detokenize, and the chat page at /. The sampling options "
+                      "above are the defaults a request's own fields override; --template picks the chat template"},
+                     {"", "--host", "HOST", &o.server_options.host, "address to listen on; 0.0.0.0 serves the network", 0, 0,
+                      o.server_options.host},
+                     {"", "--port", "N", &o.server_options.port, "TCP port to listen on", 1, 65535},
+                     {"-np", "--parallel", "N", &o.server_options.n_parallel,
+                      "slots: conversations generated at once, each with its own KV cache of -c / N tokens; more requests "
+                      "wait in a queue of " + std::to_string(limits::kServerQueuedJobs),
+                      1, 256},
+                     {"", "--api-key", "KEY", &o.server_options.api_key,
+                      "require 'Authorization: Bearer KEY' on every endpoint but / and /health", 0, 0, "none"},
+                     {"", "--timeout", "SECONDS", &o.server_options.timeout_seconds,
+                      "read and write timeout of a connection: a client that stalls this long is dropped", 1, 86400},
+                     {"-a", "--alias", "NAME", &o.server_options.model_name, "the model's name in /v1/models and the replies",
+                      0, 0, "the model file's name"},
                  }},
             },
             "Timing (load, prompt and generation speed) is printed on stderr at the end.\n"};
@@ -274,6 +301,28 @@ int bench(const Model& model, const Options& o) {
     return 0;
 }
 
+// run --server: the server listens first, then loads the model (so /health can say it is
+// loading), with the same checks as the other modes.
+int serve_model(Options& o) {
+    ServerOptions& so = o.server_options;
+    if (so.model_name.empty()) so.model_name = o.model_path.substr(o.model_path.rfind('/') + 1);
+    so.sampler = o.sampler;
+    so.template_name = o.chat_options.template_name;
+    so.cache_types = o.cache_types;
+    return serve(so, [&](LoadedModel* lm) -> std::string {
+        std::string err = load_model(o.model_path, &lm->model);
+        if (!err.empty()) return err;
+        if (!(err = check_kv_cache_types(lm->model.config, o.cache_types)).empty()) return err;
+        if (lm->model.tokenizer.kind == TokenizerKind::none) return o.model_path + " has no tokenizer: the server needs one";
+        if (!(err = load_tokenizer(lm->model, &lm->tok)).empty()) return o.model_path + ": " + err;
+        std::string why;
+        lm->template_name = resolve_chat_template(lm->model.config, lm->tok, so.template_name, &why);
+        if (!is_chat_template(lm->template_name)) return "unknown chat template " + in_quotes(lm->template_name);
+        lm->n_ctx_total = context_length(o, lm->model.config);
+        return check_context_memory(lm->model.config, lm->n_ctx_total, o.cache_types);
+    });
+}
+
 }  // namespace
 
 // A page of the mapped model that its file no longer has (truncated, or rewritten in place, by
@@ -314,6 +363,12 @@ int main(int argc, char** argv) {
     if (!(err = kv_cache_type_from_name(o.cache_type_v, &o.cache_types.v)).empty()) return fail("--cache-type-v: " + err);
     if (o.model_path.empty()) o.model_path = default_model_path();
     omp_set_num_threads(o.threads);
+    if (o.server) {
+        if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) + int(prompt_given) + int(ids_given) > 0)
+            return fail("--server takes its prompts from HTTP requests: give none of --chat, --bench, --perplexity, --tokenize, "
+                        "--prompt, --file, --prompt-ids");
+        return serve_model(o);
+    }
 
     const auto t_load = Clock::now();
     Model model;

@@ -71,6 +71,18 @@ constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;      // PCRE2's backtracking me
 constexpr uint32_t kBpeRegexDepth = 100000;           // PCRE2's nested backtracking per match (the interpreter's)
 constexpr size_t kBpeJitStackBytes = 4 * MiB;
 
+// ---- The server (server/): what one HTTP request may carry. A request over a limit gets an
+// OpenAI-shaped error (413 for the body, 400 for the rest) and the server goes on serving.
+constexpr uint64_t kServerBodyBytes = 8 * MiB;          // a request body; a prompt of 2M tokens would not fit any context anyway
+constexpr size_t kServerHeaderLineBytes = 8192;          // the request line and each header line (cpp-httplib's, compiled in)
+constexpr size_t kServerQueuedJobs = 16;                 // generations waiting for a slot; one more is 503
+constexpr size_t kServerMessages = 4096;                 // messages in one chat request
+constexpr size_t kServerStopStrings = 4;                 // stop strings, as OpenAI's API allows
+constexpr size_t kServerStopBytes = 256;                 // one stop string
+constexpr size_t kServerTokenIds = 1 << 20;              // ids in a /detokenize request
+constexpr int kServerKeepAliveRequests = 100;            // requests on one connection before it is closed
+constexpr int kServerTimeoutSeconds = 600;               // --timeout's default: reading a request, writing a reply
+
 // ---- Messages. A string from a file (a name, a key) is shown escaped and cut to
 // kShownStringBytes; a path to kShownPathBytes; a whole error line to kMessageBytes.
 constexpr size_t kShownStringBytes = 80;

@@ -21,8 +21,9 @@ struct ChatOptions {
 };
 
 // Chats until /quit, Ctrl-D or Ctrl-C at an empty prompt, or the end of stdin; returns
-// the exit code. Without --template the checkpoint's stored template is used; when it
-// stores none, chatml if the vocabulary has <|im_start|> and <|im_end|> as tokens (such
-// a model was surely tuned on it), else raw: wrapping a base model's text in markers
-// it never saw would only make its continuations worse.
+// the exit code. The template is --template's, else resolve_chat_template's choice
+// (chat/chat_template.h): the checkpoint's, else chatml when the vocabulary has
+// <|im_start|> and <|im_end|> as tokens (such a model was surely tuned on it), else raw:
+// wrapping a base model's text in markers it never saw would only make its continuations worse.
 int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt);
+

@@ -41,6 +41,11 @@ public:
     // re-evaluates) as long as context and logits stay in step.
     GenerationEnd generate(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
                            const GenerationCallbacks& cb);
+    // One token of generate(): sample it, stream it and evaluate it. Returns true when the
+    // generation goes on, else false with the reason in *end. generate() is step() until
+    // it returns false; the server steps each of its conversations in turn.
+    bool step(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
+              const GenerationCallbacks& cb, GenerationEnd* end);
 
     // Text of ids that come before the generated ones (run prints its prompt), through the
     // same decoder, so that the first generated token's text joins them as decode() would.

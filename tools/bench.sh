@@ -12,6 +12,9 @@
 #   7. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
 #      speed, peak RSS, load time, first token (tools/bench_peers.py; needs the peers built by
 #      ../shared/tools/build-peers.sh, PEERS_DIR)
+#   8. server: run --server with 1, 2 and 4 concurrent streams, time to first token and tokens/s,
+#      TinyLlama-1.1B shape in q4_0, beside llama.cpp's llama-server on its GGUF export when
+#      LLAMA_SERVER names it or PEERS_DIR has it (tools/bench_server.py)
 # Random-weight models are made here (tools/make_random_model.py) and kept in build/bench
 # (never committed). Choose parts with BENCH_PARTS="core quant quality" (default: all) and
 # shapes with BENCH_SHAPES="tinyllama llama2-7b". Results: stdout and build/bench/results.md.
@@ -19,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/bench
 mkdir -p "$dir"
-PARTS=${BENCH_PARTS:-"core quant quality tokenize layout peers"}
+PARTS=${BENCH_PARTS:-"core quant quality tokenize layout peers server"}
 SHAPES=${BENCH_SHAPES:-"tinyllama llama2-7b"}
 REPS=${BENCH_REPS:-3}
 out=$dir/results.md
@@ -179,4 +182,16 @@ fi
 
 if has peers; then
     /usr/bin/python3 tools/bench_peers.py --shapes $SHAPES --reps "${BENCH_PEER_REPS:-5}" | tee -a "$out"
+fi
+
+if has server; then
+    f=$(model tinyllama q4_0) g=$dir/tinyllama.q4_0.gguf
+    [ -f "$g" ] || ./quantize "$f" "$g" -q >&2
+    cache_only "$f"
+    cat "$g" > /dev/null
+    peer=${LLAMA_SERVER:-${PEERS_DIR:-$HOME/peers}/llama.cpp/build/bin/llama-server}
+    [ -x "$peer" ] || peer=""
+    /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" --streams 1 2 4 \
+        --reps "${BENCH_SERVER_REPS:-3}" | tee -a "$out"
+    echo | tee -a "$out"
 fi

@@ -6,6 +6,9 @@
 set -e
 cd "$(dirname "$0")/.."
 PKGS="g++ make xz-utils libsentencepiece-dev libpcre2-dev libutf8proc-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
+# run --server: cpp-httplib (its -dev package brings the OpenSSL, zlib and brotli headers its
+# header needs).
+PKGS="$PKGS libcpp-httplib-dev"
 # The server's tests (tests/server): Node.js >= 18 with npm, and a headless browser.
 PKGS="$PKGS chromium chromium-driver"
 if [ "${1:-}" = "--reference" ]; then

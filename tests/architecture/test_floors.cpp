@@ -42,7 +42,7 @@ TEST_CASE("architecture: no library folder includes a folder on its own floor or
                 // Headers are included by their path from the repository root.
                 REQUIRE(slash != std::string::npos);
                 const std::string to = target.substr(0, slash);
-                if (to == folder) continue;
+                if (to == folder || to == "build") continue;  // build/: generated from the folder's own files (the chat page)
                 const auto it = kFloors.find(to);
                 REQUIRE(it != kFloors.end());
                 CHECK(it->second < floor);

@@ -1,0 +1,321 @@
+#include "server/request.h"
+
+#include <climits>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "base/json_input.h"
+#include "base/limits.h"
+#include "base/printable.h"
+
+using json = nlohmann::json;
+
+ApiError bad_request(const std::string& message, const std::string& param, const std::string& code) {
+    ApiError e;
+    e.status = 400;
+    e.message = message;
+    e.param = param;
+    e.code = code;
+    return e;
+}
+
+std::string error_body(const ApiError& e) {
+    json err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
+    if (!e.param.empty()) err["param"] = e.param;
+    if (!e.code.empty()) err["code"] = e.code;
+    return json{{"error", err}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+
+// A present, non-null field.
+const json* field(const json& j, const char* name) {
+    auto it = j.find(name);
+    return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+const char* type_name_of(const json& v) {
+    switch (v.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "null";
+    }
+}
+
+ApiError wrong_type(const char* name, const json& v, const std::string& want) {
+    return bad_request(std::string("'") + name + "' must be " + want + ", not " + type_name_of(v), name);
+}
+
+// Each reads an optional field into *out; absent or null leaves *out as it is.
+ApiError read_bool(const json& j, const char* name, bool* out) {
+    const json* v = field(j, name);
+    if (!v) return {};
+    if (!v->is_boolean()) return wrong_type(name, *v, "a boolean");
+    *out = v->get<bool>();
+    return {};
+}
+
+ApiError read_real(const json& j, const char* name, double lo, double hi, float* out) {
+    const json* v = field(j, name);
+    if (!v) return {};
+    if (!v->is_number()) return wrong_type(name, *v, "a number");
+    const double x = v->get<double>();
+    if (!(x >= lo && x <= hi)) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "'%s' must be from %g to %g, not %g", name, lo, hi, x);
+        return bad_request(buf, name);
+    }
+    *out = float(x);
+    return {};
+}
+
+// An integer in [lo, hi]; above hi it is clamped to hi when clamp, else refused.
+ApiError read_int(const json& j, const char* name, long long lo, long long hi, bool clamp, long long* out) {
+    const json* v = field(j, name);
+    if (!v) return {};
+    if (!v->is_number_integer()) return wrong_type(name, *v, "an integer");
+    long long x;
+    if (v->is_number_unsigned()) {
+        const uint64_t u = v->get<uint64_t>();
+        x = u > uint64_t(LLONG_MAX) ? LLONG_MAX : (long long)u;
+    } else {
+        x = v->get<long long>();
+    }
+    if (x > hi && clamp) x = hi;
+    if (x < lo || x > hi)
+        return bad_request("'" + std::string(name) + "' must be an integer from " + std::to_string(lo) +
+                               (clamp ? " up" : " to " + std::to_string(hi)) + ", not " + v->dump(),
+                           name);
+    *out = x;
+    return {};
+}
+
+ApiError unsupported(const char* name, const std::string& why) {
+    return bad_request("'" + std::string(name) + "' is not supported by hearth: " + why, name, "unsupported_parameter");
+}
+
+// The text of a message's content: a string, or OpenAI's list of content parts of type text.
+ApiError message_text(const json& content, size_t index, std::string* out) {
+    const std::string where = "messages[" + std::to_string(index) + "].content";
+    if (content.is_string()) {
+        *out = content.get<std::string>();
+        return {};
+    }
+    if (!content.is_array()) return bad_request("'" + where + "' must be a string or a list of text parts, not " + type_name_of(content), "messages");
+    out->clear();
+    for (const json& part : content) {
+        const json* type = part.is_object() ? field(part, "type") : nullptr;
+        if (!type || !type->is_string())
+            return bad_request("each part of '" + where + "' must be an object with a 'type'", "messages");
+        if (type->get<std::string>() != "text")
+            return bad_request("'" + where + "' has a part of type " + in_quotes(type->get<std::string>()) +
+                                   ": hearth takes text parts only",
+                               "messages", "unsupported_parameter");
+        const json* text = field(part, "text");
+        if (!text || !text->is_string()) return bad_request("a text part of '" + where + "' needs a string 'text'", "messages");
+        *out += text->get<std::string>();
+    }
+    return {};
+}
+
+ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
+    const json* m = field(j, "messages");
+    if (!m) return bad_request("'messages' is required", "messages");
+    if (!m->is_array()) return wrong_type("messages", *m, "a list of messages");
+    if (m->empty()) return bad_request("'messages' is empty: at least one user message is needed", "messages");
+    if (m->size() > limits::kServerMessages)
+        return bad_request("'messages' has " + std::to_string(m->size()) + " messages, more than the " +
+                               std::to_string(limits::kServerMessages) + " hearth takes",
+                           "messages");
+    out->clear();
+    for (size_t i = 0; i < m->size(); i++) {
+        const json& msg = (*m)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!msg.is_object()) return bad_request("'" + where + "' must be an object, not " + type_name_of(msg), "messages");
+        const json* role = field(msg, "role");
+        if (!role || !role->is_string()) return bad_request("'" + where + "' needs a string 'role'", "messages");
+        std::string r = role->get<std::string>();
+        if (r == "developer") r = "system";  // OpenAI's newer name for it
+        if (r == "tool" || r == "function")
+            return bad_request("'" + where + "' has role " + in_quotes(r) + ": tools are not supported by hearth", "messages",
+                               "unsupported_parameter");
+        if (r != "system" && r != "user" && r != "assistant")
+            return bad_request("'" + where + "' has role " + in_quotes(r) + ": the roles are system, developer, user and assistant",
+                               "messages");
+        if (field(msg, "tool_calls") || field(msg, "function_call"))
+            return bad_request("'" + where + "' has tool calls: tools are not supported by hearth", "messages", "unsupported_parameter");
+        const json* content = field(msg, "content");
+        if (!content) return bad_request("'" + where + "' needs a 'content'", "messages");
+        ChatMessage cm;
+        cm.role = r;
+        if (ApiError e = message_text(*content, i, &cm.content)) return e;
+        // The chat templates take one system message first, then user and assistant in turn.
+        if (r == "system" && i != 0)
+            return bad_request("'" + where + "' is a system message: only the first message may be one", "messages");
+        const size_t k = out->empty() || (*out)[0].role != "system" ? out->size() : out->size() - 1;  // index after the system message
+        if (r != "system") {
+            const char* want = k % 2 == 0 ? "user" : "assistant";
+            if (r != want)
+                return bad_request("'" + where + "' is from the " + r + ": after an optional system message, the messages must alternate user and assistant, starting with user",
+                                   "messages");
+        }
+        out->push_back(std::move(cm));
+    }
+    if (out->back().role != "user") return bad_request("the last message must be the user's", "messages");
+    return {};
+}
+
+ApiError parse_object(std::string_view body, json* j) {
+    const std::string err = parse_json(body, j);
+    if (!err.empty()) return bad_request("the body is " + err);
+    if (!j->is_object()) return bad_request(std::string("the body must be a JSON object, not ") + type_name_of(*j));
+    return {};
+}
+
+}  // namespace
+
+ApiError parse_completion_request(std::string_view body, bool chat, const SamplerParams& defaults, CompletionRequest* out) {
+    json j;
+    if (ApiError e = parse_object(body, &j)) return e;
+    CompletionRequest r;
+    r.chat = chat;
+    r.sampler = defaults;
+
+    // Parameters that would change the reply and that hearth does not implement.
+    if (const json* n = field(j, "n")) {
+        if (!n->is_number_integer()) return wrong_type("n", *n, "an integer");
+        if (*n != 1) return unsupported("n", "one choice per request (n = 1); send the request again for another");
+    }
+    if (const json* b = field(j, "best_of"); b && *b != 1) return unsupported("best_of", "only best_of = 1");
+    for (const char* name : {"tools", "functions"})
+        if (const json* t = field(j, name); t && !(t->is_array() && t->empty())) return unsupported(name, "tools and function calls");
+    for (const char* name : {"tool_choice", "function_call"})
+        if (const json* t = field(j, name); t && *t != "none") return unsupported(name, "tools and function calls");
+    if (const json* l = field(j, "logprobs"); l && *l != false && *l != 0) return unsupported("logprobs", "no log probabilities");
+    if (field(j, "top_logprobs")) return unsupported("top_logprobs", "no log probabilities");
+    if (const json* f = field(j, "response_format")) {
+        const json* t = f->is_object() ? field(*f, "type") : nullptr;
+        if (!t || *t != "text") return unsupported("response_format", "text replies only (type 'text')");
+    }
+    if (const json* b = field(j, "logit_bias"); b && !(b->is_object() && b->empty())) return unsupported("logit_bias", "no logit bias");
+    for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+        float p = 0;
+        if (ApiError e = read_real(j, name, -2, 2, &p)) return e;
+        if (p != 0) return unsupported(name, "use 'repeat_penalty' (llama.cpp's) instead");
+    }
+    if (const json* e = field(j, "echo"); e && *e != false) return unsupported("echo", "the prompt is not echoed");
+    if (const json* s = field(j, "suffix"); s && *s != "") return unsupported("suffix", "no insertion (suffix)");
+    for (const char* name : {"audio", "prediction"})
+        if (field(j, name)) return unsupported(name, "text only");
+
+    if (const json* m = field(j, "model")) {
+        if (!m->is_string()) return wrong_type("model", *m, "a string");
+        r.model = m->get<std::string>();
+    }
+    if (chat) {
+        if (ApiError e = read_messages(j, &r.messages)) return e;
+    } else {
+        const json* p = field(j, "prompt");
+        if (!p) return bad_request("'prompt' is required", "prompt");
+        if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
+        if (!p->is_string()) return bad_request(std::string("'prompt' must be a string (or a list of one string), not ") + type_name_of(*p), "prompt");
+        r.prompt = p->get<std::string>();
+    }
+
+    if (ApiError e = read_bool(j, "stream", &r.stream)) return e;
+    if (const json* so = field(j, "stream_options")) {
+        if (!so->is_object()) return wrong_type("stream_options", *so, "an object");
+        if (!r.stream) return bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
+        if (ApiError e = read_bool(*so, "include_usage", &r.include_usage)) {
+            e.param = "stream_options";
+            return e;
+        }
+    }
+    long long v = 0;
+    // max_completion_tokens is the newer name; when both are given it decides.
+    for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+        v = -1;
+        if (ApiError e = read_int(j, name, 1, INT_MAX, true, &v)) return e;
+        if (v > 0) r.max_tokens = int(v);
+    }
+    if (ApiError e = read_bool(j, "ignore_eos", &r.ignore_eos)) return e;
+
+    SamplerParams& s = r.sampler;
+    if (ApiError e = read_real(j, "temperature", 0, 2, &s.temperature)) return e;
+    if (ApiError e = read_real(j, "top_p", 0, 1, &s.top_p)) return e;
+    if (ApiError e = read_real(j, "min_p", 0, 1, &s.min_p)) return e;
+    if (ApiError e = read_real(j, "repeat_penalty", 0.01, 100, &s.repeat_penalty)) return e;
+    v = s.top_k;
+    if (ApiError e = read_int(j, "top_k", 0, 1 << 30, false, &v)) return e;
+    s.top_k = int(v);
+    v = s.repeat_last_n;
+    if (ApiError e = read_int(j, "repeat_last_n", 0, 1 << 24, false, &v)) return e;
+    s.repeat_last_n = int(v);
+    if (const json* seed = field(j, "seed")) {
+        if (!seed->is_number_integer()) return wrong_type("seed", *seed, "an integer");
+        s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>());
+        r.seed_given = true;
+    }
+
+    if (const json* st = field(j, "stop")) {
+        std::vector<std::string> stops;
+        if (st->is_string()) {
+            stops.push_back(st->get<std::string>());
+        } else if (st->is_array()) {
+            if (st->size() > limits::kServerStopStrings)
+                return bad_request("'stop' has " + std::to_string(st->size()) + " strings, more than " +
+                                       std::to_string(limits::kServerStopStrings),
+                                   "stop");
+            for (const json& x : *st) {
+                if (!x.is_string()) return bad_request(std::string("'stop' must hold strings, not ") + type_name_of(x), "stop");
+                stops.push_back(x.get<std::string>());
+            }
+        } else {
+            return wrong_type("stop", *st, "a string or a list of strings");
+        }
+        for (std::string& x : stops) {
+            if (x.size() > limits::kServerStopBytes)
+                return bad_request("a stop string is " + std::to_string(x.size()) + " bytes, more than " +
+                                       std::to_string(limits::kServerStopBytes),
+                                   "stop");
+            if (!x.empty()) r.stop.push_back(std::move(x));
+        }
+    }
+    *out = std::move(r);
+    return {};
+}
+
+ApiError parse_tokenize_request(std::string_view body, std::string* content, bool* add_special) {
+    json j;
+    if (ApiError e = parse_object(body, &j)) return e;
+    const json* c = field(j, "content");
+    if (!c) return bad_request("'content' is required", "content");
+    if (!c->is_string()) return wrong_type("content", *c, "a string");
+    *content = c->get<std::string>();
+    *add_special = false;
+    return read_bool(j, "add_special", add_special);
+}
+
+ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::vector<int>* tokens) {
+    json j;
+    if (ApiError e = parse_object(body, &j)) return e;
+    const json* t = field(j, "tokens");
+    if (!t) return bad_request("'tokens' is required", "tokens");
+    if (!t->is_array()) return wrong_type("tokens", *t, "a list of token ids");
+    if (t->size() > limits::kServerTokenIds)
+        return bad_request("'tokens' has more than " + std::to_string(limits::kServerTokenIds) + " ids", "tokens");
+    tokens->clear();
+    for (const json& x : *t) {
+        if (!x.is_number_integer()) return bad_request(std::string("'tokens' must hold integers, not ") + type_name_of(x), "tokens");
+        const bool in_range = x.is_number_unsigned() ? x.get<uint64_t>() < uint64_t(vocab_size)
+                                                     : x.get<int64_t>() >= 0 && x.get<int64_t>() < vocab_size;
+        if (!in_range) return bad_request("token id " + x.dump() + " is outside the vocabulary 0.." + std::to_string(vocab_size - 1), "tokens");
+        tokens->push_back(int(x.get<int64_t>()));
+    }
+    return {};
+}

@@ -1,0 +1,55 @@
+// The server's request parser: a JSON body of an OpenAI-style request becomes generation
+// parameters, or the error to answer with, in OpenAI's shape. Pure functions: no I/O, no model,
+// no tokenizer, so that a fuzzer can drive them (tests/fuzz/fuzz_server_request.cpp).
+//
+// What a body may hold follows OpenAI's API reference (chat completions and the legacy
+// completions), plus llama.cpp's cheap extras (top_k, min_p, repeat_penalty, repeat_last_n,
+// ignore_eos). Fields hearth does not implement are refused by name when they would change
+// the reply (n > 1, tools, logprobs, a response_format other than text, ...); fields that
+// change nothing (user, metadata, store, ...) and unknown fields are ignored, as OpenAI's
+// clients send such things.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "model/sampler.h"
+
+// OpenAI's error object: {"error": {"message", "type", "param", "code"}} with an HTTP status.
+struct ApiError {
+    int status = 0;  // 0: no error
+    std::string message;
+    std::string type = "invalid_request_error";
+    std::string param;  // "" is null
+    std::string code;   // "" is null
+    explicit operator bool() const { return status != 0; }
+};
+
+ApiError bad_request(const std::string& message, const std::string& param = "", const std::string& code = "");
+
+struct CompletionRequest {
+    bool chat = false;                  // /v1/chat/completions, else /v1/completions
+    std::vector<ChatMessage> messages;  // chat: an optional system message, then user and assistant alternating, ending with user
+    std::string prompt;                 // completions: the text to continue
+    std::string model;                  // as given ("" when absent): echoed back
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    int max_tokens = -1;         // -1: the rest of the slot's context; always capped by it
+    bool ignore_eos = false;     // llama.cpp's extra: go on past end-of-turn ids
+    SamplerParams sampler;       // starts as the server's defaults
+    bool seed_given = false;     // else the server draws one
+    std::vector<std::string> stop;  // non-empty strings
+};
+
+// Parses a request body. `defaults` are the server's sampling settings (run's --temp etc.),
+// which a request's own fields override. On error *out is left in an unspecified state.
+ApiError parse_completion_request(std::string_view body, bool chat, const SamplerParams& defaults, CompletionRequest* out);
+
+// POST /tokenize, llama-server's shape: {"content": TEXT, "add_special": false}.
+ApiError parse_tokenize_request(std::string_view body, std::string* content, bool* add_special);
+// POST /detokenize: {"tokens": [ID, ...]}, each id in 0..vocab_size-1.
+ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::vector<int>* tokens);
+
+// The error as its JSON body.
+std::string error_body(const ApiError& e);

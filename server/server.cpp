@@ -1,0 +1,780 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <pthread.h>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "base/limits.h"
+#include "base/printable.h"
+#include "chat/chat_template.h"
+#include "model/generate.h"
+#include "server/request.h"
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The chat page, compiled in (the Makefile wraps server/chat_page.html in a raw string).
+const char kChatPage[] =
+#include "build/server/chat_page.inc"
+    ;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// ---- Jobs: one generation, shared by the HTTP thread that waits for it and the scheduler.
+
+struct Job {
+    CompletionRequest req;
+    std::vector<int> prompt;  // the ids to evaluate (the templated dialog, or the prompt with BOS)
+    int max_tokens = 0;       // capped by the slot's context
+    std::string id;
+    long created = 0;
+    Clock::time_point queued;
+
+    std::atomic<bool> cancelled{false};  // the client went away: free the slot at the next step
+
+    // The channel, under m: text pieces not yet taken, and the end.
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<std::string> pieces;
+    bool finished = false;
+    std::string finish_reason;  // "stop" or "length"
+    ApiError error;             // a failure after the job was accepted
+    int prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    double first_token_seconds = 0;
+};
+
+void push_text(Job& job, const std::string& text) {
+    if (text.empty()) return;
+    {
+        std::lock_guard<std::mutex> lk(job.m);
+        job.pieces.push_back(text);
+    }
+    job.cv.notify_all();
+}
+
+void finish_job(Job& job, const std::string& reason, const ApiError& error = {}) {
+    {
+        std::lock_guard<std::mutex> lk(job.m);
+        job.finished = true;
+        job.finish_reason = reason;
+        job.error = error;
+    }
+    job.cv.notify_all();
+}
+
+ApiError server_error(int status, const std::string& message, const std::string& type) {
+    ApiError e;
+    e.status = status;
+    e.message = message;
+    e.type = type;
+    return e;
+}
+
+// Replies the server generated, by their text, with the ids that made them: a follow-up turn
+// that sends a reply back gets the same ids, so its prompt extends the cached one exactly.
+class ReplyIds {
+public:
+    explicit ReplyIds(size_t capacity) : capacity_(capacity) {}
+    void add(const std::string& text, const std::vector<int>& ids) {
+        if (text.empty() || ids.empty()) return;
+        std::lock_guard<std::mutex> lk(m_);
+        order_.push_back(text);
+        map_[text] = ids;
+        while (order_.size() > capacity_) {
+            map_.erase(order_.front());
+            order_.pop_front();
+        }
+    }
+    void fill(std::vector<ChatMessage>* messages) const {
+        std::lock_guard<std::mutex> lk(m_);
+        for (ChatMessage& msg : *messages)
+            if (msg.role == "assistant")
+                if (auto it = map_.find(msg.content); it != map_.end()) msg.ids = it->second;
+    }
+
+private:
+    mutable std::mutex m_;
+    size_t capacity_;
+    std::deque<std::string> order_;
+    std::map<std::string, std::vector<int>> map_;
+};
+
+// ---- The scheduler: owns the model's slots, steps them in turn.
+
+class Scheduler {
+public:
+    Scheduler(const LoadedModel& lm, int n_slots, int n_ctx_slot, KvCacheTypes types, ReplyIds& replies)
+        : lm_(lm), n_ctx_slot_(n_ctx_slot), types_(types), replies_(replies), slots_(n_slots) {}
+
+    std::string init() {
+        for (size_t i = 0; i < slots_.size(); i++) {
+            slots_[i].id = int(i);
+            std::string err = make_run_state(lm_.model.config, n_ctx_slot_, &slots_[i].state, types_);
+            if (!err.empty()) return err;
+            slots_[i].logits.resize(lm_.model.config.vocab_size);
+        }
+        return "";
+    }
+
+    // Queues a job; a 503 error when the queue is full or the server is stopping.
+    ApiError submit(const std::shared_ptr<Job>& job) {
+        {
+            std::lock_guard<std::mutex> lk(m_);
+            if (stopping_) return server_error(503, "the server is shutting down", "unavailable_error");
+            if (queue_.size() >= limits::kServerQueuedJobs)
+                return server_error(503, "the server is busy: " + std::to_string(queue_.size()) + " requests are waiting for a slot; try again later",
+                                    "unavailable_error");
+            queue_.push_back(job);
+        }
+        cv_.notify_all();
+        return {};
+    }
+
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lk(m_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+    }
+
+    // Slot states for GET /slots (llama-server has one too): which are busy, what each caches.
+    json slots_json() {
+        std::lock_guard<std::mutex> lk(status_m_);
+        json a = json::array();
+        for (const SlotStatus& s : status_) a.push_back({{"id", s.id}, {"is_processing", s.busy}, {"n_ctx", n_ctx_slot_}, {"n_cached", s.cached}});
+        return a;
+    }
+
+    // The loop, on the calling thread, until stop().
+    void run() {
+        publish_status();
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> lk(m_);
+                if (stopping_) break;
+                admit_locked();
+                if (!any_busy()) {
+                    publish_status();
+                    cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+                    continue;
+                }
+            }
+            for (Slot& s : slots_)
+                if (s.job) step(s);
+            publish_status();
+        }
+        // Stopping: whatever runs or waits ends now.
+        for (Slot& s : slots_)
+            if (s.job) end_job(s, "", server_error(503, "the server is shutting down", "unavailable_error"));
+        std::lock_guard<std::mutex> lk(m_);
+        for (auto& j : queue_) finish_job(*j, "", server_error(503, "the server is shutting down", "unavailable_error"));
+        queue_.clear();
+    }
+
+private:
+    struct Slot {
+        int id = 0;
+        RunState state;
+        std::vector<int> cache;  // the ids whose keys and values the cache holds, positions 0, 1, ...
+        std::vector<float> logits;
+        uint64_t last_used = 0;
+        std::shared_ptr<Job> job;
+        size_t prompt_pos = 0;  // the next prompt id to evaluate
+        std::unique_ptr<Sampler> sampler;
+        std::unique_ptr<Generator> gen;
+        std::string held;     // text held back: it may be the start of a stop string
+        bool stop_hit = false;
+        std::string emitted;  // the reply's text so far, as sent
+        Clock::time_point started;
+    };
+    struct SlotStatus {
+        int id;
+        bool busy;
+        size_t cached;
+    };
+
+    bool any_busy() const {
+        for (const Slot& s : slots_)
+            if (s.job) return true;
+        return false;
+    }
+
+    static size_t common_prefix(const std::vector<int>& a, const std::vector<int>& b) {
+        size_t n = 0;
+        while (n < a.size() && n < b.size() && a[n] == b[n]) n++;
+        return n;
+    }
+
+    // Queued jobs to free slots, first come first served. A job goes to the free slot that
+    // caches the longest prefix of its prompt when that prefix is at least half the prompt (a
+    // follow-up turn of the conversation that slot holds); otherwise to the least recently used
+    // free slot, so that a prompt sharing only BOS or a short system prompt does not evict
+    // another conversation that a free slot could have kept.
+    void admit_locked() {
+        while (!queue_.empty()) {
+            std::shared_ptr<Job> job = queue_.front();
+            if (job->cancelled) {
+                queue_.pop_front();
+                finish_job(*job, "", server_error(499, "the client went away", "cancelled"));
+                continue;
+            }
+            Slot *best = nullptr, *lru = nullptr;
+            size_t best_len = 0;
+            for (Slot& s : slots_) {
+                if (s.job) continue;
+                const size_t len = common_prefix(s.cache, job->prompt);
+                if (!best || len > best_len || (len == best_len && s.last_used < best->last_used)) {
+                    best = &s;
+                    best_len = len;
+                }
+                if (!lru || s.last_used < lru->last_used) lru = &s;
+            }
+            if (!best) return;
+            if (2 * best_len < job->prompt.size()) best = lru;
+            queue_.pop_front();
+            start(*best, job, common_prefix(best->cache, job->prompt));
+        }
+    }
+
+    void start(Slot& s, const std::shared_ptr<Job>& job, size_t prefix) {
+        // At least the prompt's last id is evaluated: its logits pick the first token.
+        const size_t keep = std::min(prefix, job->prompt.size() - 1);
+        s.cache.resize(keep);
+        s.prompt_pos = keep;
+        s.job = job;
+        s.held.clear();
+        s.emitted.clear();
+        s.stop_hit = false;
+        s.started = Clock::now();
+        s.sampler = std::make_unique<Sampler>(job->req.sampler);
+        std::vector<int> end_ids;
+        if (!job->req.ignore_eos) {
+            end_ids = job->req.chat ? chat_end_of_turn_ids(lm_.template_name, lm_.tok) : std::vector<int>{};
+            if (lm_.model.config.eos_id >= 0) end_ids.push_back(lm_.model.config.eos_id);
+        }
+        s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
+        // A completion continues its prompt's text as `run -p` prints it: the first token's
+        // text joins the prompt's (SentencePiece drops the space of a text's first piece).
+        // A chat reply starts afresh, as ChatSession's do.
+        if (!job->req.chat) s.gen->text_before(job->prompt);
+        std::lock_guard<std::mutex> lk(job->m);
+        job->prompt_tokens = int(job->prompt.size());
+        job->cached_tokens = int(keep);
+    }
+
+    // New reply text: sent at once, except for a tail that could begin a stop string.
+    void on_text(Slot& s, const std::string& text) {
+        if (s.stop_hit) return;
+        s.held += text;
+        const std::vector<std::string>& stops = s.job->req.stop;
+        size_t at = std::string::npos;
+        for (const std::string& st : stops) at = std::min(at, s.held.find(st));
+        if (at != std::string::npos) {
+            s.held.resize(at);
+            s.stop_hit = true;
+            emit(s, s.held);
+            s.held.clear();
+            return;
+        }
+        size_t hold = 0;  // the longest tail of held that is a proper prefix of a stop string
+        for (const std::string& st : stops)
+            for (size_t n = std::min(st.size() - 1, s.held.size()); n > hold; n--)
+                if (s.held.compare(s.held.size() - n, n, st, 0, n) == 0) {
+                    hold = n;
+                    break;
+                }
+        emit(s, s.held.substr(0, s.held.size() - hold));
+        s.held.erase(0, s.held.size() - hold);
+    }
+
+    void emit(Slot& s, const std::string& text) {
+        if (text.empty()) return;
+        if (s.emitted.empty()) s.job->first_token_seconds = seconds_since(s.job->queued);
+        s.emitted += text;
+        push_text(*s.job, text);
+    }
+
+    // One step of a busy slot: a chunk of its prompt, or one token.
+    void step(Slot& s) {
+        Job& job = *s.job;
+        if (job.cancelled) return end_job(s, "", server_error(499, "the client went away", "cancelled"));
+        if (s.prompt_pos < job.prompt.size()) {
+            const int n = std::min<int>(s.state.max_batch, int(job.prompt.size() - s.prompt_pos));
+            const std::string err = forward(lm_.model, s.state, &job.prompt[s.prompt_pos], n, int(s.prompt_pos), s.logits.data());
+            if (!err.empty()) {
+                s.cache.clear();
+                return end_job(s, "", server_error(500, err, "server_error"));
+            }
+            s.cache.insert(s.cache.end(), job.prompt.begin() + s.prompt_pos, job.prompt.begin() + s.prompt_pos + n);
+            s.prompt_pos += n;
+            return;
+        }
+        GenerationCallbacks cb;
+        cb.on_token = [&](int, const std::string& text) { on_text(s, text); };
+        cb.interrupted = [&] { return s.stop_hit || job.cancelled.load(); };
+        GenerationEnd end;
+        if (s.gen->step(s.state, s.cache, s.logits, job.max_tokens, cb, &end)) {
+            if (s.stop_hit) end_job(s, "stop");
+            return;
+        }
+        switch (end) {
+        case GenerationEnd::end_id: return end_job(s, "stop");
+        case GenerationEnd::length_limit:
+        case GenerationEnd::context_full: return end_job(s, s.stop_hit ? "stop" : "length");
+        case GenerationEnd::interrupted:
+            if (s.stop_hit) return end_job(s, "stop");
+            return end_job(s, "", server_error(499, "the client went away", "cancelled"));
+        case GenerationEnd::error:
+            s.cache.clear();
+            return end_job(s, "", server_error(500, s.gen->error(), "server_error"));
+        }
+    }
+
+    void end_job(Slot& s, std::string reason, const ApiError& error = {}) {
+        Job& job = *s.job;
+        if (!error) {
+            // What the decoder and the stop-string check still hold.
+            if (!s.stop_hit) on_text(s, s.gen->finish());
+            if (!s.stop_hit) emit(s, s.held);
+            if (s.stop_hit) reason = "stop";
+            if (job.req.chat && !s.stop_hit && s.emitted == lm_.tok.decode(s.gen->tokens())) replies_.add(s.emitted, s.gen->tokens());
+        }
+        {
+            std::lock_guard<std::mutex> lk(job.m);
+            job.completion_tokens = s.gen ? int(s.gen->tokens().size()) : 0;
+        }
+        const double secs = seconds_since(s.started);
+        std::fprintf(stderr, "run: slot %d: %s, prompt %d tokens (%d cached), %d generated, %.2f s, ended: %s\n", s.id,
+                     job.req.chat ? "chat" : "completion", job.prompt_tokens, job.cached_tokens, job.completion_tokens, secs,
+                     error ? message_line(error.message).c_str() : reason.c_str());
+        // The slot is free before the client hears the end, so that what it asks next sees it free.
+        const std::shared_ptr<Job> keep = s.job;
+        s.job.reset();
+        s.gen.reset();
+        s.sampler.reset();
+        s.last_used = ++use_counter_;
+        publish_status();
+        finish_job(*keep, error ? "" : reason, error);
+    }
+
+    void publish_status() {
+        std::lock_guard<std::mutex> lk(status_m_);
+        status_.clear();
+        for (const Slot& s : slots_) status_.push_back({s.id, bool(s.job), s.cache.size()});
+    }
+
+    const LoadedModel& lm_;
+    const int n_ctx_slot_;
+    const KvCacheTypes types_;
+    ReplyIds& replies_;
+    std::vector<Slot> slots_;
+    uint64_t use_counter_ = 0;
+
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Job>> queue_;
+    bool stopping_ = false;
+
+    std::mutex status_m_;
+    std::vector<SlotStatus> status_;
+};
+
+// cpp-httplib's task queue with a bound: when every thread is busy and `backlog` connections
+// wait, accepting waits too (the kernel's listen backlog holds the rest), so that a flood of
+// connections costs no unbounded memory.
+class BoundedPool : public httplib::TaskQueue {
+public:
+    BoundedPool(size_t threads, size_t backlog) : backlog_(backlog) {
+        for (size_t i = 0; i < threads; i++) threads_.emplace_back([this] { work(); });
+    }
+    void enqueue(std::function<void()> fn) override {
+        std::unique_lock<std::mutex> lk(m_);
+        room_.wait(lk, [&] { return jobs_.size() < backlog_ || shutdown_; });
+        jobs_.push_back(std::move(fn));
+        lk.unlock();
+        cv_.notify_one();
+    }
+    void shutdown() override {
+        {
+            std::lock_guard<std::mutex> lk(m_);
+            shutdown_ = true;
+        }
+        cv_.notify_all();
+        room_.notify_all();
+        for (std::thread& t : threads_) t.join();
+    }
+
+private:
+    void work() {
+        for (;;) {
+            std::function<void()> fn;
+            {
+                std::unique_lock<std::mutex> lk(m_);
+                cv_.wait(lk, [&] { return !jobs_.empty() || shutdown_; });
+                if (jobs_.empty()) return;
+                fn = std::move(jobs_.front());
+                jobs_.pop_front();
+            }
+            room_.notify_one();
+            fn();
+        }
+    }
+    size_t backlog_;
+    std::vector<std::thread> threads_;
+    std::mutex m_;
+    std::condition_variable cv_, room_;
+    std::deque<std::function<void()>> jobs_;
+    bool shutdown_ = false;
+};
+
+void send_json(httplib::Response& res, int status, const json& body) {
+    res.status = status;
+    res.set_content(dump(body), "application/json; charset=utf-8");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+    res.status = e.status;
+    res.set_content(error_body(e), "application/json; charset=utf-8");
+}
+
+// Compares without stopping at the first difference, so the time does not tell how much of
+// a guessed key was right.
+bool same_key(const std::string& a, const std::string& b) {
+    unsigned char diff = a.size() != b.size();
+    for (size_t i = 0; i < a.size(); i++) diff |= a[i] ^ b[i % std::max<size_t>(b.size(), 1)];
+    return diff == 0;
+}
+
+std::string random_id() {
+    static std::mutex m;
+    static std::mt19937_64 rng(std::random_device{}());
+    std::lock_guard<std::mutex> lk(m);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)rng());
+    return buf;
+}
+
+uint64_t random_seed() {
+    static std::mutex m;
+    static std::mt19937_64 rng(std::random_device{}());
+    std::lock_guard<std::mutex> lk(m);
+    return rng();
+}
+
+json usage_json(const Job& j) {
+    return {{"prompt_tokens", j.prompt_tokens},
+            {"completion_tokens", j.completion_tokens},
+            {"total_tokens", j.prompt_tokens + j.completion_tokens}};
+}
+
+// One chunk of a stream: content (or finish) for chat, text for completions.
+json chunk_json(const Job& j, const std::string& model, const json* delta, const std::string& text, const std::string& finish) {
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish.empty() ? json(nullptr) : json(finish)}};
+    if (j.req.chat) choice["delta"] = delta ? *delta : json{{"content", text}};
+    else choice["text"] = text;
+    json c = {{"id", j.id}, {"object", j.req.chat ? "chat.completion.chunk" : "text_completion"}, {"created", j.created},
+              {"model", model}, {"system_fingerprint", "hearth"}, {"choices", json::array({choice})}};
+    if (j.req.include_usage) c["usage"] = nullptr;
+    return c;
+}
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+std::atomic<bool> g_stop_requested{false};
+
+}  // namespace
+
+int serve(const ServerOptions& o, const ModelLoader& load) {
+    // SIGINT and SIGTERM go to one thread that waits for them; every other thread (the HTTP
+    // pool, OpenMP's) is created with them blocked.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);  // a client gone: the write fails, the process lives
+
+    LoadedModel lm;
+    std::atomic<bool> loaded{false};
+    std::unique_ptr<Scheduler> sched;
+    std::mutex sched_m;
+    ReplyIds replies(size_t(std::max(o.n_parallel, 1)) * 8);
+    int n_ctx_slot = 0;
+    const long started = long(std::time(nullptr));
+
+    httplib::Server svr;
+    const size_t n_threads = size_t(o.n_parallel) + limits::kServerQueuedJobs + 4;
+    svr.new_task_queue = [n_threads] { return new BoundedPool(n_threads, 64); };
+    svr.set_payload_max_length(limits::kServerBodyBytes);
+    svr.set_read_timeout(o.timeout_seconds, 0);
+    svr.set_write_timeout(o.timeout_seconds, 0);
+    svr.set_keep_alive_max_count(limits::kServerKeepAliveRequests);
+    svr.set_keep_alive_timeout(5);
+    svr.set_tcp_nodelay(true);
+
+    const std::string& key = o.api_key;
+    svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+        const bool open = req.path == "/" || req.path == "/index.html" || req.path == "/health";
+        if (!key.empty() && !open) {
+            const std::string auth = req.get_header_value("Authorization");
+            const std::string given = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.get_header_value("X-Api-Key");
+            if (!same_key(given, key)) {
+                ApiError e = server_error(401, given.empty() ? "no API key: send it as 'Authorization: Bearer KEY'" : "the API key is wrong",
+                                          "invalid_request_error");
+                e.code = "invalid_api_key";
+                send_error(res, e);
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
+        if (!loaded && !open) {
+            send_error(res, server_error(503, "the model is loading", "unavailable_error"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Statuses cpp-httplib sets itself (404, 413, 400 for a malformed request line...) get a body in OpenAI's shape.
+    svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + printable(req.path, 200)
+                          : res.status == 413 ? "the request body is larger than " + std::to_string(limits::kServerBodyBytes >> 20) + " MiB"
+                                              : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
+        ApiError e = server_error(res.status, msg, res.status == 404 ? "not_found_error" : "invalid_request_error");
+        res.set_content(error_body(e), "application/json; charset=utf-8");
+    });
+    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+            if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        send_error(res, server_error(500, "internal error: " + printable(what, 200), "server_error"));
+    });
+
+    svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(kChatPage, sizeof kChatPage - 1, "text/html; charset=utf-8");
+    });
+    svr.Get("/index.html", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(kChatPage, sizeof kChatPage - 1, "text/html; charset=utf-8");
+    });
+    svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+        if (!loaded) return send_error(res, server_error(503, "the model is loading", "unavailable_error"));
+        send_json(res, 200, {{"status", "ok"}});
+    });
+    svr.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200,
+                  {{"object", "list"},
+                   {"data", json::array({{{"id", o.model_name}, {"object", "model"}, {"created", started}, {"owned_by", "hearth"},
+                                          {"meta", {{"n_ctx_slot", n_ctx_slot}, {"n_parallel", o.n_parallel}, {"chat_template", lm.template_name}}}}})}});
+    });
+    svr.Get("/slots", [&](const httplib::Request&, httplib::Response& res) {
+        std::lock_guard<std::mutex> lk(sched_m);
+        send_json(res, 200, sched ? sched->slots_json() : json::array());
+    });
+    svr.Post("/tokenize", [&](const httplib::Request& req, httplib::Response& res) {
+        std::string content;
+        bool add_special = false;
+        if (ApiError e = parse_tokenize_request(req.body, &content, &add_special)) return send_error(res, e);
+        std::vector<int> ids;
+        const std::string err = lm.tok.encode(content, add_special, &ids);
+        if (!err.empty()) return send_error(res, bad_request("the content cannot be tokenized: " + err, "content"));
+        send_json(res, 200, {{"tokens", ids}});
+    });
+    svr.Post("/detokenize", [&](const httplib::Request& req, httplib::Response& res) {
+        std::vector<int> ids;
+        if (ApiError e = parse_detokenize_request(req.body, lm.tok.vocab_size(), &ids)) return send_error(res, e);
+        send_json(res, 200, {{"content", lm.tok.decode(ids)}});
+    });
+
+    auto completion = [&](const httplib::Request& req, httplib::Response& res, bool chat) {
+        auto job = std::make_shared<Job>();
+        if (ApiError e = parse_completion_request(req.body, chat, o.sampler, &job->req)) return send_error(res, e);
+        CompletionRequest& r = job->req;
+        std::string err;
+        if (chat) {
+            replies.fill(&r.messages);
+            err = format_chat(lm.template_name, lm.tok, r.messages, true, &job->prompt);
+            if (!err.empty()) return send_error(res, bad_request("the messages: " + err, "messages"));
+        } else {
+            err = lm.tok.encode(r.prompt, true, &job->prompt);
+            if (!err.empty()) return send_error(res, bad_request("the prompt: " + err, "prompt"));
+        }
+        if (job->prompt.empty()) job->prompt.push_back(lm.model.config.bos_id >= 0 ? lm.model.config.bos_id : 0);
+        const int n = int(job->prompt.size());
+        if (n >= n_ctx_slot)
+            return send_error(res, bad_request("the " + std::string(chat ? "messages are " : "prompt is ") + std::to_string(n) +
+                                                   " tokens, and a slot's context is " + std::to_string(n_ctx_slot) +
+                                                   " (-c " + std::to_string(lm.n_ctx_total) + " split among " +
+                                                   std::to_string(o.n_parallel) + " slots): nothing is left for a reply",
+                                               chat ? "messages" : "prompt", "context_length_exceeded"));
+        job->max_tokens = n_ctx_slot - n;
+        if (r.max_tokens > 0) job->max_tokens = std::min(job->max_tokens, r.max_tokens);
+        if (!r.seed_given) r.sampler.seed = random_seed();
+        job->id = (chat ? "chatcmpl-" : "cmpl-") + random_id();
+        job->created = long(std::time(nullptr));
+        job->queued = Clock::now();
+        {
+            std::lock_guard<std::mutex> lk(sched_m);
+            if (ApiError e = sched->submit(job)) return send_error(res, e);
+        }
+        const std::string model = o.model_name;
+
+        if (!r.stream) {
+            std::unique_lock<std::mutex> lk(job->m);
+            job->cv.wait(lk, [&] { return job->finished; });
+            if (job->error) return send_error(res, job->error);
+            std::string text;
+            for (const std::string& p : job->pieces) text += p;
+            json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", job->finish_reason}};
+            if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+            else choice["text"] = text;
+            return send_json(res, 200,
+                             {{"id", job->id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", job->created},
+                              {"model", model}, {"system_fingerprint", "hearth"}, {"choices", json::array({choice})},
+                              {"usage", usage_json(*job)}});
+        }
+
+        // Server-sent events: a chunk per piece of text as it comes, then the finish, the usage
+        // if asked, and [DONE]. A failed write means the client is gone: the job is cancelled.
+        auto began = std::make_shared<bool>(false);
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+        res.set_chunked_content_provider(
+            // Exactly this type: cpp-httplib compresses other text/* types, which would hold the
+            // stream back until its end.
+            "text/event-stream",
+            [job, began, model](size_t, httplib::DataSink& sink) {
+                auto write = [&](const std::string& s) {
+                    if (sink.write(s.data(), s.size())) return true;
+                    job->cancelled = true;
+                    return false;
+                };
+                if (!*began) {
+                    *began = true;
+                    if (job->req.chat) {
+                        const json delta = {{"role", "assistant"}, {"content", ""}};
+                        if (!write(sse(chunk_json(*job, model, &delta, "", "")))) return false;
+                    }
+                }
+                std::deque<std::string> pieces;
+                bool finished;
+                {
+                    std::unique_lock<std::mutex> lk(job->m);
+                    job->cv.wait_for(lk, std::chrono::seconds(1), [&] { return job->finished || !job->pieces.empty(); });
+                    pieces.swap(job->pieces);
+                    finished = job->finished;
+                }
+                for (const std::string& p : pieces)
+                    if (!write(sse(chunk_json(*job, model, nullptr, p, "")))) return false;
+                if (!finished) return true;
+                if (job->error) {
+                    write(sse(json::parse(error_body(job->error))));
+                    sink.done();
+                    return true;
+                }
+                const json empty = json::object();
+                if (!write(sse(chunk_json(*job, model, &empty, "", job->finish_reason)))) return false;
+                if (job->req.include_usage) {
+                    json u = {{"id", job->id}, {"object", job->req.chat ? "chat.completion.chunk" : "text_completion"},
+                              {"created", job->created}, {"model", model}, {"system_fingerprint", "hearth"},
+                              {"choices", json::array()}, {"usage", usage_json(*job)}};
+                    if (!write(sse(u))) return false;
+                }
+                if (!write("data: [DONE]\n\n")) return false;
+                sink.done();
+                return true;
+            },
+            [job](bool) {
+                std::lock_guard<std::mutex> lk(job->m);
+                if (!job->finished) job->cancelled = true;  // however the response ended
+            });
+    };
+    svr.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+    svr.Post("/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+    svr.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+    svr.Post("/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+
+    if (!svr.bind_to_port(o.host, o.port)) {
+        std::fprintf(stderr, "run: cannot listen on %s port %d (in use, or not an address of this machine)\n", printable(o.host).c_str(), o.port);
+        return 1;
+    }
+    std::thread http([&] { svr.listen_after_bind(); });
+    // svr.stop() only stops a server that runs: wait until it does.
+    for (int i = 0; i < 500 && !svr.is_running(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+    // Stopping: the scheduler cancels what runs and waits (their handlers then answer), and
+    // the HTTP server closes its socket and joins its threads.
+    auto stop_all = [&] {
+        g_stop_requested = true;
+        std::lock_guard<std::mutex> lk(sched_m);
+        if (sched) sched->stop();
+    };
+    // Woken by a signal, or at the end by end_signals(), so that it is joined before the
+    // objects it uses go away.
+    std::atomic<bool> ending{false};
+    std::thread signals([&] {
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        if (ending) return;
+        std::fprintf(stderr, "run: %s: stopping the server\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        stop_all();
+    });
+    auto end_signals = [&] {
+        ending = true;
+        if (!g_stop_requested) pthread_kill(signals.native_handle(), SIGTERM);
+        signals.join();
+    };
+
+    const std::string host_shown = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+    std::fprintf(stderr, "run: listening on http://%s:%d (loading the model)\n", printable(host_shown).c_str(), o.port);
+    const auto t_load = Clock::now();
+    std::string err = load(&lm);
+    if (err.empty()) {
+        n_ctx_slot = lm.n_ctx_total / std::max(o.n_parallel, 1);
+        if (n_ctx_slot < 2) err = "-c " + std::to_string(lm.n_ctx_total) + " split among " + std::to_string(o.n_parallel) + " slots leaves fewer than 2 positions each";
+    }
+    if (err.empty()) {
+        auto s = std::make_unique<Scheduler>(lm, o.n_parallel, n_ctx_slot, o.cache_types, replies);
+        err = s->init();
+        std::lock_guard<std::mutex> lk(sched_m);
+        sched = std::move(s);
+        if (g_stop_requested) sched->stop();
+    }
+    if (!err.empty()) {
+        svr.stop();
+        http.join();
+        end_signals();
+        std::fprintf(stderr, "run: %s\n", message_line(err).c_str());
+        return 1;
+    }
+    loaded = true;
+    std::fprintf(stderr, "run: ready in %.1f s: %s, chat template %s, %d slots of %d tokens (-c %d); http://%s:%d/ is the chat page\n",
+                 seconds_since(t_load), printable(o.model_name).c_str(), lm.template_name.c_str(), o.n_parallel, n_ctx_slot,
+                 lm.n_ctx_total, printable(host_shown).c_str(), o.port);
+    sched->run();  // until a signal; on this thread, which OpenMP's settings are for
+    svr.stop();
+    http.join();
+    end_signals();
+    std::fprintf(stderr, "run: the server stopped\n");
+    return 0;
+}

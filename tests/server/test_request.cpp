@@ -1,0 +1,234 @@
+// The server's request parser (server/request.h) against OpenAI's API reference: what a chat
+// or completion body means, which values are refused, and the error's status and `param`.
+// The expected values come from the reference's documented semantics (types, ranges, the
+// parameters hearth does not implement), not from the parser's own output.
+#include <doctest/doctest.h>
+
+#include <climits>
+#include <nlohmann/json.hpp>
+
+#include "base/limits.h"
+#include "server/request.h"
+
+namespace {
+
+SamplerParams server_defaults() {
+    SamplerParams p;
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.seed = 7;
+    return p;
+}
+
+CompletionRequest chat_ok(const std::string& body) {
+    CompletionRequest r;
+    ApiError e = parse_completion_request(body, true, server_defaults(), &r);
+    INFO(body << " -> " << e.message);
+    CHECK(!e);
+    return r;
+}
+
+CompletionRequest completion_ok(const std::string& body) {
+    CompletionRequest r;
+    ApiError e = parse_completion_request(body, false, server_defaults(), &r);
+    INFO(body << " -> " << e.message);
+    CHECK(!e);
+    return r;
+}
+
+// A refused body: status 400 and the parameter named, in `param` and in the message.
+void refused(const std::string& body, bool chat, const std::string& param) {
+    CompletionRequest r;
+    ApiError e = parse_completion_request(body, chat, server_defaults(), &r);
+    INFO(body << " -> " << e.status << " " << e.message);
+    CHECK(e.status == 400);
+    CHECK(e.type == "invalid_request_error");
+    CHECK(e.param == param);
+    if (!param.empty()) CHECK(e.message.find(param) != std::string::npos);
+    CHECK(!e.message.empty());
+}
+
+const std::string kUser = R"("messages":[{"role":"user","content":"Hi"}])";
+
+}  // namespace
+
+TEST_CASE("server request: a minimal chat request takes the server's defaults") {
+    CompletionRequest r = chat_ok("{" + kUser + "}");
+    CHECK(r.chat);
+    REQUIRE(r.messages.size() == 1);
+    CHECK(r.messages[0].role == "user");
+    CHECK(r.messages[0].content == "Hi");
+    CHECK(!r.stream);
+    CHECK(r.max_tokens == -1);  // no limit given: the rest of the context
+    CHECK(r.sampler.temperature == doctest::Approx(0.8));
+    CHECK(r.sampler.top_k == 40);
+    CHECK(!r.seed_given);
+    CHECK(r.stop.empty());
+}
+
+TEST_CASE("server request: sampling fields, max_tokens and max_completion_tokens, stop, seed") {
+    CompletionRequest r = chat_ok("{" + kUser +
+                                  R"(,"model":"x","temperature":0,"top_p":0.5,"top_k":3,"min_p":0.1,"repeat_penalty":1.1,
+                                      "seed":-1,"max_tokens":10,"stop":"\n\n","stream":true,"stream_options":{"include_usage":true}})");
+    CHECK(r.model == "x");
+    CHECK(r.sampler.temperature == 0);
+    CHECK(r.sampler.top_p == doctest::Approx(0.5));
+    CHECK(r.sampler.top_k == 3);
+    CHECK(r.sampler.min_p == doctest::Approx(0.1));
+    CHECK(r.sampler.repeat_penalty == doctest::Approx(1.1));
+    CHECK(r.seed_given);
+    CHECK(r.sampler.seed == UINT64_MAX);  // -1 as 64 bits
+    CHECK(r.max_tokens == 10);
+    CHECK(r.stream);
+    CHECK(r.include_usage);
+    CHECK(r.stop == std::vector<std::string>{"\n\n"});
+    // max_completion_tokens is the newer name and wins; a huge value is capped later by the context.
+    CHECK(chat_ok("{" + kUser + R"(,"max_tokens":10,"max_completion_tokens":3})").max_tokens == 3);
+    CHECK(chat_ok("{" + kUser + R"(,"max_tokens":99999999999999})").max_tokens == INT_MAX);
+    // null is "not given", as OpenAI's clients send it.
+    CompletionRequest n = chat_ok("{" + kUser + R"(,"temperature":null,"max_tokens":null,"stop":null,"n":null,"tools":null})");
+    CHECK(n.sampler.temperature == doctest::Approx(0.8));
+    CHECK(n.max_tokens == -1);
+    // A list of stop strings; empty ones stop nothing and are dropped.
+    CHECK(chat_ok("{" + kUser + R"(,"stop":["a","","END"]})").stop == std::vector<std::string>{"a", "END"});
+}
+
+TEST_CASE("server request: messages: roles, content parts, order") {
+    CompletionRequest r = chat_ok(R"({"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+                                     {"role":"assistant","content":"c"},{"role":"user","content":"d","name":"me"}]})");
+    REQUIRE(r.messages.size() == 4);
+    CHECK(r.messages[0].role == "system");  // developer is OpenAI's newer name for system
+    CHECK(r.messages[1].content == "ab");
+    CHECK(r.messages[2].role == "assistant");
+    CHECK(r.messages[3].content == "d");
+
+    refused(R"({})", true, "messages");
+    refused(R"({"messages":[]})", true, "messages");
+    refused(R"({"messages":"Hi"})", true, "messages");
+    refused(R"({"messages":[{"role":"user"}]})", true, "messages");
+    refused(R"({"messages":[{"role":"user","content":5}]})", true, "messages");
+    refused(R"({"messages":[{"role":"wizard","content":"x"}]})", true, "messages");
+    refused(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"1"}]})", true, "messages");
+    refused(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})", true, "messages");
+    refused(R"({"messages":[{"role":"assistant","content":"x"}]})", true, "messages");                // must end with the user
+    refused(R"({"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]})", true, "messages");  // not alternating
+    refused(R"({"messages":[{"role":"user","content":"x"},{"role":"system","content":"y"},{"role":"user","content":"z"}]})", true,
+            "messages");
+    std::string many = R"({"messages":[)";
+    for (size_t i = 0; i <= limits::kServerMessages; i++) many += std::string(i ? "," : "") + R"({"role":"user","content":"x"})";
+    refused(many + "]}", true, "messages");
+}
+
+TEST_CASE("server request: completions take a prompt string") {
+    CompletionRequest r = completion_ok(R"({"prompt":"Once upon a time","max_tokens":5})");
+    CHECK(!r.chat);
+    CHECK(r.prompt == "Once upon a time");
+    CHECK(r.max_tokens == 5);
+    CHECK(completion_ok(R"({"prompt":["one string"]})").prompt == "one string");
+    refused(R"({"max_tokens":5})", false, "prompt");
+    refused(R"({"prompt":5})", false, "prompt");
+    refused(R"({"prompt":["a","b"]})", false, "prompt");  // a batch of prompts: n choices
+    refused(R"({"prompt":"x","echo":true})", false, "echo");
+    refused(R"({"prompt":"x","suffix":"y"})", false, "suffix");
+    refused(R"({"prompt":"x","best_of":2})", false, "best_of");
+    refused(R"({"prompt":"x","logprobs":2})", false, "logprobs");
+    CHECK(completion_ok(R"({"prompt":"x","logprobs":0,"echo":false,"best_of":1})").prompt == "x");
+}
+
+TEST_CASE("server request: wrong types and out-of-range values are 400 naming the field") {
+    refused("{" + kUser + R"(,"temperature":"hot"})", true, "temperature");
+    refused("{" + kUser + R"(,"temperature":2.5})", true, "temperature");  // OpenAI: 0 to 2
+    refused("{" + kUser + R"(,"temperature":-0.1})", true, "temperature");
+    refused("{" + kUser + R"(,"top_p":1.5})", true, "top_p");
+    refused("{" + kUser + R"(,"top_k":-1})", true, "top_k");
+    refused("{" + kUser + R"(,"top_k":2.5})", true, "top_k");
+    refused("{" + kUser + R"(,"max_tokens":0})", true, "max_tokens");
+    refused("{" + kUser + R"(,"max_tokens":-5})", true, "max_tokens");
+    refused("{" + kUser + R"(,"max_tokens":"10"})", true, "max_tokens");
+    refused("{" + kUser + R"(,"max_completion_tokens":1.5})", true, "max_completion_tokens");
+    refused("{" + kUser + R"(,"stream":"yes"})", true, "stream");
+    refused("{" + kUser + R"(,"stream_options":{"include_usage":true}})", true, "stream_options");  // without stream
+    refused("{" + kUser + R"(,"seed":"1"})", true, "seed");
+    refused("{" + kUser + R"(,"model":5})", true, "model");
+    refused("{" + kUser + R"(,"stop":5})", true, "stop");
+    refused("{" + kUser + R"(,"stop":["a",1]})", true, "stop");
+    refused("{" + kUser + R"(,"stop":["a","b","c","d","e"]})", true, "stop");  // OpenAI: up to 4
+    refused("{" + kUser + R"(,"stop":")" + std::string(limits::kServerStopBytes + 1, 'x') + "\"}", true, "stop");
+}
+
+TEST_CASE("server request: parameters hearth does not implement are refused by name") {
+    refused("{" + kUser + R"(,"n":2})", true, "n");
+    refused("{" + kUser + R"(,"n":0})", true, "n");
+    CHECK(chat_ok("{" + kUser + R"(,"n":1})").messages.size() == 1);
+    refused("{" + kUser + R"(,"tools":[{"type":"function","function":{"name":"f"}}]})", true, "tools");
+    refused("{" + kUser + R"(,"tool_choice":"auto"})", true, "tool_choice");
+    refused("{" + kUser + R"(,"functions":[{"name":"f"}]})", true, "functions");
+    refused("{" + kUser + R"(,"logprobs":true})", true, "logprobs");
+    refused("{" + kUser + R"(,"top_logprobs":2})", true, "top_logprobs");
+    refused("{" + kUser + R"(,"response_format":{"type":"json_object"}})", true, "response_format");
+    refused("{" + kUser + R"(,"logit_bias":{"50256":-100}})", true, "logit_bias");
+    refused("{" + kUser + R"(,"presence_penalty":0.5})", true, "presence_penalty");
+    refused("{" + kUser + R"(,"frequency_penalty":1})", true, "frequency_penalty");
+    // The neutral values of the same parameters change nothing and are accepted.
+    CHECK(chat_ok("{" + kUser + R"(,"logprobs":false,"tool_choice":"none","tools":[],"response_format":{"type":"text"},
+                                     "logit_bias":{},"presence_penalty":0,"frequency_penalty":0,"user":"u","store":false})")
+              .messages.size() == 1);
+}
+
+TEST_CASE("server request: a body that is not a JSON object is 400") {
+    CompletionRequest r;
+    for (const std::string& body : std::vector<std::string>{"", "{", "[1,2]", "\"text\"", "null", "{\"messages\": [}", std::string(100, '[')}) {
+        ApiError e = parse_completion_request(body, true, server_defaults(), &r);
+        INFO(body);
+        CHECK(e.status == 400);
+        CHECK(e.param.empty());
+    }
+    // Invalid UTF-8 inside a string (a lone continuation byte, an overlong form) is not JSON.
+    for (const std::string bad : {"\x80", "\xc0\xaf", "\xff"}) {
+        ApiError e = parse_completion_request(R"({"messages":[{"role":"user","content":")" + bad + "\"}]}", true, server_defaults(), &r);
+        CHECK(e.status == 400);
+    }
+    // Nesting beyond the JSON depth limit is refused while parsing.
+    std::string deep = R"({"messages":[{"role":"user","content":"x"}],"metadata":)";
+    for (int i = 0; i < limits::kJsonDepth + 5; i++) deep += "[";
+    ApiError e = parse_completion_request(deep, true, server_defaults(), &r);
+    CHECK(e.status == 400);
+    CHECK(e.message.find("nested") != std::string::npos);
+}
+
+TEST_CASE("server request: /tokenize and /detokenize bodies") {
+    std::string content;
+    bool add_special = true;
+    CHECK(!parse_tokenize_request(R"({"content":"Hello"})", &content, &add_special));
+    CHECK(content == "Hello");
+    CHECK(!add_special);
+    CHECK(!parse_tokenize_request(R"({"content":"x","add_special":true})", &content, &add_special));
+    CHECK(add_special);
+    CHECK(parse_tokenize_request(R"({"content":5})", &content, &add_special).param == "content");
+    CHECK(parse_tokenize_request(R"({})", &content, &add_special).status == 400);
+
+    std::vector<int> ids;
+    CHECK(!parse_detokenize_request(R"({"tokens":[1,2,3]})", 1024, &ids));
+    CHECK(ids == std::vector<int>{1, 2, 3});
+    CHECK(parse_detokenize_request(R"({"tokens":[1024]})", 1024, &ids).param == "tokens");
+    CHECK(parse_detokenize_request(R"({"tokens":[-1]})", 1024, &ids).param == "tokens");
+    CHECK(parse_detokenize_request(R"({"tokens":[1.5]})", 1024, &ids).param == "tokens");
+    CHECK(parse_detokenize_request(R"({"tokens":[18446744073709551615]})", 1024, &ids).param == "tokens");
+    CHECK(parse_detokenize_request(R"({"tokens":"1,2"})", 1024, &ids).param == "tokens");
+}
+
+TEST_CASE("server request: the error body is OpenAI's shape") {
+    ApiError e = bad_request("'n' is not supported", "n", "unsupported_parameter");
+    const nlohmann::json j = nlohmann::json::parse(error_body(e));
+    CHECK(j["error"]["message"] == "'n' is not supported");
+    CHECK(j["error"]["type"] == "invalid_request_error");
+    CHECK(j["error"]["param"] == "n");
+    CHECK(j["error"]["code"] == "unsupported_parameter");
+    const nlohmann::json k = nlohmann::json::parse(error_body(bad_request("bad")));
+    CHECK(k["error"]["param"].is_null());
+    CHECK(k["error"]["code"].is_null());
+    // A message carrying bytes that are not UTF-8 still makes valid JSON.
+    CHECK_NOTHROW(nlohmann::json::parse(error_body(bad_request("x\xff"))));
+}

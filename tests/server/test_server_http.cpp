@@ -1,0 +1,472 @@
+// `run --server` as a client meets it over raw HTTP: each test starts the server on a free
+// loopback port with the default model, sends requests through a plain socket (no HTTP
+// library, so that malformed and hostile requests go out exactly as written), and stops it
+// with SIGTERM, which must end it with exit code 0. The official openai npm client's test
+// (tests/server/openai_client_test.mjs) runs here too, against a server with an API key.
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "base/limits.h"
+#include "tests/test_helpers.h"
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int free_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    if (bind(fd, (sockaddr*)&a, sizeof a) != 0 || getsockname(fd, (sockaddr*)&a, &len) != 0) {
+        close(fd);
+        return 0;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+int connect_to(int port, double timeout_s = 60) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(uint16_t(port));
+    timeval tv{long(timeout_s), 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (sockaddr*)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool send_all(int fd, const std::string& s) {
+    for (size_t at = 0; at < s.size();) {
+        const ssize_t n = send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        at += size_t(n);
+    }
+    return true;
+}
+
+std::string request_text(const std::string& method, const std::string& path, const std::string& body,
+                         const std::string& headers = "") {
+    return method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
+           (method == "POST" ? "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" : "") +
+           "\r\n" + body;
+}
+
+struct Response {
+    int status = 0;
+    std::string headers, body;  // the body de-chunked
+    json j() const {
+        try {
+            return json::parse(body);
+        } catch (...) {
+            return json();
+        }
+    }
+};
+
+std::string dechunk(const std::string& s) {
+    std::string out;
+    for (size_t at = 0; at < s.size();) {
+        const size_t eol = s.find("\r\n", at);
+        if (eol == std::string::npos) break;
+        const size_t n = std::strtoul(s.substr(at, eol - at).c_str(), nullptr, 16);
+        if (n == 0) break;
+        out += s.substr(eol + 2, n);
+        at = eol + 2 + n + 2;
+    }
+    return out;
+}
+
+Response parse_response(const std::string& raw) {
+    Response r;
+    const size_t end = raw.find("\r\n\r\n");
+    if (raw.compare(0, 9, "HTTP/1.1 ") != 0 || end == std::string::npos) return r;
+    r.status = std::atoi(raw.c_str() + 9);
+    r.headers = raw.substr(0, end);
+    r.body = raw.substr(end + 4);
+    if (r.headers.find("Transfer-Encoding: chunked") != std::string::npos) r.body = dechunk(r.body);
+    return r;
+}
+
+// Whether `raw` holds a whole response: its headers and the body they announce.
+bool complete_response(const std::string& raw) {
+    const size_t end = raw.find("\r\n\r\n");
+    if (end == std::string::npos) return false;
+    const std::string headers = raw.substr(0, end);
+    const size_t cl = headers.find("Content-Length: ");
+    if (cl != std::string::npos) return raw.size() >= end + 4 + std::strtoul(headers.c_str() + cl + 16, nullptr, 10);
+    if (headers.find("Transfer-Encoding: chunked") != std::string::npos) return raw.compare(raw.size() - 5, 5, "0\r\n\r\n") == 0;
+    return false;
+}
+
+// Sends raw bytes and reads the response: to its announced end, or until the server closes
+// (a malformed request may leave the connection open, waiting for the next one).
+Response raw_exchange(int port, const std::string& raw_request) {
+    const int fd = connect_to(port);
+    if (fd < 0) return {};
+    send_all(fd, raw_request);
+    std::string raw;
+    char buf[65536];
+    for (ssize_t n; !complete_response(raw) && (n = recv(fd, buf, sizeof buf, 0)) > 0;) raw.append(buf, size_t(n));
+    close(fd);
+    return parse_response(raw);
+}
+
+Response http(int port, const std::string& method, const std::string& path, const std::string& body = "",
+              const std::string& headers = "") {
+    return raw_exchange(port, request_text(method, path, body, headers));
+}
+
+// An error in OpenAI's shape: {"error": {"message": "...", "type": "...", "param", "code"}}.
+void check_error_shape(const Response& r, int status, const std::string& param = "") {
+    INFO("HTTP " << r.status << ": " << r.body);
+    CHECK(r.status == status);
+    const json j = r.j();
+    REQUIRE(j.is_object());
+    REQUIRE(j.contains("error"));
+    CHECK(j["error"]["message"].is_string());
+    CHECK(!j["error"]["message"].get<std::string>().empty());
+    CHECK(j["error"]["type"].is_string());
+    CHECK(j["error"].contains("param"));
+    CHECK(j["error"].contains("code"));
+    if (!param.empty()) CHECK(j["error"]["param"] == param);
+}
+
+class Server {
+public:
+    explicit Server(const std::string& args) : port_(free_port()) {
+        log_ = "build/tests/server-" + std::to_string(port_) + ".log";
+        const std::string cmd =
+            with_programs_of_build("exec ./run models/tiny-shakespeare.hearth --server --port " + std::to_string(port_) + " " + args);
+        pid_ = fork();
+        if (pid_ == 0) {
+            const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+            _exit(127);
+        }
+        // Ready when /health says 200 (it says 503 while the model loads).
+        const auto t = Clock::now();
+        while (seconds_since(t) < 60) {
+            if (http(port_, "GET", "/health").status == 200) {
+                ready_ = true;
+                break;
+            }
+            int status;
+            if (waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    ~Server() { stop(); }
+    int port() const { return port_; }
+    bool ready() const { return ready_; }
+    std::string log() const { return read_text(log_); }
+    // SIGTERM; the exit code, or -1 when it did not exit within the time.
+    int stop(double timeout_s = 30) {
+        if (pid_ <= 0) return exit_code_;
+        kill(pid_, SIGTERM);
+        const auto t = Clock::now();
+        int status = 0;
+        while (waitpid(pid_, &status, WNOHANG) == 0) {
+            if (seconds_since(t) > timeout_s) {
+                kill(pid_, SIGKILL);
+                waitpid(pid_, &status, 0);
+                pid_ = -1;
+                return exit_code_ = -1;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        pid_ = -1;
+        return exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+
+private:
+    int port_;
+    pid_t pid_ = -1;
+    bool ready_ = false;
+    int exit_code_ = -1;
+    std::string log_;
+};
+
+std::string completion_body(const std::string& prompt, int max_tokens, const std::string& extra = "") {
+    return json{{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}}.dump().insert(1, extra);
+}
+
+std::string text_of(const Response& r) {
+    const json j = r.j();
+    if (!j.is_object() || !j.contains("choices")) return "<no reply: HTTP " + std::to_string(r.status) + " " + r.body + ">";
+    const json& c = j["choices"][0];
+    return c.contains("text") ? c["text"].get<std::string>() : c["message"]["content"].get<std::string>();
+}
+
+// A streamed request read until `events` data: events have come; the socket stays open.
+int open_stream(int port, const std::string& path, const std::string& body, int events) {
+    const int fd = connect_to(port, 30);
+    if (fd < 0 || !send_all(fd, request_text("POST", path, body))) return -1;
+    std::string raw;
+    char buf[4096];
+    size_t seen = 0;
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
+        raw.append(buf, size_t(n));
+        for (size_t at = raw.find("data: ", seen); at != std::string::npos; at = raw.find("data: ", at + 1)) {
+            seen = at + 1;
+            if (--events == 0) return fd;
+        }
+    }
+    close(fd);
+    return -1;
+}
+
+}  // namespace
+
+TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the server keeps serving") {
+    Server s("-np 2 -c 2048");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    check_error_shape(http(p, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\""), 400);  // cut short
+    check_error_shape(http(p, "POST", "/v1/chat/completions", "not json at all"), 400);
+    check_error_shape(http(p, "POST", "/v1/chat/completions", "[]"), 400);
+    check_error_shape(http(p, "POST", "/v1/chat/completions", R"({"messages":"hello"})"), 400, "messages");
+    check_error_shape(http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"temperature":"hot"})"), 400,
+                      "temperature");
+    check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":-3})"), 400, "max_tokens");
+    check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":["a","b"]})"), 400, "prompt");
+    // Invalid UTF-8 in a string: a lone 0xff byte, and a truncated 3-byte sequence.
+    check_error_shape(http(p, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xff\"}]}"), 400);
+    check_error_shape(http(p, "POST", "/v1/completions", "{\"prompt\":\"\xe2\x82\"}"), 400);
+    // Unsupported parameters, named; with stream: true the error still comes before any event.
+    check_error_shape(http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"n":2})"), 400, "n");
+    Response n2 = http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"n":2,"stream":true})");
+    check_error_shape(n2, 400, "n");
+    CHECK(n2.headers.find("text/event-stream") == std::string::npos);
+    // A prompt longer than a slot's context (2048 / 2 = 1024 tokens): 400 before any event.
+    std::string longer;
+    for (int i = 0; i < 3000; i++) longer += "word ";
+    Response lg = http(p, "POST", "/v1/completions", json{{"prompt", longer}, {"stream", true}}.dump());
+    check_error_shape(lg, 400, "prompt");
+    CHECK(lg.j()["error"]["code"] == "context_length_exceeded");
+    // Unknown paths and methods: 404.
+    check_error_shape(http(p, "GET", "/v2/nothing"), 404);
+    check_error_shape(http(p, "GET", "/v1/chat/completions"), 404);
+    // A body over the limit: 413 (cpp-httplib 0.11 reads and drops the body first, keeping none of it).
+    check_error_shape(raw_exchange(p, request_text("POST", "/v1/completions", std::string(limits::kServerBodyBytes + 1, ' '))), 413);
+    // A header line over cpp-httplib's 8 KiB is refused without an answer or with 400.
+    Response big_header = raw_exchange(p, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(limits::kServerHeaderLineBytes + 100, 'a') +
+                                          "\r\nConnection: close\r\n\r\n");
+    CHECK((big_header.status == 0 || big_header.status == 400));
+    // A request line that is not HTTP.
+    CHECK(raw_exchange(p, "HELLO\r\n\r\n").status != 200);
+    // ...and after all that it still answers.
+    Response ok = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 4));
+    CHECK(ok.status == 200);
+    CHECK(ok.j()["usage"]["completion_tokens"].get<int>() <= 4);
+    Response health = http(p, "GET", "/health");
+    CHECK(health.status == 200);
+    CHECK(health.j()["status"] == "ok");
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: greedy completions equal run --temp 0, alone or four at once") {
+    Server s("-np 4 -c 4096");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // The same prompt text through `run -p`: it prints the prompt, the generated text and a newline.
+    for (const std::string prompt : {"ROMEO:", "First Citizen:\nWe are accounted poor"}) {
+        CommandResult r = run_command("./run models/tiny-shakespeare.hearth --temp 0 -n 40 -p '" + prompt + "'");
+        REQUIRE(r.exit_code == 0);
+        Response c = http(p, "POST", "/v1/completions", completion_body(prompt, 40));
+        REQUIRE(c.status == 200);
+        CHECK(prompt + text_of(c) + "\n" == r.out);
+    }
+    // Four requests, each alone, then all four at once (two chats, two completions).
+    const std::vector<std::pair<std::string, std::string>> reqs = {
+        {"/v1/completions", completion_body("KING HENRY:", 48)},
+        {"/v1/completions", completion_body("To be, or not to be", 48)},
+        {"/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "Speak of the king."}}}}, {"max_tokens", 48}, {"temperature", 0}}.dump()},
+        {"/v1/chat/completions",
+         json{{"messages", {{{"role", "system"}, {"content", "Thou art a player."}}, {{"role", "user"}, {"content", "What news?"}}}},
+              {"max_tokens", 48}, {"temperature", 0}}
+             .dump()},
+    };
+    std::vector<std::string> alone;
+    for (const auto& [path, body] : reqs) alone.push_back(text_of(http(p, "POST", path, body)));
+    std::vector<std::string> together(reqs.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < reqs.size(); i++)
+        threads.emplace_back([&, i] { together[i] = text_of(http(p, "POST", reqs[i].first, reqs[i].second)); });
+    for (std::thread& t : threads) t.join();
+    for (size_t i = 0; i < reqs.size(); i++) {
+        INFO("request " << i);
+        CHECK(!alone[i].empty());
+        CHECK(together[i] == alone[i]);
+    }
+    // They were served at once: the log shows four slots used.
+    const std::string log = s.log();
+    for (int slot = 0; slot < 4; slot++) CHECK(log.find("slot " + std::to_string(slot) + ":") != std::string::npos);
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: /tokenize and /detokenize agree with run --tokenize") {
+    Server s("-np 1 -c 512");
+    REQUIRE(s.ready());
+    const std::string text = "Hello world, my lord.";
+    CommandResult r = run_command("./run models/tiny-shakespeare.hearth --tokenize -p '" + text + "'");
+    REQUIRE(r.exit_code == 0);
+    Response t = http(s.port(), "POST", "/tokenize", json{{"content", text}}.dump());
+    REQUIRE(t.status == 200);
+    const json tokens = t.j()["tokens"];
+    REQUIRE(tokens.is_array());
+    std::string ids;
+    for (const json& id : tokens) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+    CHECK(ids + "\n" == r.out);
+    Response d = http(s.port(), "POST", "/detokenize", json{{"tokens", tokens}}.dump());
+    REQUIRE(d.status == 200);
+    CHECK(d.j()["content"] == text);
+    check_error_shape(http(s.port(), "POST", "/detokenize", R"({"tokens":[99999]})"), 400, "tokens");
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: a client that goes away mid-stream frees its slot; a full queue is 503; SIGTERM ends streams") {
+    Server s("-np 1 -c 4096 --timeout 5");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // Without the disconnect this would generate until the context is full (~4000 tokens).
+    const std::string endless = json{{"prompt", "ROMEO:"}, {"stream", true}, {"ignore_eos", true}, {"temperature", 0}}.dump();
+    const auto t_open = Clock::now();
+    int fd = open_stream(p, "/v1/completions", endless, 3);
+    REQUIRE(fd >= 0);
+
+    // The one slot is busy: kServerQueuedJobs requests wait, and one more is refused with 503.
+    std::vector<int> queued;
+    const std::string small = request_text("POST", "/v1/completions", completion_body("To be", 1));
+    for (size_t i = 0; i < limits::kServerQueuedJobs; i++) {
+        const int q = connect_to(p);
+        REQUIRE(q >= 0);
+        send_all(q, small);
+        queued.push_back(q);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    check_error_shape(http(p, "POST", "/v1/completions", completion_body("To be", 1)), 503);
+
+    // The client goes away: the slot is freed at once and the queue drains.
+    const auto t = Clock::now();
+    close(fd);
+    for (int q : queued) {
+        std::string raw;
+        char buf[4096];
+        for (ssize_t n; !complete_response(raw) && (n = recv(q, buf, sizeof buf, 0)) > 0;) raw.append(buf, size_t(n));
+        close(q);
+        CHECK(parse_response(raw).status == 200);
+    }
+    Response after = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 4));
+    CHECK(after.status == 200);
+    const double waited = seconds_since(t);
+    CHECK(waited < 10);
+    const json slots = http(p, "GET", "/slots").j();
+    REQUIRE(slots.is_array());
+    CHECK(slots[0]["is_processing"] == false);
+    // The endless job ended because its client left, long before the context was full.
+    const std::string log = s.log();
+    const size_t gone = log.find("ended: the client went away");
+    REQUIRE(gone != std::string::npos);
+    const size_t line = log.rfind("slot 0:", gone);
+    REQUIRE(line != std::string::npos);
+    // "N generated, S s, ended: ...": the job ended within moments of the close, and had been
+    // generating all along until then.
+    const double job_seconds = std::atof(log.c_str() + log.rfind(", ", gone - 4) + 2);
+    const double closed_at = std::chrono::duration<double>(t - t_open).count();
+    INFO(log.substr(line, gone - line) << "; the client closed at " << closed_at << " s");
+    CHECK(job_seconds >= closed_at - 0.05);
+    CHECK(job_seconds < closed_at + 2.0);
+
+    // SIGTERM while a stream runs: the stream ends and the server exits 0.
+    fd = open_stream(p, "/v1/completions", endless, 2);
+    REQUIRE(fd >= 0);
+    const auto t_stop = Clock::now();
+    CHECK(s.stop() == 0);
+    CHECK(seconds_since(t_stop) < 10);
+    close(fd);
+}
+
+TEST_CASE("server http: --api-key, and the official openai client's test") {
+    Server s("-np 2 -c 4096 --api-key sesame");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    check_error_shape(http(p, "GET", "/v1/models"), 401);
+    check_error_shape(http(p, "GET", "/v1/models", "", "Authorization: Bearer wrong\r\n"), 401);
+    check_error_shape(http(p, "POST", "/tokenize", R"({"content":"x"})"), 401);
+    CHECK(http(p, "GET", "/v1/models", "", "Authorization: Bearer sesame\r\n").status == 200);
+    // The page and /health need no key.
+    Response page = http(p, "GET", "/");
+    CHECK(page.status == 200);
+    CHECK(page.headers.find("text/html") != std::string::npos);
+    CHECK(page.body == read_text("server/chat_page.html"));
+    CHECK(http(p, "GET", "/health").status == 200);
+
+    // node:test's TAP output ends with "# pass N" and "# fail N".
+    CommandResult r = run_command("node tests/server/openai_client_test.mjs --url http://127.0.0.1:" + std::to_string(p) + " --api-key sesame");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("\n# fail 0\n") != std::string::npos);
+    CHECK(r.out.find("\n# skipped 0\n") != std::string::npos);
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: a follow-up turn goes to the slot that holds its conversation and evaluates only the new tokens") {
+    Server s("-np 2 -c 2048");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    auto chat = [&](const json& messages) {
+        return http(p, "POST", "/v1/chat/completions", json{{"messages", messages}, {"max_tokens", 24}, {"temperature", 0}}.dump()).j();
+    };
+    const json a1 = {{{"role", "system"}, {"content", "Thou art the king's herald."}}, {{"role", "user"}, {"content", "What news from France?"}}};
+    const json ra = chat(a1);
+    REQUIRE(ra.contains("usage"));
+    // Another conversation meanwhile: it takes the other slot, and A's stays cached.
+    const json rb = chat(json{{{"role", "user"}, {"content", "Good morrow, sweet Hal."}}});
+    REQUIRE(rb.contains("usage"));
+    json a2 = a1;
+    a2.push_back({{"role", "assistant"}, {"content", ra["choices"][0]["message"]["content"]}});
+    a2.push_back({{"role", "user"}, {"content", "And from Scotland?"}});
+    const json ra2 = chat(a2);
+    REQUIRE(ra2.contains("usage"));
+    // The log's last line: "slot N: chat, prompt P tokens (C cached), ...".
+    const std::string log = s.log();
+    const size_t last = log.rfind("slot ");
+    REQUIRE(last != std::string::npos);
+    const int slot_a2 = std::atoi(log.c_str() + last + 5);
+    const size_t first_a = log.find("slot ");
+    CHECK(slot_a2 == std::atoi(log.c_str() + first_a + 5));  // the slot of turn 1
+    const int cached = std::atoi(log.c_str() + log.find('(', last) + 1);
+    const int before = ra["usage"]["prompt_tokens"].get<int>() + ra["usage"]["completion_tokens"].get<int>();
+    INFO(log.substr(last));
+    // Everything turn 1 left in the cache is reused: its prompt and its reply (whose last
+    // token is not evaluated when the reply stopped at its length).
+    CHECK(cached >= before - 1);
+    CHECK(ra2["usage"]["prompt_tokens"].get<int>() > before);
+    CHECK(s.stop() == 0);
+}

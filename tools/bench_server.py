@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""make bench, part server: time to first token and generation speed of `run --server` with
+1, 2 and 4 concurrent streams, and of llama.cpp's llama-server beside it when LLAMA_SERVER
+names its binary (../shared/tools/build-peers.sh builds it), on the same weights (the hearth
+file and its GGUF export) with the same -np, -c per slot and threads.
+
+    tools/bench_server.py --model M.hearth [--gguf M.gguf] [--streams 1 2 4] [--tokens 128]
+
+Each configuration gets a fresh server (-np N, -c N x --ctx, -t --threads) on a free loopback
+port. After a warm-up request, N clients each stream one /v1/completions request at once, each
+with its own prompt of about --prompt-words words (so no slot reuses another's cache),
+temperature 0 and ignore_eos, so every stream generates exactly --tokens tokens. Per stream:
+time to first token (from sending the request to the first text) and generation speed (tokens
+after the first over the time after the first). The table gives the median TTFT, the mean
+per-stream speed and the total generated tokens over the wall time of the round (all streams),
+medians over --reps rounds. Standard library only.
+"""
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+WORDS = ("the fire in the hearth burns low and warm while a small model writes one word at a time "
+         "on every core of an old laptop in the quiet of the night").split()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_ready(port, proc, seconds=600):
+    end = time.time() + seconds
+    while time.time() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("the server did not become ready")
+
+
+def stream_one(port, prompt, tokens, result):
+    body = json.dumps({"prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": True, "stream": True,
+                       "stream_options": {"include_usage": True}})
+    t0 = time.time()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        result["error"] = f"HTTP {r.status}: {r.read()[:200]!r}"
+        return
+    first = last = None
+    chunks = 0
+    usage = None
+    for raw in r:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        ev = json.loads(line[6:])
+        if ev.get("usage"):
+            usage = ev["usage"].get("completion_tokens")
+        for ch in ev.get("choices") or []:
+            if ch.get("text"):
+                now = time.time()
+                first = first or now
+                last = now
+                chunks += 1
+    n = usage if usage else chunks
+    result.update(ttft=(first - t0) if first else None, tokens=n,
+                  speed=(n - 1) / (last - first) if first and last and last > first else None, end=time.time())
+
+
+def round_of(port, n, tokens, words, seed):
+    results = [{} for _ in range(n)]
+    threads = []
+    for i in range(n):
+        prompt = " ".join(WORDS[(seed * 7 + i * 13 + k * 5) % len(WORDS)] for k in range(words))
+        prompt = f"Stream {seed}-{i}: " + prompt
+        threads.append(threading.Thread(target=stream_one, args=(port, prompt, tokens, results[i])))
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.time() - t0
+    for r in results:
+        if "error" in r or r.get("ttft") is None:
+            raise RuntimeError(f"a stream failed: {r}")
+    return (statistics.median(r["ttft"] for r in results), statistics.mean(r["speed"] for r in results),
+            sum(r["tokens"] for r in results) / wall)
+
+
+def bench(name, cmd, port, streams, args):
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = []
+    threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True).start()
+    try:
+        wait_ready(port, proc)
+        round_of(port, 1, 8, 8, 999)  # warm-up: pages of the model in, threads started
+        rounds = [round_of(port, streams, args.tokens, args.prompt_words, rep) for rep in range(args.reps)]
+    except Exception as e:
+        proc.kill()
+        proc.wait()
+        tail = (err[0] if err else b"")[-400:].decode("utf-8", "replace")
+        return f"| {name} | {streams} | failed: {e} {tail!r} | | |"
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    ttft = statistics.median(r[0] for r in rounds)
+    per = statistics.median(r[1] for r in rounds)
+    total = statistics.median(r[2] for r in rounds)
+    return f"| {name} | {streams} | {ttft * 1000:.0f} | {per:.1f} | {total:.1f} |"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--gguf")
+    ap.add_argument("--run", default="./run")
+    ap.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER", ""))
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--prompt-words", type=int, default=100)
+    ap.add_argument("--ctx", type=int, default=1024, help="context per slot")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+
+    print(f"server: {os.path.basename(args.model)}, {args.threads} threads, -c {args.ctx} per slot, prompts of ~{args.prompt_words} "
+          f"words, {args.tokens} tokens per stream (ignore_eos, temperature 0), medians of {args.reps} rounds")
+    print()
+    print("| server | streams | time to first token, ms (median) | tok/s per stream | tok/s in all |")
+    print("|---|---|---|---|---|")
+    sys.stdout.flush()
+    for n in args.streams:
+        port = free_port()
+        cmd = [args.run, args.model, "--server", "--port", str(port), "-np", str(n), "-c", str(n * args.ctx), "-t", str(args.threads)]
+        print(bench("hearth", cmd, port, n, args), flush=True)
+        if args.llama_server and args.gguf:
+            port = free_port()
+            cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-np", str(n),
+                   "-c", str(n * args.ctx), "-t", str(args.threads), "-tb", str(args.threads)]
+            print(bench("llama-server", cmd, port, n, args), flush=True)
+    if not (args.llama_server and args.gguf):
+        print()
+        print("llama-server: not run (set LLAMA_SERVER to its binary, built by ../shared/tools/build-peers.sh, and give --gguf)")
+
+
+if __name__ == "__main__":
+    main()
