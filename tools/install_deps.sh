@@ -5,6 +5,22 @@
 # make fuzz clang (--fuzz).
 set -e
 cd "$(dirname "$0")/.."
+# SKIP_DEPS=1: the packages are the user's business (another system, or no root).
+[ -n "${SKIP_DEPS:-}" ] && exit 0
+# Elsewhere than Debian and Ubuntu (no dpkg and apt-get): say what to install, and stop. These
+# names are the distributions' own; only the Debian list is tested here (README, "Build on
+# your machine").
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+    echo "make deps installs packages with apt-get (Debian, Ubuntu) only. On this system, install:"
+    echo "  Fedora: sudo dnf install gcc-c++ make xz sentencepiece-devel pcre2-devel utf8proc-devel libedit-devel \\"
+    echo "          doctest-devel json-devel cpp-httplib-devel nodejs npm chromium chromedriver"
+    echo "  Arch:   sudo pacman -S --needed base-devel xz sentencepiece pcre2 libutf8proc libedit doctest nlohmann-json \\"
+    echo "          cpp-httplib nodejs npm chromium"
+    echo "  macOS:  brew install sentencepiece pcre2 utf8proc nlohmann-json cpp-httplib doctest libomp node"
+    echo "          (libedit comes with the system; Apple clang needs -Xpreprocessor -fopenmp -lomp)"
+    echo "then run make again with SKIP_DEPS=1. The aarch64 cross-compiler and qemu-user are for the NEON tests only."
+    exit 1
+fi
 PKGS="g++ make xz-utils libsentencepiece-dev libpcre2-dev libutf8proc-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
 # run --server: cpp-httplib (its -dev package brings the OpenSSL, zlib and brotli headers its
 # header needs).
