@@ -650,7 +650,10 @@ TEST_CASE("bpe hostile: run --tokenize on hearth and GGUF files whose 16 regexes
             CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < kGuardSeconds);
             CHECK(r.exit_code != 0);
             CHECK(r.out == "");
-            CHECK(r.err.find("budget") != std::string::npos);
+            // Either guard may stop them first: the budget of backtracking steps, or (on a slow
+            // or loaded machine) the time limit behind it (base/limits.h).
+            INFO(r.err);
+            CHECK((r.err.find("budget") != std::string::npos || r.err.find("take longer than") != std::string::npos));
             CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
         }
     }
