@@ -142,48 +142,65 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
     }
 }
 
-// acc[t] += the block's int32 dots c[t] (16 rows) x the rows' scales x token t's scale.
+// acc[t] += the block's int32 dots c[t] (16 rows) x the rows' scales x token t's scale. One asm
+// statement per token: GCC otherwise hoisted all 16 conversions ahead of the multiplies and, short
+// of registers, kept half the accumulators on the stack (a load and a store per FMA).
 inline void scale_add(const int32_t (*c)[16], const PanelBlock& w, const ActBlock& a, __m512 acc[kTile]) {
     const __m512 dw = _mm512_load_ps(w.d);
-    for (int t = 0; t < kTile; ++t)
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[t])), _mm512_mul_ps(dw, _mm512_set1_ps(a.d[t])), acc[t]);
+    for (int t = 0; t < kTile; ++t) {
+        __m512 x, s;
+        asm volatile(
+            "vcvtdq2ps %[c], %[x]\n\t"
+            "vmulps %[da]%{1to16%}, %[dw], %[s]\n\t"
+            "vfmadd231ps %[x], %[s], %[acc]"
+            : [acc] "+v"(acc[t]), [x] "=&v"(x), [s] "=&v"(s)
+            : [c] "m"(*reinterpret_cast<const __m512i*>(c[t])), [da] "m"(a.d[t]), [dw] "v"(dw));
+    }
 }
 
+// A block's products on a set of tiles (C, A, B: literal tile numbers), and their store to c.
+#define HEARTH_AMX_DOTS(C, A, B, w, a) \
+    do {                               \
+        _tile_loadd(A, (a).q, 32);     \
+        _tile_loadd(B, (w).q, 64);     \
+        _tile_zero(C);                 \
+        _tile_dpbssd(C, A, B);         \
+    } while (0)
+
 // kn blocks of the packed chunk pw x the activation tile ab: res[t] = the 16 rows' partial dots
-// with token t. Blocks go in pairs on two sets of tiles, so that the second's TDPBSSD runs
-// while the first's int32 tile is scaled.
+// with token t. The blocks alternate between two sets of tiles (even blocks: tmm0, 2, 4; odd:
+// tmm1, 3, 5) and their int32 tiles between two buffers; a block's buffer is scaled one block
+// later than it is stored. Vector loads cannot take a tile store's data from the store buffer:
+// they wait until it is written to L1, after it retires; scaled right away, each block left the
+// vector unit idle for that wait, and the tile unit for the scaling after it (1.2x the zmm GEMM).
+// In this order the vector unit scales block b - 1 while block b's tile is stored and block
+// b + 1's TDPBSSD runs.
 void tile(const PanelBlock* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
     alignas(64) int32_t c[2][kTile][16];
     __m512 acc[kTile];
     for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
-    int b = 0;
-    for (; b + 2 <= kn; b += 2) {
+    // The tile loads read memory the compiler does not know they read (GCC's intrinsics are asm
+    // without a memory operand): the packed weights and activations must be in memory by now.
+    asm volatile("" ::: "memory");
+    HEARTH_AMX_DOTS(0, 2, 4, pw[0], ab[0]);
+    for (int b = 0; b < kn; b += 2) {
         next.step();
-        next.step();
-        _tile_loadd(2, ab[b].q, 32);
-        _tile_loadd(4, pw[b].q, 64);
-        _tile_zero(0);
-        _tile_dpbssd(0, 2, 4);
-        _tile_loadd(3, ab[b + 1].q, 32);
-        _tile_loadd(5, pw[b + 1].q, 64);
-        _tile_zero(1);
-        _tile_dpbssd(1, 3, 5);
+        if (b + 1 < kn) HEARTH_AMX_DOTS(1, 3, 5, pw[b + 1], ab[b + 1]);
         _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
-        scale_add(c[0], pw[b], ab[b], acc);
-        scale_add(c[1], pw[b + 1], ab[b + 1], acc);
+        if (b > 0) scale_add(c[1], pw[b - 1], ab[b - 1], acc);
+        if (b + 1 < kn) {
+            next.step();
+            if (b + 2 < kn) HEARTH_AMX_DOTS(0, 2, 4, pw[b + 2], ab[b + 2]);
+            _tile_stored(1, c[1], 64);
+            scale_add(c[0], pw[b], ab[b], acc);
+        }
     }
-    if (b < kn) {
-        next.step();
-        _tile_loadd(2, ab[b].q, 32);
-        _tile_loadd(4, pw[b].q, 64);
-        _tile_zero(0);
-        _tile_dpbssd(0, 2, 4);
-        _tile_stored(0, c[0], 64);
-        scale_add(c[0], pw[b], ab[b], acc);
-    }
+    // The last block's buffer.
+    if (kn % 2) scale_add(c[0], pw[kn - 1], ab[kn - 1], acc);
+    else scale_add(c[1], pw[kn - 1], ab[kn - 1], acc);
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
 }
+#undef HEARTH_AMX_DOTS
 
 // Interleaved weights of WBlock (Q4_0 or Q8_0), rows [r0, r1) in whole groups of 8.
 template <typename WBlock>

@@ -308,9 +308,9 @@ TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the O
     CHECK(amx >= 2);
     CHECK((available == 0 || available == amx));  // one check decides for all of them
 #if defined(HEARTH_ISA_AMX)
-    const char* why = "the CPU lacks AMX, or the OS refused the tiles, or HEARTH_NO_AMX is set";
+    const std::string why = "the CPU lacks AMX, or the OS refused the tiles, or HEARTH_NO_AMX is set";
 #else
-    const char* why = "this build lacks AMX";
+    const std::string why = "this build lacks AMX";
 #endif
     if (available) MESSAGE("AMX rows: " << available << " of " << amx << " available and tested");
     else MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
