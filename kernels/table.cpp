@@ -13,8 +13,10 @@
 //    shared 2-core Xeon, AVX2 code; medians of interleaved runs, noise ~10%), passes / GEMM = 1.56
 //    at 8 tokens, 1.18 at 16, 0.97 at 32, 0.95 at 64. (8 is the crossover for plain Q4_K, whose
 //    few-token kernel is slower than these passes.)
-//  - AMX (x86/gemm_amx.cpp) on interleaved Q4_0/Q8_0 from 16 tokens: one tile of 16 tokens; below
-//    that the tile does the work of 16 (measured: see docs/benchmarks.md, "AMX prompt GEMM").
+//  - AMX (x86/gemm_amx.cpp) on interleaved Q4_0/Q8_0 from 32 tokens. A tile is 16 tokens (fewer
+//    are padded); measured against the zmm GEMM on one thread (1024 x 2048, a shared, loaded
+//    2-vCPU Xeon; best of 40 alternated calls, noise ~10%): AMX / zmm = 0.6 at 8 tokens, 0.8-1.07
+//    at 16, 0.93 at 24, 1.06-1.15 at 32, 1.1-1.2 at 64 and 128 (docs/benchmarks.md, "AMX prompt GEMM").
 //  - NEON i8mm (SMMLA) GEMMs from 4 tokens: a guess, not measured (there is no ARM CPU here).
 #include "kernels/table.h"
 
@@ -100,14 +102,14 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512, 8, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
-    {M, TYPE_Q4_0, X8, Isa::amx, 16, AMX(matmul_q4_0x8_gemm_amx), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::amx, 32, AMX(matmul_q4_0x8_gemm_amx), nullptr},
     {M, TYPE_Q8_0, X8, Isa::scalar, 1, matmul_q8_0x8_rows_scalar, nullptr},
     {M, TYPE_Q8_0, X8, Isa::neon, 1, NEON(matmul_q8_0x8_rows_neon), nullptr},
     {M, TYPE_Q8_0, X8, Isa::i8mm, 4, I8MM(matmul_q8_0x8_gemm_i8mm), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512, 8, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
-    {M, TYPE_Q8_0, X8, Isa::amx, 16, AMX(matmul_q8_0x8_gemm_amx), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::amx, 32, AMX(matmul_q8_0x8_gemm_amx), nullptr},
     {M, TYPE_Q4_K, X8, Isa::scalar, 1, matmul_q4_kx8_rows_scalar, nullptr},
     {M, TYPE_Q4_K, X8, Isa::neon, 1, NEON(matmul_q4_kx8_rows_neon), nullptr},
     {M, TYPE_Q4_K, X8, Isa::i8mm, 4, I8MM(matmul_q4_kx8_gemm_i8mm), nullptr},
