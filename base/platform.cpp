@@ -10,6 +10,9 @@
 #include <sys/auxv.h>
 #endif
 #include <sched.h>
+#if defined(__x86_64__)
+#include <sys/syscall.h>
+#endif
 #include <set>
 #include <utility>
 #elif defined(__APPLE__)
@@ -92,6 +95,16 @@ bool arm_cpu_has_i8mm() {
 #endif
 }
 
+bool x86_request_amx_permission() {
+#if defined(__x86_64__)
+    constexpr long kArchReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM (asm/prctl.h)
+    constexpr long kXfeatureXtiledata = 18;     // XFEATURE_XTILEDATA: the tiles' 8 KB of state
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+}
+
 #elif defined(__APPLE__)
 
 int physical_core_count() {
@@ -135,6 +148,8 @@ bool arm_cpu_has_i8mm() {
     return sysctlbyname("hw.optional.arm.FEAT_I8MM", &n, &size, nullptr, 0) != 0 || n != 0;
 }
 
+bool x86_request_amx_permission() { return false; }
+
 #else  // POSIX
 
 int physical_core_count() {
@@ -147,5 +162,6 @@ std::string executable_path() { return ""; }
 bool reexec_self(char**) { return false; }
 void advise_huge_pages(void*, size_t) {}
 bool arm_cpu_has_i8mm() { return true; }
+bool x86_request_amx_permission() { return false; }
 
 #endif

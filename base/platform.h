@@ -29,3 +29,9 @@ void advise_huge_pages(void* p, size_t bytes);
 // Whether an AArch64 CPU has the Int8 matrix multiply extension (SMMLA: the i8mm kernels). The
 // build may assume it (-march=...+i8mm) on a CPU that lacks it; true where the system cannot tell.
 bool arm_cpu_has_i8mm();
+
+// Asks the OS to let this process use the AMX tile data (Linux 5.16+: arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA; the permission is the whole process's, its threads
+// included). True when granted; false where the OS refuses, predates it, or is not Linux on x86-64:
+// then an AMX instruction would fault (SIGILL), so the AMX kernels must not run.
+bool x86_request_amx_permission();

@@ -6,6 +6,9 @@
 //   HEARTH_ISA_AVX_VNNI  ... and u8 x s8 dot products on ymm (AVX512-VNNI with VL, or AVX-VNNI):
 //                        the AVX2 GEMM tiles use them (x86/avx2_util.h), no rows of their own
 //   HEARTH_ISA_AVX512    AVX512F + BW + VL + VNNI: the zmm GEMMs (x86/gemm_avx512.cpp)
+//   HEARTH_ISA_AMX       ... and AMX-TILE + AMX-INT8: the tile GEMMs (x86/gemm_amx.cpp; their
+//                        float side is AVX-512). Usable only once the OS grants the tiles' state
+//                        (kernels/table.cpp asks, base/platform.h)
 //   HEARTH_ISA_NEON      AArch64 Advanced SIMD (arm/)
 //   HEARTH_ISA_DOTPROD   ... and SDOT: the NEON kernels use it inside, no rows of their own
 //   HEARTH_ISA_I8MM      ... and SMMLA: the GEMMs of arm/gemm_neon_i8mm.cpp
@@ -19,6 +22,9 @@
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define HEARTH_ISA_AVX512 1
+#if defined(__AMX_INT8__) && defined(__AMX_TILE__)
+#define HEARTH_ISA_AMX 1
+#endif
 #endif
 #endif
 
@@ -33,7 +39,9 @@
 #endif
 
 // What this build's kernels use, for messages ("avx2+vnni", "neon+dotprod+i8mm", ...).
-#if defined(HEARTH_ISA_AVX512)
+#if defined(HEARTH_ISA_AMX)
+#define HEARTH_ISA_NAME "avx2+vnni+avx512+amx"
+#elif defined(HEARTH_ISA_AVX512)
 #define HEARTH_ISA_NAME "avx2+vnni+avx512"
 #elif defined(HEARTH_ISA_AVX_VNNI)
 #define HEARTH_ISA_NAME "avx2+vnni"

@@ -13,6 +13,10 @@
 //    shared 2-core Xeon, AVX2 code; medians of interleaved runs, noise ~10%), passes / GEMM = 1.56
 //    at 8 tokens, 1.18 at 16, 0.97 at 32, 0.95 at 64. (8 is the crossover for plain Q4_K, whose
 //    few-token kernel is slower than these passes.)
+//  - AMX (x86/gemm_amx.cpp) on interleaved Q4_0/Q8_0 from 32 tokens. A tile is 16 tokens (fewer
+//    are padded); measured against the zmm GEMM on one thread (1024 x 2048, a shared, loaded
+//    2-vCPU Xeon; best of 40 alternated calls, noise ~10%): AMX / zmm = 0.6 at 8 tokens, 0.8-1.07
+//    at 16, 0.93 at 24, 1.06-1.15 at 32, 1.1-1.2 at 64 and 128 (docs/benchmarks.md, "AMX prompt GEMM").
 //  - NEON i8mm (SMMLA) GEMMs from 4 tokens: a guess, not measured (there is no ARM CPU here).
 #include "kernels/table.h"
 
@@ -31,6 +35,11 @@
 #else
 #define AVX512(f) nullptr
 #endif
+#if defined(HEARTH_ISA_AMX)
+#define AMX(f) f
+#else
+#define AMX(f) nullptr
+#endif
 #if defined(HEARTH_ISA_NEON)
 #define NEON(f) f
 #else
@@ -42,6 +51,12 @@
 #define I8MM(f) nullptr
 #endif
 #include "base/platform.h"
+
+#include <cstdlib>
+#include <cstring>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 namespace {
 
@@ -87,12 +102,14 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512, 8, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::amx, 32, AMX(matmul_q4_0x8_gemm_amx), nullptr},
     {M, TYPE_Q8_0, X8, Isa::scalar, 1, matmul_q8_0x8_rows_scalar, nullptr},
     {M, TYPE_Q8_0, X8, Isa::neon, 1, NEON(matmul_q8_0x8_rows_neon), nullptr},
     {M, TYPE_Q8_0, X8, Isa::i8mm, 4, I8MM(matmul_q8_0x8_gemm_i8mm), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512, 8, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::amx, 32, AMX(matmul_q8_0x8_gemm_amx), nullptr},
     {M, TYPE_Q4_K, X8, Isa::scalar, 1, matmul_q4_kx8_rows_scalar, nullptr},
     {M, TYPE_Q4_K, X8, Isa::neon, 1, NEON(matmul_q4_kx8_rows_neon), nullptr},
     {M, TYPE_Q4_K, X8, Isa::i8mm, 4, I8MM(matmul_q4_kx8_gemm_i8mm), nullptr},
@@ -117,6 +134,19 @@ bool cpu_has(Isa isa) {
                                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
             return ok;
         }
+        case Isa::amx: {
+            // AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), the AVX-512 of the float side,
+            // and the OS's permission to use the tiles, asked once. HEARTH_NO_AMX=1 turns the rows
+            // off (to compare with the AVX-512 rows on the same machine).
+            static const bool ok = [] {
+                unsigned a = 0, b = 0, c = 0, d = 0;
+                if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
+                const char* off = std::getenv("HEARTH_NO_AMX");
+                if (off && *off && std::strcmp(off, "0") != 0) return false;
+                return cpu_has(Isa::avx512) && x86_request_amx_permission();
+            }();
+            return ok;
+        }
 #endif
 #if defined(__aarch64__)
         case Isa::neon: return true;  // every AArch64 CPU has Advanced SIMD
@@ -136,6 +166,7 @@ const char* isa_name(Isa isa) {
         case Isa::scalar: return "scalar";
         case Isa::avx2: return "avx2";
         case Isa::avx512: return "avx512";
+        case Isa::amx: return "amx";
         case Isa::neon: return "neon";
         case Isa::i8mm: return "i8mm";
     }

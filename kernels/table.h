@@ -9,7 +9,7 @@
 #include "kernels/quant_types.h"
 
 // The instruction sets of the rows (the macros of kernels/isa.h).
-enum class Isa : uint8_t { scalar, avx2, avx512, neon, i8mm };
+enum class Isa : uint8_t { scalar, avx2, avx512, amx, neon, i8mm };
 const char* isa_name(Isa isa);
 
 enum class KernelOp : uint8_t {

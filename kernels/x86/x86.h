@@ -1,5 +1,5 @@
 // The x86 kernels (kernels/x86/*.cpp): each is defined only where its ISA is built
-// (HEARTH_ISA_AVX2, HEARTH_ISA_AVX512: kernels/isa.h) and reached through the kernel table
+// (HEARTH_ISA_AVX2, HEARTH_ISA_AVX512, HEARTH_ISA_AMX: kernels/isa.h) and reached through the kernel table
 // (kernels/table.cpp), which says from how many tokens each applies. The contract of every matmul
 // here is matmul_rows_fn's (kernels/quant.h).
 #pragma once
@@ -39,3 +39,8 @@ HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)
+
+// AMX tiles, TDPBSSD (x86/gemm_amx.cpp; HEARTH_ISA_AMX): 16 tokens x 16 rows (two interleaved
+// groups) per tile, the float side on zmm. Each call configures the tiles on its own thread.
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_amx)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_amx)

@@ -274,7 +274,9 @@ TEST_CASE("kernel table: every row this build and CPU run equals its type's scal
         const KernelRow& row = rows[i];
         if (!kernel_row_available(row)) {
             const bool built = row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr;
-            const std::string why = std::string(built ? "this CPU lacks " : "this build lacks ") + isa_name(row.isa);
+            // AMX rows also need the OS's permission for the tiles (and no HEARTH_NO_AMX=1).
+            const std::string why = std::string(built ? "this CPU lacks " : "this build lacks ") + isa_name(row.isa) +
+                                    (built && row.isa == Isa::amx ? ", or the OS refused the tiles, or HEARTH_NO_AMX is set" : "");
             MESSAGE("not tested: " << describe(row) << " (" << why << ")");
             continue;
         }
@@ -285,4 +287,31 @@ TEST_CASE("kernel table: every row this build and CPU run equals its type's scal
     }
     MESSAGE(tested << " of " << n << " kernel table rows tested on this build (" << std::string(HEARTH_ISA_NAME) << ")");
     CHECK(tested > 0);
+}
+
+// The AMX rows (x86/gemm_amx.cpp) are listed on every build; where they cannot run they are named
+// as skipped above, and here once more, so that a host without AMX says so plainly.
+TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the OS grants the tiles, or are said to be skipped") {
+    int n = 0, amx = 0, available = 0;
+    const KernelRow* rows = kernel_rows(&n);
+    for (int i = 0; i < n; i++) {
+        if (rows[i].isa != Isa::amx) continue;
+        amx++;
+        CHECK(rows[i].layout == Layout::rows_x8);
+#if defined(HEARTH_ISA_AMX)
+        CHECK(bool(rows[i].matmul));
+#else
+        CHECK(!rows[i].matmul);
+#endif
+        available += kernel_row_available(rows[i]);
+    }
+    CHECK(amx >= 2);
+    CHECK((available == 0 || available == amx));  // one check decides for all of them
+#if defined(HEARTH_ISA_AMX)
+    const std::string why = "the CPU lacks AMX, or the OS refused the tiles, or HEARTH_NO_AMX is set";
+#else
+    const std::string why = "this build lacks AMX";
+#endif
+    if (available) MESSAGE("AMX rows: " << available << " of " << amx << " available and tested");
+    else MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
 }
