@@ -616,6 +616,14 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             replies.fill(&r.messages);
             err = format_chat(lm.template_name, lm.tok, r.messages, true, &job->prompt);
             if (!err.empty()) return send_error(res, bad_request("the messages: " + err, "messages"));
+        } else if (r.prompt_is_ids) {
+            // Both the embedding and the tokenizer (which decodes the prompt's tail) must know each id.
+            const int vocab = std::min(lm.tok.vocab_size(), lm.model.config.vocab_size);
+            for (int id : r.prompt_ids)
+                if (id >= vocab)
+                    return send_error(res, bad_request("token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary 0.." +
+                                                           std::to_string(vocab - 1), "prompt"));
+            job->prompt = r.prompt_ids;
         } else {
             err = lm.tok.encode(r.prompt, true, &job->prompt);
             if (!err.empty()) return send_error(res, bad_request("the prompt: " + err, "prompt"));

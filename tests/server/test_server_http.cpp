@@ -378,6 +378,23 @@ TEST_CASE("server http: a client that goes away before its non-streamed reply fr
     CHECK(s.stop() == 0);
 }
 
+TEST_CASE("server http: a completion's prompt may be token ids, checked against the vocabulary") {
+    Server s("-np 1 -c 512");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // The ids /tokenize gives (with BOS, as a text prompt gets) continue as the text does.
+    const json ids = http(p, "POST", "/tokenize", json{{"content", "ROMEO:"}, {"add_special", true}}.dump()).j()["tokens"];
+    REQUIRE(ids.is_array());
+    const Response by_text = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 12));
+    const Response by_ids = http(p, "POST", "/v1/completions", json{{"prompt", ids}, {"max_tokens", 12}, {"temperature", 0}}.dump());
+    REQUIRE(by_ids.status == 200);
+    CHECK(text_of(by_ids) == text_of(by_text));
+    CHECK(by_ids.j()["usage"]["prompt_tokens"] == ids.size());
+    check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":[1, 99999]})"), 400, "prompt");
+    check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":[1, -2]})"), 400, "prompt");
+    CHECK(s.stop() == 0);
+}
+
 TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the server keeps serving") {
     Server s("-np 2 -c 2048");
     REQUIRE(s.ready());
