@@ -50,7 +50,8 @@ void address_of(const sockaddr_storage& a, socklen_t len, std::string& ip, int& 
 // connection, so that bytes a client pipelined after one request start the next.
 class Connection : public httplib::Stream {
 public:
-    Connection(int fd, int read_timeout_ms, int write_timeout_ms) : fd_(fd), read_ms_(read_timeout_ms), write_ms_(write_timeout_ms) {}
+    Connection(int fd, int read_timeout_ms, int write_timeout_ms, uint64_t max_body)
+        : fd_(fd), read_ms_(read_timeout_ms), write_ms_(write_timeout_ms), max_body_(max_body) {}
 
     // Waits for the next request's first byte: false when the connection stays idle for
     // idle_ms, the client closes it, or the server stops.
@@ -65,19 +66,23 @@ public:
         return false;
     }
 
-    // A request's head (its request line and headers) starts: it must end within the limits
-    // and, as a whole, within the read timeout (a client sending a byte now and then does not
-    // hold a thread for longer).
+    // A request starts: its head (request line and headers) must end within the limits, and
+    // the whole request, head and body, must come within the read timeout (a client sending a
+    // byte now and then does not hold a thread for longer).
     void begin_head() {
         in_head_ = true;
         head_bytes_ = 0;
         head_lines_ = 0;
-        head_deadline_ = Clock::now() + std::chrono::milliseconds(read_ms_);
+        body_read_ = 0;
+        body_length_ = 0;
+        body_length_known_ = true;
+        body_chunked_ = false;
+        body_over_ = false;
+        deadline_ = Clock::now() + std::chrono::milliseconds(read_ms_);
     }
     // cpp-httplib has parsed the head; what follows (the body) has its own limit.
     void end_head(const httplib::Request& req) {
         in_head_ = false;
-        body_read_ = 0;
         const std::string length = req.get_header_value("Content-Length");
         char* end = nullptr;
         body_length_ = length.empty() ? 0 : std::strtoull(length.c_str(), &end, 10);
@@ -90,9 +95,9 @@ public:
     // connection starts where it begins. false when the connection cannot go on: the body is
     // chunked, of no clear length, larger than a body may be, or does not come.
     bool skip_unread_body() {
-        if (refused_) return false;
+        if (refused_ || body_over_) return false;
         if (body_chunked_) return body_read_ > 0;  // cpp-httplib read it to its end, or failed
-        if (!body_length_known_ || body_length_ > limits::kServerBodyBytes) return false;
+        if (!body_length_known_ || body_length_ > max_body_) return false;
         char buf[16384];
         while (body_read_ < body_length_) {
             const ssize_t n = read(buf, size_t(std::min<uint64_t>(sizeof buf, body_length_ - body_read_)));
@@ -101,10 +106,11 @@ public:
         return true;
     }
 
-    // Whether this connection answered a request itself (431, 408): it is closed after that.
-    bool refused() const { return refused_; }
+    // Whether the connection ends with bytes of the client's unread: a request refused here
+    // (431, 408: closed after that), or a body not read to its end.
+    bool unread() const { return refused_ || body_over_ || (body_chunked_ ? body_read_ == 0 : !body_length_known_ || body_read_ < body_length_); }
 
-    // Before closing a refused connection: stops sending, and reads and drops what the client
+    // Before closing a connection with bytes unread: stops sending, and reads and drops what the client
     // still sends for a moment, so that closing with its bytes unread (which resets the
     // connection) does not destroy the answer before the client reads it. Bounded in time and bytes.
     void linger() {
@@ -141,15 +147,10 @@ public:
     ssize_t read(char* ptr, size_t size) override {
         if (refused_) return -1;
         if (off_ == len_) {
-            int timeout = read_ms_;
-            if (in_head_) {
-                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(head_deadline_ - Clock::now()).count();
-                if (left <= 0) return refuse(408, "the request's headers did not arrive within " + std::to_string(read_ms_ / 1000) + " s");
-                timeout = int(std::min<long long>(left, timeout));
-            }
-            if (!wait_for(fd_, POLLIN, timeout)) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+            if (left <= 0 || !wait_for(fd_, POLLIN, int(left))) {
                 if (in_head_) return refuse(408, "the request's headers did not arrive within " + std::to_string(read_ms_ / 1000) + " s");
-                return -1;
+                return -1;  // cpp-httplib answers 400
             }
             const ssize_t n = recv(fd_, buf_, sizeof buf_, 0);
             if (n <= 0) return n;
@@ -166,6 +167,14 @@ public:
                                        " header lines and " + std::to_string(limits::kServerHeadBytes / limits::KiB) +
                                        " KiB with the request line");
         } else {
+            // cpp-httplib 0.11 holds only a body with a Content-Length to its payload limit (and
+            // reads all of a larger one before its 413); a chunked body, or one that ends when
+            // the connection does, it keeps whole. As sent (chunked framing included), no body
+            // is read past the limit: cpp-httplib then answers 413 or 400.
+            if (body_read_ + n > max_body_) {
+                body_over_ = true;
+                return -1;
+            }
             body_read_ += n;
         }
         std::memcpy(ptr, buf_ + off_, n);
@@ -215,13 +224,14 @@ private:
     }
 
     const int fd_, read_ms_, write_ms_;
+    const uint64_t max_body_;
     char buf_[4096];
     size_t off_ = 0, len_ = 0;
     bool in_head_ = false;
     size_t head_bytes_ = 0, head_lines_ = 0;
-    Clock::time_point head_deadline_;
+    Clock::time_point deadline_;
     uint64_t body_length_ = 0, body_read_ = 0;
-    bool body_length_known_ = true, body_chunked_ = false;
+    bool body_length_known_ = true, body_chunked_ = false, body_over_ = false;
     bool refused_ = false;
 };
 
@@ -232,7 +242,7 @@ thread_local Connection* t_connection = nullptr;
 }  // namespace
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
-    Connection c(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_));
+    Connection c(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_), payload_max_length_);
     t_connection = &c;
     bool ok = false;
     // As cpp-httplib's loop does: up to keep_alive_max_count_ requests, the last answered
@@ -245,7 +255,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
         if (!ok || closed || !c.skip_unread_body()) break;
     }
     t_connection = nullptr;
-    if (c.refused()) c.linger();
+    if (c.unread()) c.linger();
     shutdown(sock, SHUT_RDWR);
     close(sock);
     return ok;

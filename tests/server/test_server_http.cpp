@@ -346,6 +346,55 @@ TEST_CASE("server http: a request's head over the limits is 431 on every request
     CHECK(s.stop() == 0);
 }
 
+TEST_CASE("server http: a chunked body is held to the body limit, and a request's body to the read timeout") {
+    Server s("-np 1 -c 512 --timeout 2");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    const long rss_before = rss_kib(s.pid());
+    const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n";
+    // A small chunked body is read as any other.
+    const std::string body = completion_body("ROMEO:", 4);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    CHECK(raw_exchange(p, head + "Connection: close\r\n\r\n" + size + "\r\n" + body + "\r\n0\r\n\r\n").status == 200);
+    // One without end (cpp-httplib 0.11 alone kept all of it: 200 MB sent, 217 MB of memory)
+    // is refused once it passes the body limit.
+    {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        timeval tv{10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        const auto t = Clock::now();
+        send_all(fd, head + "\r\n");
+        const std::string chunk = "10000\r\n" + std::string(65536, ' ') + "\r\n";
+        uint64_t sent = 0;
+        while (sent < 128 * limits::MiB && send_all(fd, chunk)) sent += chunk.size();
+        const Response r = parse_response(read_to_close(fd));
+        close(fd);
+        INFO("sent " << (sent >> 10) << " KiB in " << seconds_since(t) << " s; HTTP " << r.status);
+        CHECK(sent < limits::kServerBodyBytes + 32 * limits::MiB);
+        CHECK((r.status == 400 || r.status == 413 || r.status == 0));
+        CHECK(seconds_since(t) < 10);
+    }
+    // A body that comes a byte now and then must be whole within the read timeout.
+    {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        const auto t = Clock::now();
+        send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+        for (int i = 0; i < 20 && seconds_since(t) < 3 && send_all(fd, " "); i++) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        const Response r = parse_response(read_to_close(fd));
+        close(fd);
+        CHECK(r.status == 400);
+        CHECK(seconds_since(t) < 5);
+    }
+    CHECK(http(p, "GET", "/health").status == 200);
+    const long rss_after = rss_kib(s.pid());
+    MESSAGE("server RSS " << rss_before << " KiB before the endless chunked body, " << rss_after << " KiB after");
+    CHECK(rss_after < rss_before + 32 * 1024);
+    CHECK(s.stop() == 0);
+}
+
 TEST_CASE("server http: a client that goes away before its non-streamed reply frees its slot") {
     Server s("-np 1 -c 4096");
     REQUIRE(s.ready());
