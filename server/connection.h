@@ -8,7 +8,9 @@
 // subclass replace the loop (a virtual) and run each request through its parser
 // (process_request, protected) on a Stream of the subclass's own. The Stream here counts the
 // request line and the headers of every request on the connection (keep-alive ones too) and
-// refuses the request with 431 past limits::kServerHeadBytes or kServerHeaderLines. Owning the
+// refuses the request with 431 past limits::kServerHeadBytes or kServerHeaderLines; it stops
+// any body at the payload limit (cpp-httplib 0.11 kept a chunked body whole), and holds the
+// whole request to the read timeout (which cpp-httplib applies to each read). Owning the
 // socket also lets a handler ask whether its client has gone away (client_gone()).
 #pragma once
 #include <httplib.h>

@@ -522,7 +522,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     int n_ctx_slot = 0;
     const long started = long(std::time(nullptr));
 
-    GuardedServer svr;  // cpp-httplib's, with each request's head bounded (server/connection.h)
+    GuardedServer svr;  // cpp-httplib's, reading each request within bounds (server/connection.h)
     const size_t n_threads = size_t(o.n_parallel) + limits::kServerQueuedJobs + 4;
     svr.new_task_queue = [n_threads] { return new BoundedPool(n_threads, 64); };
     svr.set_payload_max_length(limits::kServerBodyBytes);
