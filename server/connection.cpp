@@ -182,10 +182,7 @@ public:
         return ssize_t(n);
     }
 
-    ssize_t write(const char* ptr, size_t size) override {
-        if (refused_ || !wait_for(fd_, POLLOUT, write_ms_)) return -1;
-        return send(fd_, ptr, size, kSendFlags);
-    }
+    ssize_t write(const char* ptr, size_t size) override { return refused_ ? -1 : send_some(ptr, size); }
 
     void get_remote_ip_and_port(std::string& ip, int& port) const override {
         sockaddr_storage a{};
@@ -214,13 +211,26 @@ private:
                                      "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
                                      "\r\nConnection: close\r\n\r\n" + body;
         for (size_t at = 0; at < response.size();) {
-            if (!wait_for(fd_, POLLOUT, write_ms_)) break;
-            const ssize_t n = send(fd_, response.data() + at, response.size() - at, kSendFlags);
+            const ssize_t n = send_some(response.data() + at, response.size() - at);
             if (n <= 0) break;
             at += size_t(n);
         }
         refused_ = true;
         return -1;
+    }
+
+    // Sends what the socket takes now, waiting for room up to the write timeout: never
+    // blocks longer (a blocking send of more than there is room for would wait for a client
+    // that stopped reading). The bytes sent, or -1.
+    ssize_t send_some(const char* ptr, size_t size) const {
+        const auto until = Clock::now() + std::chrono::milliseconds(write_ms_);
+        for (;;) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+            if (left <= 0 || !wait_for(fd_, POLLOUT, int(left))) return -1;
+            const ssize_t n = send(fd_, ptr, size, kSendFlags | MSG_DONTWAIT);
+            if (n >= 0) return n;
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
+        }
     }
 
     const int fd_, read_ms_, write_ms_;
