@@ -391,7 +391,9 @@ TEST_CASE("server http: a chunked body is held to the body limit, and a request'
     CHECK(http(p, "GET", "/health").status == 200);
     const long rss_after = rss_kib(s.pid());
     MESSAGE("server RSS " << rss_before << " KiB before the endless chunked body, " << rss_after << " KiB after");
-    CHECK(rss_after < rss_before + 32 * 1024);
+    // The body read up to its 8 MiB limit grew a string by doubling, and AddressSanitizer's
+    // quarantine keeps freed blocks: tens of MB, not the 128 MiB sent.
+    CHECK(rss_after < rss_before + 64 * 1024);
     CHECK(s.stop() == 0);
 }
 
