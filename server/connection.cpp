@@ -253,6 +253,18 @@ thread_local Connection* t_connection = nullptr;
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
     Connection c(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_), payload_max_length_);
+    // However this ends (an exception from the parser too): no handler sees the connection
+    // after it, and the socket is closed.
+    struct Ending {
+        Connection& c;
+        socket_t sock;
+        ~Ending() {
+            t_connection = nullptr;
+            if (c.unread()) c.linger();
+            shutdown(sock, SHUT_RDWR);
+            close(sock);
+        }
+    } ending{c, sock};
     t_connection = &c;
     bool ok = false;
     // As cpp-httplib's loop does: up to keep_alive_max_count_ requests, the last answered
@@ -264,10 +276,6 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
         ok = process_request(c, left == 1, closed, [&c](httplib::Request& req) { c.end_head(req); });
         if (!ok || closed || !c.skip_unread_body()) break;
     }
-    t_connection = nullptr;
-    if (c.unread()) c.linger();
-    shutdown(sock, SHUT_RDWR);
-    close(sock);
     return ok;
 }
 
