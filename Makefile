@@ -69,8 +69,8 @@ build/server/chat_page.inc: server/chat_page.html
 	@if grep -q ')chat_page_html"' $<; then echo "$< contains the raw string's delimiter"; exit 1; fi
 	{ printf 'R"chat_page_html('; cat $<; printf ')chat_page_html"\n'; } > $@.tmp && mv $@.tmp $@
 build/server/server.o build/asan/server/server.o: build/server/chat_page.inc
-build/server/server.o: override CXXFLAGS += $(HTTPLIB_FLAGS)
-build/asan/server/server.o: ASAN_FLAGS += $(HTTPLIB_FLAGS)
+build/server/server.o build/server/connection.o: override CXXFLAGS += $(HTTPLIB_FLAGS)
+build/asan/server/server.o build/asan/server/connection.o: ASAN_FLAGS += $(HTTPLIB_FLAGS)
 
 quantize: build/quantize.o build/cli/options.o $(CONVERT_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS)

@@ -74,7 +74,12 @@ constexpr size_t kBpeJitStackBytes = 4 * MiB;
 // ---- The server (server/): what one HTTP request may carry. A request over a limit gets an
 // OpenAI-shaped error (413 for the body, 400 for the rest) and the server goes on serving.
 constexpr uint64_t kServerBodyBytes = 8 * MiB;          // a request body; a prompt of 2M tokens would not fit any context anyway
-constexpr size_t kServerHeaderLineBytes = 8192;          // the request line and each header line (cpp-httplib's, compiled in)
+constexpr size_t kServerHeaderLineBytes = 8192;          // each header line (cpp-httplib's, compiled in)
+// A request's head: its request line and all its header lines together, and how many header
+// lines (each is a map entry: 16K of them would take MBs). Over either: 431, and the
+// connection is closed. Browsers and SDKs send 1-2 KiB in 10-20 lines.
+constexpr size_t kServerHeadBytes = 64 * KiB;
+constexpr size_t kServerHeaderLines = 256;
 constexpr size_t kServerQueuedJobs = 16;                 // generations waiting for a slot; one more is 503
 constexpr size_t kServerMessages = 4096;                 // messages in one chat request
 constexpr size_t kServerStopStrings = 4;                 // stop strings, as OpenAI's API allows

@@ -222,9 +222,26 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     } else {
         const json* p = field(j, "prompt");
         if (!p) return bad_request("'prompt' is required", "prompt");
-        if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
-        if (!p->is_string()) return bad_request(std::string("'prompt' must be a string (or a list of one string), not ") + type_name_of(*p), "prompt");
-        r.prompt = p->get<std::string>();
+        // A list of one prompt is that prompt; more than one would be a batch (n choices).
+        if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+        if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+            // Token ids, as OpenAI's API allows: evaluated as given (no BOS is added). The
+            // server checks them against the vocabulary, which the parser does not know.
+            if (p->size() > limits::kServerTokenIds)
+                return bad_request("'prompt' holds more than " + std::to_string(limits::kServerTokenIds) + " token ids", "prompt");
+            for (const json& x : *p) {
+                if (!x.is_number_integer()) return bad_request(std::string("'prompt' as token ids must hold integers, not ") + type_name_of(x), "prompt");
+                const bool in_range = x.is_number_unsigned() ? x.get<uint64_t>() <= uint64_t(INT_MAX) : x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT_MAX;
+                if (!in_range) return bad_request("token id " + x.dump() + " in 'prompt' is not a token id", "prompt");
+                r.prompt_ids.push_back(int(x.get<int64_t>()));
+            }
+            r.prompt_is_ids = true;
+        } else {
+            if (!p->is_string())
+                return bad_request(std::string("'prompt' must be a string or a list of token ids (or a list of one of them), not ") + type_name_of(*p),
+                                   "prompt");
+            r.prompt = p->get<std::string>();
+        }
     }
 
     if (ApiError e = read_bool(j, "stream", &r.stream)) return e;

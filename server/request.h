@@ -32,6 +32,8 @@ struct CompletionRequest {
     bool chat = false;                  // /v1/chat/completions, else /v1/completions
     std::vector<ChatMessage> messages;  // chat: an optional system message, then user and assistant alternating, ending with user
     std::string prompt;                 // completions: the text to continue
+    bool prompt_is_ids = false;         // completions: the prompt came as token ids, in prompt_ids
+    std::vector<int> prompt_ids;        // each in 0..INT_MAX; the server checks them against its vocabulary
     std::string model;                  // as given ("" when absent): echoed back
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage

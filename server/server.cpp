@@ -22,6 +22,7 @@
 #include "base/printable.h"
 #include "chat/chat_template.h"
 #include "model/generate.h"
+#include "server/connection.h"
 #include "server/request.h"
 
 using json = nlohmann::json;
@@ -521,7 +522,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     int n_ctx_slot = 0;
     const long started = long(std::time(nullptr));
 
-    httplib::Server svr;
+    GuardedServer svr;  // cpp-httplib's, reading each request within bounds (server/connection.h)
     const size_t n_threads = size_t(o.n_parallel) + limits::kServerQueuedJobs + 4;
     svr.new_task_queue = [n_threads] { return new BoundedPool(n_threads, 64); };
     svr.set_payload_max_length(limits::kServerBodyBytes);
@@ -615,6 +616,14 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             replies.fill(&r.messages);
             err = format_chat(lm.template_name, lm.tok, r.messages, true, &job->prompt);
             if (!err.empty()) return send_error(res, bad_request("the messages: " + err, "messages"));
+        } else if (r.prompt_is_ids) {
+            // Both the embedding and the tokenizer (which decodes the prompt's tail) must know each id.
+            const int vocab = std::min(lm.tok.vocab_size(), lm.model.config.vocab_size);
+            for (int id : r.prompt_ids)
+                if (id >= vocab)
+                    return send_error(res, bad_request("token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary 0.." +
+                                                           std::to_string(vocab - 1), "prompt"));
+            job->prompt = r.prompt_ids;
         } else {
             err = lm.tok.encode(r.prompt, true, &job->prompt);
             if (!err.empty()) return send_error(res, bad_request("the prompt: " + err, "prompt"));
@@ -640,8 +649,12 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         const std::string model = o.model_name;
 
         if (!r.stream) {
+            // Nothing is written until the reply is whole, so no failed write would tell that
+            // the client left: its socket is looked at while the job runs, and a client gone
+            // cancels the job (the scheduler frees the slot at its next step).
             std::unique_lock<std::mutex> lk(job->m);
-            job->cv.wait(lk, [&] { return job->finished; });
+            while (!job->cv.wait_for(lk, std::chrono::milliseconds(200), [&] { return job->finished; }))
+                if (!job->cancelled && client_gone()) job->cancelled = true;
             if (job->error) return send_error(res, job->error);
             std::string text;
             for (const std::string& p : job->pieces) text += p;

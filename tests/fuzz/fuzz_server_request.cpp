@@ -2,7 +2,7 @@
 // POST a client sends. The first byte picks the endpoint (chat, completions, tokenize,
 // detokenize); the rest is the body. Besides crashes and sanitizer reports, a body the parser
 // accepts must hold what the server relies on: messages that alternate and end with the user,
-// stop strings within their limits, a max_tokens that is positive or "none", sampling values
+// stop strings within their limits, token-id prompts non-empty and not negative, a max_tokens that is positive or "none", sampling values
 // in their ranges; a refused one must say why with status 400.
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +30,12 @@ void check_completion(const CompletionRequest& r) {
     require(r.sampler.min_p >= 0 && r.sampler.min_p <= 1, "min_p in 0..1");
     require(r.sampler.top_k >= 0 && r.sampler.repeat_last_n >= 0, "top_k, repeat_last_n not negative");
     require(!r.include_usage || r.stream, "include_usage only when streaming");
+    require(r.prompt_is_ids || r.prompt_ids.empty(), "prompt ids only when the prompt is ids");
+    if (r.prompt_is_ids) {
+        require(!r.chat && r.prompt.empty(), "prompt ids only for completions, and no text with them");
+        require(!r.prompt_ids.empty() && r.prompt_ids.size() <= limits::kServerTokenIds, "1..kServerTokenIds prompt ids");
+        for (int id : r.prompt_ids) require(id >= 0, "prompt ids not negative");
+    }
     if (!r.chat) return;
     require(!r.messages.empty() && r.messages.size() <= limits::kServerMessages, "1..kServerMessages messages");
     require(r.messages.back().role == "user", "the last message is the user's");

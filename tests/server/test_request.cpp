@@ -137,6 +137,27 @@ TEST_CASE("server request: completions take a prompt string") {
     CHECK(completion_ok(R"({"prompt":"x","logprobs":0,"echo":false,"best_of":1})").prompt == "x");
 }
 
+TEST_CASE("server request: completions take a prompt of token ids, as OpenAI's API allows") {
+    CompletionRequest r = completion_ok(R"({"prompt":[1, 450, 0, 2147483647]})");
+    CHECK(r.prompt_is_ids);
+    CHECK(r.prompt_ids == std::vector<int>{1, 450, 0, INT_MAX});
+    CHECK(r.prompt.empty());
+    CHECK(completion_ok(R"({"prompt":[[7, 8]]})").prompt_ids == std::vector<int>{7, 8});  // a list of one list of ids
+    CHECK(!completion_ok(R"({"prompt":"x"})").prompt_is_ids);
+    refused(R"({"prompt":[1, -1]})", false, "prompt");
+    refused(R"({"prompt":[2147483648]})", false, "prompt");
+    refused(R"({"prompt":[1e30]})", false, "prompt");
+    refused(R"({"prompt":[1.5]})", false, "prompt");
+    refused(R"({"prompt":[1, "a"]})", false, "prompt");
+    refused(R"({"prompt":[1, [2]]})", false, "prompt");
+    refused(R"({"prompt":[[1], [2]]})", false, "prompt");  // a batch of prompts
+    refused(R"({"prompt":[]})", false, "prompt");
+    refused(R"({"prompt":[[]]})", false, "prompt");
+    std::string many = R"({"prompt":[)";
+    for (size_t i = 0; i <= limits::kServerTokenIds; i++) many += i ? ",1" : "1";
+    refused(many + "]}", false, "prompt");
+}
+
 TEST_CASE("server request: wrong types and out-of-range values are 400 naming the field") {
     refused("{" + kUser + R"(,"temperature":"hot"})", true, "temperature");
     refused("{" + kUser + R"(,"temperature":2.5})", true, "temperature");  // OpenAI: 0 to 2

@@ -183,6 +183,7 @@ public:
     }
     ~Server() { stop(); }
     int port() const { return port_; }
+    pid_t pid() const { return pid_; }  // run's own: the shell execs it
     bool ready() const { return ready_; }
     std::string log() const { return read_text(log_); }
     // SIGTERM; the exit code, or -1 when it did not exit within the time.
@@ -241,7 +242,209 @@ int open_stream(int port, const std::string& path, const std::string& body, int 
     return -1;
 }
 
+// The server's resident memory, in KiB (Linux's /proc; 0 where there is none).
+long rss_kib(pid_t pid) {
+    const std::string status = read_text("/proc/" + std::to_string(pid) + "/status");
+    const size_t at = status.find("VmRSS:");
+    return at == std::string::npos ? 0 : std::atol(status.c_str() + at + 6);
+}
+
+// Reads one response from a connection that stays open.
+Response read_one(int fd) {
+    std::string raw;
+    char buf[4096];
+    for (ssize_t n; !complete_response(raw) && (n = recv(fd, buf, sizeof buf, 0)) > 0;) raw.append(buf, size_t(n));
+    return parse_response(raw);
+}
+
+// Reads until the server closes the connection (or the socket's timeout).
+std::string read_to_close(int fd) {
+    std::string raw;
+    char buf[65536];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) raw.append(buf, size_t(n));
+    return raw;
+}
+
 }  // namespace
+
+TEST_CASE("server http: a request's head over the limits is 431 on every request of a connection, and costs no unbounded memory") {
+    Server s("-np 1 -c 512 --timeout 2");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    const long rss_before = rss_kib(s.pid());
+
+    // Many short header lines, well under the byte limit: 431 in OpenAI's shape.
+    std::string many;
+    for (size_t i = 0; i <= limits::kServerHeaderLines; i++) many += "X-H" + std::to_string(i) + ": v\r\n";
+    check_error_shape(http(p, "GET", "/health", "", many), 431);
+    // Up to the limit they are served (the request's own lines count too).
+    std::string fewer;
+    for (size_t i = 0; i + 4 < limits::kServerHeaderLines; i++) fewer += "X-H" + std::to_string(i) + ": v\r\n";
+    CHECK(http(p, "GET", "/health", "", fewer).status == 200);
+    // Long header lines under cpp-httplib's 8 KiB each, over the head's bytes together.
+    std::string long_lines;
+    for (size_t i = 0; i * 8000 <= limits::kServerHeadBytes; i++) long_lines += "X-L" + std::to_string(i) + ": " + std::string(8000, 'v') + "\r\n";
+    check_error_shape(http(p, "GET", "/health", "", long_lines), 431);
+
+    // The second request of a keep-alive connection is held to the same limits.
+    {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        REQUIRE(send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+        CHECK(read_one(fd).status == 200);
+        send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\n" + many + "\r\n");
+        const Response second = parse_response(read_to_close(fd));
+        close(fd);
+        check_error_shape(second, 431);
+    }
+
+    // A flood: a request line, then header lines without end (cpp-httplib 0.11 alone kept
+    // them all: ~208 MB of memory for 100 MB). The server answers 431 and closes once the head
+    // is over the limit; the client's sending fails long before it has sent everything.
+    for (const std::string start : {"GET /health HTTP/1.1\r\nHost: x\r\n", "GET /"}) {  // header lines; one endless request line
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        timeval tv{10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        const auto t = Clock::now();
+        send_all(fd, start);
+        std::string chunk;
+        while (chunk.size() < 65536) chunk += start.size() > 5 ? "X-A: b\r\n" : "aaaaaaaa";
+        uint64_t sent = 0;
+        while (sent < 64 * limits::MiB && send_all(fd, chunk)) sent += chunk.size();
+        const Response r = parse_response(read_to_close(fd));
+        close(fd);
+        INFO("sent " << (sent >> 10) << " KiB in " << seconds_since(t) << " s; HTTP " << r.status);
+        CHECK(sent < 16 * limits::MiB);
+        CHECK(seconds_since(t) < 10);
+        CHECK((r.status == 431 || r.status == 0));  // the answer, or a reset that overtook it
+    }
+
+    // A head that comes a little at a time must be whole within the read timeout (--timeout 2).
+    {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        const auto t = Clock::now();
+        send_all(fd, "GET /health HTTP/1.1\r\n");
+        std::string raw;
+        for (int i = 0; i < 20 && send_all(fd, "X: y\r\n"); i++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
+            if (seconds_since(t) > 2.5) break;
+        }
+        const Response r = parse_response(read_to_close(fd));
+        close(fd);
+        CHECK(r.status == 408);
+        CHECK(seconds_since(t) < 5);
+    }
+
+    // ...and it still serves, in bounded memory.
+    CHECK(http(p, "GET", "/health").status == 200);
+    CHECK(http(p, "POST", "/v1/completions", completion_body("ROMEO:", 4)).status == 200);
+    const long rss_after = rss_kib(s.pid());
+    MESSAGE("server RSS " << rss_before << " KiB before the header floods, " << rss_after << " KiB after");
+    CHECK(rss_after < rss_before + 32 * 1024);
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: a chunked body is held to the body limit, and a request's body to the read timeout") {
+    Server s("-np 1 -c 512 --timeout 2");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    const long rss_before = rss_kib(s.pid());
+    const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n";
+    // A small chunked body is read as any other.
+    const std::string body = completion_body("ROMEO:", 4);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    CHECK(raw_exchange(p, head + "Connection: close\r\n\r\n" + size + "\r\n" + body + "\r\n0\r\n\r\n").status == 200);
+    // One without end (cpp-httplib 0.11 alone kept all of it: 200 MB sent, 217 MB of memory)
+    // is refused once it passes the body limit.
+    {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        timeval tv{10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        const auto t = Clock::now();
+        send_all(fd, head + "\r\n");
+        const std::string chunk = "10000\r\n" + std::string(65536, ' ') + "\r\n";
+        uint64_t sent = 0;
+        while (sent < 128 * limits::MiB && send_all(fd, chunk)) sent += chunk.size();
+        const Response r = parse_response(read_to_close(fd));
+        close(fd);
+        INFO("sent " << (sent >> 10) << " KiB in " << seconds_since(t) << " s; HTTP " << r.status);
+        CHECK(sent < limits::kServerBodyBytes + 32 * limits::MiB);
+        CHECK((r.status == 400 || r.status == 413 || r.status == 0));
+        CHECK(seconds_since(t) < 10);
+    }
+    // A body that comes a byte now and then must be whole within the read timeout.
+    {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        const auto t = Clock::now();
+        send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+        for (int i = 0; i < 20 && seconds_since(t) < 3 && send_all(fd, " "); i++) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        const Response r = parse_response(read_to_close(fd));
+        close(fd);
+        CHECK(r.status == 400);
+        CHECK(seconds_since(t) < 5);
+    }
+    CHECK(http(p, "GET", "/health").status == 200);
+    const long rss_after = rss_kib(s.pid());
+    MESSAGE("server RSS " << rss_before << " KiB before the endless chunked body, " << rss_after << " KiB after");
+    // The body read up to its 8 MiB limit grew a string by doubling, and AddressSanitizer's
+    // quarantine keeps freed blocks: tens of MB, not the 128 MiB sent.
+    CHECK(rss_after < rss_before + 64 * 1024);
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: a client that goes away before its non-streamed reply frees its slot") {
+    Server s("-np 1 -c 4096");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // Without the disconnect this would generate until the slot's context is full.
+    const std::string endless = json{{"prompt", "ROMEO:"}, {"ignore_eos", true}, {"temperature", 0}}.dump();
+    const int fd = connect_to(p, 30);
+    REQUIRE(fd >= 0);
+    REQUIRE(send_all(fd, request_text("POST", "/v1/completions", endless)));
+    auto busy = [&] {
+        const json slots = http(p, "GET", "/slots").j();
+        return slots.is_array() && !slots.empty() && slots[0]["is_processing"] == true;
+    };
+    const auto t_start = Clock::now();
+    while (!busy() && seconds_since(t_start) < 10) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(busy());
+    const auto t = Clock::now();
+    close(fd);
+    while (busy() && seconds_since(t) < 10) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(!busy());
+    CHECK(seconds_since(t) < 2);
+    // It ended because its client left, not at the context's end.
+    const std::string log = s.log();
+    INFO(log);
+    CHECK(log.find("slot 0: completion, prompt") != std::string::npos);
+    CHECK(log.find("ended: the client went away") != std::string::npos);
+    CHECK(log.find("ended: length") == std::string::npos);
+    // The next request is served at once.
+    CHECK(http(p, "POST", "/v1/completions", completion_body("ROMEO:", 4)).status == 200);
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: a completion's prompt may be token ids, checked against the vocabulary") {
+    Server s("-np 1 -c 512");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // The ids /tokenize gives (with BOS, as a text prompt gets) continue as the text does.
+    const json ids = http(p, "POST", "/tokenize", json{{"content", "ROMEO:"}, {"add_special", true}}.dump()).j()["tokens"];
+    REQUIRE(ids.is_array());
+    const Response by_text = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 12));
+    const Response by_ids = http(p, "POST", "/v1/completions", json{{"prompt", ids}, {"max_tokens", 12}, {"temperature", 0}}.dump());
+    REQUIRE(by_ids.status == 200);
+    CHECK(text_of(by_ids) == text_of(by_text));
+    CHECK(by_ids.j()["usage"]["prompt_tokens"] == ids.size());
+    check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":[1, 99999]})"), 400, "prompt");
+    check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":[1, -2]})"), 400, "prompt");
+    CHECK(s.stop() == 0);
+}
 
 TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the server keeps serving") {
     Server s("-np 2 -c 2048");
@@ -426,6 +629,18 @@ TEST_CASE("server http: --api-key, and the official openai client's test") {
     CHECK(page.headers.find("text/html") != std::string::npos);
     CHECK(page.body == read_text("server/chat_page.html"));
     CHECK(http(p, "GET", "/health").status == 200);
+    // A request refused before its body is read leaves the body unread; the next request on
+    // the connection is still read from its start (the openai client reuses connections).
+    for (const std::string& body : {std::string(R"({"content":"x"})"), std::string(100000, ' ')}) {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        send_all(fd, "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                         "\r\n\r\n" + body);
+        check_error_shape(read_one(fd), 401);
+        send_all(fd, "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n");
+        CHECK(read_one(fd).status == 200);
+        close(fd);
+    }
 
     // node:test's TAP output ends with "# pass N" and "# fail N".
     CommandResult r = run_command("node tests/server/openai_client_test.mjs --url http://127.0.0.1:" + std::to_string(p) + " --api-key sesame");
