@@ -1,5 +1,7 @@
 #include "server/connection.h"
 
+#if defined(HEARTH_GUARDED_CONNECTIONS)
+
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -280,3 +282,9 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
 }
 
 bool client_gone() { return t_connection && t_connection->peer_closed(); }
+
+#else  // a later cpp-httplib: its own connection loop (server/connection.h)
+
+bool client_gone() { return false; }
+
+#endif

@@ -12,13 +12,24 @@
 // any body at the payload limit (cpp-httplib 0.11 kept a chunked body whole), and holds the
 // whole request to the read timeout (which cpp-httplib applies to each read). Owning the
 // socket also lets a handler ask whether its client has gone away (client_gone()).
+//
+// The loop relies on cpp-httplib's internals as they are from 0.11 (Debian 12's, what hearth is
+// built and tested with) to 0.14; those versions do not define CPPHTTPLIB_VERSION_MINOR. Later
+// ones (other systems, README "Build on your machine") change them, so there the server is
+// cpp-httplib's own, with its own bounds, and client_gone() is always false (a non-streamed
+// job whose client left runs to its end).
 #pragma once
 #include <httplib.h>
 
+#if !defined(CPPHTTPLIB_VERSION_MINOR)
+#define HEARTH_GUARDED_CONNECTIONS 1
 class GuardedServer : public httplib::Server {
 private:
     bool process_and_close_socket(socket_t sock) override;
 };
+#else
+using GuardedServer = httplib::Server;
+#endif
 
 // Whether the client of the request this thread is handling has closed its connection (or
 // reset it). A handler that waits for a reply asks it, so that a client that gave up does not
