@@ -1,0 +1,55 @@
+// Prompt-lookup drafts (issue 23): speculation from the context itself, no second model.
+// When the last few ids of the context occurred earlier in it, the ids that followed them
+// then are a guess at what follows now; Generator::step evaluates the guess together with
+// the token it has to evaluate anyway, in one forward() call, and keeps the prefix that the
+// sampler would have produced (model/sampler.h, accept_draft). Text that repeats its
+// prompt (quoting, editing code, summaries that copy names) then costs one forward() call
+// for several tokens.
+#pragma once
+#include <string>
+#include <vector>
+
+// The n-grams the lookup tries, longest first: a match of 4 ids predicts better than one
+// of 2; a single id matches nearly everywhere in prose and predicts nothing.
+constexpr int kDraftLongestNgram = 4, kDraftShortestNgram = 2;
+
+// Writes to *draft the up to max_tokens ids that followed the most recent earlier
+// occurrence of the longest suffix of `ids` (kDraftLongestNgram down to
+// kDraftShortestNgram ids) that occurred before; empty when none did.
+void lookup_draft(const std::vector<int>& ids, int max_tokens, std::vector<int>* draft);
+
+// Counters of the drafts, for --verbose and the tests.
+struct DraftStats {
+    long verifications = 0;  // forward() calls that carried a draft
+    long proposed = 0;       // draft tokens evaluated
+    long accepted = 0;       // of those, kept
+    double acceptance() const { return proposed ? double(accepted) / double(proposed) : 0.0; }
+};
+
+// "drafts: 120 of 300 tokens accepted (40.0%) in 80 forward calls", for --verbose and logs.
+std::string draft_summary(const DraftStats& s);
+
+// How much to draft at the next step, so that prose is never slower than without drafts.
+//
+// A draft is not free: its tokens widen the forward pass (on a small model, whose weights
+// stay in cache, nearly in proportion), and a rejected one is wasted work. On text that
+// does not repeat, lookups still find short matches and nearly all are rejected. So:
+//  - the length follows what was accepted: after a partial acceptance the next draft is
+//    one longer than the accepted run; after a full one it doubles, up to max_tokens;
+//  - after a verification that accepted nothing, drafting pauses for 1, 2, 4, ... up to
+//    kMaxPause steps (exponential back-off), so a long stretch of prose costs one
+//    single-token draft in every kMaxPause steps, while a return to copying is noticed
+//    within kMaxPause tokens; any acceptance ends the back-off.
+struct DraftBackoff {
+    static constexpr int kMaxPause = 32;
+    int max_tokens = 0;  // --draft: the most drafted at once; 0 drafts nothing
+    int length = 0;      // the next draft's length, 1..max_tokens
+    int misses = 0;      // verifications in a row that accepted nothing
+    int pause = 0;       // steps left without drafting
+
+    explicit DraftBackoff(int max_tokens = 0) : max_tokens(max_tokens), length(max_tokens) {}
+    // The most to draft at this step (0: none), given how many more tokens fit (`room`).
+    // Counts down a pause.
+    int next_length(int room);
+    void verified(int proposed, int accepted);
+};
