@@ -30,7 +30,7 @@ int DraftBackoff::next_length(int room) {
 }
 
 void DraftBackoff::verified(int proposed, int accepted) {
-    if (accepted == 0) {
+    if (2 * accepted < proposed) {
         misses++;
         pause = std::min(1 << std::min(misses - 1, 30), kMaxPause);
         length = 1;

@@ -25,7 +25,7 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
     const int vocab = model_.config.vocab_size;
     auto stop = [&](GenerationEnd e) {
         *end = e;
-        rejected_ = -1;  // whatever comes next starts from fresh logits
+        pending_ = -1;  // whatever comes next starts from fresh logits
         return false;
     };
     // Ids past the tokenizer's pieces (padding rows of the embedding) were never
@@ -39,13 +39,9 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
     if (cb.interrupted && cb.interrupted()) return stop(GenerationEnd::interrupted);
     if (int(context.size()) >= state.n_ctx) return stop(GenerationEnd::context_full);
     mask_padding(logits.data());
-    int next;
-    if (rejected_ >= 0) {
-        next = sampler_.draw_excluding(sampler_.distribution(logits.data(), vocab, context), rejected_);
-        rejected_ = -1;
-    } else {
-        next = sampler_.sample(logits.data(), vocab, context);
-    }
+    int next = pending_;
+    pending_ = -1;
+    if (next < 0) next = sampler_.sample(logits.data(), vocab, context);
     if (is_end(next)) return stop(GenerationEnd::end_id);
     tokens_.push_back(next);
     if (cb.on_token) cb.on_token(next, streamer_.push(next));
@@ -82,9 +78,15 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
     evaluated_tokens_ += k + 1;
     draft_stats_.verifications++;
     draft_stats_.proposed += k;
-    // Draft token i is checked against the logits after token i-1, exactly as step() would
-    // sample it; the cache past the last kept token holds rejected drafts, which later
-    // positions overwrite (the context says what the cache holds).
+    // Draft token i is checked by sampling the token that follows batch_[i-1], exactly as a
+    // step without drafts would, with the same random numbers in the same order, and
+    // keeping d if the two agree. For a draft that proposes d with certainty this is
+    // speculative sampling: d is kept with probability p(d), and when it is not, the token
+    // drawn is distributed as p without d, renormalized -- the rejection rule's residual
+    // (p - q)+ for q the point mass on d. So the output is the same ids as without drafts,
+    // greedy or sampled with a seed, and the draft policy (DraftBackoff) cannot change it.
+    // The cache past the last kept token holds rejected drafts, which later positions
+    // overwrite (the context says what the cache holds).
     int accepted = 0;
     auto finish = [&](int i) {  // logits after batch_[i] become the step's logits
         std::copy_n(&batch_logits_[size_t(i) * vocab], vocab, logits.begin());
@@ -92,31 +94,32 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
         backoff_.verified(k, accepted);
     };
     for (int i = 1; i <= k; i++) {
-        const int d = batch_[i];
-        float* before = &batch_logits_[size_t(i - 1) * vocab];
         // As at the top of a step of its own.
         if (cb.interrupted && cb.interrupted()) {
             finish(i - 1);
             return stop(GenerationEnd::interrupted);
         }
+        float* before = &batch_logits_[size_t(i - 1) * vocab];
         mask_padding(before);
-        if (!sampler_.accept_draft(sampler_.distribution(before, vocab, context), d)) {
+        const int t = sampler_.sample(before, vocab, context);
+        if (t != batch_[i]) {
+            // The next step starts with t, evaluated together with its own draft.
             finish(i - 1);
-            rejected_ = d;
+            pending_ = t;
             return true;
         }
         accepted++;
-        if (is_end(d)) {
+        if (is_end(t)) {
             finish(i - 1);
             return stop(GenerationEnd::end_id);
         }
-        tokens_.push_back(d);
-        if (cb.on_token) cb.on_token(d, streamer_.push(d));
+        tokens_.push_back(t);
+        if (cb.on_token) cb.on_token(t, streamer_.push(t));
         if (int(tokens_.size()) == max_tokens) {  // cannot happen (room), but as a step would
             finish(i - 1);
             return stop(GenerationEnd::length_limit);
         }
-        context.push_back(d);
+        context.push_back(t);
     }
     finish(k);
     return true;

@@ -6,7 +6,9 @@
 // With drafts (set_draft, model/draft.h) a step evaluates its token together with a guess
 // at the ones after it, taken from the context, and keeps as many of them as the sampler
 // accepts: several tokens for one forward() call. What is generated, streamed and when it
-// ends are as without drafts: greedy gives the same ids, sampling the same distribution.
+// ends are as without drafts: the same ids, greedy or sampled with the same seed (up to
+// rounding: a batch's logits may differ from one token's in the last bits, as the
+// prompt's do, which can only matter at a near-tie).
 #pragma once
 #include <functional>
 #include <string>
@@ -83,8 +85,8 @@ private:
     DraftStats draft_stats_;
     std::vector<int> batch_;           // the step's token and its draft
     std::vector<float> batch_logits_;  // the logits after each of them
-    // A draft token the sampler rejected at the last step: `logits` are those it was
-    // checked against, and the next token is drawn from them without it (-1: none).
-    int rejected_ = -1;
+    // The token sampled where the last step's draft was rejected: the next step's token,
+    // already drawn from `logits` (-1: none, the next step samples).
+    int pending_ = -1;
     std::string error_;
 };

@@ -77,16 +77,14 @@ void Sampler::keep_min_p(std::vector<Candidate>& c, float min_p) {
     c.resize(keep);
 }
 
-std::vector<Candidate> Sampler::distribution(const float* logits, int vocab, const std::vector<int>& recent) const {
+int Sampler::sample(const float* logits, int vocab, const std::vector<int>& recent) {
     std::vector<Candidate> c(vocab);
     for (int i = 0; i < vocab; i++) c[i] = {i, logits[i], 0.0f};
     apply_repeat_penalty(c, recent, params_.repeat_last_n, params_.repeat_penalty);
     if (params_.temperature <= 0.0f) {
-        Candidate best = *std::max_element(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
-            return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
-        });
-        best.p = 1.0f;
-        return {best};
+        return std::max_element(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
+                   return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
+               })->id;
     }
     keep_top_k(c, params_.top_k);
     // top-p and min-p act on the distribution before temperature, as in llama.cpp.
@@ -94,46 +92,10 @@ std::vector<Candidate> Sampler::distribution(const float* logits, int vocab, con
     keep_top_p(c, params_.top_p);
     keep_min_p(c, params_.min_p);
     softmax_with_temperature(c, params_.temperature);
-    return c;
-}
-
-int Sampler::draw(const std::vector<Candidate>& c) {
-    if (params_.temperature <= 0.0f) return c[0].id;  // greedy: no random number, as ever
     float r = rng_.next_float(), cdf = 0.0f;
     for (const Candidate& x : c) {
         cdf += x.p;
         if (r < cdf) return x.id;
     }
     return c.back().id;  // r was within rounding of 1
-}
-
-int Sampler::sample(const float* logits, int vocab, const std::vector<int>& recent) {
-    return draw(distribution(logits, vocab, recent));
-}
-
-bool Sampler::accept_draft(const std::vector<Candidate>& c, int draft) {
-    float p = 0.0f;
-    for (const Candidate& x : c)
-        if (x.id == draft) p = x.p;
-    if (p <= 0.0f) return false;
-    if (p >= 1.0f) return true;
-    return rng_.next_float() < p;
-}
-
-int Sampler::draw_excluding(const std::vector<Candidate>& c, int excluded) {
-    float rest = 0.0f;
-    for (const Candidate& x : c)
-        if (x.id != excluded) rest += x.p;
-    // Nothing else is possible (the draft had all the mass up to rounding): keep it.
-    if (rest <= 0.0f) return excluded;
-    const float r = rng_.next_float() * rest;
-    float cdf = 0.0f;
-    int last = excluded;
-    for (const Candidate& x : c) {
-        if (x.id == excluded || x.p <= 0.0f) continue;
-        cdf += x.p;
-        last = x.id;
-        if (r < cdf) return x.id;
-    }
-    return last;  // r was within rounding of rest
 }

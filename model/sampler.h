@@ -33,22 +33,7 @@ class Sampler {
 public:
     explicit Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
     // `recent` is the token history the repetition penalty looks at (its tail).
-    // The same as draw(distribution(...)).
     int sample(const float* logits, int vocab, const std::vector<int>& recent);
-
-    // The distribution sample() draws from, after every step of the chain: candidates
-    // whose p sum to 1, most likely first. Greedy: the most likely token alone, p = 1.
-    std::vector<Candidate> distribution(const float* logits, int vocab, const std::vector<int>& recent) const;
-    // A random draw from such a distribution: one number from the generator (none when greedy).
-    int draw(const std::vector<Candidate>& c);
-
-    // Speculative sampling with a draft that proposes one token with certainty (prompt
-    // lookup, model/draft.h): the draft token is accepted with probability p(draft); when
-    // it is not, the token comes from p with the draft removed and the rest renormalized,
-    // (p - q)+ / sum for a point mass q. Together they draw from p exactly. Greedy
-    // distributions (p = 1 or 0) use no random numbers, so greedy output stays fixed.
-    bool accept_draft(const std::vector<Candidate>& c, int draft);
-    int draw_excluding(const std::vector<Candidate>& c, int excluded);
 
     // The steps, public so tests can check each one's effect on a distribution.
     // Each keeps `c` sorted by logit, highest first (after top_k/top_p/min_p/softmax).
