@@ -31,12 +31,12 @@ int DraftBackoff::next_length(int room) {
 
 void DraftBackoff::verified(int proposed, int accepted) {
     if (2 * accepted < proposed) {
-        misses++;
-        pause = std::min(1 << std::min(misses - 1, 30), kMaxPause);
+        misses = std::min(misses + 1, kMaxMisses);
+        pause = std::min(1 << (misses - 1), kMaxPause);
         length = 1;
         return;
     }
-    misses = 0;
+    misses = std::max(misses - 1, 0);
     pause = 0;
     length = accepted == proposed ? std::min(2 * std::max(length, proposed), max_tokens) : std::min(accepted + 1, max_tokens);
 }

@@ -41,14 +41,19 @@ std::string draft_summary(const DraftStats& s);
 // matches, and most are rejected. So:
 //  - a verification that keeps fewer than half its tokens is a miss: drafting pauses for
 //    1, 2, 4, ... up to kMaxPause steps (exponential back-off), and the next draft is a
-//    single token. A long stretch of prose then costs one single-token draft in every
-//    kMaxPause steps (under 2% of the passes, at the cost above), while a return to
-//    copying is noticed within kMaxPause tokens;
-//  - otherwise the back-off ends, and the next draft is one longer than the run that
-//    was kept, or twice as long when all of it was, up to max_tokens.
+//    single token;
+//  - a good one ends the pause and takes one miss off the count, so drafting goes on at
+//    every step while drafts are kept, but the pauses shrink only as fast as good drafts
+//    outnumber misses: prose, where a lucky single-token draft comes now and then, stays
+//    near the longest pause. It then costs one single-token draft in about kMaxPause
+//    steps (under 2% of the passes at the cost above), and a return to copying is noticed
+//    within kMaxPause tokens;
+//  - the next draft is one longer than the run that was kept, or twice as long when all
+//    of it was, up to max_tokens.
 // The policy changes the speed only: which tokens are generated never depends on it.
 struct DraftBackoff {
     static constexpr int kMaxPause = 32;
+    static constexpr int kMaxMisses = 6;  // 1 << (6 - 1) = kMaxPause: more would only slow the recovery
     int max_tokens = 0;  // --draft: the most drafted at once; 0 drafts nothing
     int length = 0;      // the next draft's length, 1..max_tokens
     int misses = 0;      // verifications in a row that kept fewer than half their tokens

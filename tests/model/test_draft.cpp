@@ -42,7 +42,7 @@ TEST_CASE("draft lookup: the ids after the most recent earlier occurrence of the
     CHECK(lookup({1}, 4).empty());
 }
 
-TEST_CASE("draft back-off: pauses double while under half the draft is kept, a good draft resumes at once") {
+TEST_CASE("draft back-off: pauses double while under half the draft is kept; good drafts resume at once, shorten pauses slowly") {
     DraftBackoff b(8);
     CHECK(b.next_length(100) == 8);
     CHECK(b.next_length(3) == 3);  // no more than fits
@@ -55,7 +55,21 @@ TEST_CASE("draft back-off: pauses double while under half the draft is kept, a g
         CHECK(skipped == expected_pause);
         expected_pause = std::min(2 * expected_pause, DraftBackoff::kMaxPause);
     }
-    // After misses a draft is one token; accepted in full, its length doubles up to the most.
+    // A good draft ends the pause at once; the next draft is one token, and when all of
+    // it is kept, twice as long, up to the most.
+    b.verified(1, 1);
+    CHECK(b.next_length(100) == 2);
+    // One good draft after many misses takes only one miss off: the next miss pauses long.
+    b.verified(2, 0);
+    int skipped = 0;
+    while (b.next_length(100) == 0) skipped++;
+    CHECK(skipped == DraftBackoff::kMaxPause);
+    // Good drafts in a row shorten the pauses again, one miss each.
+    for (int i = 0; i < DraftBackoff::kMaxMisses; i++) b.verified(1, 1);
+    CHECK(b.misses == 0);
+    b.verified(1, 0);
+    CHECK(b.next_length(100) == 0);
+    CHECK(b.next_length(100) == 1);
     b.verified(1, 1);
     CHECK(b.next_length(100) == 2);
     b.verified(2, 2);
