@@ -42,7 +42,7 @@ struct Options {
     int n_ctx = 0;  // 0: the model's, at most 4096 (512 for --perplexity)
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
-    int draft = 4;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
+    int draft = 8;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
     std::string perplexity_file;
     bool bench = false;
     int bench_pp = 512, bench_tg = 128, bench_reps = 3;
@@ -117,10 +117,10 @@ CommandLine command_line(Options& o) {
                 {"prompt-lookup drafts (every mode that generates)",
                  {
                      {"", "--draft", "N", &o.draft,
-                      "guess up to N tokens at a step from earlier text (the last tokens' n-gram where it occurred "
-                      "before) and check them in the same forward pass: faster when the output repeats the prompt, the "
-                      "same output (greedy) or distribution (sampling); drafting backs off while guesses are rejected. "
-                      "0 = off",
+                      "guess up to N tokens at a step from earlier text (what followed the last 2-4 tokens where they "
+                      "occurred before) and check them in the same forward pass: faster when the output repeats the "
+                      "prompt, and the same ids as without (greedy, or sampled with the same seed); drafting backs off "
+                      "while guesses are rejected. 0 = off",
                       0, 64},
                  }},
                 {"perplexity (instead of generating)",

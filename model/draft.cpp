@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
-void lookup_draft(const std::vector<int>& ids, int max_tokens, std::vector<int>* draft) {
+void lookup_draft(const std::vector<int>& ids, int max_tokens, int shortest_ngram, std::vector<int>* draft) {
     draft->clear();
     const int size = int(ids.size());
     if (max_tokens <= 0) return;
-    for (int n = std::min(kDraftLongestNgram, size - 1); n >= kDraftShortestNgram; n--) {
+    for (int n = std::min(kDraftLongestNgram, size - 1); n >= std::max(shortest_ngram, 1); n--) {
         const int* suffix = ids.data() + size - n;
         // The most recent occurrence that has at least one id after it, the suffix itself
         // excluded; it may overlap the suffix (a run of one repeated id drafts that id).

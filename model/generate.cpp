@@ -56,7 +56,7 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
     if (want > 0) {
         context.push_back(next);  // the lookup matches the context's tail, this token included
         std::vector<int> draft;
-        lookup_draft(context, want, &draft);
+        lookup_draft(context, want, backoff_.shortest_ngram(), &draft);
         context.pop_back();
         batch_.insert(batch_.end(), draft.begin(), draft.end());
     }

@@ -16,9 +16,9 @@
 
 namespace {
 
-std::vector<int> lookup(const std::vector<int>& ids, int max_tokens) {
+std::vector<int> lookup(const std::vector<int>& ids, int max_tokens, int shortest_ngram = 2) {
     std::vector<int> d;
-    lookup_draft(ids, max_tokens, &d);
+    lookup_draft(ids, max_tokens, shortest_ngram, &d);
     return d;
 }
 
@@ -38,6 +38,10 @@ TEST_CASE("draft lookup: the ids after the most recent earlier occurrence of the
     CHECK(lookup({1, 2, 3, 4, 5}, 4).empty());
     CHECK(lookup({1, 2, 3, 1, 4, 5, 1}, 4).empty());
     CHECK(lookup({1, 2, 1, 2}, 0).empty());
+    // The shortest match wanted: 1 2 3 repeats, 8 2 3 does not.
+    CHECK(lookup({1, 2, 3, 4, 8, 2, 3}, 4, 2) == std::vector<int>{4, 8, 2, 3});
+    CHECK(lookup({1, 2, 3, 4, 8, 2, 3}, 4, 3).empty());
+    CHECK(lookup({1, 2, 3, 4, 1, 2, 3}, 4, 3) == std::vector<int>{4, 1, 2, 3});
     CHECK(lookup({}, 4).empty());
     CHECK(lookup({1}, 4).empty());
 }
