@@ -86,7 +86,10 @@ private:
     std::vector<int> batch_;           // the step's token and its draft
     std::vector<float> batch_logits_;  // the logits after each of them
     // The token sampled where the last step's draft was rejected: the next step's token,
-    // already drawn from `logits` (-1: none, the next step samples).
+    // already drawn from `logits` (-1: none, the next step samples). A generation that
+    // ends before that step (interrupted) drops it, having drawn one random number more
+    // than without drafts: a Sampler shared by later generations (a chat's) then draws
+    // differently from there on; nothing else does.
     int pending_ = -1;
     std::string error_;
 };
