@@ -42,6 +42,7 @@ struct Options {
     int n_ctx = 0;  // 0: the model's, at most 4096 (512 for --perplexity)
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
+    int draft = 8;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
     std::string perplexity_file;
     bool bench = false;
     int bench_pp = 512, bench_tg = 128, bench_reps = 3;
@@ -113,6 +114,15 @@ CommandLine command_line(Options& o) {
                       100},
                      {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling", 0, 0, "from the clock"},
                  }},
+                {"prompt-lookup drafts (every mode that generates)",
+                 {
+                     {"", "--draft", "N", &o.draft,
+                      "guess up to N tokens at a step from earlier text (what followed the last 2-4 tokens where they "
+                      "occurred before) and check them in the same forward pass: faster when the output repeats the "
+                      "prompt, and the same ids as without (greedy, or sampled with the same seed); drafting backs off "
+                      "while guesses are rejected. 0 = off",
+                      0, 64},
+                 }},
                 {"perplexity (instead of generating)",
                  {
                      {"", "--perplexity", "FILE", &o.perplexity_file,
@@ -138,7 +148,8 @@ CommandLine command_line(Options& o) {
                       "the one quantize stored; when none, raw, or chatml if the vocabulary has its tokens"},
                      {"", "--system", "TEXT", &o.chat_options.system_prompt, "the system prompt"},
                      {"", "--verbose", "", &o.chat_options.verbose,
-                      "print each reply's timing (prompt, time to first token, tok/s) on stderr"},
+                      "print each reply's timing (prompt, time to first token, tok/s) on stderr, and with -p too the "
+                      "drafts' acceptance rate"},
                  }},
                 {"server (instead of a single prompt): an OpenAI-compatible HTTP API and a chat page",
                  {
@@ -223,6 +234,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     std::vector<int> end_ids;
     if (c.eos_id >= 0 && !o.ignore_eos) end_ids.push_back(c.eos_id);
     Generator gen(model, tok, sampler, end_ids);
+    gen.set_draft(o.draft);
     if (!o.print_ids) std::fputs(gen.text_before(tokens).c_str(), stdout);
     std::fflush(stdout);
 
@@ -250,6 +262,9 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     const size_t n_gen = gen.tokens().size();
     std::fprintf(stderr, "run: load %.0f ms | prompt %zu tokens, %.1f tok/s | generation %zu tokens, %.1f tok/s | %d threads\n",
                  load_s * 1e3, n_prompt, n_prompt / std::max(prompt_s, 1e-9), n_gen, n_gen / std::max(gen_s, 1e-9), o.threads);
+    if (o.chat_options.verbose)
+        std::fprintf(stderr, "run: %s; %ld forward calls for %zu tokens\n",
+                     o.draft ? draft_summary(gen.draft_stats()).c_str() : "drafts: off (--draft 0)", gen.evaluated(), n_gen);
     return 0;
 }
 
@@ -309,6 +324,7 @@ int serve_model(Options& o) {
     so.sampler = o.sampler;
     so.template_name = o.chat_options.template_name;
     so.cache_types = o.cache_types;
+    so.draft = o.draft;
     return serve(so, [&](LoadedModel* lm) -> std::string {
         std::string err = load_model(o.model_path, &lm->model);
         if (!err.empty()) return err;
@@ -409,6 +425,7 @@ int main(int argc, char** argv) {
         c.sampler = o.sampler;
         c.ignore_eos = o.ignore_eos;
         c.cache_types = o.cache_types;
+        c.draft = o.draft;
         return run_chat(model, tok, c);
     }
     if (perplexity_given) return perplexity(model, tok, o);

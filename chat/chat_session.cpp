@@ -133,6 +133,7 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
 
     const auto t_reply = Clock::now();
     Generator gen(model_, tok_, sampler, ignore_end_of_turn_ ? std::vector<int>{} : end_of_turn_);
+    gen.set_draft(draft_);
     GenerationCallbacks gcb;
     gcb.interrupted = cb.interrupted;
     gcb.on_token = [&](int, const std::string& text) {
@@ -174,7 +175,8 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
     const std::vector<int>& reply_ids = gen.tokens();
     if (reply_ids.empty() && st.end == ReplyEnd::end_of_turn) st.first_token_seconds = seconds_since(t_start);
     if (cb.on_text) cb.on_text(gen.finish());
-    evaluated_ += gen.evaluated();
+    evaluated_ += gen.evaluated_tokens();
+    st.drafts = gen.draft_stats();
     st.reply_seconds = seconds_since(t_reply);
     st.reply_tokens = int(reply_ids.size());
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "model/draft.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -52,6 +53,7 @@ struct ReplyStats {
     double prompt_seconds = 0;       // evaluating the prompt (including any re-evaluation after dropping turns)
     double first_token_seconds = 0;  // from the call to the first reply token: time to first token
     double reply_seconds = 0;        // from the end of the prompt to the end of the reply
+    DraftStats drafts;               // the reply's prompt-lookup drafts (set_draft)
 };
 
 class ChatSession {
@@ -63,6 +65,8 @@ public:
     const std::string& template_name() const { return template_; }
     // Replies run on past EOS and end-of-turn markers, to the length limit (run --ignore-eos).
     void set_ignore_end_of_turn(bool ignore) { ignore_end_of_turn_ = ignore; }
+    // Replies draft up to max_tokens tokens at a step from the context (Generator::set_draft); 0: none.
+    void set_draft(int max_tokens) { draft_ = max_tokens; }
     // Takes effect at the next reply, which re-evaluates what changed; "" for none.
     void set_system_prompt(const std::string& text) { system_ = text; }
     const std::string& system_prompt() const { return system_; }
@@ -102,6 +106,7 @@ private:
     std::vector<float> logits_;
     std::vector<int> end_of_turn_;
     bool ignore_end_of_turn_ = false;
+    int draft_ = 0;
     long evaluated_ = 0;
     double seconds_per_prompt_token_ = 0;  // measured, to size prompt chunks (0: not yet)
 };

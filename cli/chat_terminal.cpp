@@ -172,6 +172,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     ChatSession session(model, tok, state, name);
     session.set_system_prompt(opt.system_prompt);
     session.set_ignore_end_of_turn(opt.ignore_eos);
+    session.set_draft(opt.draft);
     Sampler sampler(opt.sampler);
 
     const bool terminal = isatty(STDIN_FILENO);
@@ -267,11 +268,11 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
             if (opt.verbose && st.end != ReplyEnd::refused)
                 std::fprintf(stderr,
                              "[prompt: %d new tokens (%d reused) in %.0f ms, %.1f tok/s | first token after %.1f ms | "
-                             "reply: %d tokens, %.1f tok/s | context %zu/%d]\n",
+                             "reply: %d tokens, %.1f tok/s | context %zu/%d%s]\n",
                              st.prompt_tokens, st.reused_tokens, st.prompt_seconds * 1e3,
                              st.prompt_tokens / std::max(st.prompt_seconds, 1e-9), st.first_token_seconds * 1e3,
                              st.reply_tokens, st.reply_tokens / std::max(st.reply_seconds, 1e-9), session.context().size(),
-                             session.n_ctx());
+                             session.n_ctx(), opt.draft ? (" | " + draft_summary(st.drafts)).c_str() : "");
             if (st.end != ReplyEnd::refused && st.end != ReplyEnd::cancelled) {
                 last = st;
                 have_last = true;

@@ -17,6 +17,7 @@ struct ChatOptions {
     SamplerParams sampler;
     bool ignore_eos = false;  // replies run to -n, past EOS and end-of-turn markers
     bool verbose = false;     // timing of every reply on stderr
+    int draft = 0;            // --draft: the most tokens a step drafts from the context; 0: none
     KvCacheTypes cache_types;
 };
 

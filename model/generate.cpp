@@ -25,23 +25,102 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
     const int vocab = model_.config.vocab_size;
     auto stop = [&](GenerationEnd e) {
         *end = e;
+        pending_ = -1;  // whatever comes next starts from fresh logits
         return false;
     };
+    // Ids past the tokenizer's pieces (padding rows of the embedding) were never
+    // trained on and have no text. Without a tokenizer (0 pieces) none are known.
+    auto mask_padding = [&](float* l) {
+        if (tok_.vocab_size() > 0)
+            for (int id = tok_.vocab_size(); id < vocab; id++) l[id] = -INFINITY;
+    };
+    auto is_end = [&](int id) { return std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end(); };
     if (int(tokens_.size()) >= max_tokens) return stop(GenerationEnd::length_limit);
     if (cb.interrupted && cb.interrupted()) return stop(GenerationEnd::interrupted);
     if (int(context.size()) >= state.n_ctx) return stop(GenerationEnd::context_full);
-    // Ids past the tokenizer's pieces (padding rows of the embedding) were never
-    // trained on and have no text. Without a tokenizer (0 pieces) none are known.
-    if (tok_.vocab_size() > 0)
-        for (int id = tok_.vocab_size(); id < vocab; id++) logits[id] = -INFINITY;
-    const int next = sampler_.sample(logits.data(), vocab, context);
-    if (std::find(end_ids_.begin(), end_ids_.end(), next) != end_ids_.end()) return stop(GenerationEnd::end_id);
+    mask_padding(logits.data());
+    int next = pending_;
+    pending_ = -1;
+    if (next < 0) next = sampler_.sample(logits.data(), vocab, context);
+    if (is_end(next)) return stop(GenerationEnd::end_id);
     tokens_.push_back(next);
     if (cb.on_token) cb.on_token(next, streamer_.push(next));
     if (int(tokens_.size()) == max_tokens) return stop(GenerationEnd::length_limit);
-    error_ = forward(model_, state, &next, 1, int(context.size()), logits.data());
+
+    // A draft only where its tokens could be kept: inside the cache, and short of the
+    // max_tokens-th token (which is never evaluated).
+    const int pos = int(context.size());
+    const int room = std::min(state.n_ctx - pos - 1, max_tokens - int(tokens_.size()) - 1);
+    const int want = backoff_.next_length(room);
+    batch_.assign(1, next);
+    if (want > 0) {
+        context.push_back(next);  // the lookup matches the context's tail, this token included
+        std::vector<int> draft;
+        lookup_draft(context, want, backoff_.shortest_ngram(), &draft);
+        context.pop_back();
+        batch_.insert(batch_.end(), draft.begin(), draft.end());
+    }
+    const int k = int(batch_.size()) - 1;
+    if (k == 0) {
+        error_ = forward(model_, state, &next, 1, pos, logits.data());
+        if (!error_.empty()) return stop(GenerationEnd::error);
+        context.push_back(next);
+        evaluated_++;
+        evaluated_tokens_++;
+        return true;
+    }
+
+    batch_logits_.resize(size_t(k + 1) * vocab);
+    error_ = forward(model_, state, batch_.data(), k + 1, pos, batch_logits_.data(), true);
     if (!error_.empty()) return stop(GenerationEnd::error);
     context.push_back(next);
     evaluated_++;
+    evaluated_tokens_ += k + 1;
+    draft_stats_.verifications++;
+    draft_stats_.proposed += k;
+    // Draft token i is checked by sampling the token that follows batch_[i-1], exactly as a
+    // step without drafts would, with the same random numbers in the same order, and
+    // keeping d if the two agree. For a draft that proposes d with certainty this is
+    // speculative sampling: d is kept with probability p(d), and when it is not, the token
+    // drawn is distributed as p without d, renormalized -- the rejection rule's residual
+    // (p - q)+ for q the point mass on d. So the output is the same ids as without drafts,
+    // greedy or sampled with a seed, and the draft policy (DraftBackoff) cannot change it.
+    // The cache past the last kept token holds rejected drafts, which later positions
+    // overwrite (the context says what the cache holds).
+    int accepted = 0;
+    auto finish = [&](int i) {  // logits after batch_[i] become the step's logits
+        std::copy_n(&batch_logits_[size_t(i) * vocab], vocab, logits.begin());
+        draft_stats_.accepted += accepted;
+        backoff_.verified(k, accepted);
+    };
+    for (int i = 1; i <= k; i++) {
+        // As at the top of a step of its own.
+        if (cb.interrupted && cb.interrupted()) {
+            finish(i - 1);
+            return stop(GenerationEnd::interrupted);
+        }
+        float* before = &batch_logits_[size_t(i - 1) * vocab];
+        mask_padding(before);
+        const int t = sampler_.sample(before, vocab, context);
+        if (t != batch_[i]) {
+            // The next step starts with t, evaluated together with its own draft.
+            finish(i - 1);
+            pending_ = t;
+            return true;
+        }
+        accepted++;
+        if (is_end(t)) {
+            finish(i - 1);
+            return stop(GenerationEnd::end_id);
+        }
+        tokens_.push_back(t);
+        if (cb.on_token) cb.on_token(t, streamer_.push(t));
+        if (int(tokens_.size()) == max_tokens) {  // cannot happen (room), but as a step would
+            finish(i - 1);
+            return stop(GenerationEnd::length_limit);
+        }
+        context.push_back(t);
+    }
+    finish(k);
     return true;
 }

@@ -2,12 +2,20 @@
 // logits, stop at an end id, stream its text, evaluate it, again — and hand control back
 // when the KV cache is full, so that the caller decides what happens then (run stops and
 // says so; a chat drops its oldest turns and calls generate() again).
+//
+// With drafts (set_draft, model/draft.h) a step evaluates its token together with a guess
+// at the ones after it, taken from the context, and keeps as many of them as the sampler
+// accepts: several tokens for one forward() call. What is generated, streamed and when it
+// ends are as without drafts: the same ids, greedy or sampled with the same seed (up to
+// rounding: a batch's logits may differ from one token's in the last bits, as the
+// prompt's do, which can only matter at a near-tie).
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
+#include "model/draft.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -41,7 +49,9 @@ public:
     // re-evaluates) as long as context and logits stay in step.
     GenerationEnd generate(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
                            const GenerationCallbacks& cb);
-    // One token of generate(): sample it, stream it and evaluate it. Returns true when the
+    // One token of generate(): sample it, stream it and evaluate it -- with a draft, also
+    // the draft's tokens the sampler accepts, each streamed and checked (end ids,
+    // max_tokens, cb.interrupted) as if it were a step of its own. Returns true when the
     // generation goes on, else false with the reason in *end. generate() is step() until
     // it returns false; the server steps each of its conversations in turn.
     bool step(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
@@ -53,8 +63,14 @@ public:
     // Whatever text the decoder still holds back, once the generation is over.
     std::string finish() { return streamer_.finish(); }
 
+    // Drafts of up to max_tokens tokens at a step (model/draft.h); 0, the default, drafts
+    // nothing. Set before the first step.
+    void set_draft(int max_tokens) { backoff_ = DraftBackoff(max_tokens); }
+    const DraftStats& draft_stats() const { return draft_stats_; }
+
     const std::vector<int>& tokens() const { return tokens_; }  // generated so far, end id excluded
-    long evaluated() const { return evaluated_; }                // forward() calls made, one per token
+    long evaluated() const { return evaluated_; }                // forward() calls made: one per step
+    long evaluated_tokens() const { return evaluated_tokens_; }  // tokens they evaluated, rejected drafts included
     const std::string& error() const { return error_; }
 
 private:
@@ -64,6 +80,16 @@ private:
     std::vector<int> end_ids_;
     TextStreamer streamer_;
     std::vector<int> tokens_;
-    long evaluated_ = 0;
+    long evaluated_ = 0, evaluated_tokens_ = 0;
+    DraftBackoff backoff_;
+    DraftStats draft_stats_;
+    std::vector<int> batch_;           // the step's token and its draft
+    std::vector<float> batch_logits_;  // the logits after each of them
+    // The token sampled where the last step's draft was rejected: the next step's token,
+    // already drawn from `logits` (-1: none, the next step samples). A generation that
+    // ends before that step (interrupted) drops it, having drawn one random number more
+    // than without drafts: a Sampler shared by later generations (a chat's) then draws
+    // differently from there on; nothing else does.
+    int pending_ = -1;
     std::string error_;
 };

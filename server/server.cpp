@@ -122,8 +122,8 @@ private:
 
 class Scheduler {
 public:
-    Scheduler(const LoadedModel& lm, int n_slots, int n_ctx_slot, KvCacheTypes types, ReplyIds& replies)
-        : lm_(lm), n_ctx_slot_(n_ctx_slot), types_(types), replies_(replies), slots_(n_slots) {}
+    Scheduler(const LoadedModel& lm, int n_slots, int n_ctx_slot, KvCacheTypes types, int draft, ReplyIds& replies)
+        : lm_(lm), n_ctx_slot_(n_ctx_slot), types_(types), draft_(draft), replies_(replies), slots_(n_slots) {}
 
     std::string init() {
         for (size_t i = 0; i < slots_.size(); i++) {
@@ -273,6 +273,7 @@ private:
             if (lm_.model.config.eos_id >= 0) end_ids.push_back(lm_.model.config.eos_id);
         }
         s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
+        s.gen->set_draft(draft_);
         // A completion continues its prompt's text as `run -p` prints it: the first token's
         // text joins the prompt's (SentencePiece drops the space of a text's first piece).
         // A chat reply starts afresh, as ChatSession's do.
@@ -364,9 +365,10 @@ private:
             job.completion_tokens = s.gen ? int(s.gen->tokens().size()) : 0;
         }
         const double secs = seconds_since(s.started);
-        std::fprintf(stderr, "run: slot %d: %s, prompt %d tokens (%d cached), %d generated, %.2f s, ended: %s\n", s.id,
-                     job.req.chat ? "chat" : "completion", job.prompt_tokens, job.cached_tokens, job.completion_tokens, secs,
-                     error ? message_line(error.message).c_str() : reason.c_str());
+        const std::string drafts = draft_ && s.gen ? ", " + draft_summary(s.gen->draft_stats()) : "";
+        std::fprintf(stderr, "run: slot %d: %s, prompt %d tokens (%d cached), %d generated%s, %.2f s, ended: %s\n", s.id,
+                     job.req.chat ? "chat" : "completion", job.prompt_tokens, job.cached_tokens, job.completion_tokens,
+                     drafts.c_str(), secs, error ? message_line(error.message).c_str() : reason.c_str());
         // The slot is free before the client hears the end, so that what it asks next sees it free.
         const std::shared_ptr<Job> keep = s.job;
         s.job.reset();
@@ -386,6 +388,7 @@ private:
     const LoadedModel& lm_;
     const int n_ctx_slot_;
     const KvCacheTypes types_;
+    const int draft_;  // --draft
     ReplyIds& replies_;
     std::vector<Slot> slots_;
     uint64_t use_counter_ = 0;
@@ -767,7 +770,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         if (n_ctx_slot < 2) err = "-c " + std::to_string(lm.n_ctx_total) + " split among " + std::to_string(o.n_parallel) + " slots leaves fewer than 2 positions each";
     }
     if (err.empty()) {
-        auto s = std::make_unique<Scheduler>(lm, o.n_parallel, n_ctx_slot, o.cache_types, replies);
+        auto s = std::make_unique<Scheduler>(lm, o.n_parallel, n_ctx_slot, o.cache_types, o.draft, replies);
         err = s->init();
         std::lock_guard<std::mutex> lk(sched_m);
         sched = std::move(s);

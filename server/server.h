@@ -33,6 +33,7 @@ struct ServerOptions {
     SamplerParams sampler;          // defaults a request's fields override
     std::string template_name;      // --template, "" for the model's (as --chat picks it)
     KvCacheTypes cache_types;
+    int draft = 0;                  // --draft: the most tokens a step drafts from the context; 0: none
 };
 
 // What the server serves once it is loaded; filled by the loader.
