@@ -143,6 +143,8 @@ static std::string wrong_type(const MetaEntry& e, const char* want) {
 
 // An integer of any integer type, widened; false for other types.
 static bool read_integer(uint32_t type, const char* p, int64_t* s, uint64_t* u, bool* is_signed) {
+    // A row per type:
+    // clang-format off
     switch (type) {
         case META_U8: { uint8_t v; std::memcpy(&v, p, 1); *u = v; *is_signed = false; return true; }
         case META_U16: { uint16_t v; std::memcpy(&v, p, 2); *u = v; *is_signed = false; return true; }
@@ -153,6 +155,7 @@ static bool read_integer(uint32_t type, const char* p, int64_t* s, uint64_t* u, 
         case META_I32: { int32_t v; std::memcpy(&v, p, 4); *s = v; *is_signed = true; return true; }
         case META_I64: { int64_t v; std::memcpy(&v, p, 8); *s = v; *is_signed = true; return true; }
     }
+    // clang-format on
     return false;
 }
 

@@ -137,10 +137,35 @@ function instrument() {
         if (window.__rec) return;
         const rec = window.__rec = { requests: [], lengths: [] };
         const orig = window.fetch;
-        window.fetch = (url, opts = {}) => {
-            if (String(url).includes('/chat/completions'))
-                rec.requests.push({ headers: opts.headers || {}, body: JSON.parse(opts.body), button: document.getElementById('send').textContent.trim() });
-            return orig(url, opts);
+        window.fetch = async (url, opts = {}) => {
+            const chat = String(url).includes('/chat/completions');
+            if (chat) rec.requests.push({ headers: opts.headers || {}, body: JSON.parse(opts.body), button: document.getElementById('send').textContent.trim() });
+            const res = await orig(url, opts);
+            if (!chat || !res.ok || !res.body || !JSON.parse(opts.body).stream) return res;
+            // The stream reaches the page one server-sent event at a time, 20 ms apart: on a
+            // loaded machine the browser may read a short reply whole, in one read, and the page
+            // could not show it grow however it is written.
+            const reader = res.body.getReader();
+            const body = new ReadableStream({
+                async pull(controller) {
+                    try {
+                        const { done, value } = await reader.read();
+                        if (done) return controller.close();
+                        let from = 0;
+                        for (let i = 0; i + 1 < value.length; i++) {
+                            if (value[i] !== 10 || value[i + 1] !== 10) continue;
+                            controller.enqueue(value.slice(from, i + 2));
+                            from = i + 2;
+                            await new Promise((r) => setTimeout(r, 20));
+                        }
+                        if (from < value.length) controller.enqueue(value.slice(from));
+                    } catch (e) {
+                        controller.error(e);
+                    }
+                },
+                cancel(reason) { return reader.cancel(reason); },
+            });
+            return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
         };
         new MutationObserver(() => {
             const all = document.querySelectorAll('#conversation .message.assistant');
