@@ -42,7 +42,7 @@ struct Options {
     int n_ctx = 0;  // 0: the model's, at most 4096 (512 for --perplexity)
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
-    int draft = 8;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
+    int draft = 4;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
     std::string perplexity_file;
     bool bench = false;
     int bench_pp = 512, bench_tg = 128, bench_reps = 3;

@@ -183,8 +183,8 @@ struct Generated {
 struct DefaultModel {
     Model model;
     Tokenizer tok;
-    DefaultModel() {
-        REQUIRE(load_model("models/tiny-shakespeare.hearth", &model) == "");
+    explicit DefaultModel(const std::string& path = "models/tiny-shakespeare.hearth") {
+        REQUIRE(load_model(path, &model) == "");
         REQUIRE(tok.load(model.tokenizer) == "");
     }
 
