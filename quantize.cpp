@@ -16,6 +16,8 @@
 #include "formats/gguf.h"
 #include "convert/import.h"
 
+using namespace hearth;
+
 static const char* kUsage =
     "usage: quantize INPUT OUTPUT [--type TYPE] [--format hearth|gguf] [--tokenizer FILE] [-q|--quiet]\n"
     "       quantize INPUT OUTPUT TYPE\n"

@@ -30,6 +30,8 @@
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
 
+using namespace hearth;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

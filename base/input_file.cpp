@@ -9,6 +9,8 @@
 #include "base/limits.h"
 #include "base/printable.h"
 
+namespace hearth {
+
 namespace {
 
 struct KindRow {
@@ -123,3 +125,5 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
     if (!why.empty()) out->clear();
     return why;
 }
+
+}  // namespace hearth

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace hearth {
+
 // What a file is to the file system: the same for every path to it (a symlink, a hard link,
 // "./x" and "x"), so that an output can be compared with every input read.
 struct FileId {
@@ -35,3 +37,5 @@ bool file_id_of(const std::string& path, FileId* id);
 // Opens a file to read it without blocking on a FIFO or a device: the descriptor, or -1 with
 // *why set. Only regular files are accepted (after following links).
 int open_regular_file(const std::string& path, std::string* why, FileId* id = nullptr, uint64_t* size = nullptr);
+
+}  // namespace hearth

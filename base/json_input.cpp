@@ -3,6 +3,8 @@
 #include "base/limits.h"
 #include "base/printable.h"
 
+namespace hearth {
+
 namespace {
 struct TooDeep {};
 }  // namespace
@@ -26,3 +28,5 @@ std::string parse_json(std::string_view text, nlohmann::json* out) {
         return "not valid JSON: " + printable(e.what(), 200);
     }
 }
+
+}  // namespace hearth

@@ -6,6 +6,10 @@
 #include <string>
 #include <string_view>
 
+namespace hearth {
+
 // "" and the value in *out, or a one-line reason (where the text stops being JSON, or that it
 // nests too deeply). Invalid UTF-8 inside strings is an error, as nlohmann-json's parser says.
 std::string parse_json(std::string_view text, nlohmann::json* out);
+
+}  // namespace hearth

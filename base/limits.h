@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace hearth {
+
 namespace limits {
 
 constexpr uint64_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
@@ -95,3 +97,5 @@ constexpr size_t kShownPathBytes = 300;
 constexpr size_t kMessageBytes = 1000;
 
 }  // namespace limits
+
+}  // namespace hearth

@@ -21,6 +21,8 @@
 #include <sys/sysctl.h>
 #endif
 
+namespace hearth {
+
 namespace {
 int hardware_threads() {
     const int n = int(std::thread::hardware_concurrency());
@@ -165,3 +167,5 @@ bool arm_cpu_has_i8mm() { return true; }
 bool x86_request_amx_permission() { return false; }
 
 #endif
+
+}  // namespace hearth

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+namespace hearth {
+
 // Physical cores this process may run on (not hardware threads): more threads than cores slow
 // generation down, since two threads on one core share its load ports and caches. At least 1.
 int physical_core_count();
@@ -35,3 +37,5 @@ bool arm_cpu_has_i8mm();
 // included). True when granted; false where the OS refuses, predates it, or is not Linux on x86-64:
 // then an AMX instruction would fault (SIGILL), so the AMX kernels must not run.
 bool x86_request_amx_permission();
+
+}  // namespace hearth

@@ -1,5 +1,7 @@
 #include "base/printable.h"
 
+namespace hearth {
+
 int utf8_char_length(std::string_view s, size_t at) {
     const unsigned char c = s[at];
     int len;
@@ -57,3 +59,5 @@ std::string printable(std::string_view s, size_t max_bytes) {
 }
 
 std::string in_quotes(std::string_view s, size_t max_bytes) { return "'" + printable(s, max_bytes) + "'"; }
+
+}  // namespace hearth

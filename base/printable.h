@@ -8,6 +8,8 @@
 
 #include "base/limits.h"
 
+namespace hearth {
+
 // s escaped, at most max_bytes of it shown, "..." marking a cut.
 std::string printable(std::string_view s, size_t max_bytes = limits::kShownStringBytes);
 
@@ -27,3 +29,5 @@ int utf8_char_length(std::string_view s, size_t at);
 
 // Whether s is valid UTF-8 throughout.
 bool is_valid_utf8(std::string_view s);
+
+}  // namespace hearth

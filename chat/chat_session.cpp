@@ -6,6 +6,8 @@
 #include "tokenizer/tokenizer.h"
 #include "model/generate.h"
 
+namespace hearth {
+
 using Clock = std::chrono::steady_clock;
 
 static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -189,3 +191,5 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
     }
     return st;
 }
+
+}  // namespace hearth

@@ -25,6 +25,8 @@
 #include "model/model.h"
 #include "model/sampler.h"
 
+namespace hearth {
+
 class Tokenizer;
 
 // How the terminal (or a test) takes part in a reply. Any of them may be empty.
@@ -110,3 +112,5 @@ private:
     long evaluated_ = 0;
     double seconds_per_prompt_token_ = 0;  // measured, to size prompt chunks (0: not yet)
 };
+
+}  // namespace hearth

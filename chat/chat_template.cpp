@@ -7,6 +7,8 @@
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
+namespace hearth {
+
 const char* const kVicunaDefaultSystem =
     "A chat between a curious user and an artificial intelligence assistant. "
     "The assistant gives helpful, detailed, and polite answers to the user's questions.";
@@ -380,3 +382,5 @@ std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, co
         *why = "the checkpoint names no chat template; --template chooses one";
     return "raw";
 }
+
+}  // namespace hearth

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+namespace hearth {
+
 class Tokenizer;
 struct ModelConfig;
 
@@ -64,3 +66,5 @@ int marker_token(const Tokenizer& tok, const std::string& marker);
 
 // FastChat's vicuna_v1.1 system message, used when the dialog has none.
 extern const char* const kVicunaDefaultSystem;
+
+}  // namespace hearth

@@ -6,6 +6,8 @@
 
 #include "model/forward.h"
 
+namespace hearth {
+
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -45,3 +47,5 @@ std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTyp
     out->bytes_per_token = weight_bytes_per_token(m);
     return "";
 }
+
+}  // namespace hearth

@@ -7,6 +7,8 @@
 #include "model/forward.h"
 #include "model/model.h"
 
+namespace hearth {
+
 struct BenchResult {
     double pp_tok_s = 0;       // median over the repetitions
     double tg_tok_s = 0;       // median over the repetitions
@@ -16,3 +18,5 @@ struct BenchResult {
 
 // "" on success. n_pp or n_tg may be 0 to skip that part.
 std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTypes cache_types, BenchResult* out);
+
+}  // namespace hearth

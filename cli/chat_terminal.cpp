@@ -18,6 +18,8 @@
 #include "model/forward.h"
 #include "tokenizer/tokenizer.h"
 
+namespace hearth {
+
 namespace {
 
 // Set by Ctrl-C (SIGINT, or the key while a line is edited) and nothing else: a handler may
@@ -284,3 +286,5 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     sigaction(SIGINT, &old_sa, nullptr);
     return 0;
 }
+
+}  // namespace hearth

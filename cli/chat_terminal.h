@@ -7,6 +7,8 @@
 #include "model/model.h"
 #include "model/sampler.h"
 
+namespace hearth {
+
 class Tokenizer;
 
 struct ChatOptions {
@@ -28,3 +30,4 @@ struct ChatOptions {
 // wrapping a base model's text in markers it never saw would only make its continuations worse.
 int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt);
 
+}  // namespace hearth

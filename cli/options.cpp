@@ -8,6 +8,8 @@
 
 #include "base/printable.h"
 
+namespace hearth {
+
 namespace {
 
 enum class Kind { flag, integer, real, text };
@@ -191,3 +193,5 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
     }
     return -1;
 }
+
+}  // namespace hearth

@@ -7,6 +7,8 @@
 #include <variant>
 #include <vector>
 
+namespace hearth {
+
 // Where an option's value goes. The pointer's type is the option's kind: bool* a flag
 // (set to true, takes no value), int* or uint64_t* an integer, float* a real number,
 // std::string* text.
@@ -54,3 +56,5 @@ struct Arguments {
 // --list-options prints a line per option: its long name, its short name or "-", its kind
 // (flag, integer, real, text) and, for numbers, the least and greatest value accepted.
 int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args);
+
+}  // namespace hearth

@@ -5,6 +5,8 @@
 
 #include "model/forward.h"
 
+namespace hearth {
+
 std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows) {
     // Window positions n_ctx/2 .. n_ctx-2 are scored: fewer than 3 positions score none.
     if (n_ctx < 3) return "perplexity needs a context of at least 3 tokens (-c)";
@@ -59,3 +61,5 @@ std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, i
     out->windows = windows;
     return "";
 }
+
+}  // namespace hearth

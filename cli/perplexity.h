@@ -10,6 +10,8 @@
 #include "model/forward.h"
 #include "model/model.h"
 
+namespace hearth {
+
 struct PerplexityResult {
     double perplexity = 0;
     double mean_nll = 0;  // natural log, per scored token
@@ -23,3 +25,5 @@ std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows);
 // `progress(window, total, running_perplexity)` is called after each window.
 std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, KvCacheTypes cache_types, PerplexityResult* out,
                                const std::function<void(int, int, double)>& progress = nullptr);
+
+}  // namespace hearth

@@ -16,6 +16,8 @@
 #include "model/model.h"
 #include "model/tokenizer_metadata.h"
 
+namespace hearth {
+
 // Each mix's name and llama.cpp's LLAMA_FTYPE for it (include/llama.h), which a GGUF file
 // states as general.file_type. q4_k is all Q4_K but where a row needs a fallback: llama.cpp
 // has no such type, and its nearest, "mostly Q4_K", is Q4_K_S.
@@ -299,3 +301,5 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
                  8.0 * bytes_out / std::max<uint64_t>(elements, 1));
     return "";
 }
+
+}  // namespace hearth

@@ -7,6 +7,8 @@
 #include "formats/writer.h"
 #include "convert/import.h"
 
+namespace hearth {
+
 // What the user asked for: one type for every matrix, or a named mix.
 enum class OutputMix {
     F32,
@@ -44,3 +46,5 @@ int llama_file_type(OutputMix mix, const std::vector<TensorSpec>& tensors);
 // and always a summary with the total size and bits per weight.
 std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, CheckpointFormat format,
                                OutputMix mix, bool quiet);
+
+}  // namespace hearth

@@ -11,6 +11,8 @@
 #include "formats/mapped_file.h"
 #include "formats/safetensors.h"
 
+namespace hearth {
+
 struct SourceTensor {
     std::string name;  // hearth name, e.g. "blk.0.attn_q.weight"
     uint32_t type = 0; // element type of `data` (TensorType)
@@ -77,3 +79,5 @@ Llama2cFormat detect_llama2c(const std::string& path, std::string* why_not = nul
 
 // Row `row` of the tensor as it belongs in the hearth file, converted to fp32.
 void read_source_row(const SourceTensor& t, uint64_t row, float* out);
+
+}  // namespace hearth

@@ -17,6 +17,8 @@
 #include "model/model.h"
 #include "model/tensors.h"
 
+namespace hearth {
+
 using json = nlohmann::json;
 
 uint64_t SourceTensor::rows() const {
@@ -403,3 +405,5 @@ void read_source_row(const SourceTensor& t, uint64_t row, float* out) {
     }
     dequantize_matrix_row(t.type, t.layout, t.data, int64_t(t.rows()), int(t.cols()), int64_t(source_row(t, row)), out);
 }
+
+}  // namespace hearth

@@ -18,6 +18,8 @@
 #include "convert/import.h"
 #include "model/tensors.h"
 
+namespace hearth {
+
 namespace {
 
 constexpr uint32_t kAk42Magic = 0x616b3432;  // "ak42" read as a little-endian u32
@@ -261,3 +263,5 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
     out->config.eos_id = tok.eos_id();
     return validate_config(out->config);
 }
+
+}  // namespace hearth

@@ -7,6 +7,8 @@
 #include "kernels/quant_types.h"
 #include "formats/metadata.h"
 
+namespace hearth {
+
 bool is_gguf(const void* data, size_t size) { return size >= 4 && std::memcmp(data, kGgufMagic, 4) == 0; }
 
 std::string read_gguf_file(const void* data, size_t size, ModelFile* out) {
@@ -95,3 +97,5 @@ std::string read_gguf_file(const void* data, size_t size, ModelFile* out) {
     }
     return "";
 }
+
+}  // namespace hearth

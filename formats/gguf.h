@@ -16,6 +16,8 @@
 
 #include "formats/hearth.h"
 
+namespace hearth {
+
 static constexpr char kGgufMagic[4] = {'G', 'G', 'U', 'F'};
 static constexpr uint32_t kGgufDefaultAlignment = 32;
 
@@ -26,3 +28,5 @@ bool is_gguf(const void* data, size_t size);
 // is checked against the file and against sane limits before use. Tensors of any type GGUF
 // defines are accepted here (binding then refuses what run cannot use). "" or a one-line reason.
 std::string read_gguf_file(const void* data, size_t size, ModelFile* out);
+
+}  // namespace hearth

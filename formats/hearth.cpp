@@ -9,6 +9,8 @@
 #include "formats/metadata.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 uint64_t TensorView::rows() const {
     uint64_t r = 1;
     for (int i = 0; i + 1 < n_dims; i++) r *= shape[i];
@@ -150,3 +152,5 @@ std::string read_hearth_file(const void* data, size_t size, ModelFile* out) {
     if (version == 2) return read_v2(base, size, out);
     return "checkpoint version " + std::to_string(version) + " is not supported (this build reads versions 1 and 2)";
 }
+
+}  // namespace hearth

@@ -17,6 +17,8 @@
 #include "formats/metadata.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 static constexpr char kCheckpointMagic[8] = {'H', 'E', 'A', 'R', 'T', 'H', 'C', 'K'};
 static constexpr uint32_t kCheckpointVersion = 2;  // what the writer writes
 static constexpr uint64_t kTensorAlignment = 64;
@@ -111,3 +113,5 @@ uint64_t tensor_bytes(uint32_t type, int n_dims, const uint64_t* shape);
 
 // "[a, b]"
 std::string shape_string(int n_dims, const uint64_t* shape);
+
+}  // namespace hearth

@@ -11,6 +11,8 @@
 #include "base/platform.h"
 #include "base/printable.h"
 
+namespace hearth {
+
 MappedFile::~MappedFile() {
     if (data_ && size_) munmap(data_, size_);
 }
@@ -60,3 +62,5 @@ std::string AnonymousMemory::allocate(size_t bytes) {
     size_ = bytes;
     return "";
 }
+
+}  // namespace hearth

@@ -6,6 +6,8 @@
 
 #include "base/input_file.h"
 
+namespace hearth {
+
 class MappedFile {
 public:
     MappedFile() = default;
@@ -44,3 +46,5 @@ private:
     void* data_ = nullptr;
     size_t size_ = 0;
 };
+
+}  // namespace hearth

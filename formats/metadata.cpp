@@ -7,6 +7,8 @@
 #include "base/limits.h"
 #include "base/printable.h"
 
+namespace hearth {
+
 const char* meta_type_name(uint32_t type) {
     static const char* const names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
                                         "bool", "string", "array", "u64", "i64", "f64"};
@@ -354,3 +356,5 @@ void Metadata::set_f32s(const std::string& key, const std::vector<float>& v) {
 void Metadata::set_i32s(const std::string& key, const std::vector<int32_t>& v) {
     set(array_entry(key, META_I32, v.size(), std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4)));
 }
+
+}  // namespace hearth

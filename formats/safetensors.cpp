@@ -6,6 +6,8 @@
 #include "base/limits.h"
 #include "base/printable.h"
 
+namespace hearth {
+
 static uint64_t dtype_bytes(const std::string& dtype) {
     if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
     if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
@@ -72,3 +74,5 @@ std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::
     }
     return "";
 }
+
+}  // namespace hearth

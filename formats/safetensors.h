@@ -8,6 +8,8 @@
 
 #include "formats/mapped_file.h"
 
+namespace hearth {
+
 struct SafeTensor {
     std::string dtype;  // "F32", "F16", "BF16", ...
     std::vector<uint64_t> shape;
@@ -31,3 +33,5 @@ private:
     MappedFile map_;
     std::map<std::string, SafeTensor> tensors_;
 };
+
+}  // namespace hearth

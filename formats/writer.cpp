@@ -11,6 +11,8 @@
 #include "kernels/quant_types.h"
 #include "formats/gguf.h"
 
+namespace hearth {
+
 // Paths of unfinished temporary files, for remove_unfinished_checkpoints(). A fixed array of
 // fixed buffers, because a signal handler may not allocate.
 static constexpr int kMaxOpen = 4;
@@ -263,3 +265,5 @@ std::string CheckpointWriter::commit(const std::function<std::string(const std::
     }
     return "";
 }
+
+}  // namespace hearth

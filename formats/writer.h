@@ -18,6 +18,8 @@
 #include "formats/hearth.h"
 #include "formats/metadata.h"
 
+namespace hearth {
+
 enum class CheckpointFormat { hearth, gguf };
 
 // "hearth" or "gguf" (case-insensitive); false for anything else.
@@ -76,3 +78,5 @@ private:
 
 // Removes every temporary checkpoint file still open; safe to call from a signal handler.
 void remove_unfinished_checkpoints();
+
+}  // namespace hearth

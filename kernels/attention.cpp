@@ -14,6 +14,8 @@
 #include <arm_neon.h>
 #endif
 
+namespace hearth {
+
 // Positions per block: the block's fp32 keys or values (block * head_dim floats, 16 KB) stay
 // in L1 while every query row of the call reads them. A multiple of 16, the tile width.
 static int block_positions(int head_dim) { return std::max(16, 4096 / head_dim / 16 * 16); }
@@ -409,3 +411,5 @@ void kv_cache_store_row(uint32_t t, const float* x, void* row, int n) {
         default: break;
     }
 }
+
+}  // namespace hearth

@@ -22,6 +22,8 @@
 #include "kernels/dot_float.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 // scores: s[r * s_stride + p] = dot(q + r * head_dim, key row p), for r < n_q, p < n_k.
 using attn_scores_fn = void (*)(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k, float* s,
                                 int s_stride, float* scratch);
@@ -71,3 +73,5 @@ const AttnKernels* attn_kernels(uint32_t t);
 
 // Writes n fp32 values (one position's keys or values, all kv heads) as a cache row of type t.
 void kv_cache_store_row(uint32_t t, const float* x, void* row, int n);
+
+}  // namespace hearth

@@ -8,6 +8,8 @@
 #include <arm_neon.h>
 #endif
 
+namespace hearth {
+
 float dot_f32_scalar(const float* w, const float* x, int n) {
     float sum = 0.0f;
     for (int i = 0; i < n; i++) sum += w[i] * x[i];
@@ -123,3 +125,5 @@ float dot_f16_neon(const uint16_t* w, const float* x, int n) {
     return sum;
 }
 #endif
+
+}  // namespace hearth

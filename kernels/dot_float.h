@@ -5,6 +5,8 @@
 
 #include "kernels/isa.h"
 
+namespace hearth {
+
 float dot_f32_scalar(const float* w, const float* x, int n);
 float dot_f16_scalar(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n);
@@ -64,3 +66,5 @@ inline void f32_to_f16_row(const float* x, uint16_t* out, int n) {
     f32_to_f16_row_scalar(x, out, n);
 #endif
 }
+
+}  // namespace hearth

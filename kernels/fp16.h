@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+namespace hearth {
+
 inline float fp32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline uint32_t fp32_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 
@@ -46,3 +48,5 @@ inline uint16_t fp32_to_bf16(float f) {
     if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);  // keep nan a nan
     return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
+
+}  // namespace hearth

@@ -9,6 +9,8 @@
 #include "kernels/rows_x8.h"
 #include "kernels/table.h"
 
+namespace hearth {
+
 bool matmul_supports(uint32_t type, Layout layout) { return pick_kernel(KernelOp::matmul, type, layout, 1) != nullptr; }
 
 void dequantize_matrix_row(uint32_t type, Layout layout, const void* w, int64_t rows, int cols, int64_t row, float* out) {
@@ -156,3 +158,5 @@ void matmul(float* out, uint32_t type, Layout layout, const void* w, int rows, i
     const MatmulJob job{out, type, layout, w, rows};
     matmul_many(&job, 1, cols, x, n_tokens);
 }
+
+}  // namespace hearth

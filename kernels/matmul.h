@@ -4,6 +4,8 @@
 
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 // True when the kernel table (kernels/table.h) has a kernel for weights of this type in this layout.
 bool matmul_supports(uint32_t type, Layout layout);
 
@@ -36,3 +38,5 @@ bool dequantize_supports(uint32_t type);
 void dequantize_row(uint32_t type, const void* w, int cols, int64_t row, float* out);
 // Row `row` of a rows x cols matrix in either layout, as fp32 (converting a stored matrix).
 void dequantize_matrix_row(uint32_t type, Layout layout, const void* w, int64_t rows, int cols, int64_t row, float* out);
+
+}  // namespace hearth

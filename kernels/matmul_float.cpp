@@ -14,6 +14,8 @@
 #include "kernels/x86/avx2_util.h"
 #endif
 
+namespace hearth {
+
 // The scalar twins use the best dot product of the build (NEON on aarch64): on ARM they
 // are the matmul, and the AVX2 tiles are tested against them on x86.
 void matmul_f32_rows_scalar(const void* W, size_t, const void* A, size_t, int cols, int n_tokens, float* out, int out_stride,
@@ -115,3 +117,5 @@ void matmul_f16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_co
     matmul_rows(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 #endif
+
+}  // namespace hearth

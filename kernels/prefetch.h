@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace hearth {
+
 // How far ahead to prefetch: at least kPrefetchBytes, and a whole number of tiles of
 // `tile_bytes` (the weight bytes one pass of a kernel's row tile covers), so that the line
 // asked for is the same position of a later tile and every line is asked for once.
@@ -47,3 +49,5 @@ struct ChunkPrefetch {
         return {static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), 0, lines, steps ? (lines + steps - 1) / steps : lines};
     }
 };
+
+}  // namespace hearth

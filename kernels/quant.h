@@ -16,6 +16,8 @@
 
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 // ---------------------------------------------------------------------------------------
 // The quantizers' rules (scalar references: kernels/ref/quant_ref.cpp, declared in quant_types.h)
 // ---------------------------------------------------------------------------------------
@@ -75,3 +77,5 @@ using matmul_rows_fn = void (*)(const void* W, size_t w_row_bytes, const void* A
 #define HEARTH_DECLARE_MATMUL(name)                                                            \
     void name(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, \
               int n_tokens, float* out, int out_stride, int r0, int r1);
+
+}  // namespace hearth

@@ -47,6 +47,8 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace hearth {
+
 // Element types. The numbers are ggml's (GGUF's), so a GGUF type id means the same thing
 // here. A plain enum: type ids live in uint32_t fields of files. kTypeTraits below has a row
 // for every type GGUF knows, so that any GGUF tensor can be sized and named; the TYPE_ names
@@ -323,3 +325,5 @@ static_assert(offsetof(block_q5_0, qs) == 6 && offsetof(block_q5_1, qs) == 8, "q
 static_assert(offsetof(block_q2_K, d) == 80 && offsetof(block_q3_K, d) == 108, "q2_K/q3_K layout");
 static_assert(offsetof(block_q5_K, qh) == 16 && offsetof(block_q5_K, qs) == 48, "q5_K layout");
 static_assert(offsetof(block_iq4_xs, scales_l) == 4 && offsetof(block_iq4_xs, qs) == 8, "iq4_xs layout");
+
+}  // namespace hearth

@@ -4,6 +4,8 @@
 
 #include "kernels/table.h"
 
+namespace hearth {
+
 namespace {
 
 // The shape of a type's records (kernels/rows_x8.h): its block bytes, and the bytes of the fp16
@@ -111,3 +113,5 @@ void dequantize_x8_row(uint32_t type, const void* w, int64_t rows, int64_t cols,
 void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks) {
     record_to_blocks(record_shape(type), static_cast<const uint8_t*>(rec), static_cast<uint8_t*>(blocks));
 }
+
+}  // namespace hearth

@@ -31,6 +31,8 @@
 
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 // The layout the matmul kernels read for weights of `type`: rows_x8 where the kernel table has
 // interleaved rows for it (Q4_0, Q8_0 and Q4_K, on every build: their scalar rows are built
 // everywhere); rows for every other type.
@@ -49,3 +51,5 @@ void dequantize_x8_row(uint32_t type, const void* w, int64_t rows, int64_t cols,
 // One record (block b of a whole group's 8 rows) of a matrix of `type` in the interleaved layout,
 // to the 8 plain blocks it holds, row i's at blocks + i * block bytes.
 void x8_record_to_blocks(uint32_t type, const void* rec, void* blocks);
+
+}  // namespace hearth

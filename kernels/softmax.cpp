@@ -9,6 +9,8 @@
 #include <arm_neon.h>
 #endif
 
+namespace hearth {
+
 // The maximum is subtracted first so that no exp overflows.
 void softmax_f32_scalar(float* x, int n) {
     float max = x[0];
@@ -94,3 +96,5 @@ void softmax_f32_neon(float* x, int n) {
     for (; i < n; i++) x[i] *= inv;
 }
 #endif
+
+}  // namespace hearth

@@ -4,6 +4,8 @@
 
 #include "kernels/isa.h"
 
+namespace hearth {
+
 void softmax_f32_scalar(float* x, int n);
 #if defined(HEARTH_ISA_AVX2)
 void softmax_f32_avx2(float* x, int n);
@@ -20,3 +22,5 @@ inline void softmax_f32(float* x, int n) {
     softmax_f32_scalar(x, n);
 #endif
 }
+
+}  // namespace hearth

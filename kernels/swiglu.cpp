@@ -6,6 +6,8 @@
 #include "kernels/x86/exp_avx2.h"
 #endif
 
+namespace hearth {
+
 void swiglu_f32_scalar(float* g, const float* u, size_t n) {
     for (size_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
@@ -23,3 +25,5 @@ void swiglu_f32_avx2(float* g, const float* u, size_t n) {
     swiglu_f32_scalar(g + i, u + i, n - i);
 }
 #endif
+
+}  // namespace hearth

@@ -6,6 +6,8 @@
 #include "kernels/isa.h"
 #include <cstddef>
 
+namespace hearth {
+
 void swiglu_f32_scalar(float* g, const float* u, size_t n);
 #if defined(HEARTH_ISA_AVX2)
 void swiglu_f32_avx2(float* g, const float* u, size_t n);
@@ -18,3 +20,5 @@ inline void swiglu_f32(float* g, const float* u, size_t n) {
     swiglu_f32_scalar(g, u, n);
 #endif
 }
+
+}  // namespace hearth

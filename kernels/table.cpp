@@ -58,6 +58,8 @@
 #include <cpuid.h>
 #endif
 
+namespace hearth {
+
 namespace {
 
 constexpr KernelOp M = KernelOp::matmul, Q = KernelOp::quantize;
@@ -201,3 +203,5 @@ const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_to
     }
     return best;
 }
+
+}  // namespace hearth

@@ -8,6 +8,8 @@
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 // The instruction sets of the rows (the macros of kernels/isa.h).
 enum class Isa : uint8_t { scalar, avx2, avx512, amx, neon, i8mm };
 const char* isa_name(Isa isa);
@@ -37,3 +39,5 @@ bool kernel_row_available(const KernelRow& row);
 // largest min_tokens <= n_tokens; between rows of equal min_tokens, the later in the table (the
 // table lists them in order of preference). nullptr when no row applies.
 const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens);
+
+}  // namespace hearth

@@ -5,6 +5,8 @@
 #include "formats/gguf.h"
 #include "model/tokenizer_metadata.h"
 
+namespace hearth {
+
 // hearth v1 keeps the hyperparameters in its fixed header (formats/hearth.h).
 static std::string config_from_v1_header(const FileHeaderV1& h, ModelConfig* out) {
     ModelConfig& c = *out;
@@ -93,3 +95,5 @@ std::string finish_config(ParsedCheckpoint* p) {
     std::string err = validate_config(c);
     return err.empty() ? "" : "bad model configuration: " + err;
 }
+
+}  // namespace hearth

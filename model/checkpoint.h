@@ -10,6 +10,8 @@
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
+namespace hearth {
+
 struct ParsedCheckpoint {
     std::string format;  // "hearth v1", "hearth v2", "GGUF v3", ...
     ModelConfig config;
@@ -27,3 +29,5 @@ std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* ou
 // rows) when no key gave it, and tied embeddings when there is no output.weight; then the
 // whole configuration is validated.
 std::string finish_config(ParsedCheckpoint* p);
+
+}  // namespace hearth

@@ -6,6 +6,8 @@
 #include "base/printable.h"
 #include "formats/metadata.h"
 
+namespace hearth {
+
 const ModelFamily& family_of(const ModelConfig& c) {
     const ModelFamily* f = find_family(c.arch);
     static const ModelFamily& llama = *find_family("llama");  // unreachable after validate_config
@@ -161,3 +163,5 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
     if (m.has(kTemplateName) && !(err = m.get_string(kTemplateName, &c->chat_template)).empty()) return err;
     return "";
 }
+
+}  // namespace hearth

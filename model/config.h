@@ -7,6 +7,8 @@
 
 #include "model/family.h"
 
+namespace hearth {
+
 class Metadata;
 
 struct ModelConfig {
@@ -57,3 +59,5 @@ std::string validate_config(const ModelConfig& c);
 // key gives it (GGUF files often have none; the embedding's shape does). "" or why not.
 void config_to_metadata(const ModelConfig& c, Metadata* m);
 std::string config_from_metadata(const Metadata& m, ModelConfig* c);
+
+}  // namespace hearth

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+namespace hearth {
+
 void lookup_draft(const std::vector<int>& ids, int max_tokens, int shortest_ngram, std::vector<int>* draft) {
     draft->clear();
     const int size = int(ids.size());
@@ -47,3 +49,5 @@ std::string draft_summary(const DraftStats& s) {
                   100.0 * s.acceptance(), s.verifications);
     return buf;
 }
+
+}  // namespace hearth

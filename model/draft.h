@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace hearth {
+
 // The n-grams the lookup tries, longest first: a match of 4 ids predicts better than one
 // of 2; a single id matches nearly everywhere in prose and predicts nothing.
 constexpr int kDraftLongestNgram = 4;
@@ -70,3 +72,5 @@ struct DraftBackoff {
     int shortest_ngram() const { return misses ? 3 : 2; }
     void verified(int proposed, int accepted);
 };
+
+}  // namespace hearth

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+namespace hearth {
+
 // Each in its own file under model/families/.
 extern const ModelFamily kLlamaFamily, kQwen3Family;
 static const ModelFamily* const kFamilies[] = {&kLlamaFamily, &kQwen3Family};
@@ -37,3 +39,5 @@ const char* hf_tensor_name(const ModelFamily& f, const char* role, const char* r
         if (std::strcmp(n->role, role) == 0) return n->hf_name;
     return role_hf_name;
 }
+
+}  // namespace hearth

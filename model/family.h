@@ -6,6 +6,8 @@
 #pragma once
 #include <string>
 
+namespace hearth {
+
 // How a family's RoPE pairs the elements of a head. llama's q/k rows (in hearth files and in
 // GGUF) rotate adjacent pairs (x[2i], x[2i+1]); qwen3's, stored as Hugging Face and llama.cpp
 // (LLAMA_ROPE_TYPE_NEOX) have them, rotate x[i] with x[i + head_dim/2]. Importing a Hugging
@@ -51,3 +53,5 @@ std::string hf_class_names();
 // The Hugging Face name of a role's tensor in this family (a printf pattern with %d for the
 // layer): the family's exception, else the role table's `hf_name`.
 const char* hf_tensor_name(const ModelFamily& f, const char* role, const char* role_hf_name);
+
+}  // namespace hearth

@@ -12,6 +12,8 @@
 #include "kernels/matmul.h"
 #include "kernels/swiglu.h"
 
+namespace hearth {
+
 // Query rows one attention task takes at most: heads of a GQA group, for one token or several
 // tokens of a chunk, which read each cached key and value of their kv head once together.
 constexpr int kAttnRows = 32;
@@ -223,3 +225,5 @@ std::string forward(const Model& m, RunState& s, const int* tokens, int n, int p
     }
     return "";
 }
+
+}  // namespace hearth

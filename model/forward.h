@@ -9,6 +9,8 @@
 #include "model/model.h"
 #include "model/ops.h"
 
+namespace hearth {
+
 // What the KV cache holds: TYPE_F32, TYPE_F16 or TYPE_Q8_0 (blocks of 32 along each head's
 // dims), for keys and values separately, as llama.cpp's -ctk / -ctv choose. f16 halves the
 // memory and the bandwidth of f32 at no measurable cost in perplexity; q8_0 halves it again.
@@ -58,3 +60,5 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
 // (a token id outside the vocabulary, or positions beyond the context).
 std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits,
                     bool all_logits = false);
+
+}  // namespace hearth

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+namespace hearth {
+
 Generator::Generator(const Model& model, const Tokenizer& tok, Sampler& sampler, std::vector<int> end_ids)
     : model_(model), tok_(tok), sampler_(sampler), end_ids_(std::move(end_ids)), streamer_(tok) {}
 
@@ -124,3 +126,5 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
     finish(k);
     return true;
 }
+
+}  // namespace hearth

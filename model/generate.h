@@ -20,6 +20,8 @@
 #include "model/model.h"
 #include "model/sampler.h"
 
+namespace hearth {
+
 enum class GenerationEnd {
     end_id,        // an end id was sampled; it is not kept
     length_limit,  // max_tokens were generated; the last one is not evaluated (no one needs its logits yet)
@@ -93,3 +95,5 @@ private:
     int pending_ = -1;
     std::string error_;
 };
+
+}  // namespace hearth

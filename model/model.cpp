@@ -12,6 +12,8 @@
 #include "model/tensors.h"
 #include "model/tokenizer_metadata.h"
 
+namespace hearth {
+
 std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
     m->config = parsed.config;
     m->tokenizer = parsed.tokenizer;
@@ -144,3 +146,5 @@ std::string load_model(const std::string& path, Model* m) {
     err = repack_for_kernels(m);
     return err.empty() ? "" : shown + ": " + err;
 }
+
+}  // namespace hearth

@@ -10,6 +10,8 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 
+namespace hearth {
+
 class Metadata;
 
 // The fields are named after their roles in model/tensors.h, which binds them.
@@ -54,3 +56,5 @@ std::string check_model_file(const std::string& path);
 
 // Weight bytes read to generate one token: every matrix once, one row of the embedding.
 uint64_t weight_bytes_per_token(const Model& m);
+
+}  // namespace hearth

@@ -4,6 +4,8 @@
 
 #include "kernels/softmax.h"
 
+namespace hearth {
+
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
     float ss = 0.0f;
     for (int i = 0; i < n; i++) ss += x[i] * x[i];
@@ -59,3 +61,5 @@ void apply_rope_halves(float* x, int n_heads, const RopeTable& rope, int pos) {
         }
     }
 }
+
+}  // namespace hearth

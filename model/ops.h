@@ -2,6 +2,8 @@
 #pragma once
 #include <vector>
 
+namespace hearth {
+
 // out = x / sqrt(mean(x^2) + eps) * weight, accumulated in fp32 (out may alias x).
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps);
 
@@ -25,3 +27,5 @@ void apply_rope(float* x, int n_heads, const RopeTable& rope, int pos);
 // Rotates x[i] with x[i + head_dim/2] of every head by angle i for `pos`: Hugging Face's
 // rotate_half, llama.cpp's NEOX RoPE (qwen3).
 void apply_rope_halves(float* x, int n_heads, const RopeTable& rope, int pos);
+
+}  // namespace hearth

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <unordered_set>
 
+namespace hearth {
+
 uint64_t Rng::next_u64() {
     state ^= state >> 12;
     state ^= state << 25;
@@ -99,3 +101,5 @@ int Sampler::sample(const float* logits, int vocab, const std::vector<int>& rece
     }
     return c.back().id;  // r was within rounding of 1
 }
+
+}  // namespace hearth

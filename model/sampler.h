@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace hearth {
+
 struct SamplerParams {
     float temperature = 0.8f;     // 0: greedy
     int top_k = 40;               // 0: off
@@ -48,3 +50,5 @@ private:
     SamplerParams params_;
     Rng rng_;
 };
+
+}  // namespace hearth

@@ -6,6 +6,8 @@
 
 #include "model/model.h"
 
+namespace hearth {
+
 // clang-format off
 const TensorRole kTensorRoles[] = {
 //   name                  layer  matrix rows            cols            need                 Hugging Face name                            HF RoPE order     llama2.c
@@ -111,3 +113,5 @@ std::string match_tensors(const ModelConfig& c, const std::vector<TensorView>& t
     }
     return "";
 }
+
+}  // namespace hearth

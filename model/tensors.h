@@ -11,6 +11,8 @@
 #include "model/config.h"
 #include "formats/hearth.h"
 
+namespace hearth {
+
 struct LayerWeights;
 struct Model;
 
@@ -81,3 +83,4 @@ struct MatchedTensor {
 };
 std::string match_tensors(const ModelConfig& c, const std::vector<TensorView>& tensors, std::vector<MatchedTensor>* out);
 
+}  // namespace hearth

@@ -3,6 +3,8 @@
 #include "base/printable.h"
 #include "tokenizer/sentencepiece_model.h"
 
+namespace hearth {
+
 static const char* const kModel = "tokenizer.ggml.model";
 static const char* const kSentencePieceBytes = "hearth.tokenizer.sentencepiece_model";
 static const char* const kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
@@ -206,3 +208,5 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
     if (!caveat->empty()) *caveat = "llama.cpp may tokenize some texts differently from hearth: " + *caveat;
     return "";
 }
+
+}  // namespace hearth

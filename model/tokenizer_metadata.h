@@ -12,6 +12,8 @@
 #include "tokenizer/tokenizer.h"
 #include "formats/metadata.h"
 
+namespace hearth {
+
 std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out);
 
 // For a hearth v2 checkpoint: the tokenizer as it is.
@@ -28,3 +30,5 @@ void tokenizer_to_metadata(const TokenizerSpec& t, Metadata* m);
 // *caveat gets "" or a one-line note on what llama.cpp's tokenizer will not reproduce.
 // "" or why the tokenizer cannot be written.
 std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Metadata* m, std::string* caveat);
+
+}  // namespace hearth

@@ -1,7 +1,5 @@
 #include "server/connection.h"
 
-#if defined(HEARTH_GUARDED_CONNECTIONS)
-
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -16,6 +14,10 @@
 
 #include "base/limits.h"
 #include "server/request.h"
+
+namespace hearth {
+
+#if defined(HEARTH_GUARDED_CONNECTIONS)
 
 namespace {
 
@@ -288,3 +290,5 @@ bool client_gone() { return t_connection && t_connection->peer_closed(); }
 bool client_gone() { return false; }
 
 #endif
+
+}  // namespace hearth

@@ -21,6 +21,8 @@
 #pragma once
 #include <httplib.h>
 
+namespace hearth {
+
 #if !defined(CPPHTTPLIB_VERSION_MINOR)
 #define HEARTH_GUARDED_CONNECTIONS 1
 class GuardedServer : public httplib::Server {
@@ -37,3 +39,5 @@ using GuardedServer = httplib::Server;
 // half-closes (shuts down its sending side and waits for the reply) counts as gone: HTTP
 // clients do not do that.
 bool client_gone();
+
+}  // namespace hearth

@@ -8,6 +8,8 @@
 #include "base/limits.h"
 #include "base/printable.h"
 
+namespace hearth {
+
 using json = nlohmann::json;
 
 ApiError bad_request(const std::string& message, const std::string& param, const std::string& code) {
@@ -336,3 +338,5 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
     }
     return {};
 }
+
+}  // namespace hearth

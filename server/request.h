@@ -16,6 +16,8 @@
 #include "chat/chat_template.h"
 #include "model/sampler.h"
 
+namespace hearth {
+
 // OpenAI's error object: {"error": {"message", "type", "param", "code"}} with an HTTP status.
 struct ApiError {
     int status = 0;  // 0: no error
@@ -55,3 +57,5 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
 
 // The error as its JSON body.
 std::string error_body(const ApiError& e);
+
+}  // namespace hearth

@@ -25,6 +25,8 @@
 #include "server/connection.h"
 #include "server/request.h"
 
+namespace hearth {
+
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -794,3 +796,5 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     std::fprintf(stderr, "run: the server stopped\n");
     return 0;
 }
+
+}  // namespace hearth

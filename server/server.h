@@ -22,6 +22,8 @@
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
 
+namespace hearth {
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
@@ -51,3 +53,5 @@ using ModelLoader = std::function<std::string(LoadedModel* m)>;
 // Listens, loads, serves until SIGINT or SIGTERM; returns the exit code (0 after a signal,
 // 1 when it cannot listen or load, with one line on stderr).
 int serve(const ServerOptions& options, const ModelLoader& load);
+
+}  // namespace hearth

@@ -12,6 +12,8 @@
 #include "base/limits.h"
 #include "base/printable.h"
 
+namespace hearth {
+
 using json = nlohmann::json;
 
 const char* const kLlama3SplitRegex =
@@ -858,3 +860,5 @@ void BpeTokenizer::merge_piece(const char* p, size_t n, std::vector<int>* ids) c
     }
     for (int i = 0; i >= 0 && i < int(n); i = sym[i].next) ids->push_back(sym[i].id);
 }
+
+}  // namespace hearth

@@ -29,6 +29,8 @@
 // whole characters with base/printable.h's utf8_char_length.
 #include "base/printable.h"
 
+namespace hearth {
+
 // The vocabulary as stored (GGUF's keys, docs/format.md), one entry per id.
 struct BpeVocab {
     // GGUF's token types.
@@ -173,3 +175,5 @@ private:
     mutable std::mutex cache_mutex_;
     mutable std::unordered_map<std::string, std::vector<int>> cache_;
 };
+
+}  // namespace hearth

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+namespace hearth {
+
 namespace {
 
 // base/limits.h: beyond what any real tokenizer needs (Llama: 32000 pieces of at most a few
@@ -609,3 +611,5 @@ std::string sentencepiece_model_from_vocab(const std::vector<std::string>& piece
     *out = serialize_sentencepiece_model(m);
     return "";
 }
+
+}  // namespace hearth

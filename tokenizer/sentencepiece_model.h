@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace hearth {
+
 struct SentencePieceModel {
     // ModelProto.SentencePiece.Type; GGUF's tokenizer.ggml.token_type uses the same numbers.
     enum PieceType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
@@ -95,3 +97,5 @@ std::string sentencepiece_model_from_vocab(const std::vector<std::string>& piece
                                            int bos_id, int eos_id, int pad_id,
                                            bool add_dummy_prefix, bool remove_extra_whitespaces,
                                            std::string* out);
+
+}  // namespace hearth

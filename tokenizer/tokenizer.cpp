@@ -6,6 +6,8 @@
 #include "base/printable.h"
 #include "tokenizer/sentencepiece_model.h"
 
+namespace hearth {
+
 Tokenizer::Tokenizer() : sp_(new sentencepiece::SentencePieceProcessor) {}
 Tokenizer::~Tokenizer() = default;
 
@@ -133,3 +135,5 @@ std::string TextStreamer::push(int id) {
 }
 
 std::string TextStreamer::finish() { return drain_bytes(true); }
+
+}  // namespace hearth

@@ -7,8 +7,9 @@
 #include <vector>
 
 #include "tokenizer/bpe.h"
-
 namespace sentencepiece { class SentencePieceProcessor; }
+
+namespace hearth {
 
 // What a checkpoint holds of its tokenizer.
 enum class TokenizerKind {
@@ -76,3 +77,5 @@ private:
     std::string pending_bytes_;
     bool at_start_ = true;  // SentencePiece drops the space of the first piece
 };
+
+}  // namespace hearth

@@ -30,6 +30,8 @@
 #include "kernels/rows_x8.h"
 #include "kernels/table.h"
 
+using namespace hearth;
+
 namespace {
 
 // Single-thread measurements use the thread's CPU time; multi-thread ones wall time.

@@ -15,6 +15,8 @@
 
 #include "cli/cpu_info.h"
 
+using namespace hearth;
+
 static double read_pass(const float* data, size_t n, int threads) {
     double total = 0;
     auto t0 = std::chrono::steady_clock::now();

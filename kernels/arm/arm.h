@@ -6,6 +6,8 @@
 #include "kernels/isa.h"
 #include "kernels/quant.h"
 
+namespace hearth {
+
 // NEON (arm/quant_neon.cpp): activation quantizers (bytes of the scalar references) and tiles of
 // a few plain rows x up to 8 tokens.
 void quantize_row_q8_0_neon(const float* x, void* y, int64_t n);
@@ -24,3 +26,5 @@ HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_i8mm)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_i8mm)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_i8mm)
+
+}  // namespace hearth

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cstring>
 
+namespace hearth {
 
 namespace {
 
@@ -304,5 +305,7 @@ void matmul_q4_kx8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, s
     gemm_x8<PanelSuperBlock, block_q8_K, sizeof(block_q4_K), QK_K, kChunkSuperBlocks, pack_q4_k>(
         W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_I8MM

@@ -9,6 +9,8 @@
 
 #include "kernels/arm/rows_x8_neon.h"
 
+namespace hearth {
+
 namespace x8_neon {
 namespace {
 
@@ -108,5 +110,7 @@ void matmul_q4_kx8_rows_neon(const void* W, size_t w_row_bytes, const void* A, s
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
     x8_neon::matmul_x8<x8_neon::X8Q4K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_NEON

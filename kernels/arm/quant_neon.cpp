@@ -14,6 +14,8 @@
 
 #include "kernels/fp16.h"
 
+namespace hearth {
+
 namespace {
 
 inline float f16(uint16_t h) {
@@ -354,5 +356,7 @@ void matmul_q6_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, siz
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
     drive<KQ6_K>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_NEON

@@ -35,6 +35,8 @@
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
 
+namespace hearth {
+
 namespace x8_neon {
 
 constexpr size_t kChunkBytes = 8 << 10;  // a chunk of records, with several tiles: stays in L1
@@ -160,3 +162,5 @@ void matmul_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols,
 }
 
 }  // namespace x8_neon
+
+}  // namespace hearth

@@ -7,6 +7,8 @@
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 namespace {
 
 inline float f16(uint16_t h) { return fp16_to_fp32(h); }
@@ -134,3 +136,5 @@ void dequantize_row_iq4_xs(const void* vx, float* y, int64_t n) {
         }
     }
 }
+
+}  // namespace hearth

@@ -9,6 +9,8 @@
 #include "kernels/ref/ref.h"
 #include "kernels/rows_x8.h"
 
+namespace hearth {
+
 namespace {
 
 // Round half to even (default FP environment), like _mm256_round_ps / vcvtnq_s32_f32.
@@ -736,3 +738,5 @@ void matmul_q4_kx8_rows_scalar(const void* W, size_t w_row_bytes, const void* A,
                                int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
     matmul_x8_scalar<KQ4_K>(TYPE_Q4_K, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth

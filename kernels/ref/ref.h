@@ -7,6 +7,8 @@
 #pragma once
 #include "kernels/quant.h"
 
+namespace hearth {
+
 HEARTH_DECLARE_MATMUL(matmul_f32_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_f16_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_scalar)
@@ -23,3 +25,5 @@ float vec_dot_q8_0_q8_0_scalar(int n, const void* w, const void* a);
 float vec_dot_q4_0_q8_0_scalar(int n, const void* w, const void* a);
 float vec_dot_q4_k_q8_k_scalar(int n, const void* w, const void* a);
 float vec_dot_q6_k_q8_k_scalar(int n, const void* w, const void* a);
+
+}  // namespace hearth

@@ -8,6 +8,8 @@
 
 #include "kernels/isa.h"
 
+namespace hearth {
+
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // VNNI (AVX512-VNNI with AVX512VL, or AVX-VNNI): where the host has it, the GEMM tiles multiply
@@ -113,3 +115,5 @@ inline void store_gemm_tile(float* out, size_t os, int r, int nr, int t, int nt,
         }
     }
 }
+
+}  // namespace hearth

@@ -2,6 +2,8 @@
 #pragma once
 #include <immintrin.h>
 
+namespace hearth {
+
 // exp(x) = 2^k * exp(r), k = round(x / ln 2), r = x - k ln 2 (ln 2 split in two parts so
 // that r is exact), exp(r) from Cephes' degree-6 polynomial on |r| <= ln 2 / 2.
 inline __m256 exp_avx2(__m256 x) {
@@ -19,3 +21,5 @@ inline __m256 exp_avx2(__m256 x) {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
+
+}  // namespace hearth

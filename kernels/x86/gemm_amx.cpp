@@ -45,6 +45,8 @@
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 namespace {
 
 #ifndef HEARTH_AMX_CHUNK  // tuning overrides for tools/bench_kernels builds
@@ -269,5 +271,7 @@ void matmul_q8_0x8_gemm_amx(const void* W, size_t w_row_bytes, const void* A, si
                             float* out, int out_stride, int r0, int r1) {
     gemm_x8<block_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AMX

@@ -36,6 +36,8 @@
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 namespace {
 
 constexpr int kChunk = 64;      // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
@@ -335,5 +337,7 @@ void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm<block_q8_0, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AVX2

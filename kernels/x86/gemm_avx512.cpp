@@ -41,6 +41,8 @@
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 
+namespace hearth {
+
 namespace {
 
 #ifndef HEARTH_ZMM_CHUNK  // tuning overrides for tools/bench_kernels builds
@@ -529,5 +531,7 @@ void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, s
                              int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm_q6k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AVX512

@@ -48,6 +48,8 @@
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
 
+namespace hearth {
+
 namespace {
 
 constexpr int kChunk = 8;       // super-blocks per packed chunk: 20 KB (Q4_K), 23 KB (Q6_K)
@@ -451,5 +453,7 @@ void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
     gemm<Q6K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AVX2

@@ -33,6 +33,8 @@
 
 #include "kernels/x86/avx2_util.h"
 
+namespace hearth {
+
 namespace {
 
 inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
@@ -170,5 +172,7 @@ void matmul_q4_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, siz
         }
     }
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AVX2

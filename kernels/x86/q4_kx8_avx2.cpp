@@ -35,6 +35,8 @@
 #include "kernels/x86/avx2_util.h"
 #include "kernels/prefetch.h"
 
+namespace hearth {
+
 namespace {
 
 constexpr size_t kRecordBytes = 8 * sizeof(block_q4_K);  // 1152
@@ -194,5 +196,7 @@ void matmul_q4_kx8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
     gemv_groups(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols, n_tokens, out,
                 out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AVX2

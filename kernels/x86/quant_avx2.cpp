@@ -24,6 +24,8 @@
 
 #include "kernels/x86/avx2_util.h"
 
+namespace hearth {
+
 namespace {
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }
@@ -565,5 +567,7 @@ void matmul_q6_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, siz
                            int n_tokens, float* out, int out_stride, int r0, int r1) {
     matmul<KQ6_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AVX2

@@ -25,6 +25,8 @@
 #include "kernels/x86/avx2_util.h"
 #include "kernels/prefetch.h"
 
+namespace hearth {
+
 namespace {
 
 // Per activation block: its scale and the Q4_0 offset term 8 * sum(q).
@@ -111,5 +113,7 @@ void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
     gemv_groups<block_q8_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
                             n_tokens, out, out_stride, r0, r1);
 }
+
+}  // namespace hearth
 
 #endif  // HEARTH_ISA_AVX2

@@ -6,6 +6,8 @@
 #include "kernels/isa.h"
 #include "kernels/quant.h"
 
+namespace hearth {
+
 // AVX2 + FMA + F16C (with VNNI where built: x86/avx2_util.h).
 void quantize_row_q8_0_avx2(const float* x, void* y, int64_t n);  // bytes of the scalar reference
 void quantize_row_q8_k_avx2(const float* x, void* y, int64_t n);
@@ -44,3 +46,5 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)
 // groups) per tile, the float side on zmm. Each call configures the tiles on its own thread.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_amx)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_amx)
+
+}  // namespace hearth

@@ -2,6 +2,8 @@
 // (model/tensors.h) and forward() describe without exceptions.
 #include "model/family.h"
 
+namespace hearth {
+
 static const HfClass kLlamaHfClasses[] = {
     {"LlamaForCausalLM", "llama", 0, -1, nullptr},
     {"MistralForCausalLM", "mistral", 0, 4096, nullptr},  // Mistral is Llama with a sliding window (MistralConfig's 4096)
@@ -17,3 +19,5 @@ const ModelFamily kLlamaFamily = {
     kLlamaHfClasses,
     nullptr,
 };
+
+}  // namespace hearth

@@ -2,6 +2,8 @@
 // and RoPE on the two halves of a head (rotate_half, llama.cpp's NEOX).
 #include "model/family.h"
 
+namespace hearth {
+
 static const HfClass kQwen3HfClasses[] = {
     // Qwen3Config's head_dim default is 128, not dim / heads; its sliding_window applies only
     // with use_sliding_window, which hearth does not support.
@@ -20,3 +22,5 @@ const ModelFamily kQwen3Family = {
     kQwen3HfClasses,
     nullptr,
 };
+
+}  // namespace hearth

@@ -11,6 +11,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 // f32, so that evaluating a token alone or in a batch gives bit-identical logits.

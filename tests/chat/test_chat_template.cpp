@@ -13,6 +13,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 const int BOS = 1, EOS = 2;  // the Llama-2 vocabulary's <s> and </s>

@@ -54,6 +54,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 

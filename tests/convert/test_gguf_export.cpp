@@ -26,6 +26,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 // ---- GGUF as the specification states it ----

@@ -11,6 +11,8 @@
 #include "convert/import.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 static const std::string kDir = "build/tests/crafted-hf";
 
 // A copy of the mha parity folder whose config.json has each key of `patch` set to its value

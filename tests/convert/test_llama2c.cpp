@@ -19,6 +19,8 @@
 #include "model/model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 const std::string kData = "tests/data/llama2c/";

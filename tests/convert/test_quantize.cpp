@@ -15,6 +15,8 @@
 #include "model/model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 static SourceTensor matrix(const std::string& name, uint64_t rows, uint64_t cols) {
     SourceTensor t;
     t.name = name;

@@ -21,6 +21,8 @@
 #include "tokenizer/sentencepiece_model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 static std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream ss;

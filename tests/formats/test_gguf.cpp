@@ -17,6 +17,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 static const char* const kMiniTypes[] = {"F16", "Q8_0", "Q4_0", "Q4_K_M"};
 static std::string mini(const std::string& type) { return "build/tests/gguf-mini/mini-" + type + ".gguf"; }
 static const std::vector<int> kPrompt = {1, 9038, 2501, 263, 931};  // "<s> Once upon a time"

@@ -7,6 +7,8 @@
 
 #include "formats/metadata.h"
 
+using namespace hearth;
+
 static Metadata sample() {
     Metadata m;
     m.set_string("general.architecture", "llama");

@@ -14,6 +14,8 @@
 #include "model/model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 static const std::string kDir = "build/tests/output-files";
 
 static void fresh_dir() { REQUIRE(run_command("rm -rf " + kDir + " && mkdir -p " + kDir).exit_code == 0); }

@@ -27,6 +27,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_tokenizer.h"
 
+using namespace hearth;
+
 namespace {
 
 // Bounds that keep one execution fast; real vocabularies are larger, but what breaks a

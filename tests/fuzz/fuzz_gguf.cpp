@@ -4,6 +4,8 @@
 #include "formats/gguf.h"
 #include "tests/fuzz/fuzz_model.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ParsedCheckpoint parsed;
     const std::string err = parse_gguf(data, size, &parsed);

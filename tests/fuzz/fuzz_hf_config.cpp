@@ -5,6 +5,8 @@
 #include "tests/fuzz/fuzz_json_depth.h"
 #include "tests/fuzz/fuzz_report.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ModelConfig c;
     fuzz::report("config.json", config_from_hf_json(std::string(reinterpret_cast<const char*>(data), size), &c));

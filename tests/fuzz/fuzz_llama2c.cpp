@@ -4,6 +4,8 @@
 
 #include "convert/import.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ImportedCheckpoint imported;
     if (!parse_llama2c(data, size, &imported).empty()) return 0;

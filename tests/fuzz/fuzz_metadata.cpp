@@ -5,6 +5,8 @@
 
 #include "formats/metadata.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) return 0;
     Metadata m;

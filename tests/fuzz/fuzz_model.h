@@ -6,6 +6,8 @@
 #include "model/model.h"
 #include "tests/fuzz/fuzz_tokenizer.h"
 
+using namespace hearth;
+
 // The texts a model file gives: its last bytes, split at NUL bytes. In a file that parses they
 // are the last tensor's data, which the fuzzer can change without breaking the parse (the
 // seeds put texts there: tools/make_fuzz_seeds.py).

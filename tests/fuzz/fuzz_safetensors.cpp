@@ -6,6 +6,8 @@
 #include "tests/fuzz/fuzz_json_depth.h"
 #include "tests/fuzz/fuzz_report.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::map<std::string, SafeTensor> tensors;
     fuzz::report("safetensors", parse_safetensors(data, size, &tensors));

@@ -7,6 +7,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_tokenizer.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Tokenizer tok;
     const std::string err = tok.load(data, size);

@@ -13,6 +13,8 @@
 #include "tests/fuzz/fuzz_json_depth.h"
 #include "tests/fuzz/fuzz_report.h"
 
+using namespace hearth;
+
 namespace {
 
 void require(bool ok, const char* what) {

@@ -23,6 +23,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_report.h"
 
+using namespace hearth;
+
 namespace fuzz {
 
 // GPT-2's byte-level spelling of bytes (tokenizer/bpe.h): printable Latin-1 bytes stand for

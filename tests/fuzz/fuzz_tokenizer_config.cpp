@@ -5,6 +5,8 @@
 #include "tests/fuzz/fuzz_json_depth.h"
 #include "tests/fuzz/fuzz_report.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string jinja = chat_template_jinja(std::string(reinterpret_cast<const char*>(data), size));
     const std::string name = detect_chat_template(jinja);

@@ -12,6 +12,8 @@
 #include "tests/fuzz/fuzz_json_depth.h"
 #include "tests/fuzz/fuzz_tokenizer.h"
 
+using namespace hearth;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const char* s = reinterpret_cast<const char*>(data);
     const char* nul = static_cast<const char*>(std::memchr(s, 0, size));

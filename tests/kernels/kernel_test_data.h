@@ -12,6 +12,8 @@
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
 
+using namespace hearth;
+
 namespace kernel_test {
 
 using Bytes = std::vector<uint8_t>;

@@ -13,6 +13,8 @@
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
 
+using namespace hearth;
+
 namespace {
 
 std::vector<float> normal(size_t n, uint32_t seed) {

@@ -14,6 +14,8 @@
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
 
+using namespace hearth;
+
 namespace {
 
 struct GoldenRecord {

@@ -15,6 +15,8 @@
 #include "kernels/softmax.h"
 #include "kernels/quant_types.h"
 
+using namespace hearth;
+
 static std::vector<float> random_floats(int n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd;

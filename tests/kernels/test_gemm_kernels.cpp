@@ -15,6 +15,8 @@
 #include "kernels/quant.h"
 #include "tests/kernels/kernel_test_data.h"
 
+using namespace hearth;
+
 #if defined(HEARTH_ISA_AVX2)
 
 namespace {

@@ -28,6 +28,8 @@
 #include "kernels/table.h"
 #include "tests/kernels/kernel_test_data.h"
 
+using namespace hearth;
+
 namespace {
 
 using kernel_test::Bytes;

@@ -12,6 +12,8 @@
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 
+using namespace hearth;
+
 namespace {
 
 std::vector<float> normal(size_t n, uint32_t seed, float sigma) {

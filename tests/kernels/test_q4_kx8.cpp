@@ -11,6 +11,8 @@
 #include "kernels/rows_x8.h"
 #include "tests/kernels/kernel_test_data.h"
 
+using namespace hearth;
+
 namespace {
 
 using kernel_test::Bytes;

@@ -17,6 +17,8 @@
 #include "kernels/ref/ref.h"
 #include "kernels/table.h"
 
+using namespace hearth;
+
 namespace {
 
 using Bytes = std::vector<uint8_t>;

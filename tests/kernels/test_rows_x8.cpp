@@ -10,6 +10,8 @@
 #include "kernels/quant.h"
 #include "kernels/rows_x8.h"
 
+using namespace hearth;
+
 namespace {
 
 // rows x cols of Q4_0 or Q8_0: random finite fp16 scales and random quant bytes (every byte

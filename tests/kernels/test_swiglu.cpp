@@ -8,6 +8,8 @@
 
 #include "kernels/swiglu.h"
 
+using namespace hearth;
+
 namespace {
 
 void check_swiglu(void (*fn)(float*, const float*, size_t)) {

@@ -29,6 +29,8 @@
 #include "kernels/x86/x86.h"
 #include "tests/kernels/kernel_test_data.h"
 
+using namespace hearth;
+
 namespace {
 
 using kernel_test::Bytes;

@@ -14,6 +14,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 std::vector<int> lookup(const std::vector<int>& ids, int max_tokens, int shortest_ngram = 2) {

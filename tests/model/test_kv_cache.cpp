@@ -15,6 +15,8 @@
 #include "model/model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 // ./run --perplexity's figure, or -1 when it printed none.

@@ -20,6 +20,8 @@
 #include "model/model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 const char* const kFamilies[] = {"llama3", "mistral", "qwen3"};

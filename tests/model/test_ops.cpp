@@ -7,6 +7,8 @@
 
 #include "model/ops.h"
 
+using namespace hearth;
+
 TEST_CASE("rmsnorm matches x / sqrt(mean(x^2) + eps) * w") {
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 3.0f);

@@ -10,6 +10,8 @@
 #include "model/model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 struct Golden {
     std::vector<int> prompt_ids;
     std::vector<std::vector<float>> logits;  // one row per prompt position

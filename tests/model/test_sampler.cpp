@@ -8,6 +8,8 @@
 
 #include "model/sampler.h"
 
+using namespace hearth;
+
 static std::vector<Candidate> candidates(const std::vector<float>& logits) {
     std::vector<Candidate> c;
     for (size_t i = 0; i < logits.size(); i++) c.push_back({int(i), logits[i], 0.0f});

@@ -10,6 +10,8 @@
 #include "base/limits.h"
 #include "server/request.h"
 
+using namespace hearth;
+
 namespace {
 
 SamplerParams server_defaults() {

@@ -19,6 +19,8 @@
 #include "base/limits.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 

@@ -25,6 +25,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 #if defined(__SANITIZE_ADDRESS__)

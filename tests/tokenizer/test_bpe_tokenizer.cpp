@@ -18,6 +18,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 // The tokenizer of a model ("llama3", "qwen3"), read once per test binary run.
 static const Tokenizer& bpe_tokenizer(const std::string& name) {
     static std::map<std::string, std::unique_ptr<Tokenizer>> loaded;

@@ -15,6 +15,8 @@
 #include "tokenizer/sentencepiece_model.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 namespace {
 
 using Processor = sentencepiece::SentencePieceProcessor;

@@ -8,6 +8,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
+using namespace hearth;
+
 TEST_CASE("tokenizer: encode and decode equal python sentencepiece on tricky strings") {
     auto goldens = nlohmann::json::parse(read_text("tests/data/tokenizer_goldens.json"));
     REQUIRE(goldens.size() >= 2);  // the Llama-2 vocabulary and the default model's
