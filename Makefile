@@ -185,6 +185,7 @@ test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) $(BPE_TOKENIZERS) \
 		build/aarch64/kernel_tests_i8mm build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ALDERLAKE_TEST_BIN) $(ASAN_BINS)
 	@tools/run_tests.sh \
+		"the code follows .clang-format (clang-format 14)" "tools/check_format.sh" \
 		"host: unit tests" "build/tests/unit_tests" \
 		"host: kernel tests" "build/tests/kernel_tests" $(AVX2_TEST_RUN) \
 		"host: the chat page in headless chromium against run --server (skipped when chromium is missing)" "tests/server/run_browser_test.sh" \

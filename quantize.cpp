@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
         kUsage,
         {{"",
           {
-              {"-t", "--type", "TYPE", &type, "the element type of the weight matrices", 0, 0,
-               "see TYPE above"},
+              {"-t", "--type", "TYPE", &type, "the element type of the weight matrices", 0, 0, "see TYPE above"},
               {"", "--format", "FORMAT", &format_name, "the output file's format: hearth or gguf", 0, 0,
                "gguf for an OUTPUT ending in .gguf, else hearth"},
               {"", "--tokenizer", "FILE", &tokenizer_path,
@@ -109,7 +108,8 @@ int main(int argc, char** argv) {
     const size_t slash = out_path.rfind('/');
     const std::string out_dir = slash == std::string::npos ? "." : out_path.substr(0, slash + 1);
     struct stat st;
-    if (stat(out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return fail("cannot write " + out_path + ": there is no folder " + out_dir);
+    if (stat(out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        return fail("cannot write " + out_path + ": there is no folder " + out_dir);
 
     if (stat(in_path.c_str(), &st) != 0) return fail("cannot find " + in_path);
     ImportedCheckpoint src;
@@ -144,8 +144,10 @@ int main(int argc, char** argv) {
     if (!tokenizer_path.empty() && !llama2c)
         return fail("--tokenizer is for llama2.c checkpoints; " + in_path + " brings its own tokenizer");
     if (llama2c && tokenizer_path.empty())
-        std::fprintf(stderr, "quantize: warning: no --tokenizer: %s will have no tokenizer and run only with --prompt-ids and --print-ids\n",
-                     shown_path(out_path).c_str());
+        std::fprintf(
+            stderr,
+            "quantize: warning: no --tokenizer: %s will have no tokenizer and run only with --prompt-ids and --print-ids\n",
+            shown_path(out_path).c_str());
     // An existing output is replaced by a rename: never a device, a FIFO or a folder.
     if (stat(out_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return fail(out_path + " exists and is not a regular file");
     // The output may be none of the files read, whatever path names it (a symlink, a hard

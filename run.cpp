@@ -67,114 +67,114 @@ std::string template_names() {
 // Every option of run, as llama.cpp names them: parsing, --help and the CLI test
 // (through --list-options) all read this table.
 CommandLine command_line(Options& o) {
-    return {"run",
-            "usage: run [MODEL] [options]\n"
-            "\n"
-            "Generates text with a hearth checkpoint (made by `quantize`). Without MODEL, runs the\n"
-            "default model models/tiny-shakespeare.hearth shipped beside this program.\n",
-            {
-                {"input and output",
-                 {
-                     {"-m", "--model", "FILE", &o.model_path, "the checkpoint (same as the first argument)"},
-                     {"-p", "--prompt", "TEXT", &o.prompt, "prompt text; encoded with BOS prepended (when the tokenizer adds one)", 0, 0,
-                      "just BOS"},
-                     {"-f", "--file", "FILE", &o.prompt_file, "prompt text read from a file (instead of --prompt)"},
-                     {"", "--prompt-ids", "IDS", &o.prompt_ids, "prompt as raw token ids, comma-separated (nothing is added)"},
-                     {"-n", "--n-predict", "N", &o.n_predict, "tokens to generate at most; stops earlier at EOS", 0, 1 << 30},
-                     {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
-                     {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
-                     {"", "--tokenize", "", &o.tokenize,
-                      "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
-                      "comma-separated on one line as llama.cpp's llama-tokenize --ids does, and exit"},
-                     {"-c", "--ctx-size", "N", &o.n_ctx,
-                      "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
-                      "llama-server does)",
-                      1, 1 << 24,
-                      "the model's, at most 4096; 512 for --perplexity"},
-                     {"-t", "--threads", "N", &o.threads, "threads; more than the physical cores makes generation slower", 1,
-                      1024, "the number of physical cores, here " + std::to_string(o.threads)},
-                 }},
-                {"KV cache (as llama.cpp names them; every mode uses them)",
-                 {
-                     {"-ctk", "--cache-type-k", "TYPE", &o.cache_type_k,
-                      "type of the cached keys: f32, f16 or q8_0 (blocks of 32 along each head's dims; needs a head "
-                      "dimension that is a multiple of 32). f16 and q8_0 take 1/2 and 17/64 of f32's memory",
-                      0, 0, o.cache_type_k},
-                     {"-ctv", "--cache-type-v", "TYPE", &o.cache_type_v, "type of the cached values: f32, f16 or q8_0", 0, 0,
-                      o.cache_type_v},
-                 }},
-                {"sampling (applied in this order, as llama.cpp does)",
-                 {
-                     {"", "--repeat-penalty", "X", &o.sampler.repeat_penalty,
-                      "divide logits of recently seen tokens by X; 1 = off", 0.01, 100},
-                     {"", "--repeat-last-n", "N", &o.sampler.repeat_last_n, "how many recent tokens the penalty looks at", 0,
-                      1 << 24},
-                     {"", "--top-k", "N", &o.sampler.top_k, "keep the N most likely tokens; 0 = off", 0, 1 << 30},
-                     {"", "--top-p", "X", &o.sampler.top_p, "keep the smallest set with probability mass >= X; 1 = off", 0, 1},
-                     {"", "--min-p", "X", &o.sampler.min_p, "drop tokens less likely than X times the top one; 0 = off", 0, 1},
-                     {"", "--temp", "X", &o.sampler.temperature, "temperature; 0 is greedy: always the most likely token", 0,
-                      100},
-                     {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling", 0, 0, "from the clock"},
-                 }},
-                {"prompt-lookup drafts (every mode that generates)",
-                 {
-                     {"", "--draft", "N", &o.draft,
-                      "guess up to N tokens at a step from earlier text (what followed the last 2-4 tokens where they "
-                      "occurred before) and check them in the same forward pass: faster when the output repeats the "
-                      "prompt, and the same ids as without (greedy, or sampled with the same seed); drafting backs off "
-                      "while guesses are rejected. 0 = off",
-                      0, 64},
-                 }},
-                {"perplexity (instead of generating)",
-                 {
-                     {"", "--perplexity", "FILE", &o.perplexity_file,
-                      "perplexity of a text file, as llama.cpp computes it: windows of -c tokens (default 512), the second "
-                      "half of each window scored"},
-                 }},
-                {"benchmark (instead of generating)",
-                 {
-                     {"", "--bench", "", &o.bench,
-                      "print prompt processing (ppN) and generation (tgN) speed in tok/s, medians of --bench-reps runs, and "
-                      "the weight bandwidth of tg"},
-                     {"", "--bench-pp", "N", &o.bench_pp, "prompt tokens evaluated in one batch", 0, 1 << 20},
-                     {"", "--bench-tg", "N", &o.bench_tg, "tokens generated one by one", 0, 1 << 20},
-                     {"", "--bench-reps", "N", &o.bench_reps, "repetitions", 1, 1 << 20},
-                 }},
-                {"chat (instead of a single prompt)",
-                 {
-                     {"-i", "--chat", "", &o.chat,
-                      "a conversation: read a message, write the reply, again, keeping the KV cache between turns. In a "
-                      "terminal: line editing, history, /help for commands; Ctrl-C stops a reply, Ctrl-D leaves. From a "
-                      "pipe: one message a line (`echo question | run MODEL --chat`). -n caps a reply."},
-                     {"", "--template", "NAME", &o.chat_options.template_name, "chat template: " + template_names(), 0, 0,
-                      "the one quantize stored; when none, raw, or chatml if the vocabulary has its tokens"},
-                     {"", "--system", "TEXT", &o.chat_options.system_prompt, "the system prompt"},
-                     {"", "--verbose", "", &o.chat_options.verbose,
-                      "print each reply's timing (prompt, time to first token, tok/s) on stderr, and with -p too the "
-                      "drafts' acceptance rate"},
-                 }},
-                {"server (instead of a single prompt): an OpenAI-compatible HTTP API and a chat page",
-                 {
-                     {"", "--server", "", &o.server,
-                      "serve the model over HTTP: POST /v1/chat/completions and /v1/completions (streamed or not), GET "
-                      "/v1/models, /health, POST /tokenize and /detokenize, and the chat page at /. The sampling options "
-                      "above are the defaults a request's own fields override; --template picks the chat template"},
-                     {"", "--host", "HOST", &o.server_options.host, "address to listen on; 0.0.0.0 serves the network", 0, 0,
-                      o.server_options.host},
-                     {"", "--port", "N", &o.server_options.port, "TCP port to listen on", 1, 65535},
-                     {"-np", "--parallel", "N", &o.server_options.n_parallel,
-                      "slots: conversations generated at once, each with its own KV cache of -c / N tokens; more requests "
-                      "wait in a queue of " + std::to_string(limits::kServerQueuedJobs),
-                      1, 256},
-                     {"", "--api-key", "KEY", &o.server_options.api_key,
-                      "require 'Authorization: Bearer KEY' on every endpoint but / and /health", 0, 0, "none"},
-                     {"", "--timeout", "SECONDS", &o.server_options.timeout_seconds,
-                      "read and write timeout of a connection: a client that stalls this long is dropped", 1, 86400},
-                     {"-a", "--alias", "NAME", &o.server_options.model_name, "the model's name in /v1/models and the replies",
-                      0, 0, "the model file's name"},
-                 }},
-            },
-            "Timing (load, prompt and generation speed) is printed on stderr at the end.\n"};
+    return {
+        "run",
+        "usage: run [MODEL] [options]\n"
+        "\n"
+        "Generates text with a hearth checkpoint (made by `quantize`). Without MODEL, runs the\n"
+        "default model models/tiny-shakespeare.hearth shipped beside this program.\n",
+        {
+            {"input and output",
+             {
+                 {"-m", "--model", "FILE", &o.model_path, "the checkpoint (same as the first argument)"},
+                 {"-p", "--prompt", "TEXT", &o.prompt, "prompt text; encoded with BOS prepended (when the tokenizer adds one)", 0,
+                  0, "just BOS"},
+                 {"-f", "--file", "FILE", &o.prompt_file, "prompt text read from a file (instead of --prompt)"},
+                 {"", "--prompt-ids", "IDS", &o.prompt_ids, "prompt as raw token ids, comma-separated (nothing is added)"},
+                 {"-n", "--n-predict", "N", &o.n_predict, "tokens to generate at most; stops earlier at EOS", 0, 1 << 30},
+                 {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
+                 {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
+                 {"", "--tokenize", "", &o.tokenize,
+                  "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
+                  "comma-separated on one line as llama.cpp's llama-tokenize --ids does, and exit"},
+                 {"-c", "--ctx-size", "N", &o.n_ctx,
+                  "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
+                  "llama-server does)",
+                  1, 1 << 24, "the model's, at most 4096; 512 for --perplexity"},
+                 {"-t", "--threads", "N", &o.threads, "threads; more than the physical cores makes generation slower", 1, 1024,
+                  "the number of physical cores, here " + std::to_string(o.threads)},
+             }},
+            {"KV cache (as llama.cpp names them; every mode uses them)",
+             {
+                 {"-ctk", "--cache-type-k", "TYPE", &o.cache_type_k,
+                  "type of the cached keys: f32, f16 or q8_0 (blocks of 32 along each head's dims; needs a head "
+                  "dimension that is a multiple of 32). f16 and q8_0 take 1/2 and 17/64 of f32's memory",
+                  0, 0, o.cache_type_k},
+                 {"-ctv", "--cache-type-v", "TYPE", &o.cache_type_v, "type of the cached values: f32, f16 or q8_0", 0, 0,
+                  o.cache_type_v},
+             }},
+            {"sampling (applied in this order, as llama.cpp does)",
+             {
+                 {"", "--repeat-penalty", "X", &o.sampler.repeat_penalty, "divide logits of recently seen tokens by X; 1 = off",
+                  0.01, 100},
+                 {"", "--repeat-last-n", "N", &o.sampler.repeat_last_n, "how many recent tokens the penalty looks at", 0,
+                  1 << 24},
+                 {"", "--top-k", "N", &o.sampler.top_k, "keep the N most likely tokens; 0 = off", 0, 1 << 30},
+                 {"", "--top-p", "X", &o.sampler.top_p, "keep the smallest set with probability mass >= X; 1 = off", 0, 1},
+                 {"", "--min-p", "X", &o.sampler.min_p, "drop tokens less likely than X times the top one; 0 = off", 0, 1},
+                 {"", "--temp", "X", &o.sampler.temperature, "temperature; 0 is greedy: always the most likely token", 0, 100},
+                 {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling", 0, 0, "from the clock"},
+             }},
+            {"prompt-lookup drafts (every mode that generates)",
+             {
+                 {"", "--draft", "N", &o.draft,
+                  "guess up to N tokens at a step from earlier text (what followed the last 2-4 tokens where they "
+                  "occurred before) and check them in the same forward pass: faster when the output repeats the "
+                  "prompt, and the same ids as without (greedy, or sampled with the same seed); drafting backs off "
+                  "while guesses are rejected. 0 = off",
+                  0, 64},
+             }},
+            {"perplexity (instead of generating)",
+             {
+                 {"", "--perplexity", "FILE", &o.perplexity_file,
+                  "perplexity of a text file, as llama.cpp computes it: windows of -c tokens (default 512), the second "
+                  "half of each window scored"},
+             }},
+            {"benchmark (instead of generating)",
+             {
+                 {"", "--bench", "", &o.bench,
+                  "print prompt processing (ppN) and generation (tgN) speed in tok/s, medians of --bench-reps runs, and "
+                  "the weight bandwidth of tg"},
+                 {"", "--bench-pp", "N", &o.bench_pp, "prompt tokens evaluated in one batch", 0, 1 << 20},
+                 {"", "--bench-tg", "N", &o.bench_tg, "tokens generated one by one", 0, 1 << 20},
+                 {"", "--bench-reps", "N", &o.bench_reps, "repetitions", 1, 1 << 20},
+             }},
+            {"chat (instead of a single prompt)",
+             {
+                 {"-i", "--chat", "", &o.chat,
+                  "a conversation: read a message, write the reply, again, keeping the KV cache between turns. In a "
+                  "terminal: line editing, history, /help for commands; Ctrl-C stops a reply, Ctrl-D leaves. From a "
+                  "pipe: one message a line (`echo question | run MODEL --chat`). -n caps a reply."},
+                 {"", "--template", "NAME", &o.chat_options.template_name, "chat template: " + template_names(), 0, 0,
+                  "the one quantize stored; when none, raw, or chatml if the vocabulary has its tokens"},
+                 {"", "--system", "TEXT", &o.chat_options.system_prompt, "the system prompt"},
+                 {"", "--verbose", "", &o.chat_options.verbose,
+                  "print each reply's timing (prompt, time to first token, tok/s) on stderr, and with -p too the "
+                  "drafts' acceptance rate"},
+             }},
+            {"server (instead of a single prompt): an OpenAI-compatible HTTP API and a chat page",
+             {
+                 {"", "--server", "", &o.server,
+                  "serve the model over HTTP: POST /v1/chat/completions and /v1/completions (streamed or not), GET "
+                  "/v1/models, /health, POST /tokenize and /detokenize, and the chat page at /. The sampling options "
+                  "above are the defaults a request's own fields override; --template picks the chat template"},
+                 {"", "--host", "HOST", &o.server_options.host, "address to listen on; 0.0.0.0 serves the network", 0, 0,
+                  o.server_options.host},
+                 {"", "--port", "N", &o.server_options.port, "TCP port to listen on", 1, 65535},
+                 {"-np", "--parallel", "N", &o.server_options.n_parallel,
+                  "slots: conversations generated at once, each with its own KV cache of -c / N tokens; more requests "
+                  "wait in a queue of " +
+                      std::to_string(limits::kServerQueuedJobs),
+                  1, 256},
+                 {"", "--api-key", "KEY", &o.server_options.api_key,
+                  "require 'Authorization: Bearer KEY' on every endpoint but / and /health", 0, 0, "none"},
+                 {"", "--timeout", "SECONDS", &o.server_options.timeout_seconds,
+                  "read and write timeout of a connection: a client that stalls this long is dropped", 1, 86400},
+                 {"-a", "--alias", "NAME", &o.server_options.model_name, "the model's name in /v1/models and the replies", 0, 0,
+                  "the model file's name"},
+             }},
+        },
+        "Timing (load, prompt and generation speed) is printed on stderr at the end.\n"};
 }
 
 // One line, whatever the message carries from a file: control characters are escaped.
@@ -202,11 +202,14 @@ std::string parse_prompt_ids(const std::string& s, int vocab, std::vector<int>* 
         errno = 0;
         const long id = std::strtol(p, &end, 10);
         if (errno || end == p || *p == '-' || *p == '+' || *p == ' ') return not_a_list;
-        if (id >= vocab) return "--prompt-ids: id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(vocab - 1);
+        if (id >= vocab)
+            return "--prompt-ids: id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(vocab - 1);
         ids->push_back(int(id));
         p = end;
-        if (*p == ',') p++;
-        else if (*p) return not_a_list;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return not_a_list;
     }
     return ids->empty() ? "--prompt-ids is empty" : "";
 }
@@ -248,8 +251,10 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
 
     GenerationCallbacks cb;
     cb.on_token = [&](int id, const std::string& text) {
-        if (o.print_ids) std::printf(gen.tokens().size() > 1 ? ",%d" : "%d", id);
-        else std::fputs(text.c_str(), stdout);
+        if (o.print_ids)
+            std::printf(gen.tokens().size() > 1 ? ",%d" : "%d", id);
+        else
+            std::fputs(text.c_str(), stdout);
         std::fflush(stdout);
     };
     const auto t_gen = Clock::now();
@@ -260,7 +265,8 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     std::fflush(stdout);
 
     if (end == GenerationEnd::error) return fail(gen.error());
-    if (end == GenerationEnd::context_full) std::fprintf(stderr, "run: stopped: the context of %d tokens is full (raise -c)\n", n_ctx);
+    if (end == GenerationEnd::context_full)
+        std::fprintf(stderr, "run: stopped: the context of %d tokens is full (raise -c)\n", n_ctx);
     const size_t n_gen = gen.tokens().size();
     std::fprintf(stderr, "run: load %.0f ms | prompt %zu tokens, %.1f tok/s | generation %zu tokens, %.1f tok/s | %d threads\n",
                  load_s * 1e3, n_prompt, n_prompt / std::max(prompt_s, 1e-9), n_gen, n_gen / std::max(gen_s, 1e-9), o.threads);
@@ -288,7 +294,8 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     if (!err.empty()) return fail("--perplexity: " + err);
     const int max_seq_len = model.config.max_seq_len;
     const int window = o.n_ctx ? o.n_ctx : std::min(512, max_seq_len);
-    if (window > max_seq_len) std::fprintf(stderr, "run: warning: -c %d is longer than the model's context of %d\n", window, max_seq_len);
+    if (window > max_seq_len)
+        std::fprintf(stderr, "run: warning: -c %d is longer than the model's context of %d\n", window, max_seq_len);
     std::vector<int> ids;
     if (!(err = tok.encode(text, true, &ids)).empty()) return fail(o.perplexity_file + ": " + err);
     int windows = 0;
@@ -314,7 +321,8 @@ int bench(const Model& model, const Options& o) {
     std::printf("model: %s, %.1f MB of weights per generated token, %d threads, KV cache %s/%s\n", o.model_path.c_str(),
                 b.bytes_per_token / 1e6, o.threads, type_name(o.cache_types.k), type_name(o.cache_types.v));
     if (o.bench_pp > 0) std::printf("pp%d: %.2f tok/s\n", o.bench_pp, b.pp_tok_s);
-    if (o.bench_tg > 0) std::printf("tg%d: %.2f tok/s (%.2f GB/s of weights)\n", o.bench_tg, b.tg_tok_s, b.tg_tok_s * b.bytes_per_token / 1e9);
+    if (o.bench_tg > 0)
+        std::printf("tg%d: %.2f tok/s (%.2f GB/s of weights)\n", o.bench_tg, b.tg_tok_s, b.tg_tok_s * b.bytes_per_token / 1e9);
     return 0;
 }
 
@@ -383,8 +391,9 @@ int main(int argc, char** argv) {
     omp_set_num_threads(o.threads);
     if (o.server) {
         if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) + int(prompt_given) + int(ids_given) > 0)
-            return fail("--server takes its prompts from HTTP requests: give none of --chat, --bench, --perplexity, --tokenize, "
-                        "--prompt, --file, --prompt-ids");
+            return fail(
+                "--server takes its prompts from HTTP requests: give none of --chat, --bench, --perplexity, --tokenize, "
+                "--prompt, --file, --prompt-ids");
         return serve_model(o);
     }
 
@@ -393,8 +402,9 @@ int main(int argc, char** argv) {
     if (!(err = load_model(o.model_path, &model)).empty()) return fail(err);
     if (!(err = check_kv_cache_types(model.config, o.cache_types)).empty()) return fail(err);
     if (model.repacked_bytes)
-        std::fprintf(stderr, "run: %s stores %.0f MB of weights in the plain layout: they were repacked for the kernels at load; "
-                             "`quantize %s OUT.hearth` stores them repacked, so that loading is instant and the pages are shared\n",
+        std::fprintf(stderr,
+                     "run: %s stores %.0f MB of weights in the plain layout: they were repacked for the kernels at load; "
+                     "`quantize %s OUT.hearth` stores them repacked, so that loading is instant and the pages are shared\n",
                      o.model_path.c_str(), model.repacked_bytes / 1e6, o.model_path.c_str());
     Tokenizer tok;
     if (model.tokenizer.kind == TokenizerKind::none) {
@@ -416,8 +426,8 @@ int main(int argc, char** argv) {
 
     // The context each mode will allocate, checked against the machine before it is.
     const int n_ctx = o.chat || !(perplexity_given || o.bench) ? context_length(o, model.config)
-                      : o.bench ? std::max({o.bench_pp, o.bench_tg, 1})
-                                : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
+                      : o.bench                                ? std::max({o.bench_pp, o.bench_tg, 1})
+                                                               : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
     if (!(err = check_context_memory(model.config, n_ctx, o.cache_types)).empty()) return fail(err);
 
     if (o.chat) {

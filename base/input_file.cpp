@@ -99,7 +99,8 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
     }
     if (uint64_t(st.st_size) > row.max_bytes) {
         ::close(fd);
-        return shown + " is " + bytes_text(uint64_t(st.st_size)) + ", more than a " + row.what + " may have (" + mib(row.max_bytes) + ")";
+        return shown + " is " + bytes_text(uint64_t(st.st_size)) + ", more than a " + row.what + " may have (" +
+               mib(row.max_bytes) + ")";
     }
     // A FIFO's writer may not have written yet: from here on, reads may wait for it.
     if (fifo) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);

@@ -14,7 +14,7 @@ constexpr uint64_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
 
 // ---- Small input files, read whole into memory (base/input_file.h): the most bytes each
 // kind may have. Larger files are refused before anything is read.
-constexpr uint64_t kConfigJsonBytes = 16 * MiB;          // config.json (real ones: a few KB)
+constexpr uint64_t kConfigJsonBytes = 16 * MiB;           // config.json (real ones: a few KB)
 constexpr uint64_t kTokenizerConfigJsonBytes = 64 * MiB;  // tokenizer_config.json (chat templates, added tokens)
 constexpr uint64_t kTokenizerJsonBytes = 128 * MiB;       // tokenizer.json (Gemma-3's: 33 MB)
 constexpr uint64_t kSafetensorsIndexBytes = 64 * MiB;     // model.safetensors.index.json
@@ -31,16 +31,16 @@ constexpr uint64_t kSafetensorsElements = uint64_t(1) << 48;
 
 // ---- Model files (hearth and GGUF) and their key/value metadata
 constexpr uint64_t kMaxTensors = 100000;
-constexpr uint64_t kTensorBytes = 1024 * GiB;              // one tensor
+constexpr uint64_t kTensorBytes = 1024 * GiB;  // one tensor
 constexpr uint64_t kMetaKeyBytes = 1 * KiB;
-constexpr uint64_t kMetaStringBytes = 64 * MiB;            // one string, or a byte array
-constexpr uint64_t kMetaArrayCount = uint64_t(1) << 24;    // 16M elements
+constexpr uint64_t kMetaStringBytes = 64 * MiB;          // one string, or a byte array
+constexpr uint64_t kMetaArrayCount = uint64_t(1) << 24;  // 16M elements
 constexpr uint64_t kMetaEntries = 1 << 16;
-constexpr int kMetaArrayDepth = 4;                         // arrays of arrays
+constexpr int kMetaArrayDepth = 4;  // arrays of arrays
 
 // ---- Model configuration (model/config.cpp)
 constexpr int kDim = 1 << 16, kHiddenDim = 1 << 18, kLayers = 1024, kHeads = 1024, kHeadDim = 1024;
-constexpr int kVocabSize = 1 << 21;  // the embedding's rows; a BPE vocabulary padded to them must fit kBpeTokens
+constexpr int kVocabSize = 1 << 21;      // the embedding's rows; a BPE vocabulary padded to them must fit kBpeTokens
 constexpr int kContextLength = 1 << 24;  // also the largest sliding window
 constexpr int kLlama2cGroupSize = 1 << 20;
 
@@ -51,13 +51,13 @@ constexpr size_t kSentencePieceStringBytes = size_t(1) << 20;    // names, unk_s
 constexpr size_t kSentencePieceCharsmapBytes = size_t(1) << 22;  // also normalization_rule_tsv
 
 // ---- Byte-level BPE vocabularies (tokenizer/bpe.cpp)
-constexpr size_t kBpeTokens = size_t(kVocabSize);     // Llama-3: 128256, Qwen3: 151669
-constexpr size_t kBpeMerges = size_t(1) << 22;        // Llama-3: 280147
-constexpr size_t kBpeTokenBytes = 1024;               // one token's text
-constexpr size_t kBpeAddedTokenBytes = 4 * MiB;       // all added (control, user-defined) tokens' text together
-constexpr size_t kBpeRegexes = 16;                    // pre-tokenizer regexes
-constexpr size_t kBpeRegexBytes = 4096;               // one regex
-constexpr uint32_t kBpeRegexCaptureGroups = 64;       // real pre-tokenizer regexes have none
+constexpr size_t kBpeTokens = size_t(kVocabSize);  // Llama-3: 128256, Qwen3: 151669
+constexpr size_t kBpeMerges = size_t(1) << 22;     // Llama-3: 280147
+constexpr size_t kBpeTokenBytes = 1024;            // one token's text
+constexpr size_t kBpeAddedTokenBytes = 4 * MiB;    // all added (control, user-defined) tokens' text together
+constexpr size_t kBpeRegexes = 16;                 // pre-tokenizer regexes
+constexpr size_t kBpeRegexBytes = 4096;            // one regex
+constexpr uint32_t kBpeRegexCaptureGroups = 64;    // real pre-tokenizer regexes have none
 // The pre-tokenizer's regexes share one budget per encode, counted in PCRE2's match-limit
 // units (backtracking steps): per regex, a base plus an amount per byte of text. Real
 // regexes use under 3 units per byte; a regex built to backtrack exhausts the budget and the
@@ -69,26 +69,26 @@ constexpr uint64_t kBpeRegexBudgetPerByte = 1024;
 // last resort. Real text takes under 100 ns a byte; these allow 1 s and 10,000 ns a byte.
 constexpr uint64_t kBpeRegexTimeBaseMs = 1000;
 constexpr uint64_t kBpeRegexTimePerKiBMs = 10;
-constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;      // PCRE2's backtracking memory per match
-constexpr uint32_t kBpeRegexDepth = 100000;           // PCRE2's nested backtracking per match (the interpreter's)
+constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;  // PCRE2's backtracking memory per match
+constexpr uint32_t kBpeRegexDepth = 100000;       // PCRE2's nested backtracking per match (the interpreter's)
 constexpr size_t kBpeJitStackBytes = 4 * MiB;
 
 // ---- The server (server/): what one HTTP request may carry. A request over a limit gets an
 // OpenAI-shaped error (413 for the body, 400 for the rest) and the server goes on serving.
-constexpr uint64_t kServerBodyBytes = 8 * MiB;          // a request body; a prompt of 2M tokens would not fit any context anyway
-constexpr size_t kServerHeaderLineBytes = 8192;          // each header line (cpp-httplib's, compiled in)
+constexpr uint64_t kServerBodyBytes = 8 * MiB;   // a request body; a prompt of 2M tokens would not fit any context anyway
+constexpr size_t kServerHeaderLineBytes = 8192;  // each header line (cpp-httplib's, compiled in)
 // A request's head: its request line and all its header lines together, and how many header
 // lines (each is a map entry: 16K of them would take MBs). Over either: 431, and the
 // connection is closed. Browsers and SDKs send 1-2 KiB in 10-20 lines.
 constexpr size_t kServerHeadBytes = 64 * KiB;
 constexpr size_t kServerHeaderLines = 256;
-constexpr size_t kServerQueuedJobs = 16;                 // generations waiting for a slot; one more is 503
-constexpr size_t kServerMessages = 4096;                 // messages in one chat request
-constexpr size_t kServerStopStrings = 4;                 // stop strings, as OpenAI's API allows
-constexpr size_t kServerStopBytes = 256;                 // one stop string
-constexpr size_t kServerTokenIds = 1 << 20;              // ids in a /detokenize request
-constexpr int kServerKeepAliveRequests = 100;            // requests on one connection before it is closed
-constexpr int kServerTimeoutSeconds = 600;               // --timeout's default: reading a request, writing a reply
+constexpr size_t kServerQueuedJobs = 16;       // generations waiting for a slot; one more is 503
+constexpr size_t kServerMessages = 4096;       // messages in one chat request
+constexpr size_t kServerStopStrings = 4;       // stop strings, as OpenAI's API allows
+constexpr size_t kServerStopBytes = 256;       // one stop string
+constexpr size_t kServerTokenIds = 1 << 20;    // ids in a /detokenize request
+constexpr int kServerKeepAliveRequests = 100;  // requests on one connection before it is closed
+constexpr int kServerTimeoutSeconds = 600;     // --timeout's default: reading a request, writing a reply
 
 // ---- Messages. A string from a file (a name, a key) is shown escaped and cut to
 // kShownStringBytes; a path to kShownPathBytes; a whole error line to kMessageBytes.

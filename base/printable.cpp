@@ -6,15 +6,29 @@ int utf8_char_length(std::string_view s, size_t at) {
     const unsigned char c = s[at];
     int len;
     unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-    if (c < 0x80) return 1;
-    else if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c == 0xe0) { len = 3; lo = 0xa0; }
-    else if (c == 0xed) { len = 3; hi = 0x9f; }  // no surrogates
-    else if (c >= 0xe1 && c <= 0xef) len = 3;
-    else if (c == 0xf0) { len = 4; lo = 0x90; }
-    else if (c >= 0xf1 && c <= 0xf3) len = 4;
-    else if (c == 0xf4) { len = 4; hi = 0x8f; }
-    else return -1;
+    if (c < 0x80)
+        return 1;
+    else if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c == 0xe0) {
+        len = 3;
+        lo = 0xa0;
+    } else if (c == 0xed) {
+        len = 3;
+        hi = 0x9f;
+    }  // no surrogates
+    else if (c >= 0xe1 && c <= 0xef)
+        len = 3;
+    else if (c == 0xf0) {
+        len = 4;
+        lo = 0x90;
+    } else if (c >= 0xf1 && c <= 0xf3)
+        len = 4;
+    else if (c == 0xf4) {
+        len = 4;
+        hi = 0x8f;
+    } else
+        return -1;
     for (int i = 1; i < len; i++) {
         if (at + i >= s.size()) return 0;
         const unsigned char b = s[at + i];

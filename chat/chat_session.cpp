@@ -56,7 +56,7 @@ std::string ChatSession::evaluate(const std::vector<int>& target, const ChatCall
     size_t keep = 0;
     while (keep < context_.size() && keep < target.size() && context_[keep] == target[keep]) keep++;
     if (keep == target.size()) keep--;  // evaluated again: its logits are needed
-    context_.resize(keep);  // positions past `keep` are stale and get overwritten
+    context_.resize(keep);              // positions past `keep` are stale and get overwritten
     while (context_.size() < target.size()) {
         if (cb.interrupted && cb.interrupted()) {
             *interrupted = true;

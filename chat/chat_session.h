@@ -47,11 +47,11 @@ enum class ReplyEnd {
 
 struct ReplyStats {
     ReplyEnd end = ReplyEnd::end_of_turn;
-    std::string error;         // why, when refused
-    int prompt_tokens = 0;     // tokens evaluated before the first reply token: what the cache lacked
-    int reused_tokens = 0;     // tokens of the prompt that were already in the cache
-    int reply_tokens = 0;      // tokens of the reply, not counting the end-of-turn token
-    int dropped_turns = 0;     // (user, reply) pairs dropped to make room
+    std::string error;               // why, when refused
+    int prompt_tokens = 0;           // tokens evaluated before the first reply token: what the cache lacked
+    int reused_tokens = 0;           // tokens of the prompt that were already in the cache
+    int reply_tokens = 0;            // tokens of the reply, not counting the end-of-turn token
+    int dropped_turns = 0;           // (user, reply) pairs dropped to make room
     double prompt_seconds = 0;       // evaluating the prompt (including any re-evaluation after dropping turns)
     double first_token_seconds = 0;  // from the call to the first reply token: time to first token
     double reply_seconds = 0;        // from the end of the prompt to the end of the reply
@@ -81,8 +81,8 @@ public:
     ReplyStats reply(const std::string& user_text, Sampler& sampler, int max_tokens, const ChatCallbacks& cb);
 
     const std::vector<ChatMessage>& turns() const { return turns_; }  // user, assistant, user, ...
-    std::vector<ChatMessage> dialog() const;                           // the system message first, if any
-    const std::vector<int>& context() const { return context_; }       // ids at cache positions 0, 1, ...
+    std::vector<ChatMessage> dialog() const;                          // the system message first, if any
+    const std::vector<int>& context() const { return context_; }      // ids at cache positions 0, 1, ...
     int n_ctx() const { return state_.n_ctx; }
     long evaluated_tokens() const { return evaluated_; }  // every token forward() has evaluated
 

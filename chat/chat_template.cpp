@@ -25,8 +25,7 @@ std::string detect_chat_template(const std::string& t) {
     if (has("[INST]") && has("[/INST]")) return "mistral";
     // TinyLlama-Chat (Zephyr's recipe): the turn ends with eos_token. Phi-3 (<|end|>) and
     // StableLM-Zephyr (<|endoftext|>) use the same role markers with other ends.
-    if (has("<|user|>") && has("<|assistant|>") && (has("eos_token") || has("</s>")) && !has("<|end|>") &&
-        !has("<|endoftext|>"))
+    if (has("<|user|>") && has("<|assistant|>") && (has("eos_token") || has("</s>")) && !has("<|end|>") && !has("<|endoftext|>"))
         return "zephyr";
     if (has("USER: ") && has("ASSISTANT:") && !has("SYSTEM: ")) return "vicuna";
     return "";
@@ -93,8 +92,10 @@ struct IdBuilder {
     void add_marker(const std::string& marker) {
         auto it = markers.find(marker);
         if (it == markers.end()) it = markers.emplace(marker, marker_token(tok, marker)).first;
-        if (it->second >= 0) add_id(it->second);
-        else add_text(marker);
+        if (it->second >= 0)
+            add_id(it->second);
+        else
+            add_text(marker);
     }
 };
 
@@ -145,8 +146,10 @@ void format_llama3(IdBuilder& b, const Dialog& dialog) {
         b.add_text(m.role);
         b.add_marker("<|end_header_id|>");
         b.add_text("\n\n");
-        if (m.ids.empty()) b.add_text(strip(m.content));
-        else b.add_ids(m.ids);
+        if (m.ids.empty())
+            b.add_text(strip(m.content));
+        else
+            b.add_ids(m.ids);
         b.add_marker("<|eot_id|>");
     }
     if (gen) {
@@ -176,7 +179,8 @@ void format_qwen3(IdBuilder& b, const Dialog& dialog) {
                 const size_t open = reasoning.rfind("<think>");
                 if (open != std::string::npos) reasoning.erase(0, open + 7);
                 content.erase(0, end + think_end.size());
-                content.erase(0, content.find_first_not_of('\n') == std::string::npos ? content.size() : content.find_first_not_of('\n'));
+                content.erase(
+                    0, content.find_first_not_of('\n') == std::string::npos ? content.size() : content.find_first_not_of('\n'));
             }
             if (i + 1 == d.size()) {  // after the last user message: the template shows the think block
                 auto trim_newlines = [](std::string s) {
@@ -214,8 +218,10 @@ void format_mistral(IdBuilder& b, const Dialog& dialog) {
             b.add_text(" " + (i == first && !system.empty() ? system + "\n\n" : std::string()) + m.content + " ");
             b.add_marker("[/INST]");
         } else {
-            if (m.ids.empty()) b.add_text(m.content);
-            else b.add_ids(m.ids);
+            if (m.ids.empty())
+                b.add_text(m.content);
+            else
+                b.add_ids(m.ids);
             b.add_id(b.tok.eos_id());
         }
     }
@@ -229,8 +235,10 @@ void format_zephyr(IdBuilder& b, const Dialog& dialog) {
     const int eos = b.tok.eos_id();
     for (const ChatMessage& m : d) {
         b.add_text("<|" + m.role + "|>\n");
-        if (m.ids.empty()) b.add_text(m.content);
-        else b.add_ids(m.ids);
+        if (m.ids.empty())
+            b.add_text(m.content);
+        else
+            b.add_ids(m.ids);
         b.add_id(eos);
         b.add_text("\n");
     }
@@ -242,8 +250,10 @@ void format_chatml(IdBuilder& b, const Dialog& dialog) {
     for (const ChatMessage& m : d) {
         b.add_marker("<|im_start|>");
         b.add_text(m.role + "\n");
-        if (m.ids.empty()) b.add_text(m.content);
-        else b.add_ids(m.ids);
+        if (m.ids.empty())
+            b.add_text(m.content);
+        else
+            b.add_ids(m.ids);
         b.add_marker("<|im_end|>");
         b.add_text("\n");
     }
@@ -279,8 +289,10 @@ void format_vicuna(IdBuilder& b, const Dialog& dialog) {
 void format_raw(IdBuilder& b, const Dialog& dialog) {
     const std::vector<ChatMessage>& d = dialog.messages;
     for (const ChatMessage& m : d) {
-        if (m.ids.empty()) b.add_text(m.content);
-        else b.add_ids(m.ids);
+        if (m.ids.empty())
+            b.add_text(m.content);
+        else
+            b.add_ids(m.ids);
         b.flush();
     }
 }

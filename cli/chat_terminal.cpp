@@ -99,8 +99,10 @@ public:
                     if (!typed) return Input::end;
                     return Input::cancelled;
                 }
-                if (!got || count <= 0) eof = true;
-                else line.assign(got, size_t(count));
+                if (!got || count <= 0)
+                    eof = true;
+                else
+                    line.assign(got, size_t(count));
                 if (!eof && line.find_first_not_of(" \t\r\n") != std::string::npos) {
                     HistEvent ev;
                     history(hist_, &ev, H_ENTER, line.c_str());
@@ -109,8 +111,10 @@ public:
                 char* buf = nullptr;
                 size_t cap = 0;
                 ssize_t n = getline(&buf, &cap, stdin);
-                if (n <= 0) eof = true;
-                else line.assign(buf, size_t(n));
+                if (n <= 0)
+                    eof = true;
+                else
+                    line.assign(buf, size_t(n));
                 std::free(buf);
             }
             if (eof) {
@@ -189,7 +193,8 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     sigaction(SIGINT, &sa, &old_sa);
 
     if (terminal || opt.verbose)
-        std::fprintf(stderr, "chat template: %s (%s). /help for commands; Ctrl-D or /quit to leave.\n", name.c_str(), why.c_str());
+        std::fprintf(stderr, "chat template: %s (%s). /help for commands; Ctrl-D or /quit to leave.\n", name.c_str(),
+                     why.c_str());
 
     ChatCallbacks cb;
     bool wrote_text = false;
@@ -225,10 +230,12 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                     std::fputs(kHelp, stdout);
                 } else if (word == "/reset") {
                     session.reset();
-                    std::fprintf(stderr, "[conversation reset%s]\n", session.system_prompt().empty() ? "" : "; the system prompt stays");
+                    std::fprintf(stderr, "[conversation reset%s]\n",
+                                 session.system_prompt().empty() ? "" : "; the system prompt stays");
                 } else if (word == "/system") {
                     if (arg.empty()) {
-                        std::printf("system prompt: %s\n", session.system_prompt().empty() ? "(none)" : session.system_prompt().c_str());
+                        std::printf("system prompt: %s\n",
+                                    session.system_prompt().empty() ? "(none)" : session.system_prompt().c_str());
                     } else {
                         session.set_system_prompt(arg);
                         std::fprintf(stderr, "[system prompt set]\n");
@@ -237,10 +244,11 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                     std::printf("context: %zu of %d tokens, %zu messages\n", session.context().size(), session.n_ctx(),
                                 session.turns().size());
                     if (have_last)
-                        std::printf("last reply: %d tokens, %.1f tok/s; its prompt: %d new tokens evaluated (%d reused), "
-                                    "first token after %.0f ms\n",
-                                    last.reply_tokens, last.reply_tokens / std::max(last.reply_seconds, 1e-9),
-                                    last.prompt_tokens, last.reused_tokens, last.first_token_seconds * 1e3);
+                        std::printf(
+                            "last reply: %d tokens, %.1f tok/s; its prompt: %d new tokens evaluated (%d reused), "
+                            "first token after %.0f ms\n",
+                            last.reply_tokens, last.reply_tokens / std::max(last.reply_seconds, 1e-9), last.prompt_tokens,
+                            last.reused_tokens, last.first_token_seconds * 1e3);
                 } else {
                     std::fprintf(stderr, "[unknown command %s: /help lists them]\n", printable(word).c_str());
                 }
@@ -256,25 +264,26 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
             if (wrote_text || st.end == ReplyEnd::end_of_turn || st.end == ReplyEnd::length_limit) std::fputs("\n", stdout);
             std::fflush(stdout);
             switch (st.end) {
-            case ReplyEnd::end_of_turn: break;
-            case ReplyEnd::length_limit:
-                std::fprintf(stderr, "[reply stopped at the limit of %d tokens (-n)]\n", opt.n_predict);
-                break;
-            case ReplyEnd::interrupted: std::fprintf(stderr, "[interrupted]\n"); break;
-            case ReplyEnd::cancelled: std::fprintf(stderr, "[interrupted: the message was withdrawn]\n"); break;
-            case ReplyEnd::context_full:
-                std::fprintf(stderr, "[reply stopped: this turn alone fills the context of %d tokens (raise -c)]\n", session.n_ctx());
-                break;
-            case ReplyEnd::refused: std::fprintf(stderr, "[%s]\n", message_line(st.error).c_str()); break;
+                case ReplyEnd::end_of_turn: break;
+                case ReplyEnd::length_limit:
+                    std::fprintf(stderr, "[reply stopped at the limit of %d tokens (-n)]\n", opt.n_predict);
+                    break;
+                case ReplyEnd::interrupted: std::fprintf(stderr, "[interrupted]\n"); break;
+                case ReplyEnd::cancelled: std::fprintf(stderr, "[interrupted: the message was withdrawn]\n"); break;
+                case ReplyEnd::context_full:
+                    std::fprintf(stderr, "[reply stopped: this turn alone fills the context of %d tokens (raise -c)]\n",
+                                 session.n_ctx());
+                    break;
+                case ReplyEnd::refused: std::fprintf(stderr, "[%s]\n", message_line(st.error).c_str()); break;
             }
             if (opt.verbose && st.end != ReplyEnd::refused)
                 std::fprintf(stderr,
                              "[prompt: %d new tokens (%d reused) in %.0f ms, %.1f tok/s | first token after %.1f ms | "
                              "reply: %d tokens, %.1f tok/s | context %zu/%d%s]\n",
                              st.prompt_tokens, st.reused_tokens, st.prompt_seconds * 1e3,
-                             st.prompt_tokens / std::max(st.prompt_seconds, 1e-9), st.first_token_seconds * 1e3,
-                             st.reply_tokens, st.reply_tokens / std::max(st.reply_seconds, 1e-9), session.context().size(),
-                             session.n_ctx(), opt.draft ? (" | " + draft_summary(st.drafts)).c_str() : "");
+                             st.prompt_tokens / std::max(st.prompt_seconds, 1e-9), st.first_token_seconds * 1e3, st.reply_tokens,
+                             st.reply_tokens / std::max(st.reply_seconds, 1e-9), session.context().size(), session.n_ctx(),
+                             opt.draft ? (" | " + draft_summary(st.drafts)).c_str() : "");
             if (st.end != ReplyEnd::refused && st.end != ReplyEnd::cancelled) {
                 last = st;
                 have_last = true;

@@ -23,10 +23,10 @@ Kind kind_of(const Option& o) {
 
 const char* kind_name(Kind k) {
     switch (k) {
-    case Kind::flag: return "flag";
-    case Kind::integer: return "integer";
-    case Kind::real: return "real";
-    case Kind::text: return "text";
+        case Kind::flag: return "flag";
+        case Kind::integer: return "integer";
+        case Kind::real: return "real";
+        case Kind::text: return "text";
     }
     return "";
 }
@@ -50,9 +50,9 @@ std::string max_text(const Option& o) {
 // What the option wants, for an error message.
 std::string expected(const Option& o) {
     switch (kind_of(o)) {
-    case Kind::integer: return "an integer from " + min_text(o) + " to " + max_text(o);
-    case Kind::real: return "a number from " + min_text(o) + " to " + max_text(o);
-    default: return o.value_name;
+        case Kind::integer: return "an integer from " + min_text(o) + " to " + max_text(o);
+        case Kind::real: return "a number from " + min_text(o) + " to " + max_text(o);
+        default: return o.value_name;
     }
 }
 
@@ -189,7 +189,8 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
         }
         if (i + 1 >= argc) return fail(a + " needs a value: " + expected(*found));
         const char* v = argv[++i];
-        if (!set_value(*found, v)) return fail("invalid value '" + std::string(v) + "' for " + a + " (expected " + expected(*found) + ")");
+        if (!set_value(*found, v))
+            return fail("invalid value '" + std::string(v) + "' for " + a + " (expected " + expected(*found) + ")");
     }
     return -1;
 }

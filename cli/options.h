@@ -26,8 +26,14 @@ struct Option {
     // A table row in this order; what a row does not need may be left out.
     Option(const char* short_name, const char* long_name, const char* value_name, OptionTarget target, std::string help,
            double min = 0, double max = 0, std::string default_shown = "")
-        : short_name(short_name), long_name(long_name), value_name(value_name), target(target), help(std::move(help)),
-          min(min), max(max), default_shown(std::move(default_shown)) {}
+        : short_name(short_name),
+          long_name(long_name),
+          value_name(value_name),
+          target(target),
+          help(std::move(help)),
+          min(min),
+          max(max),
+          default_shown(std::move(default_shown)) {}
 };
 
 struct OptionSection {

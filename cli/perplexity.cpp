@@ -12,12 +12,13 @@ std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows) {
     if (n_ctx < 3) return "perplexity needs a context of at least 3 tokens (-c)";
     *windows = int(n_tokens / size_t(n_ctx));
     if (*windows < 1)
-        return "the text is " + std::to_string(n_tokens) + " tokens, less than one window of " + std::to_string(n_ctx) + " (lower -c)";
+        return "the text is " + std::to_string(n_tokens) + " tokens, less than one window of " + std::to_string(n_ctx) +
+               " (lower -c)";
     return "";
 }
 
-std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, KvCacheTypes cache_types, PerplexityResult* out,
-                               const std::function<void(int, int, double)>& progress) {
+std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, KvCacheTypes cache_types,
+                               PerplexityResult* out, const std::function<void(int, int, double)>& progress) {
     const int vocab = m.config.vocab_size;
     int windows = 0;
     std::string err = perplexity_windows(tokens.size(), n_ctx, &windows);
@@ -40,7 +41,8 @@ std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, i
         for (int done = 0; done < n_ctx; done += chunk) {
             const int n = std::min(chunk, n_ctx - done);
             const bool scored_here = done + n > first;  // else the chunk only fills the KV cache
-            if (!(err = forward(m, s, window.data() + done, n, done, scored_here ? logits.data() : nullptr, scored_here)).empty()) return err;
+            if (!(err = forward(m, s, window.data() + done, n, done, scored_here ? logits.data() : nullptr, scored_here)).empty())
+                return err;
             // The logits at position j predict token j + 1 of the original text.
             for (int j = std::max(first, done); j < std::min(done + n, n_ctx - 1); j++) {
                 const float* row = &logits[size_t(j - done) * vocab];

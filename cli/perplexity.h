@@ -23,7 +23,7 @@ struct PerplexityResult {
 std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows);
 
 // `progress(window, total, running_perplexity)` is called after each window.
-std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, KvCacheTypes cache_types, PerplexityResult* out,
-                               const std::function<void(int, int, double)>& progress = nullptr);
+std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, int n_ctx, KvCacheTypes cache_types,
+                               PerplexityResult* out, const std::function<void(int, int, double)>& progress = nullptr);
 
 }  // namespace hearth

@@ -25,8 +25,8 @@ static const struct {
     const char* name;
     OutputMix mix;
     int llama_ftype;
-} kMixes[] = {{"f32", OutputMix::F32, 0},       {"f16", OutputMix::F16, 1},   {"q8_0", OutputMix::Q8_0, 7},
-              {"q4_0", OutputMix::Q4_0, 2},     {"q4_k", OutputMix::Q4_K, 14}, {"q6_k", OutputMix::Q6_K, 18},
+} kMixes[] = {{"f32", OutputMix::F32, 0},        {"f16", OutputMix::F16, 1},    {"q8_0", OutputMix::Q8_0, 7},
+              {"q4_0", OutputMix::Q4_0, 2},      {"q4_k", OutputMix::Q4_K, 14}, {"q6_k", OutputMix::Q6_K, 18},
               {"q4_k_m", OutputMix::Q4_K_M, 15}, {"keep", OutputMix::Keep, -1}};
 
 bool parse_output_mix(const std::string& name, OutputMix* out) {
@@ -98,7 +98,8 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
         }
     }
     const uint64_t cols = t.cols();
-    if (cols % type_block_size(want) != 0) want = cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32 ? TYPE_Q8_0 : TYPE_F16;
+    if (cols % type_block_size(want) != 0)
+        want = cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32 ? TYPE_Q8_0 : TYPE_F16;
     return want;
 }
 
@@ -152,7 +153,8 @@ int llama_file_type(OutputMix mix, const std::vector<TensorSpec>& tensors) {
 
 // Converts rows [r0, r1) of a tensor into `out` (row_bytes each) and accumulates the
 // squared error of the stored values against the source values.
-static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint64_t r1, uint8_t* out, double* err2, double* ref2) {
+static void convert_rows(const SourceTensor& t, uint32_t type, uint64_t r0, uint64_t r1, uint8_t* out, double* err2,
+                         double* ref2) {
     const int cols = int(t.cols());
     const size_t row_bytes = type_row_bytes(type, cols);
     std::vector<float> row(cols), back(cols);
@@ -191,8 +193,8 @@ static std::string file_metadata(const ImportedCheckpoint& src, CheckpointFormat
     return "";
 }
 
-std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, CheckpointFormat format,
-                               OutputMix mix, bool quiet) {
+std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, CheckpointFormat format, OutputMix mix,
+                               bool quiet) {
     const ModelConfig& c = src.config;
     std::string err = validate_config(c);
     if (!err.empty()) return "bad model configuration: " + err;
@@ -213,8 +215,9 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
         if (type_is_known(src.tensors[i].type) && type_traits(src.tensors[i].type)->use == USE_DEQUANT &&
             specs[i].type != src.tensors[i].type) {
             n_requantized++;
-            if (n_requantized <= 8) requantized += (n_requantized > 1 ? ", " : "") + src.tensors[i].name + " (" +
-                                                   type_name(src.tensors[i].type) + " -> " + type_name(specs[i].type) + ")";
+            if (n_requantized <= 8)
+                requantized += (n_requantized > 1 ? ", " : "") + src.tensors[i].name + " (" + type_name(src.tensors[i].type) +
+                               " -> " + type_name(specs[i].type) + ")";
         }
     Metadata meta;
     std::string caveat;
@@ -227,13 +230,13 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
 
     // The first line quantize prints: a refusal before this point is its only line.
     std::fprintf(stderr, "quantize: %s -> %s (%s, %s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
-                 shown_path(src.source).c_str(), shown_path(out_path).c_str(), checkpoint_format_name(format), output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
-                 c.vocab_size);
+                 shown_path(src.source).c_str(), shown_path(out_path).c_str(), checkpoint_format_name(format),
+                 output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size);
     // Warnings once the conversion is sure to start (names from the file escaped).
     if (!caveat.empty()) std::fprintf(stderr, "quantize: warning: %s\n", message_line(caveat).c_str());
     if (n_requantized)
-        std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n", n_requantized,
-                     requantized.c_str(), n_requantized > 8 ? ", ..." : "");
+        std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n",
+                     n_requantized, requantized.c_str(), n_requantized > 8 ? ", ..." : "");
     const auto start = std::chrono::steady_clock::now();
     uint64_t bytes_in = 0, bytes_out = 0, elements = 0;
     double err2_all = 0, ref2_all = 0;
@@ -297,8 +300,8 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr,
                  "quantize: wrote %s in %.1f s: tensors %.2f MB -> %.2f MB, relative RMS error %.2e, %.3f bits per weight\n",
-                 shown_path(out_path).c_str(), secs, bytes_in / 1e6, bytes_out / 1e6, ref2_all > 0 ? std::sqrt(err2_all / ref2_all) : 0.0,
-                 8.0 * bytes_out / std::max<uint64_t>(elements, 1));
+                 shown_path(out_path).c_str(), secs, bytes_in / 1e6, bytes_out / 1e6,
+                 ref2_all > 0 ? std::sqrt(err2_all / ref2_all) : 0.0, 8.0 * bytes_out / std::max<uint64_t>(elements, 1));
     return "";
 }
 

@@ -44,7 +44,7 @@ int llama_file_type(OutputMix mix, const std::vector<TensorSpec>& tensors);
 
 // Writes the file (atomically: see CheckpointWriter). Prints a line per tensor unless quiet,
 // and always a summary with the total size and bits per weight.
-std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, CheckpointFormat format,
-                               OutputMix mix, bool quiet);
+std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string& out_path, CheckpointFormat format, OutputMix mix,
+                               bool quiet);
 
 }  // namespace hearth

@@ -14,8 +14,8 @@
 namespace hearth {
 
 struct SourceTensor {
-    std::string name;  // hearth name, e.g. "blk.0.attn_q.weight"
-    uint32_t type = 0; // element type of `data` (TensorType)
+    std::string name;   // hearth name, e.g. "blk.0.attn_q.weight"
+    uint32_t type = 0;  // element type of `data` (TensorType)
     Layout layout = Layout::rows;
     int n_dims = 0;
     uint64_t shape[kMaxDims] = {1, 1, 1, 1};

@@ -61,12 +61,12 @@ static std::string json_int(const json& j, const char* key, long lo, long hi, in
         return "";
     }
     const json& v = j[key];
-    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && int64_t(v.get<uint64_t>()) >= lo
+    const bool in_range = v.is_number_unsigned()  ? v.get<uint64_t>() <= uint64_t(hi) && int64_t(v.get<uint64_t>()) >= lo
                           : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
                                                   : false;
     if (!in_range)
-        return std::string("config.json: ") + key + " is " + shown(v) + ", not an integer from " + std::to_string(lo) +
-               " to " + std::to_string(hi);
+        return std::string("config.json: ") + key + " is " + shown(v) + ", not an integer from " + std::to_string(lo) + " to " +
+               std::to_string(hi);
     *out = int(v.get<int64_t>());
     return "";
 }
@@ -102,13 +102,15 @@ static std::string llama3_rope_factors(const json& rs, ModelConfig* c) {
     float factor, low, high;
     int original;
     std::string err;
-    for (auto [key, out] : {std::pair{"factor", &factor}, std::pair{"low_freq_factor", &low}, std::pair{"high_freq_factor", &high}}) {
+    for (auto [key, out] :
+         {std::pair{"factor", &factor}, std::pair{"low_freq_factor", &low}, std::pair{"high_freq_factor", &high}}) {
         if (!rs.contains(key)) return std::string("config.json: rope_scaling (llama3) has no ") + key;
         if (!(err = json_float(rs, key, 0.0f, out)).empty()) return err;
     }
     if (!(err = json_int(rs, "original_max_position_embeddings", 1, 1 << 24, INT32_MIN, &original)).empty())
         return err + " (rope_scaling, llama3)";
-    if (!(factor >= 1.0f && factor <= 1e6f)) return "config.json: rope_scaling factor " + std::to_string(factor) + " is not in [1, 1e6]";
+    if (!(factor >= 1.0f && factor <= 1e6f))
+        return "config.json: rope_scaling factor " + std::to_string(factor) + " is not in [1, 1e6]";
     if (!(low > 0.0f && high > low && high <= 1e6f))
         return "config.json: rope_scaling needs 0 < low_freq_factor < high_freq_factor, not " + std::to_string(low) + " and " +
                std::to_string(high);
@@ -130,16 +132,19 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (!j.is_object()) return "config.json is not a JSON object";
     auto text = [&](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
     std::string arch = j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty()
-                           ? text(j["architectures"][0]) : "";
+                           ? text(j["architectures"][0])
+                           : "";
     std::string model_type = j.contains("model_type") ? text(j["model_type"]) : "";
     const HfClass* hf_class = nullptr;
     const ModelFamily* family = find_hf_family(arch, model_type, &hf_class);
     if (!family)
-        return "config.json describes " + in_quotes(arch.empty() ? model_type : arch) + ", not a Llama-family model hearth runs (" +
-               hf_class_names() + ")";
+        return "config.json describes " + in_quotes(arch.empty() ? model_type : arch) +
+               ", not a Llama-family model hearth runs (" + hf_class_names() + ")";
     for (const char* key : {"attention_bias", "mlp_bias"})
-        if (j.contains(key) && j[key] != false && !j[key].is_null()) return std::string("config.json: ") + key + " is not supported";
-    if (j.contains("hidden_act") && j["hidden_act"] != "silu") return "hidden_act " + shown(j["hidden_act"]) + " is not supported (only silu)";
+        if (j.contains(key) && j[key] != false && !j[key].is_null())
+            return std::string("config.json: ") + key + " is not supported";
+    if (j.contains("hidden_act") && j["hidden_act"] != "silu")
+        return "hidden_act " + shown(j["hidden_act"]) + " is not supported (only silu)";
     c->arch = family->arch;
     const int required = INT32_MIN;
     std::string err;
@@ -166,7 +171,9 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     std::string rope_type = "default";
     if (rope.is_object()) {
         const bool only_theta = rope.empty() || (rope.size() == 1 && rope.contains("rope_theta"));
-        const json& t = rope.contains("rope_type") ? rope["rope_type"] : rope.contains("type") ? rope["type"] : json(only_theta ? "default" : "");
+        const json& t = rope.contains("rope_type") ? rope["rope_type"]
+                        : rope.contains("type")    ? rope["type"]
+                                                   : json(only_theta ? "default" : "");
         if (!t.is_string() || t.get<std::string>().empty()) return std::string("config.json: ") + rope_key + " has no rope_type";
         rope_type = t.get<std::string>();
     }
@@ -181,16 +188,20 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
 
     // Mistral's sliding window (absent: MistralConfig's 4096; null: none).
     const char* sw = hf_class->refused_if_true;
-    if (sw && j.contains(sw) && j[sw] != false && !j[sw].is_null()) return std::string("config.json: ") + sw + " is not supported";
+    if (sw && j.contains(sw) && j[sw] != false && !j[sw].is_null())
+        return std::string("config.json: ") + sw + " is not supported";
     c->sliding_window = 0;
     if (hf_class->default_sliding_window >= 0 && !(j.contains("sliding_window") && j["sliding_window"].is_null()))
-        if (!(err = json_int(j, "sliding_window", 1, 1 << 24, hf_class->default_sliding_window, &c->sliding_window)).empty()) return err;
+        if (!(err = json_int(j, "sliding_window", 1, 1 << 24, hf_class->default_sliding_window, &c->sliding_window)).empty())
+            return err;
 
-    if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean()) return "config.json: tie_word_embeddings is not true or false";
+    if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean())
+        return "config.json: tie_word_embeddings is not true or false";
     c->tied_embeddings = j.value("tie_word_embeddings", false);
     // Some configs give a list of EOS ids; the first is the end of a turn. An id outside the
     // vocabulary is an error (validate_config), not "none".
-    for (auto [key, field, fallback] : {std::tuple{"bos_token_id", &ModelConfig::bos_id, 1}, std::tuple{"eos_token_id", &ModelConfig::eos_id, 2}}) {
+    for (auto [key, field, fallback] :
+         {std::tuple{"bos_token_id", &ModelConfig::bos_id, 1}, std::tuple{"eos_token_id", &ModelConfig::eos_id, 2}}) {
         json one = j.contains(key) && j[key].is_array() ? (j[key].empty() ? json() : j[key][0]) : j.value(key, json());
         json wrapped = {{key, one}};
         if (!(err = json_int(wrapped, key, 0, 1 << 30, fallback, &(c->*field))).empty()) return err;
@@ -266,7 +277,8 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     const std::string tokenizer_config_path = dir + "/tokenizer_config.json";
     if (exists(tokenizer_config_path)) {
         json parsed;  // checked here, so that the readers below (which parse it again) cannot fail on it
-        if (!(err = read_input(tokenizer_config_path, InputKind::tokenizer_config_json, &tokenizer_config, out)).empty()) return err;
+        if (!(err = read_input(tokenizer_config_path, InputKind::tokenizer_config_json, &tokenizer_config, out)).empty())
+            return err;
         if (!(err = parse_json(tokenizer_config, &parsed)).empty()) return shown_path(tokenizer_config_path) + ": " + err;
     }
     Tokenizer tok;
@@ -275,7 +287,8 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         if (!exists(dir + "/tokenizer.model"))
             return "cannot find tokenizer.model or tokenizer.json in " + shown_dir +
                    " (hearth needs the SentencePiece tokenizer.model or a byte-level BPE tokenizer.json)";
-        if (!(err = read_input(dir + "/tokenizer.model", InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, out)).empty())
+        if (!(err = read_input(dir + "/tokenizer.model", InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, out))
+                 .empty())
             return err;
         if (!(err = tok.load(out->tokenizer)).empty()) return shown_dir + "/tokenizer.model: " + err;
     } else {
@@ -284,7 +297,9 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         if (!(err = read_input(tokenizer_json_path, InputKind::tokenizer_json, &text, out)).empty()) return err;
         err = bpe_from_tokenizer_json(text, tokenizer_config, &out->tokenizer.bpe, &out->tokenizer.bpe_built);
         // The reader names tokenizer_config.json when that is the file at fault.
-        if (!err.empty()) return err.rfind("tokenizer_config.json: ", 0) == 0 ? shown_dir + "/" + err : shown_path(tokenizer_json_path) + ": " + err;
+        if (!err.empty())
+            return err.rfind("tokenizer_config.json: ", 0) == 0 ? shown_dir + "/" + err
+                                                                : shown_path(tokenizer_json_path) + ": " + err;
         if (!(err = tok.load(out->tokenizer)).empty()) return shown_path(tokenizer_json_path) + ": " + err;
         // The tokenizer decides whether prompts start with BOS (Qwen3's config.json names a
         // bos_token_id that its tokenizer never adds).
@@ -329,7 +344,8 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         SourceTensor s;
         s.name = want.name;
         s.type = type_from_dtype(st.dtype);
-        if (s.type == UINT32_MAX) return std::string("tensor ") + hf + " has dtype " + in_quotes(st.dtype) + " (F32, F16 or BF16 expected)";
+        if (s.type == UINT32_MAX)
+            return std::string("tensor ") + hf + " has dtype " + in_quotes(st.dtype) + " (F32, F16 or BF16 expected)";
         s.n_dims = want.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = want.shape[d];
         s.data = st.data;
@@ -360,7 +376,8 @@ std::string import_parsed(const ParsedCheckpoint& parsed, ImportedCheckpoint* ou
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         s.data = static_cast<const uint8_t*>(t.data);
-        if (!dequantize_supports(s.type)) return "tensor " + want.name + " has type " + type_name(s.type) + ", which this build cannot read";
+        if (!dequantize_supports(s.type))
+            return "tensor " + want.name + " has type " + type_name(s.type) + ", which this build cannot read";
         out->tensors.push_back(s);
     }
     return "";

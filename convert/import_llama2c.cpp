@@ -116,7 +116,8 @@ std::string place_tensors(const Header& h, const ModelConfig& c, std::vector<Pla
     // write the vectors (the norms) first, a stable partition of that order.
     std::vector<const TensorRole*> roles;
     for (int r = 0; r < kTensorRoleCount; r++) roles.push_back(&kTensorRoles[r]);
-    if (h.layout != Layout::legacy) std::stable_partition(roles.begin(), roles.end(), [](const TensorRole* r) { return !r->matrix; });
+    if (h.layout != Layout::legacy)
+        std::stable_partition(roles.begin(), roles.end(), [](const TensorRole* r) { return !r->matrix; });
     std::vector<std::vector<ModelTensor>> by_role(kTensorRoleCount);  // layers ascending
     for (ModelTensor& t : model_tensors(c)) by_role[t.role - kTensorRoles].push_back(std::move(t));
     std::vector<const ModelTensor*> order;
@@ -133,11 +134,12 @@ std::string place_tensors(const Header& h, const ModelConfig& c, std::vector<Pla
         uint64_t bytes = 0;
         if (h.layout == Layout::ak42_v2 && t->role->matrix) {
             if (n % uint64_t(h.group_size) != 0)
-                return std::string(t->role->llama2c_name) + " has " + std::to_string(n) + " values, not a multiple of the group size " +
-                       std::to_string(h.group_size);
+                return std::string(t->role->llama2c_name) + " has " + std::to_string(n) +
+                       " values, not a multiple of the group size " + std::to_string(h.group_size);
             uint64_t scales = 0;
             bytes = n;
-            if (!mul(n / uint64_t(h.group_size), 4, &scales) || !add_to(&bytes, scales)) return "the size of " + t->name + " overflows";
+            if (!mul(n / uint64_t(h.group_size), 4, &scales) || !add_to(&bytes, scales))
+                return "the size of " + t->name + " overflows";
             p.scales_offset = at + n;  // cannot overflow: `at + bytes` is checked below
         } else if (!mul(n, 4, &bytes)) {
             return "the size of " + t->name + " overflows";
@@ -165,9 +167,9 @@ const char* layout_name(Layout l) {
 }
 
 std::string describe(const ModelConfig& c) {
-    return "dim " + std::to_string(c.dim) + ", hidden " + std::to_string(c.hidden_dim) + ", " + std::to_string(c.n_layers) + " layers, " +
-           std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " heads, vocab " + std::to_string(c.vocab_size) + ", seq_len " +
-           std::to_string(c.max_seq_len);
+    return "dim " + std::to_string(c.dim) + ", hidden " + std::to_string(c.hidden_dim) + ", " + std::to_string(c.n_layers) +
+           " layers, " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " heads, vocab " +
+           std::to_string(c.vocab_size) + ", seq_len " + std::to_string(c.max_seq_len);
 }
 
 // Header, configuration and tensor placement of a file of `size` bytes whose first bytes are
@@ -251,13 +253,14 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
     }
     out->tokenizer.kind = TokenizerKind::sentencepiece;
     FileId id;
-    if (!(err = read_input_file(tokenizer_path, InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, &id)).empty()) return err;
+    if (!(err = read_input_file(tokenizer_path, InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, &id)).empty())
+        return err;
     out->inputs.push_back({tokenizer_path, id});
     Tokenizer tok;
     if (!(err = tok.load(out->tokenizer)).empty()) return shown_path(tokenizer_path) + ": " + err;
     if (tok.vocab_size() != out->config.vocab_size)
-        return shown_path(tokenizer_path) + " has " + std::to_string(tok.vocab_size()) + " pieces but " + shown_path(path) + " has a vocabulary of " +
-               std::to_string(out->config.vocab_size) + ": it is not this model's tokenizer";
+        return shown_path(tokenizer_path) + " has " + std::to_string(tok.vocab_size()) + " pieces but " + shown_path(path) +
+               " has a vocabulary of " + std::to_string(out->config.vocab_size) + ": it is not this model's tokenizer";
     // The ids the tokenizer encodes with (the Llama-2 one's are llama2.c's 1 and 2).
     out->config.bos_id = tok.bos_id();
     out->config.eos_id = tok.eos_id();

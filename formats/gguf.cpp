@@ -78,10 +78,10 @@ std::string read_gguf_file(const void* data, size_t size, ModelFile* out) {
         t.n_dims = int(n_dims);
         for (int d = 0; d < t.n_dims; d++) t.shape[d] = ne[t.n_dims - 1 - d];  // GGUF lists the innermost first
         if (!type_is_known(t.type)) return named + " has unknown type " + std::to_string(t.type);
-        if (type_traits(t.type)->use == USE_ACT)
-            return named + " has type " + type_name(t.type) + ", which no file holds";
+        if (type_traits(t.type)->use == USE_ACT) return named + " has type " + type_name(t.type) + ", which no file holds";
         t.bytes = tensor_bytes(t.type, t.n_dims, t.shape);
-        if (t.bytes == 0) return named + " has shape " + shape_string(t.n_dims, t.shape) + ", which does not fit type " + type_name(t.type);
+        if (t.bytes == 0)
+            return named + " has shape " + shape_string(t.n_dims, t.shape) + ", which does not fit type " + type_name(t.type);
         if (info.offset % alignment != 0) return named + " is not aligned to " + std::to_string(alignment) + " bytes";
         infos.push_back(std::move(info));
     }

@@ -45,9 +45,7 @@ std::string header_string(const char* p, size_t n) {
 }
 
 // The interleaved ids of hearth files (docs/format.md).
-static const struct {
-    uint32_t id, type;
-} kInterleavedIds[] = {{1002, TYPE_Q4_0}, {1008, TYPE_Q8_0}, {1012, TYPE_Q4_K}};
+static const struct { uint32_t id, type; } kInterleavedIds[] = {{1002, TYPE_Q4_0}, {1008, TYPE_Q8_0}, {1012, TYPE_Q4_K}};
 
 bool hearth_type_id(uint32_t type, Layout layout, uint32_t* id) {
     if (layout == Layout::rows) {
@@ -69,8 +67,8 @@ bool hearth_type_from_id(uint32_t id, uint32_t* type, Layout* layout) {
 }
 
 // The tensor table of either version: n entries at table_offset, data at or after data_offset.
-static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t n, uint64_t table_offset,
-                                      uint64_t data_offset, std::vector<TensorView>* out) {
+static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t n, uint64_t table_offset, uint64_t data_offset,
+                                      std::vector<TensorView>* out) {
     if (n == 0 || n > limits::kMaxTensors) return "tensor count " + std::to_string(n) + " is absurd";
     if (table_offset > size || n * sizeof(TensorEntry) > size - table_offset) return "tensor table lies outside the file";
     if (data_offset % kTensorAlignment != 0 || data_offset > size || data_offset < table_offset + n * sizeof(TensorEntry))
@@ -95,9 +93,11 @@ static std::string parse_tensor_table(const uint8_t* base, size_t size, uint64_t
         for (int d = 0; d < kMaxDims; d++) t.shape[d] = d < t.n_dims ? e.shape[d] : 1;
         const uint64_t expect = tensor_bytes(t.type, t.n_dims, t.shape);
         if (expect == 0) return where + " has a shape that does not fit its type";
-        if (e.bytes != expect) return where + " says " + std::to_string(e.bytes) + " bytes, its shape needs " + std::to_string(expect);
+        if (e.bytes != expect)
+            return where + " says " + std::to_string(e.bytes) + " bytes, its shape needs " + std::to_string(expect);
         if (e.offset % kTensorAlignment != 0) return where + " is not 64-byte aligned";
-        if (e.offset < data_offset || e.offset > size || e.bytes > size - e.offset) return where + " lies outside the tensor data";
+        if (e.offset < data_offset || e.offset > size || e.bytes > size - e.offset)
+            return where + " lies outside the tensor data";
         t.data = base + e.offset;
         t.bytes = e.bytes;
         out->push_back(std::move(t));
@@ -115,8 +115,8 @@ static std::string read_v1(const uint8_t* base, size_t size, ModelFile* out) {
                (size < h.file_bytes ? " (truncated)" : "");
     out->v1_header = h;
     // Offsets are compared by subtraction from `size` so that no sum can overflow.
-    if (h.tokenizer_offset < sizeof(FileHeaderV1) || h.tokenizer_offset > size ||
-        h.tokenizer_bytes > size - h.tokenizer_offset || h.tokenizer_bytes == 0)
+    if (h.tokenizer_offset < sizeof(FileHeaderV1) || h.tokenizer_offset > size || h.tokenizer_bytes > size - h.tokenizer_offset ||
+        h.tokenizer_bytes == 0)
         return "tokenizer section lies outside the file";
     out->v1_sentencepiece.assign(reinterpret_cast<const char*>(base + h.tokenizer_offset), h.tokenizer_bytes);
     if (h.tensor_table_offset < sizeof(FileHeaderV1)) return "tensor table lies outside the file";

@@ -55,8 +55,8 @@ struct TensorEntry {
     char name[kTensorNameBytes];  // NUL-padded
     uint32_t type;                // TensorType (ggml's numbering)
     uint32_t n_dims;
-    uint64_t shape[kMaxDims];     // outermost first, as in PyTorch: a matrix is [rows, cols]
-    uint64_t offset;              // from the start of the file
+    uint64_t shape[kMaxDims];  // outermost first, as in PyTorch: a matrix is [rows, cols]
+    uint64_t offset;           // from the start of the file
     uint64_t bytes;
     uint64_t reserved;
 };
@@ -68,8 +68,8 @@ static_assert(sizeof(TensorEntry) == 128, "tensor entry layout");
 // A tensor as the loader hands it out: a view into the mapped file.
 struct TensorView {
     std::string name;
-    uint32_t type = 0;              // the element type (TensorType), never an interleaved id
-    Layout layout = Layout::rows;   // rows_x8: a matrix whose rows are interleaved by 8
+    uint32_t type = 0;             // the element type (TensorType), never an interleaved id
+    Layout layout = Layout::rows;  // rows_x8: a matrix whose rows are interleaved by 8
     int n_dims = 0;
     uint64_t shape[kMaxDims] = {1, 1, 1, 1};
     const void* data = nullptr;

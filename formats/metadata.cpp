@@ -10,7 +10,7 @@
 namespace hearth {
 
 const char* meta_type_name(uint32_t type) {
-    static const char* const names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
+    static const char* const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                         "bool", "string", "array", "u64", "i64", "f64"};
     return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
@@ -18,10 +18,17 @@ const char* meta_type_name(uint32_t type) {
 // Bytes of one scalar of this type; 0 for strings, arrays and unknown types.
 static uint64_t scalar_bytes(uint32_t type) {
     switch (type) {
-        case META_U8: case META_I8: case META_BOOL: return 1;
-        case META_U16: case META_I16: return 2;
-        case META_U32: case META_I32: case META_F32: return 4;
-        case META_U64: case META_I64: case META_F64: return 8;
+        case META_U8:
+        case META_I8:
+        case META_BOOL: return 1;
+        case META_U16:
+        case META_I16: return 2;
+        case META_U32:
+        case META_I32:
+        case META_F32: return 4;
+        case META_U64:
+        case META_I64:
+        case META_F64: return 8;
     }
     return 0;
 }

@@ -14,8 +14,19 @@
 namespace hearth {
 
 enum MetaType : uint32_t {
-    META_U8 = 0, META_I8 = 1, META_U16 = 2, META_I16 = 3, META_U32 = 4, META_I32 = 5, META_F32 = 6,
-    META_BOOL = 7, META_STRING = 8, META_ARRAY = 9, META_U64 = 10, META_I64 = 11, META_F64 = 12,
+    META_U8 = 0,
+    META_I8 = 1,
+    META_U16 = 2,
+    META_I16 = 3,
+    META_U32 = 4,
+    META_I32 = 5,
+    META_F32 = 6,
+    META_BOOL = 7,
+    META_STRING = 8,
+    META_ARRAY = 9,
+    META_U64 = 10,
+    META_I64 = 11,
+    META_F64 = 12,
 };
 const char* meta_type_name(uint32_t type);
 

@@ -60,9 +60,12 @@ static uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment
 bool parse_checkpoint_format(const std::string& name, CheckpointFormat* out) {
     std::string lower;
     for (char c : name) lower += char(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == "hearth") *out = CheckpointFormat::hearth;
-    else if (lower == "gguf") *out = CheckpointFormat::gguf;
-    else return false;
+    if (lower == "hearth")
+        *out = CheckpointFormat::hearth;
+    else if (lower == "gguf")
+        *out = CheckpointFormat::gguf;
+    else
+        return false;
     return true;
 }
 
@@ -71,7 +74,8 @@ const char* checkpoint_format_name(CheckpointFormat format) { return format == C
 CheckpointFormat checkpoint_format_for_path(const std::string& path) {
     const size_t dot = path.rfind('.'), slash = path.rfind('/');
     CheckpointFormat f = CheckpointFormat::hearth;
-    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) parse_checkpoint_format(path.substr(dot + 1), &f);
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+        parse_checkpoint_format(path.substr(dot + 1), &f);
     return f;
 }
 
@@ -94,7 +98,8 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
     if (gguf && meta.has("general.alignment")) return "metadata sets general.alignment; the GGUF writer aligns to 32";
     std::vector<uint64_t> sizes;
     for (const TensorSpec& t : tensors) {
-        if (t.name.empty() || t.name.size() >= size_t(kTensorNameBytes)) return "tensor name '" + t.name + "' is empty or too long";
+        if (t.name.empty() || t.name.size() >= size_t(kTensorNameBytes))
+            return "tensor name '" + t.name + "' is empty or too long";
         uint32_t id;
         if (!stored_type_id(format, t, &id))
             return "tensor " + t.name + ": a " + checkpoint_format_name(format) + " file cannot hold type " + type_name(t.type) +
@@ -175,7 +180,8 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
             put(&head, &e, sizeof e);
         }
     }
-    if (head.size() != head_bytes) return "internal error: the file's head is " + std::to_string(head.size()) + " bytes, not " + std::to_string(head_bytes);
+    if (head.size() != head_bytes)
+        return "internal error: the file's head is " + std::to_string(head.size()) + " bytes, not " + std::to_string(head_bytes);
     head.resize(size_t(data_start), '\0');
 
     // The temporary file: beside the target (so that the rename stays on one file system),
@@ -196,7 +202,8 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
         close(fd);
         return fail("cannot write " + tmp_path_ + ": " + why);
     }
-    if (fwrite(head.data(), 1, head.size(), f_) != head.size()) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
+    if (fwrite(head.data(), 1, head.size(), f_) != head.size())
+        return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
     at_ = head.size();
     current_ = 0;
     written_ = 0;
@@ -241,7 +248,8 @@ std::string CheckpointWriter::write(const void* data, size_t bytes) {
 std::string CheckpointWriter::commit(const std::function<std::string(const std::string& path)>& check) {
     if (!f_) return "checkpoint is not open";
     if (current_ != placements_.size())
-        return fail("tensor data is incomplete (" + std::to_string(current_) + " of " + std::to_string(placements_.size()) + " tensors)");
+        return fail("tensor data is incomplete (" + std::to_string(current_) + " of " + std::to_string(placements_.size()) +
+                    " tensors)");
     std::string err = pad_to(file_bytes_);
     if (!err.empty()) return err;
     // Every byte on the disk before the name appears: a full disk shows up here, not later.

@@ -63,14 +63,14 @@ static void values_scalar(const float* w, int w_stride, int n_q, const void* v, 
     }
 }
 
-#define HEARTH_DEFINE_ATTN_SCALAR(name, T)                                                                                \
-    void attn_scores_##name##_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, \
-                                     int s_stride, float*) {                                                              \
-        scores_scalar<T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride);                                                   \
-    }                                                                                                                     \
-    void attn_values_##name##_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,   \
-                                     int hd, float* out, int out_stride, float*) {                                        \
-        values_scalar<T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride);                                     \
+#define HEARTH_DEFINE_ATTN_SCALAR(name, T)                                                                                      \
+    void attn_scores_##name##_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s,     \
+                                     int s_stride, float*) {                                                                    \
+        scores_scalar<T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride);                                                         \
+    }                                                                                                                           \
+    void attn_values_##name##_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, \
+                                     float* out, int out_stride, float*) {                                                      \
+        values_scalar<T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride);                                           \
     }
 HEARTH_DEFINE_ATTN_SCALAR(f32, TYPE_F32)
 HEARTH_DEFINE_ATTN_SCALAR(f16, TYPE_F16)
@@ -106,7 +106,8 @@ static void pack_keys(const char* k, size_t row_bytes, int n, int hd, float* kt,
             for (int j = 0; j < W; j++) Isa::store(kt + size_t(d + j) * stride + p0, v[j]);
         }
         for (; d < hd; d++)
-            for (int i = 0; i < W; i++) kt[size_t(d) * stride + p0 + i] = i < rows ? cache_value<T>(k + (p0 + i) * row_bytes, d) : 0.0f;
+            for (int i = 0; i < W; i++)
+                kt[size_t(d) * stride + p0 + i] = i < rows ? cache_value<T>(k + (p0 + i) * row_bytes, d) : 0.0f;
     }
 }
 
@@ -130,7 +131,8 @@ static inline void scores_tile(const float* q, int hd, const float* kt, int kts,
     float tmp[M][kTile];
     float* out = n_valid == kTile ? s : &tmp[0][0];
     const int out_stride = n_valid == kTile ? s_stride : kTile;
-    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++)
+        Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
     if (n_valid < kTile)
         for (int r = 0; r < M; r++) std::memcpy(s + size_t(r) * s_stride, tmp[r], sizeof(float) * n_valid);
 }
@@ -153,17 +155,18 @@ static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k
             if constexpr (T == TYPE_Q8_0) {
                 // A block's codes times the query, summed, then scaled once: the scale costs
                 // one FMA per 32 values instead of a conversion and a multiply per W.
-                for (int d = 0; d < hd; d += QK8_0)
-                    HEARTH_UNROLL for (int i = 0; i < W; i++) {
+                for (int d = 0; d < hd; d += QK8_0) HEARTH_UNROLL for (int i = 0; i < W; i++) {
                         const block_q8_0* b = reinterpret_cast<const block_q8_0*>(k + (p + i) * k_row_bytes) + d / QK8_0;
                         V sum = Isa::zero();
-                        HEARTH_UNROLL for (int j = 0; j < QK8_0; j += W) sum = Isa::fma(Isa::load(qr + d + j), Isa::load_i8(b->qs + j), sum);
+                        HEARTH_UNROLL for (int j = 0; j < QK8_0; j += W) sum =
+                            Isa::fma(Isa::load(qr + d + j), Isa::load_i8(b->qs + j), sum);
                         acc[i] = Isa::fma(Isa::set1(fp16_to_fp32(b->d)), sum, acc[i]);
                     }
             } else {
                 for (int d = 0; d < hd_v; d += W) {
                     const V qv = Isa::load(qr + d);
-                    HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] = Isa::fma(qv, Isa::template load_row<T>(k + (p + i) * k_row_bytes, d), acc[i]);
+                    HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] =
+                        Isa::fma(qv, Isa::template load_row<T>(k + (p + i) * k_row_bytes, d), acc[i]);
                 }
             }
             Isa::store(sr + p, Isa::hsums(acc));
@@ -173,7 +176,8 @@ static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k
         for (; p < n_k; p++) {
             V acc[W];
             acc[0] = Isa::zero();
-            for (int d = 0; d < hd_v; d += W) acc[0] = Isa::fma(Isa::load(qr + d), Isa::template load_row<T>(k + p * k_row_bytes, d), acc[0]);
+            for (int d = 0; d < hd_v; d += W)
+                acc[0] = Isa::fma(Isa::load(qr + d), Isa::template load_row<T>(k + p * k_row_bytes, d), acc[0]);
             HEARTH_UNROLL for (int i = 1; i < W; i++) acc[i] = Isa::zero();
             float sums[W];
             Isa::store(sums, Isa::hsums(acc));
@@ -217,8 +221,8 @@ static inline void values_tile(const float* w, int w_stride, const char* v, size
                                int out_stride, bool first) {
     using V = typename Isa::V;
     V acc[M][NV];
-    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++)
-        acc[r][j] = first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
+    HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] =
+        first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
     for (int p = 0; p < n; p++) {
         // M weights, then one vector of the value row at a time: M * NV + M + 1 registers.
         V wb[M];
@@ -252,7 +256,8 @@ static void values_block(const float* w, int w_stride, int n_q, const char* v, s
                          int out_stride, bool first) {
     constexpr int W = Isa::W;
     int i = 0;
-    for (; i + kValueDims <= hd; i += kValueDims) values_cols<Isa, T, kValueDims / W>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
+    for (; i + kValueDims <= hd; i += kValueDims)
+        values_cols<Isa, T, kValueDims / W>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
     for (; i + W <= hd; i += W) values_cols<Isa, T, 1>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
     for (; i < hd; i++)  // dims past the last whole vector (head_dim not a multiple of W)
         for (int r = 0; r < n_q; r++) {
@@ -278,7 +283,8 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
         }
         for (int p = 0; p < n; p++) {
             int d = 0;
-            for (; d + W <= hd; d += W) Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
+            for (; d + W <= hd; d += W)
+                Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
             for (; d < hd; d++) scratch[size_t(p) * hd + d] = cache_value<T>(rows + p * v_row_bytes, d);
         }
         values_block<Isa, TYPE_F32>(w + p0, w_stride, n_q, reinterpret_cast<const char*>(scratch), sizeof(float) * hd, n, hd, out,
@@ -286,14 +292,14 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
     }
 }
 
-#define HEARTH_DEFINE_ATTN_SIMD(name, T, isa, Isa)                                                                       \
-    void attn_scores_##name##_##isa(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, \
-                                    int s_stride, float* scratch) {                                                      \
-        scores_simd<Isa, T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride, scratch);                                      \
-    }                                                                                                                    \
-    void attn_values_##name##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,   \
-                                    int hd, float* out, int out_stride, float* scratch) {                                \
-        values_simd<Isa, T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride, scratch);                         \
+#define HEARTH_DEFINE_ATTN_SIMD(name, T, isa, Isa)                                                                             \
+    void attn_scores_##name##_##isa(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s,     \
+                                    int s_stride, float* scratch) {                                                            \
+        scores_simd<Isa, T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride, scratch);                                            \
+    }                                                                                                                          \
+    void attn_values_##name##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, \
+                                    float* out, int out_stride, float* scratch) {                                              \
+        values_simd<Isa, T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride, scratch);                              \
     }
 
 #if defined(HEARTH_ISA_AVX2)
@@ -334,7 +340,9 @@ struct Avx2 {
             return _mm256_mul_ps(load_i8(b->qs + d % QK8_0), _mm256_set1_ps(_cvtsh_ss(b->d)));
         }
     }
-    static V load_i8(const int8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))); }
+    static V load_i8(const int8_t* p) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    }
     static V set1(float x) { return _mm256_set1_ps(x); }
 };
 HEARTH_DEFINE_ATTN_SIMD(f32, TYPE_F32, avx2, Avx2)
@@ -386,11 +394,14 @@ HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, neon, Neon)
 #endif
 
 #if defined(HEARTH_ISA_AVX2)
-#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_avx2, attn_values_##type##_avx2}
+#define HEARTH_ATTN_BEST(type) \
+    { attn_scores_##type##_avx2, attn_values_##type##_avx2 }
 #elif defined(HEARTH_ISA_NEON)
-#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_neon, attn_values_##type##_neon}
+#define HEARTH_ATTN_BEST(type) \
+    { attn_scores_##type##_neon, attn_values_##type##_neon }
 #else
-#define HEARTH_ATTN_BEST(type) {attn_scores_##type##_scalar, attn_values_##type##_scalar}
+#define HEARTH_ATTN_BEST(type) \
+    { attn_scores_##type##_scalar, attn_values_##type##_scalar }
 #endif
 
 const AttnKernels* attn_kernels(uint32_t t) {

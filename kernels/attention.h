@@ -41,10 +41,10 @@ size_t attn_scratch_floats(int head_dim);
 // count for a given input computes the same bits however it splits the rows (threads).
 constexpr int kAttnFewRows = 4;
 
-#define HEARTH_DECLARE_ATTN(type, isa)                                                                                      \
-    void attn_scores_##type##_##isa(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k,    \
-                                    float* s, int s_stride, float* scratch);                                               \
-    void attn_values_##type##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,    \
+#define HEARTH_DECLARE_ATTN(type, isa)                                                                                           \
+    void attn_scores_##type##_##isa(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k, float* s, \
+                                    int s_stride, float* scratch);                                                               \
+    void attn_values_##type##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,           \
                                     int head_dim, float* out, int out_stride, float* scratch);
 HEARTH_DECLARE_ATTN(f32, scalar)
 HEARTH_DECLARE_ATTN(f16, scalar)

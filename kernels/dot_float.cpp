@@ -40,7 +40,8 @@ void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n) {
 void f32_to_f16_row_avx2(const float* x, uint16_t* out, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i*)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm_storeu_si128((__m128i*)(out + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     for (; i < n; i++) out[i] = fp32_to_fp16(x[i]);
 }
 
@@ -118,8 +119,7 @@ float dot_f16_neon(const uint16_t* w, const float* x, int n) {
         a2 = vfmaq_f32(a2, vcvt_f32_f16(vget_low_f16(h1)), vld1q_f32(x + i + 8));
         a3 = vfmaq_f32(a3, vcvt_high_f32_f16(h1), vld1q_f32(x + i + 12));
     }
-    for (; i + 4 <= n; i += 4)
-        a0 = vfmaq_f32(a0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w + i))), vld1q_f32(x + i));
+    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w + i))), vld1q_f32(x + i));
     float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
     for (; i < n; i++) sum += fp16_to_fp32(w[i]) * x[i];
     return sum;

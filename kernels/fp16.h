@@ -6,8 +6,16 @@
 
 namespace hearth {
 
-inline float fp32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t fp32_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float fp32_from_bits(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline uint32_t fp32_to_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
 
 inline float fp16_to_fp32(uint16_t h) {
     uint32_t sign = uint32_t(h & 0x8000) << 16;
@@ -31,7 +39,7 @@ inline uint16_t fp32_to_fp16(float f) {
     uint32_t absx = x & 0x7fffffffu;
     if (absx >= 0x7f800000u) return uint16_t(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
     if (absx >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds to >= 65520: inf
-    if (absx < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+    if (absx < 0x38800000u) {                                 // below 2^-14: subnormal or zero
         // add 0.5 as a magic number so the FPU does the round-to-nearest-even for us
         float v = fp32_from_bits(absx) + 0.5f;
         return uint16_t(sign | (fp32_to_bits(v) - 0x3f000000u));

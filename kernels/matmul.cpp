@@ -14,8 +14,10 @@ namespace hearth {
 bool matmul_supports(uint32_t type, Layout layout) { return pick_kernel(KernelOp::matmul, type, layout, 1) != nullptr; }
 
 void dequantize_matrix_row(uint32_t type, Layout layout, const void* w, int64_t rows, int cols, int64_t row, float* out) {
-    if (layout == Layout::rows_x8) dequantize_x8_row(type, w, rows, cols, row, out);
-    else dequantize_row(type, w, cols, row, out);
+    if (layout == Layout::rows_x8)
+        dequantize_x8_row(type, w, rows, cols, row, out);
+    else
+        dequantize_row(type, w, cols, row, out);
 }
 
 // Interleaved rows need their matrix's row count: dequantize_x8_row (kernels/rows_x8.h).
@@ -101,7 +103,8 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         b.a_row_bytes = type_row_bytes(at, cols);
         if (std::none_of(acts.begin(), acts.end(), [&](const ActType& a) { return a.type == at; })) {
             const bool fp32 = at == TYPE_F32;
-            acts.push_back({at, fp32 ? nullptr : pick_kernel(KernelOp::quantize, at, Layout::rows, 1)->quantize, b.a_row_bytes, act_bytes});
+            acts.push_back(
+                {at, fp32 ? nullptr : pick_kernel(KernelOp::quantize, at, Layout::rows, 1)->quantize, b.a_row_bytes, act_bytes});
             if (!fp32) act_bytes += b.a_row_bytes * size_t(n_tokens);
         }
     }

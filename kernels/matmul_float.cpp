@@ -101,7 +101,8 @@ void matmul_rows(const W* w, int cols, const float* x, int n_tokens, float* out,
                     out[int64_t(t) * out_stride + r + i] = dot(w + int64_t(r + i) * cols, x + int64_t(t) * cols, cols);
         }
         for (; r < r1; r++)
-            for (int t = tb; t < te; t++) out[int64_t(t) * out_stride + r] = dot(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
+            for (int t = tb; t < te; t++)
+                out[int64_t(t) * out_stride + r] = dot(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
     }
 }
 

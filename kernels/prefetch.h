@@ -46,7 +46,8 @@ struct ChunkPrefetch {
     }
     // Spread `lines` lines over `steps` calls of step().
     static ChunkPrefetch over(const void* a, const void* b, size_t lines, size_t steps) {
-        return {static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), 0, lines, steps ? (lines + steps - 1) / steps : lines};
+        return {static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), 0, lines,
+                steps ? (lines + steps - 1) / steps : lines};
     }
 };
 

@@ -71,11 +71,11 @@ inline void q4k_unpack_scales(const uint8_t* s, uint32_t out[4]) {
 // Interleaved weights (Layout::rows_x8, kernels/rows_x8.h): [r0, r1) are whole groups of 8 rows
 // (matmul sends the plain rows after the last whole group to the plain layout's kernel).
 // ---------------------------------------------------------------------------------------
-using matmul_rows_fn = void (*)(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                                int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1);
+using matmul_rows_fn = void (*)(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                                float* out, int out_stride, int r0, int r1);
 
-#define HEARTH_DECLARE_MATMUL(name)                                                            \
-    void name(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, \
-              int n_tokens, float* out, int out_stride, int r0, int r1);
+#define HEARTH_DECLARE_MATMUL(name)                                                                                       \
+    void name(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out, \
+              int out_stride, int r0, int r1);
 
 }  // namespace hearth

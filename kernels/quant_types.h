@@ -80,46 +80,46 @@ enum class Layout : uint8_t { rows, rows_x8 };
 
 constexpr int QK8_0 = 32;
 constexpr int QK4_0 = 32;
-constexpr int QK_K  = 256;
+constexpr int QK_K = 256;
 
 struct block_q8_0 {
-    uint16_t d;          // fp16 scale
-    int8_t   qs[QK8_0];
+    uint16_t d;  // fp16 scale
+    int8_t qs[QK8_0];
 };
 static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
 
 struct block_q4_0 {
-    uint16_t d;              // fp16 scale
-    uint8_t  qs[QK4_0 / 2];  // element j in low nibble of qs[j], element j+16 in high nibble
+    uint16_t d;             // fp16 scale
+    uint8_t qs[QK4_0 / 2];  // element j in low nibble of qs[j], element j+16 in high nibble
 };
 static_assert(sizeof(block_q4_0) == 18, "block_q4_0 must be 18 bytes");
 
 struct block_q4_K {
     uint16_t d;            // fp16 super-block scale for the 6-bit scales
     uint16_t dmin;         // fp16 super-block scale for the 6-bit mins
-    uint8_t  scales[12];   // 8 scales + 8 mins, 6 bits each
-    uint8_t  qs[QK_K / 2]; // 4-bit quants
+    uint8_t scales[12];    // 8 scales + 8 mins, 6 bits each
+    uint8_t qs[QK_K / 2];  // 4-bit quants
 };
 static_assert(sizeof(block_q4_K) == 144, "block_q4_K must be 144 bytes");
 
 struct block_q6_K {
-    uint8_t  ql[QK_K / 2];      // low 4 bits
-    uint8_t  qh[QK_K / 4];      // high 2 bits
-    int8_t   scales[QK_K / 16]; // 8-bit group scales
-    uint16_t d;                 // fp16 super-block scale
+    uint8_t ql[QK_K / 2];      // low 4 bits
+    uint8_t qh[QK_K / 4];      // high 2 bits
+    int8_t scales[QK_K / 16];  // 8-bit group scales
+    uint16_t d;                // fp16 super-block scale
 };
 static_assert(sizeof(block_q6_K) == 210, "block_q6_K must be 210 bytes");
 
 struct block_q8_K {
-    float   d;
-    int8_t  qs[QK_K];
+    float d;
+    int8_t qs[QK_K];
     int16_t bsums[QK_K / 16];
 };
 static_assert(sizeof(block_q8_K) == 292, "block_q8_K must be 292 bytes");
 
 static_assert(offsetof(block_q4_K, scales) == 4 && offsetof(block_q4_K, qs) == 16, "q4_K layout");
-static_assert(offsetof(block_q6_K, qh) == 128 && offsetof(block_q6_K, scales) == 192 &&
-              offsetof(block_q6_K, d) == 208, "q6_K layout");
+static_assert(offsetof(block_q6_K, qh) == 128 && offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208,
+              "q6_K layout");
 static_assert(offsetof(block_q8_K, qs) == 4 && offsetof(block_q8_K, bsums) == 260, "q8_K layout");
 
 constexpr int QK4_1 = 32;
@@ -128,60 +128,59 @@ constexpr int QK5_1 = 32;
 constexpr int QK4_NL = 32;
 
 // The IQ4_NL / IQ4_XS grid: the 16 values a 4-bit code stands for (before the scale).
-inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                          1,    13,   25,  38,  53,  69,  89,  113};
+inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 struct block_q4_1 {
-    uint16_t d;              // fp16 scale
-    uint16_t m;              // fp16 offset (the block's minimum)
-    uint8_t  qs[QK4_1 / 2];  // 4-bit quants: element j low nibble of qs[j], j+16 high nibble
+    uint16_t d;             // fp16 scale
+    uint16_t m;             // fp16 offset (the block's minimum)
+    uint8_t qs[QK4_1 / 2];  // 4-bit quants: element j low nibble of qs[j], j+16 high nibble
 };
 
 struct block_q5_0 {
-    uint16_t d;              // fp16 scale
-    uint8_t  qh[4];          // bit 4 of each of the 32 quants, element j = bit j (little-endian)
-    uint8_t  qs[QK5_0 / 2];  // low 4 bits, nibble order as Q4_1
+    uint16_t d;             // fp16 scale
+    uint8_t qh[4];          // bit 4 of each of the 32 quants, element j = bit j (little-endian)
+    uint8_t qs[QK5_0 / 2];  // low 4 bits, nibble order as Q4_1
 };
 
 struct block_q5_1 {
-    uint16_t d;              // fp16 scale
-    uint16_t m;              // fp16 offset
-    uint8_t  qh[4];          // bit 4 of the quants, as Q5_0
-    uint8_t  qs[QK5_1 / 2];  // low 4 bits, as Q5_0
+    uint16_t d;             // fp16 scale
+    uint16_t m;             // fp16 offset
+    uint8_t qh[4];          // bit 4 of the quants, as Q5_0
+    uint8_t qs[QK5_1 / 2];  // low 4 bits, as Q5_0
 };
 
 struct block_q2_K {
-    uint8_t  scales[QK_K / 16];  // per group of 16: scale in the low nibble, min in the high
-    uint8_t  qs[QK_K / 4];       // 2-bit quants
-    uint16_t d;                  // fp16 super-block scale for the scales
-    uint16_t dmin;               // fp16 super-block scale for the mins
+    uint8_t scales[QK_K / 16];  // per group of 16: scale in the low nibble, min in the high
+    uint8_t qs[QK_K / 4];       // 2-bit quants
+    uint16_t d;                 // fp16 super-block scale for the scales
+    uint16_t dmin;              // fp16 super-block scale for the mins
 };
 
 struct block_q3_K {
-    uint8_t  hmask[QK_K / 8];  // bit 2 of the quants
-    uint8_t  qs[QK_K / 4];     // bits 0..1 of the quants
-    uint8_t  scales[12];       // 16 scales, 6 bits each
-    uint16_t d;                // fp16 super-block scale
+    uint8_t hmask[QK_K / 8];  // bit 2 of the quants
+    uint8_t qs[QK_K / 4];     // bits 0..1 of the quants
+    uint8_t scales[12];       // 16 scales, 6 bits each
+    uint16_t d;               // fp16 super-block scale
 };
 
 struct block_q5_K {
-    uint16_t d;             // fp16 super-block scale for the scales
-    uint16_t dmin;          // fp16 super-block scale for the mins
-    uint8_t  scales[12];    // 8 scales + 8 mins, 6 bits each, packed as Q4_K's
-    uint8_t  qh[QK_K / 8];  // bit 4 of the quants
-    uint8_t  qs[QK_K / 2];  // bits 0..3 of the quants, as Q4_K's
+    uint16_t d;            // fp16 super-block scale for the scales
+    uint16_t dmin;         // fp16 super-block scale for the mins
+    uint8_t scales[12];    // 8 scales + 8 mins, 6 bits each, packed as Q4_K's
+    uint8_t qh[QK_K / 8];  // bit 4 of the quants
+    uint8_t qs[QK_K / 2];  // bits 0..3 of the quants, as Q4_K's
 };
 
 struct block_iq4_nl {
-    uint16_t d;               // fp16 scale
-    uint8_t  qs[QK4_NL / 2];  // 4-bit grid indices, nibble order as Q4_1
+    uint16_t d;              // fp16 scale
+    uint8_t qs[QK4_NL / 2];  // 4-bit grid indices, nibble order as Q4_1
 };
 
 struct block_iq4_xs {
-    uint16_t d;                  // fp16 super-block scale
-    uint16_t scales_h;           // bits 4..5 of the 8 sub-block scales, 2 bits each
-    uint8_t  scales_l[QK_K / 64];// bits 0..3 of the 8 sub-block scales, a nibble each
-    uint8_t  qs[QK_K / 2];       // 4-bit grid indices
+    uint16_t d;                   // fp16 super-block scale
+    uint16_t scales_h;            // bits 4..5 of the 8 sub-block scales, 2 bits each
+    uint8_t scales_l[QK_K / 64];  // bits 0..3 of the 8 sub-block scales, a nibble each
+    uint8_t qs[QK_K / 2];         // 4-bit grid indices
 };
 
 // Reference (scalar) conversions between fp32 rows and each type, n elements (a multiple of the
@@ -220,18 +219,18 @@ void dequantize_row_iq4_xs(const void* x, float* y, int64_t n);
 // type has no interleaved layout). Which kernels compute with a type, in which layout and on
 // which ISA, is the kernel table's (kernels/table.cpp).
 enum TypeUse : uint8_t {
-    USE_NONE = 0,    // known to GGUF only: sized and named, never computed with
-    USE_STORE = 1,   // run computes with it, and a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)
-    USE_DEQUANT = 2, // quantize can read it (dequantized and re-quantized), run cannot
-    USE_ACT = 3,     // activations only (q8_K)
+    USE_NONE = 0,     // known to GGUF only: sized and named, never computed with
+    USE_STORE = 1,    // run computes with it, and a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)
+    USE_DEQUANT = 2,  // quantize can read it (dequantized and re-quantized), run cannot
+    USE_ACT = 3,      // activations only (q8_K)
 };
 struct TypeTraits {
     uint32_t id;
-    const char* name;    // ggml's ("q4_K", "f16", ...)
-    int block_size;      // elements per block (1 for plain numbers)
+    const char* name;  // ggml's ("q4_K", "f16", ...)
+    int block_size;    // elements per block (1 for plain numbers)
     int block_bytes;
     TypeUse use;
-    uint32_t act_type;   // the activations' type in its dot products (weights of USE_STORE types)
+    uint32_t act_type;             // the activations' type in its dot products (weights of USE_STORE types)
     quantize_row_fn quantize;      // reference, nullptr where hearth never writes the type
     dequantize_row_fn dequantize;  // reference, nullptr where hearth cannot read the type
     int x8_head_bytes;
@@ -295,9 +294,7 @@ constexpr int type_block_size(uint32_t t) { return type_is_known(t) ? kTypeTrait
 constexpr size_t type_block_bytes(uint32_t t) { return type_is_known(t) ? size_t(kTypeTraits[type_index(t)].block_bytes) : 0; }
 
 // Bytes of a row of n elements; n must be a multiple of type_block_size(t).
-constexpr size_t type_row_bytes(uint32_t t, int64_t n) {
-    return size_t(n / type_block_size(t)) * type_block_bytes(t);
-}
+constexpr size_t type_row_bytes(uint32_t t, int64_t n) { return size_t(n / type_block_size(t)) * type_block_bytes(t); }
 
 // ggml's names ("q4_K", "f16", ...), "unknown" for an id no one knows.
 constexpr const char* type_name(uint32_t t) { return type_is_known(t) ? kTypeTraits[type_index(t)].name : "unknown"; }

@@ -60,11 +60,13 @@ void convert(uint32_t type, const void* src, void* dst, int64_t rows, int64_t co
         for (int64_t b = 0; b < nb; ++b) {
             const size_t rec = size_t(b) * 8 * s.block;
             if (kToX8) {
-                for (int i = 0; i < 8; ++i) std::memcpy(blocks + size_t(i) * s.block, gs + size_t(i) * row_bytes + size_t(b) * s.block, s.block);
+                for (int i = 0; i < 8; ++i)
+                    std::memcpy(blocks + size_t(i) * s.block, gs + size_t(i) * row_bytes + size_t(b) * s.block, s.block);
                 blocks_to_record(s, blocks, gd + rec);
             } else {
                 record_to_blocks(s, gs + rec, blocks);
-                for (int i = 0; i < 8; ++i) std::memcpy(gd + size_t(i) * row_bytes + size_t(b) * s.block, blocks + size_t(i) * s.block, s.block);
+                for (int i = 0; i < 8; ++i)
+                    std::memcpy(gd + size_t(i) * row_bytes + size_t(b) * s.block, blocks + size_t(i) * s.block, s.block);
             }
         }
     }

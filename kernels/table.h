@@ -24,9 +24,9 @@ struct KernelRow {
     uint32_t type;
     Layout layout;
     Isa isa;
-    int min_tokens;           // the row applies from this many tokens on (until a row with more takes over)
-    matmul_rows_fn matmul;    // op == matmul; nullptr where this build lacks the ISA
-    quantize_row_fn quantize; // op == quantize; nullptr where this build lacks the ISA
+    int min_tokens;            // the row applies from this many tokens on (until a row with more takes over)
+    matmul_rows_fn matmul;     // op == matmul; nullptr where this build lacks the ISA
+    quantize_row_fn quantize;  // op == quantize; nullptr where this build lacks the ISA
 };
 
 // Every row of the table, built in this binary or not (tests and tools/bench_kernels list them).

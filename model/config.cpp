@@ -22,12 +22,12 @@ std::string validate_config(const ModelConfig& c) {
     if (!in(c.n_layers, 1, limits::kLayers)) return "layer count " + std::to_string(c.n_layers) + " is out of range";
     if (!in(c.n_heads, 1, limits::kHeads)) return "head count " + std::to_string(c.n_heads) + " is out of range";
     if (!in(c.n_kv_heads, 1, c.n_heads) || c.n_heads % c.n_kv_heads != 0)
-        return "kv head count " + std::to_string(c.n_kv_heads) + " does not divide head count " +
-               std::to_string(c.n_heads);
+        return "kv head count " + std::to_string(c.n_kv_heads) + " does not divide head count " + std::to_string(c.n_heads);
     if (!in(c.head_dim, 2, limits::kHeadDim) || c.head_dim % 2 != 0)
         return "head dim " + std::to_string(c.head_dim) + " is not an even number in range";
     if (!in(c.vocab_size, 1, limits::kVocabSize)) return "vocab size " + std::to_string(c.vocab_size) + " is out of range";
-    if (!in(c.max_seq_len, 1, limits::kContextLength)) return "context length " + std::to_string(c.max_seq_len) + " is out of range";
+    if (!in(c.max_seq_len, 1, limits::kContextLength))
+        return "context length " + std::to_string(c.max_seq_len) + " is out of range";
     if (!in(c.bos_id, -1, c.vocab_size - 1) || !in(c.eos_id, -1, c.vocab_size - 1))
         return "BOS/EOS ids are outside the vocabulary";
     if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1.0f) return "rope theta is not a number > 1";
@@ -37,7 +37,8 @@ std::string validate_config(const ModelConfig& c) {
                std::to_string(c.head_dim) + " needs " + std::to_string(c.head_dim / 2);
     for (float f : c.rope_freq_factors)
         if (!std::isfinite(f) || f <= 0.0f || f > 1e6f) return "a RoPE frequency factor is not a number in (0, 1e6]";
-    if (!in(c.sliding_window, 0, limits::kContextLength)) return "sliding window " + std::to_string(c.sliding_window) + " is out of range";
+    if (!in(c.sliding_window, 0, limits::kContextLength))
+        return "sliding window " + std::to_string(c.sliding_window) + " is out of range";
     return "";
 }
 
@@ -53,10 +54,10 @@ const IntKey kIntKeys[] = {
     {"feed_forward_length", &ModelConfig::hidden_dim},
     {"block_count", &ModelConfig::n_layers},
     {"attention.head_count", &ModelConfig::n_heads},
-    {"attention.head_count_kv", &ModelConfig::n_kv_heads},   // default: n_heads
-    {"attention.key_length", &ModelConfig::head_dim},        // default: dim / n_heads
+    {"attention.head_count_kv", &ModelConfig::n_kv_heads},  // default: n_heads
+    {"attention.key_length", &ModelConfig::head_dim},       // default: dim / n_heads
     {"context_length", &ModelConfig::max_seq_len},
-    {"vocab_size", &ModelConfig::vocab_size},                 // default: from token_embd.weight
+    {"vocab_size", &ModelConfig::vocab_size},  // default: from token_embd.weight
 };
 const char* const kName = "general.name";
 const char* const kRopeTheta = "rope.freq_base";
@@ -109,13 +110,14 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
         c->*k.field = int(v);
     }
     for (const IntKey& k : kIntKeys) {
-        const bool has_default = k.field == &ModelConfig::n_kv_heads || k.field == &ModelConfig::head_dim ||
-                                 k.field == &ModelConfig::vocab_size;
+        const bool has_default =
+            k.field == &ModelConfig::n_kv_heads || k.field == &ModelConfig::head_dim || k.field == &ModelConfig::vocab_size;
         if (!has_default && c->*k.field == 0) return "metadata " + a + k.key + " is missing or 0";
     }
     if (c->n_kv_heads == 0) c->n_kv_heads = c->n_heads;
     if (c->head_dim == 0) {
-        if (c->dim % c->n_heads != 0) return "embedding length " + std::to_string(c->dim) + " is not a multiple of the head count";
+        if (c->dim % c->n_heads != 0)
+            return "embedding length " + std::to_string(c->dim) + " is not a multiple of the head count";
         c->head_dim = c->dim / c->n_heads;
     }
     // hearth rotates whole heads, and keys and values have the queries' head size.
@@ -134,7 +136,8 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
     if (m.has(a + kSlidingWindow)) {
         uint32_t v = 0;
         if (!(err = m.get_u32(a + kSlidingWindow, &v)).empty()) return err;
-        if (v == 0 || v > uint32_t(limits::kContextLength)) return "metadata " + a + kSlidingWindow + " is " + std::to_string(v) + ", out of range";
+        if (v == 0 || v > uint32_t(limits::kContextLength))
+            return "metadata " + a + kSlidingWindow + " is " + std::to_string(v) + ", out of range";
         c->sliding_window = int(v);
     }
     if (m.has(a + kRopeScalingType)) {
@@ -145,7 +148,8 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
     if (m.has(a + kRopeScalingFactor)) {  // llama.cpp applies a factor without a type as linear scaling
         float f = 0.0f;
         if (!(err = m.get_f32(a + kRopeScalingFactor, &f)).empty()) return err;
-        if (f != 0.0f && f != 1.0f) return "RoPE scaling factor " + std::to_string(f) + " (" + a + kRopeScalingFactor + ") is not supported";
+        if (f != 0.0f && f != 1.0f)
+            return "RoPE scaling factor " + std::to_string(f) + " (" + a + kRopeScalingFactor + ") is not supported";
     }
     for (auto [key, field] : {std::pair{kBos, &ModelConfig::bos_id}, std::pair{kEos, &ModelConfig::eos_id}}) {
         c->*field = -1;

@@ -14,15 +14,15 @@ class Metadata;
 struct ModelConfig {
     // The family (general.architecture): its row in model/families/ says what sets it apart.
     std::string arch = "llama";
-    std::string name;            // what the model is called (general.name), "" if unknown: kept to hand on
+    std::string name;    // what the model is called (general.name), "" if unknown: kept to hand on
     int dim = 0;         // residual stream width
     int hidden_dim = 0;  // SwiGLU inner width
     int n_layers = 0;
     int n_heads = 0;
-    int n_kv_heads = 0;  // < n_heads: grouped-query attention
-    int head_dim = 0;    // usually dim / n_heads, but not always
-    int vocab_size = 0;  // rows of the embedding and output matrices (may exceed the tokenizer's pieces)
-    int max_seq_len = 0; // context length the model was trained for
+    int n_kv_heads = 0;            // < n_heads: grouped-query attention
+    int head_dim = 0;              // usually dim / n_heads, but not always
+    int vocab_size = 0;            // rows of the embedding and output matrices (may exceed the tokenizer's pieces)
+    int max_seq_len = 0;           // context length the model was trained for
     bool tied_embeddings = false;  // the output projection is token_embd.weight
     float rope_theta = 10000.0f;
     float rms_eps = 1e-5f;

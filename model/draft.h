@@ -60,10 +60,10 @@ std::string draft_summary(const DraftStats& s);
 struct DraftBackoff {
     static constexpr int kMaxPause = 32;
     static constexpr int kMaxMisses = 6;  // 1 << (6 - 1) = kMaxPause: more would only slow the recovery
-    int max_tokens = 0;  // --draft: the most drafted at once; 0 drafts nothing
-    int length = 0;      // the next draft's length, 1..max_tokens
-    int misses = 0;      // verifications in a row that kept fewer than half their tokens
-    int pause = 0;       // steps left without drafting
+    int max_tokens = 0;                   // --draft: the most drafted at once; 0 drafts nothing
+    int length = 0;                       // the next draft's length, 1..max_tokens
+    int misses = 0;                       // verifications in a row that kept fewer than half their tokens
+    int pause = 0;                        // steps left without drafting
 
     explicit DraftBackoff(int max_tokens = 0) : max_tokens(max_tokens), length(max_tokens) {}
     // The most to draft at this step (0: none), given how many more tokens fit (`room`).

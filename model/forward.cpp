@@ -30,8 +30,9 @@ std::string check_kv_cache_types(const ModelConfig& c, KvCacheTypes types) {
     for (const auto& [what, t] : {std::pair<const char*, TensorType>{"key", types.k}, {"value", types.v}}) {
         if (!kv_cache_type_ok(t)) return std::string(what) + " cache type " + type_name(t) + " is not one of f32, f16, q8_0";
         if (t == TYPE_Q8_0 && c.head_dim % QK8_0 != 0)
-            return std::string("a q8_0 ") + what + " cache needs a head dimension that is a multiple of 32, and this model's is " +
-                   std::to_string(c.head_dim) + ": use f16 or f32";
+            return std::string("a q8_0 ") + what +
+                   " cache needs a head dimension that is a multiple of 32, and this model's is " + std::to_string(c.head_dim) +
+                   ": use f16 or f32";
     }
     return "";
 }
@@ -39,10 +40,11 @@ std::string check_kv_cache_types(const ModelConfig& c, KvCacheTypes types) {
 RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types) {
     const uint64_t B = 64, hd = c.head_dim, q_dim = uint64_t(c.n_heads) * hd, kv_dim = uint64_t(c.n_kv_heads) * hd;
     const uint64_t threads = omp_get_max_threads();
-    const uint64_t activations = B * (2 * uint64_t(c.dim) + std::max<uint64_t>(c.dim, q_dim) + 2 * q_dim + 2 * kv_dim + 2 * uint64_t(c.hidden_dim));
+    const uint64_t activations =
+        B * (2 * uint64_t(c.dim) + std::max<uint64_t>(c.dim, q_dim) + 2 * q_dim + 2 * kv_dim + 2 * uint64_t(c.hidden_dim));
     const uint64_t attention = threads * (2 * kAttnRows * hd + attn_scratch_floats(c.head_dim));  // queries, outputs, scratch
     const uint64_t cache = uint64_t(c.n_layers) * (type_row_bytes(types.k, kv_dim) + type_row_bytes(types.v, kv_dim));
-    const uint64_t per_position_floats = hd                     // RoPE cos and sin
+    const uint64_t per_position_floats = hd                      // RoPE cos and sin
                                          + threads * kAttnRows;  // attention scores
     return {(activations + attention) * sizeof(float), cache + per_position_floats * sizeof(float)};
 }
@@ -138,7 +140,8 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
         // score of position k0 + j is scores[i][j].
         auto first_seen = [&](int n_seen) { return c.sliding_window > 0 ? std::max(0, n_seen - c.sliding_window) : 0; };
         const int n_keys = pos + (r0 + nr - 1) / group + 1, k0 = first_seen(pos + r0 / group + 1);
-        kk.scores(q, nr, hd, k_cache + size_t(k0) * s.k_row_bytes + kvh * k_head_bytes, s.k_row_bytes, n_keys - k0, scores, s.n_ctx, scratch);
+        kk.scores(q, nr, hd, k_cache + size_t(k0) * s.k_row_bytes + kvh * k_head_bytes, s.k_row_bytes, n_keys - k0, scores,
+                  s.n_ctx, scratch);
         for (int i = 0; i < nr; i++) {
             float* row = scores + size_t(i) * s.n_ctx;
             const int n_seen = pos + (r0 + i) / group + 1 - k0;  // from k0: this token, everything before it
@@ -147,8 +150,8 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
             softmax(row + first, n_seen - first);
             std::fill(row + n_seen, row + n_keys - k0, 0.0f);
         }
-        vk.values(scores, s.n_ctx, nr, v_cache + size_t(k0) * s.v_row_bytes + kvh * v_head_bytes, s.v_row_bytes, n_keys - k0, hd, out, hd,
-                  scratch);
+        vk.values(scores, s.n_ctx, nr, v_cache + size_t(k0) * s.v_row_bytes + kvh * v_head_bytes, s.v_row_bytes, n_keys - k0, hd,
+                  out, hd, scratch);
         for (int i = 0; i < nr; i++) std::memcpy(&s.xb2[q_offset(r0 + i)], out + i * hd, sizeof(float) * hd);
     }
 }
@@ -202,17 +205,20 @@ static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n,
     if (!logits) return;
     const int first = all_logits ? 0 : n - 1;
     for (int t = first; t < n; t++)
-        rmsnorm(&s.xb[size_t(t - first) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(m.output_norm.data), dim, c.rms_eps);
+        rmsnorm(&s.xb[size_t(t - first) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(m.output_norm.data), dim,
+                c.rms_eps);
     matmul_tensor(logits, m.output, s.xb.data(), n - first);
 }
 
 std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
     if (n < 1) return "nothing to evaluate";
     if (pos < 0 || n > s.n_ctx - pos)
-        return "positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) + " exceed the context of " + std::to_string(s.n_ctx);
+        return "positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) + " exceed the context of " +
+               std::to_string(s.n_ctx);
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= m.config.vocab_size)
-            return "token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." + std::to_string(m.config.vocab_size - 1) + ")";
+            return "token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                   std::to_string(m.config.vocab_size - 1) + ")";
     for (int done = 0; done < n; done += s.max_batch) {
         const int chunk = std::min(s.max_batch, n - done);
         const bool last = done + chunk == n;

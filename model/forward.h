@@ -58,7 +58,6 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
 // Writes the logits of the last token to logits[vocab], or with all_logits those of
 // every token to logits[n][vocab]. "" on success, else why nothing was evaluated
 // (a token id outside the vocabulary, or positions beyond the context).
-std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits,
-                    bool all_logits = false);
+std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits = false);
 
 }  // namespace hearth

@@ -17,8 +17,7 @@ std::string Generator::text_before(const std::vector<int>& ids) {
 GenerationEnd Generator::generate(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
                                   const GenerationCallbacks& cb) {
     GenerationEnd end = GenerationEnd::error;
-    while (step(state, context, logits, max_tokens, cb, &end)) {
-    }
+    while (step(state, context, logits, max_tokens, cb, &end)) {}
     return end;
 }
 

@@ -70,7 +70,7 @@ public:
     void set_draft(int max_tokens) { backoff_ = DraftBackoff(max_tokens); }
     const DraftStats& draft_stats() const { return draft_stats_; }
 
-    const std::vector<int>& tokens() const { return tokens_; }  // generated so far, end id excluded
+    const std::vector<int>& tokens() const { return tokens_; }   // generated so far, end id excluded
     long evaluated() const { return evaluated_; }                // forward() calls made: one per step
     long evaluated_tokens() const { return evaluated_tokens_; }  // tokens they evaluated, rejected drafts included
     const std::string& error() const { return error_; }

@@ -38,8 +38,10 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
                         ? " (convert the file with quantize, e.g. `quantize FILE OUT.hearth q4_k_m`)"
                         : "");
         if (!want.role->matrix && t.type != TYPE_F32) return "tensor " + want.name + " must be f32, not " + type_name(t.type);
-        if (want.role->per_layer) m->layers[size_t(want.layer)].*want.role->layer_field = t;
-        else m->*want.role->model_field = t;
+        if (want.role->per_layer)
+            m->layers[size_t(want.layer)].*want.role->layer_field = t;
+        else
+            m->*want.role->model_field = t;
     }
     if (c.tied_embeddings) m->output = m->token_embd;
     return "";

@@ -32,7 +32,8 @@ void Sampler::apply_repeat_penalty(std::vector<Candidate>& c, const std::vector<
 }
 
 static void sort_by_logit(std::vector<Candidate>& c) {
-    std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
+    std::sort(c.begin(), c.end(),
+              [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
 }
 
 void Sampler::keep_top_k(std::vector<Candidate>& c, int k) {
@@ -40,8 +41,9 @@ void Sampler::keep_top_k(std::vector<Candidate>& c, int k) {
         sort_by_logit(c);
         return;
     }
-    std::partial_sort(c.begin(), c.begin() + k, c.end(),
-                      [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
+    std::partial_sort(c.begin(), c.begin() + k, c.end(), [](const Candidate& a, const Candidate& b) {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    });
     c.resize(k);
 }
 
@@ -84,9 +86,11 @@ int Sampler::sample(const float* logits, int vocab, const std::vector<int>& rece
     for (int i = 0; i < vocab; i++) c[i] = {i, logits[i], 0.0f};
     apply_repeat_penalty(c, recent, params_.repeat_last_n, params_.repeat_penalty);
     if (params_.temperature <= 0.0f) {
-        return std::max_element(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
-                   return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
-               })->id;
+        return std::max_element(c.begin(), c.end(),
+                                [](const Candidate& a, const Candidate& b) {
+                                    return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
+                                })
+            ->id;
     }
     keep_top_k(c, params_.top_k);
     // top-p and min-p act on the distribution before temperature, as in llama.cpp.

@@ -42,8 +42,8 @@ public:
     static void apply_repeat_penalty(std::vector<Candidate>& c, const std::vector<int>& recent, int last_n, float penalty);
     static void keep_top_k(std::vector<Candidate>& c, int k);
     static void softmax_with_temperature(std::vector<Candidate>& c, float temperature);  // fills p, sorts
-    static void keep_top_p(std::vector<Candidate>& c, float top_p);                     // needs p
-    static void keep_min_p(std::vector<Candidate>& c, float min_p);                     // needs p
+    static void keep_top_p(std::vector<Candidate>& c, float top_p);                      // needs p
+    static void keep_min_p(std::vector<Candidate>& c, float min_p);                      // needs p
     static int argmax(const float* logits, int vocab);
 
 private:

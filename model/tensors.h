@@ -33,13 +33,13 @@ enum class Need : uint8_t {
 enum class HfRope : uint8_t { none, q_heads, kv_heads };
 
 struct TensorRole {
-    const char* name;       // hearth's and GGUF's name; per-layer roles get the prefix "blk.N."
+    const char* name;  // hearth's and GGUF's name; per-layer roles get the prefix "blk.N."
     bool per_layer;
-    bool matrix;            // a weight matrix [rows, cols] of any type run multiplies; else an f32 vector [cols]
-    Extent rows, cols;      // rows is unused for vectors
+    bool matrix;        // a weight matrix [rows, cols] of any type run multiplies; else an f32 vector [cols]
+    Extent rows, cols;  // rows is unused for vectors
     Need need;
-    const char* hf_name;    // the name in a Hugging Face checkpoint; "%d" stands for the layer; "" for
-                            // none (rope_freqs: the importer computes it from config.json)
+    const char* hf_name;  // the name in a Hugging Face checkpoint; "%d" stands for the layer; "" for
+                          // none (rope_freqs: the importer computes it from config.json)
     HfRope hf_rope;
     const char* llama2c_name;  // the field of llama2.c's TransformerWeights ("" for none)
     // Where binding puts the view: a member of LayerWeights (per-layer) or of Model.

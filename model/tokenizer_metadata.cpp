@@ -42,7 +42,8 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
         uint32_t v = 0;
         if (!m.has(keys[i])) continue;
         if (!(err = m.get_u32(keys[i], &v)).empty()) return err;
-        if (v >= tokens.size()) return "metadata " + std::string(keys[i]) + " is " + std::to_string(v) + ", outside the vocabulary";
+        if (v >= tokens.size())
+            return "metadata " + std::string(keys[i]) + " is " + std::to_string(v) + ", outside the vocabulary";
         ids[i] = int32_t(v);
     }
     bool add_space_prefix = kDefaultAddSpacePrefix, remove_extra_whitespaces = kDefaultRemoveExtraWhitespaces;
@@ -85,7 +86,8 @@ static std::string bpe_from_metadata(const Metadata& m, TokenizerSpec* spec) {
         uint32_t v = 0;
         if (!m.has(key)) continue;
         if (!(err = m.get_u32(key, &v)).empty()) return err;
-        if (v >= out->tokens.size()) return "metadata " + std::string(key) + " is " + std::to_string(v) + ", outside the vocabulary";
+        if (v >= out->tokens.size())
+            return "metadata " + std::string(key) + " is " + std::to_string(v) + ", outside the vocabulary";
         out->*field = int(v);
     }
     out->add_bos = out->bos_id >= 0;
@@ -101,7 +103,8 @@ static std::string bpe_from_metadata(const Metadata& m, TokenizerSpec* spec) {
 }
 
 // The BPE keys both formats share.
-static void bpe_to_metadata(const BpeVocab& v, const std::vector<std::string>& tokens, const std::vector<int32_t>& types, Metadata* m) {
+static void bpe_to_metadata(const BpeVocab& v, const std::vector<std::string>& tokens, const std::vector<int32_t>& types,
+                            Metadata* m) {
     m->set_string(kModel, "gpt2");
     m->set_string(kPre, v.pre.empty() ? "hearth" : v.pre);
     m->set_strings(kTokens, tokens);
@@ -122,7 +125,8 @@ std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out) {
         return bpe_from_metadata(m, out);
     }
     if (model != "llama")
-        return "tokenizer " + in_quotes(model) + " is not supported (this build reads SentencePiece ('llama') and byte-level BPE ('gpt2') vocabularies)";
+        return "tokenizer " + in_quotes(model) +
+               " is not supported (this build reads SentencePiece ('llama') and byte-level BPE ('gpt2') vocabularies)";
     out->kind = TokenizerKind::sentencepiece;
     if (m.has(kSentencePieceBytes)) return m.get_bytes(kSentencePieceBytes, &out->sentencepiece);
     return sentencepiece_from_vocab(m, &out->sentencepiece);
@@ -165,7 +169,8 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
             *caveat = "llama.cpp does not know this pre-tokenizer (tokenizer.ggml.pre = '" + (v.pre.empty() ? "hearth" : v.pre) +
                       "') and will refuse the file's vocabulary";
         else if (v.pre == "qwen2")
-            *caveat = "llama.cpp does not normalize to NFC as Qwen's tokenizer.json does: texts with decomposed accents may tokenize differently";
+            *caveat =
+                "llama.cpp does not normalize to NFC as Qwen's tokenizer.json does: texts with decomposed accents may tokenize differently";
         return "";
     }
     SentencePieceModel sp;
@@ -200,7 +205,8 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
     // What GGUF's SentencePiece vocabulary has no key for: llama.cpp merges pieces by score
     // (as BPE does), applies no normalization table, and puts the space before a word.
     std::vector<std::string> lost;
-    if (sp.model_type != SentencePieceModel::kBpe) lost.push_back("it is a unigram model (llama.cpp merges by score, as for BPE)");
+    if (sp.model_type != SentencePieceModel::kBpe)
+        lost.push_back("it is a unigram model (llama.cpp merges by score, as for BPE)");
     if (!sp.normalizer.precompiled_charsmap.empty())
         lost.push_back("its normalizer " + in_quotes(sp.normalizer.name) + " (llama.cpp does not normalize)");
     if (sp.treat_whitespace_as_suffix) lost.push_back("treat_whitespace_as_suffix");

@@ -43,7 +43,8 @@ int to_ms(time_t sec, time_t usec) { return int(std::min<long long>((long long)s
 
 void address_of(const sockaddr_storage& a, socklen_t len, std::string& ip, int& port) {
     char host[NI_MAXHOST], serv[NI_MAXSERV];
-    if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
         ip = host;
         port = std::atoi(serv);
     }
@@ -112,7 +113,9 @@ public:
 
     // Whether the connection ends with bytes of the client's unread: a request refused here
     // (431, 408: closed after that), or a body not read to its end.
-    bool unread() const { return refused_ || body_over_ || (body_chunked_ ? body_read_ == 0 : !body_length_known_ || body_read_ < body_length_); }
+    bool unread() const {
+        return refused_ || body_over_ || (body_chunked_ ? body_read_ == 0 : !body_length_known_ || body_read_ < body_length_);
+    }
 
     // Before closing a connection with bytes unread: stops sending, and reads and drops what the client
     // still sends for a moment, so that closing with its bytes unread (which resets the
@@ -153,7 +156,8 @@ public:
         if (off_ == len_) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
             if (left <= 0 || !wait_for(fd_, POLLIN, int(left))) {
-                if (in_head_) return refuse(408, "the request's headers did not arrive within " + std::to_string(read_ms_ / 1000) + " s");
+                if (in_head_)
+                    return refuse(408, "the request's headers did not arrive within " + std::to_string(read_ms_ / 1000) + " s");
                 return -1;  // cpp-httplib answers 400
             }
             const ssize_t n = recv(fd_, buf_, sizeof buf_, 0);
@@ -167,9 +171,9 @@ public:
             head_lines_ += size_t(std::count(buf_ + off_, buf_ + off_ + n, '\n'));
             // The request line and the blank line that ends the head are lines too.
             if (head_bytes_ > limits::kServerHeadBytes || head_lines_ > limits::kServerHeaderLines + 2)
-                return refuse(431, "the request's headers are over the limit: at most " + std::to_string(limits::kServerHeaderLines) +
-                                       " header lines and " + std::to_string(limits::kServerHeadBytes / limits::KiB) +
-                                       " KiB with the request line");
+                return refuse(431, "the request's headers are over the limit: at most " +
+                                       std::to_string(limits::kServerHeaderLines) + " header lines and " +
+                                       std::to_string(limits::kServerHeadBytes / limits::KiB) + " KiB with the request line");
         } else {
             // cpp-httplib 0.11 holds only a body with a Content-Length to its payload limit (and
             // reads all of a larger one before its 413); a chunked body, or one that ends when
@@ -211,9 +215,10 @@ private:
         e.type = "invalid_request_error";
         const std::string body = error_body(e);
         const std::string reason = status == 431 ? "Request Header Fields Too Large" : "Request Timeout";
-        const std::string response = "HTTP/1.1 " + std::to_string(status) + " " + reason +
-                                     "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
-                                     "\r\nConnection: close\r\n\r\n" + body;
+        const std::string response =
+            "HTTP/1.1 " + std::to_string(status) + " " + reason +
+            "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n" + body;
         for (size_t at = 0; at < response.size();) {
             const ssize_t n = send_some(response.data() + at, response.size() - at);
             if (n <= 0) break;
@@ -256,7 +261,8 @@ thread_local Connection* t_connection = nullptr;
 }  // namespace
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
-    Connection c(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_), payload_max_length_);
+    Connection c(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_),
+                 payload_max_length_);
     // However this ends (an exception from the parser too): no handler sees the connection
     // after it, and the socket is closed.
     struct Ending {

@@ -38,14 +38,14 @@ const json* field(const json& j, const char* name) {
 
 const char* type_name_of(const json& v) {
     switch (v.type()) {
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    default: return "null";
+        case json::value_t::object: return "an object";
+        case json::value_t::array: return "an array";
+        case json::value_t::string: return "a string";
+        case json::value_t::boolean: return "a boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned: return "an integer";
+        case json::value_t::number_float: return "a number";
+        default: return "null";
     }
 }
 
@@ -108,16 +108,17 @@ ApiError message_text(const json& content, size_t index, std::string* out) {
         *out = content.get<std::string>();
         return {};
     }
-    if (!content.is_array()) return bad_request("'" + where + "' must be a string or a list of text parts, not " + type_name_of(content), "messages");
+    if (!content.is_array())
+        return bad_request("'" + where + "' must be a string or a list of text parts, not " + type_name_of(content), "messages");
     out->clear();
     for (const json& part : content) {
         const json* type = part.is_object() ? field(part, "type") : nullptr;
         if (!type || !type->is_string())
             return bad_request("each part of '" + where + "' must be an object with a 'type'", "messages");
         if (type->get<std::string>() != "text")
-            return bad_request("'" + where + "' has a part of type " + in_quotes(type->get<std::string>()) +
-                                   ": hearth takes text parts only",
-                               "messages", "unsupported_parameter");
+            return bad_request(
+                "'" + where + "' has a part of type " + in_quotes(type->get<std::string>()) + ": hearth takes text parts only",
+                "messages", "unsupported_parameter");
         const json* text = field(part, "text");
         if (!text || !text->is_string()) return bad_request("a text part of '" + where + "' needs a string 'text'", "messages");
         *out += text->get<std::string>();
@@ -147,10 +148,11 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
             return bad_request("'" + where + "' has role " + in_quotes(r) + ": tools are not supported by hearth", "messages",
                                "unsupported_parameter");
         if (r != "system" && r != "user" && r != "assistant")
-            return bad_request("'" + where + "' has role " + in_quotes(r) + ": the roles are system, developer, user and assistant",
-                               "messages");
+            return bad_request(
+                "'" + where + "' has role " + in_quotes(r) + ": the roles are system, developer, user and assistant", "messages");
         if (field(msg, "tool_calls") || field(msg, "function_call"))
-            return bad_request("'" + where + "' has tool calls: tools are not supported by hearth", "messages", "unsupported_parameter");
+            return bad_request("'" + where + "' has tool calls: tools are not supported by hearth", "messages",
+                               "unsupported_parameter");
         const json* content = field(msg, "content");
         if (!content) return bad_request("'" + where + "' needs a 'content'", "messages");
         ChatMessage cm;
@@ -159,12 +161,15 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
         // The chat templates take one system message first, then user and assistant in turn.
         if (r == "system" && i != 0)
             return bad_request("'" + where + "' is a system message: only the first message may be one", "messages");
-        const size_t k = out->empty() || (*out)[0].role != "system" ? out->size() : out->size() - 1;  // index after the system message
+        const size_t k =
+            out->empty() || (*out)[0].role != "system" ? out->size() : out->size() - 1;  // index after the system message
         if (r != "system") {
             const char* want = k % 2 == 0 ? "user" : "assistant";
             if (r != want)
-                return bad_request("'" + where + "' is from the " + r + ": after an optional system message, the messages must alternate user and assistant, starting with user",
-                                   "messages");
+                return bad_request(
+                    "'" + where + "' is from the " + r +
+                        ": after an optional system message, the messages must alternate user and assistant, starting with user",
+                    "messages");
         }
         out->push_back(std::move(cm));
     }
@@ -195,7 +200,8 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     }
     if (const json* b = field(j, "best_of"); b && *b != 1) return unsupported("best_of", "only best_of = 1");
     for (const char* name : {"tools", "functions"})
-        if (const json* t = field(j, name); t && !(t->is_array() && t->empty())) return unsupported(name, "tools and function calls");
+        if (const json* t = field(j, name); t && !(t->is_array() && t->empty()))
+            return unsupported(name, "tools and function calls");
     for (const char* name : {"tool_choice", "function_call"})
         if (const json* t = field(j, name); t && *t != "none") return unsupported(name, "tools and function calls");
     if (const json* l = field(j, "logprobs"); l && *l != false && *l != 0) return unsupported("logprobs", "no log probabilities");
@@ -204,7 +210,8 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         const json* t = f->is_object() ? field(*f, "type") : nullptr;
         if (!t || *t != "text") return unsupported("response_format", "text replies only (type 'text')");
     }
-    if (const json* b = field(j, "logit_bias"); b && !(b->is_object() && b->empty())) return unsupported("logit_bias", "no logit bias");
+    if (const json* b = field(j, "logit_bias"); b && !(b->is_object() && b->empty()))
+        return unsupported("logit_bias", "no logit bias");
     for (const char* name : {"presence_penalty", "frequency_penalty"}) {
         float p = 0;
         if (ApiError e = read_real(j, name, -2, 2, &p)) return e;
@@ -230,18 +237,23 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
             // Token ids, as OpenAI's API allows: evaluated as given (no BOS is added). The
             // server checks them against the vocabulary, which the parser does not know.
             if (p->size() > limits::kServerTokenIds)
-                return bad_request("'prompt' holds more than " + std::to_string(limits::kServerTokenIds) + " token ids", "prompt");
+                return bad_request("'prompt' holds more than " + std::to_string(limits::kServerTokenIds) + " token ids",
+                                   "prompt");
             for (const json& x : *p) {
-                if (!x.is_number_integer()) return bad_request(std::string("'prompt' as token ids must hold integers, not ") + type_name_of(x), "prompt");
-                const bool in_range = x.is_number_unsigned() ? x.get<uint64_t>() <= uint64_t(INT_MAX) : x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT_MAX;
+                if (!x.is_number_integer())
+                    return bad_request(std::string("'prompt' as token ids must hold integers, not ") + type_name_of(x), "prompt");
+                const bool in_range = x.is_number_unsigned() ? x.get<uint64_t>() <= uint64_t(INT_MAX)
+                                                             : x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT_MAX;
                 if (!in_range) return bad_request("token id " + x.dump() + " in 'prompt' is not a token id", "prompt");
                 r.prompt_ids.push_back(int(x.get<int64_t>()));
             }
             r.prompt_is_ids = true;
         } else {
             if (!p->is_string())
-                return bad_request(std::string("'prompt' must be a string or a list of token ids (or a list of one of them), not ") + type_name_of(*p),
-                                   "prompt");
+                return bad_request(
+                    std::string("'prompt' must be a string or a list of token ids (or a list of one of them), not ") +
+                        type_name_of(*p),
+                    "prompt");
             r.prompt = p->get<std::string>();
         }
     }
@@ -330,10 +342,13 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
         return bad_request("'tokens' has more than " + std::to_string(limits::kServerTokenIds) + " ids", "tokens");
     tokens->clear();
     for (const json& x : *t) {
-        if (!x.is_number_integer()) return bad_request(std::string("'tokens' must hold integers, not ") + type_name_of(x), "tokens");
+        if (!x.is_number_integer())
+            return bad_request(std::string("'tokens' must hold integers, not ") + type_name_of(x), "tokens");
         const bool in_range = x.is_number_unsigned() ? x.get<uint64_t>() < uint64_t(vocab_size)
                                                      : x.get<int64_t>() >= 0 && x.get<int64_t>() < vocab_size;
-        if (!in_range) return bad_request("token id " + x.dump() + " is outside the vocabulary 0.." + std::to_string(vocab_size - 1), "tokens");
+        if (!in_range)
+            return bad_request("token id " + x.dump() + " is outside the vocabulary 0.." + std::to_string(vocab_size - 1),
+                               "tokens");
         tokens->push_back(int(x.get<int64_t>()));
     }
     return {};

@@ -38,11 +38,11 @@ struct CompletionRequest {
     std::vector<int> prompt_ids;        // each in 0..INT_MAX; the server checks them against its vocabulary
     std::string model;                  // as given ("" when absent): echoed back
     bool stream = false;
-    bool include_usage = false;  // stream_options.include_usage
-    int max_tokens = -1;         // -1: the rest of the slot's context; always capped by it
-    bool ignore_eos = false;     // llama.cpp's extra: go on past end-of-turn ids
-    SamplerParams sampler;       // starts as the server's defaults
-    bool seed_given = false;     // else the server draws one
+    bool include_usage = false;     // stream_options.include_usage
+    int max_tokens = -1;            // -1: the rest of the slot's context; always capped by it
+    bool ignore_eos = false;        // llama.cpp's extra: go on past end-of-turn ids
+    SamplerParams sampler;          // starts as the server's defaults
+    bool seed_given = false;        // else the server draws one
     std::vector<std::string> stop;  // non-empty strings
 };
 

@@ -143,8 +143,10 @@ public:
             std::lock_guard<std::mutex> lk(m_);
             if (stopping_) return server_error(503, "the server is shutting down", "unavailable_error");
             if (queue_.size() >= limits::kServerQueuedJobs)
-                return server_error(503, "the server is busy: " + std::to_string(queue_.size()) + " requests are waiting for a slot; try again later",
-                                    "unavailable_error");
+                return server_error(
+                    503,
+                    "the server is busy: " + std::to_string(queue_.size()) + " requests are waiting for a slot; try again later",
+                    "unavailable_error");
             queue_.push_back(job);
         }
         cv_.notify_all();
@@ -163,7 +165,8 @@ public:
     json slots_json() {
         std::lock_guard<std::mutex> lk(status_m_);
         json a = json::array();
-        for (const SlotStatus& s : status_) a.push_back({{"id", s.id}, {"is_processing", s.busy}, {"n_ctx", n_ctx_slot_}, {"n_cached", s.cached}});
+        for (const SlotStatus& s : status_)
+            a.push_back({{"id", s.id}, {"is_processing", s.busy}, {"n_ctx", n_ctx_slot_}, {"n_cached", s.cached}});
         return a;
     }
 
@@ -204,7 +207,7 @@ private:
         size_t prompt_pos = 0;  // the next prompt id to evaluate
         std::unique_ptr<Sampler> sampler;
         std::unique_ptr<Generator> gen;
-        std::string held;     // text held back: it may be the start of a stop string
+        std::string held;  // text held back: it may be the start of a stop string
         bool stop_hit = false;
         std::string emitted;  // the reply's text so far, as sent
         Clock::time_point started;
@@ -341,15 +344,13 @@ private:
             return;
         }
         switch (end) {
-        case GenerationEnd::end_id: return end_job(s, "stop");
-        case GenerationEnd::length_limit:
-        case GenerationEnd::context_full: return end_job(s, s.stop_hit ? "stop" : "length");
-        case GenerationEnd::interrupted:
-            if (s.stop_hit) return end_job(s, "stop");
-            return end_job(s, "", server_error(499, "the client went away", "cancelled"));
-        case GenerationEnd::error:
-            s.cache.clear();
-            return end_job(s, "", server_error(500, s.gen->error(), "server_error"));
+            case GenerationEnd::end_id: return end_job(s, "stop");
+            case GenerationEnd::length_limit:
+            case GenerationEnd::context_full: return end_job(s, s.stop_hit ? "stop" : "length");
+            case GenerationEnd::interrupted:
+                if (s.stop_hit) return end_job(s, "stop");
+                return end_job(s, "", server_error(499, "the client went away", "cancelled"));
+            case GenerationEnd::error: s.cache.clear(); return end_job(s, "", server_error(500, s.gen->error(), "server_error"));
         }
     }
 
@@ -360,7 +361,8 @@ private:
             if (!s.stop_hit) on_text(s, s.gen->finish());
             if (!s.stop_hit) emit(s, s.held);
             if (s.stop_hit) reason = "stop";
-            if (job.req.chat && !s.stop_hit && s.emitted == lm_.tok.decode(s.gen->tokens())) replies_.add(s.emitted, s.gen->tokens());
+            if (job.req.chat && !s.stop_hit && s.emitted == lm_.tok.decode(s.gen->tokens()))
+                replies_.add(s.emitted, s.gen->tokens());
         }
         {
             std::lock_guard<std::mutex> lk(job.m);
@@ -495,10 +497,16 @@ json usage_json(const Job& j) {
 // One chunk of a stream: content (or finish) for chat, text for completions.
 json chunk_json(const Job& j, const std::string& model, const json* delta, const std::string& text, const std::string& finish) {
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish.empty() ? json(nullptr) : json(finish)}};
-    if (j.req.chat) choice["delta"] = delta ? *delta : json{{"content", text}};
-    else choice["text"] = text;
-    json c = {{"id", j.id}, {"object", j.req.chat ? "chat.completion.chunk" : "text_completion"}, {"created", j.created},
-              {"model", model}, {"system_fingerprint", "hearth"}, {"choices", json::array({choice})}};
+    if (j.req.chat)
+        choice["delta"] = delta ? *delta : json{{"content", text}};
+    else
+        choice["text"] = text;
+    json c = {{"id", j.id},
+              {"object", j.req.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", j.created},
+              {"model", model},
+              {"system_fingerprint", "hearth"},
+              {"choices", json::array({choice})}};
     if (j.req.include_usage) c["usage"] = nullptr;
     return c;
 }
@@ -544,8 +552,9 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             const std::string auth = req.get_header_value("Authorization");
             const std::string given = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.get_header_value("X-Api-Key");
             if (!same_key(given, key)) {
-                ApiError e = server_error(401, given.empty() ? "no API key: send it as 'Authorization: Bearer KEY'" : "the API key is wrong",
-                                          "invalid_request_error");
+                ApiError e = server_error(
+                    401, given.empty() ? "no API key: send it as 'Authorization: Bearer KEY'" : "the API key is wrong",
+                    "invalid_request_error");
                 e.code = "invalid_api_key";
                 send_error(res, e);
                 return httplib::Server::HandlerResponse::Handled;
@@ -560,9 +569,10 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     // Statuses cpp-httplib sets itself (404, 413, 400 for a malformed request line...) get a body in OpenAI's shape.
     svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
-        std::string msg = res.status == 404   ? "no such endpoint: " + req.method + " " + printable(req.path, 200)
-                          : res.status == 413 ? "the request body is larger than " + std::to_string(limits::kServerBodyBytes >> 20) + " MiB"
-                                              : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
+        std::string msg = res.status == 404 ? "no such endpoint: " + req.method + " " + printable(req.path, 200)
+                          : res.status == 413
+                              ? "the request body is larger than " + std::to_string(limits::kServerBodyBytes >> 20) + " MiB"
+                              : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
         ApiError e = server_error(res.status, msg, res.status == 404 ? "not_found_error" : "invalid_request_error");
         res.set_content(error_body(e), "application/json; charset=utf-8");
     });
@@ -572,8 +582,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             if (ep) std::rethrow_exception(ep);
         } catch (const std::exception& e) {
             what = e.what();
-        } catch (...) {
-        }
+        } catch (...) {}
         send_error(res, server_error(500, "internal error: " + printable(what, 200), "server_error"));
     });
 
@@ -590,8 +599,14 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     svr.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200,
                   {{"object", "list"},
-                   {"data", json::array({{{"id", o.model_name}, {"object", "model"}, {"created", started}, {"owned_by", "hearth"},
-                                          {"meta", {{"n_ctx_slot", n_ctx_slot}, {"n_parallel", o.n_parallel}, {"chat_template", lm.template_name}}}}})}});
+                   {"data",
+                    json::array(
+                        {{{"id", o.model_name},
+                          {"object", "model"},
+                          {"created", started},
+                          {"owned_by", "hearth"},
+                          {"meta",
+                           {{"n_ctx_slot", n_ctx_slot}, {"n_parallel", o.n_parallel}, {"chat_template", lm.template_name}}}}})}});
     });
     svr.Get("/slots", [&](const httplib::Request&, httplib::Response& res) {
         std::lock_guard<std::mutex> lk(sched_m);
@@ -626,8 +641,10 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             const int vocab = std::min(lm.tok.vocab_size(), lm.model.config.vocab_size);
             for (int id : r.prompt_ids)
                 if (id >= vocab)
-                    return send_error(res, bad_request("token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary 0.." +
-                                                           std::to_string(vocab - 1), "prompt"));
+                    return send_error(
+                        res, bad_request("token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary 0.." +
+                                             std::to_string(vocab - 1),
+                                         "prompt"));
             job->prompt = r.prompt_ids;
         } else {
             err = lm.tok.encode(r.prompt, true, &job->prompt);
@@ -637,8 +654,8 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         const int n = int(job->prompt.size());
         if (n >= n_ctx_slot)
             return send_error(res, bad_request("the " + std::string(chat ? "messages are " : "prompt is ") + std::to_string(n) +
-                                                   " tokens, and a slot's context is " + std::to_string(n_ctx_slot) +
-                                                   " (-c " + std::to_string(lm.n_ctx_total) + " split among " +
+                                                   " tokens, and a slot's context is " + std::to_string(n_ctx_slot) + " (-c " +
+                                                   std::to_string(lm.n_ctx_total) + " split among " +
                                                    std::to_string(o.n_parallel) + " slots): nothing is left for a reply",
                                                chat ? "messages" : "prompt", "context_length_exceeded"));
         job->max_tokens = n_ctx_slot - n;
@@ -664,11 +681,17 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             std::string text;
             for (const std::string& p : job->pieces) text += p;
             json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", job->finish_reason}};
-            if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-            else choice["text"] = text;
+            if (chat)
+                choice["message"] = {{"role", "assistant"}, {"content", text}};
+            else
+                choice["text"] = text;
             return send_json(res, 200,
-                             {{"id", job->id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", job->created},
-                              {"model", model}, {"system_fingerprint", "hearth"}, {"choices", json::array({choice})},
+                             {{"id", job->id},
+                              {"object", chat ? "chat.completion" : "text_completion"},
+                              {"created", job->created},
+                              {"model", model},
+                              {"system_fingerprint", "hearth"},
+                              {"choices", json::array({choice})},
                               {"usage", usage_json(*job)}});
         }
 
@@ -713,9 +736,13 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                 const json empty = json::object();
                 if (!write(sse(chunk_json(*job, model, &empty, "", job->finish_reason)))) return false;
                 if (job->req.include_usage) {
-                    json u = {{"id", job->id}, {"object", job->req.chat ? "chat.completion.chunk" : "text_completion"},
-                              {"created", job->created}, {"model", model}, {"system_fingerprint", "hearth"},
-                              {"choices", json::array()}, {"usage", usage_json(*job)}};
+                    json u = {{"id", job->id},
+                              {"object", job->req.chat ? "chat.completion.chunk" : "text_completion"},
+                              {"created", job->created},
+                              {"model", model},
+                              {"system_fingerprint", "hearth"},
+                              {"choices", json::array()},
+                              {"usage", usage_json(*job)}};
                     if (!write(sse(u))) return false;
                 }
                 if (!write("data: [DONE]\n\n")) return false;
@@ -733,7 +760,8 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     svr.Post("/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
 
     if (!svr.bind_to_port(o.host, o.port)) {
-        std::fprintf(stderr, "run: cannot listen on %s port %d (in use, or not an address of this machine)\n", printable(o.host).c_str(), o.port);
+        std::fprintf(stderr, "run: cannot listen on %s port %d (in use, or not an address of this machine)\n",
+                     printable(o.host).c_str(), o.port);
         return 1;
     }
     std::thread http([&] { svr.listen_after_bind(); });
@@ -769,7 +797,9 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     std::string err = load(&lm);
     if (err.empty()) {
         n_ctx_slot = lm.n_ctx_total / std::max(o.n_parallel, 1);
-        if (n_ctx_slot < 2) err = "-c " + std::to_string(lm.n_ctx_total) + " split among " + std::to_string(o.n_parallel) + " slots leaves fewer than 2 positions each";
+        if (n_ctx_slot < 2)
+            err = "-c " + std::to_string(lm.n_ctx_total) + " split among " + std::to_string(o.n_parallel) +
+                  " slots leaves fewer than 2 positions each";
     }
     if (err.empty()) {
         auto s = std::make_unique<Scheduler>(lm, o.n_parallel, n_ctx_slot, o.cache_types, o.draft, replies);
@@ -786,7 +816,8 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         return 1;
     }
     loaded = true;
-    std::fprintf(stderr, "run: ready in %.1f s: %s, chat template %s, %d slots of %d tokens (-c %d); http://%s:%d/ is the chat page\n",
+    std::fprintf(stderr,
+                 "run: ready in %.1f s: %s, chat template %s, %d slots of %d tokens (-c %d); http://%s:%d/ is the chat page\n",
                  seconds_since(t_load), printable(o.model_name).c_str(), lm.template_name.c_str(), o.n_parallel, n_ctx_slot,
                  lm.n_ctx_total, printable(host_shown).c_str(), o.port);
     sched->run();  // until a signal; on this thread, which OpenMP's settings are for

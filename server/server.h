@@ -27,15 +27,15 @@ namespace hearth {
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
-    int n_parallel = 4;             // slots
-    int n_ctx_total = 0;            // split evenly among the slots; 0: the model's context, at most 4096
-    std::string api_key;            // "" for none
-    int timeout_seconds = limits::kServerTimeoutSeconds;     // reading a request, writing a response
-    std::string model_name;         // what /v1/models and the replies call the model
-    SamplerParams sampler;          // defaults a request's fields override
-    std::string template_name;      // --template, "" for the model's (as --chat picks it)
+    int n_parallel = 4;                                   // slots
+    int n_ctx_total = 0;                                  // split evenly among the slots; 0: the model's context, at most 4096
+    std::string api_key;                                  // "" for none
+    int timeout_seconds = limits::kServerTimeoutSeconds;  // reading a request, writing a response
+    std::string model_name;                               // what /v1/models and the replies call the model
+    SamplerParams sampler;                                // defaults a request's fields override
+    std::string template_name;                            // --template, "" for the model's (as --chat picks it)
     KvCacheTypes cache_types;
-    int draft = 0;                  // --draft: the most tokens a step drafts from the context; 0: none
+    int draft = 0;  // --draft: the most tokens a step drafts from the context; 0: none
 };
 
 // What the server serves once it is loaded; filled by the loader.

@@ -30,7 +30,7 @@ const char* const kGpt2SplitRegex = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+
 namespace {
 
 struct ByteLevel {
-    std::string char_of[256];                  // byte -> the character's UTF-8
+    std::string char_of[256];                       // byte -> the character's UTF-8
     std::unordered_map<uint32_t, uint8_t> byte_of;  // code point -> byte
     ByteLevel() {
         uint32_t next = 256;
@@ -56,8 +56,8 @@ bool bytes_from_spelling(const std::string& s, std::string* out) {
     const ByteLevel& m = byte_level();
     for (size_t at = 0; at < s.size();) {
         utf8proc_int32_t cp;
-        const utf8proc_ssize_t len = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + at),
-                                                      utf8proc_ssize_t(s.size() - at), &cp);
+        const utf8proc_ssize_t len =
+            utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + at), utf8proc_ssize_t(s.size() - at), &cp);
         if (len <= 0) return false;
         auto it = m.byte_of.find(uint32_t(cp));
         if (it == m.byte_of.end()) return false;
@@ -92,7 +92,9 @@ std::string valid_utf8(const std::string& s) {
 
 namespace {
 
-std::string type_of(const json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
+std::string type_of(const json& j) {
+    return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+}
 
 bool is_false_or_absent(const json& j, const char* key) { return !j.contains(key) || j[key].is_null() || j[key] == false; }
 
@@ -101,7 +103,8 @@ bool is_false_or_absent(const json& j, const char* key) { return !j.contains(key
 std::string read_pre_tokenizer(const json& pre, BpeVocab* out) {
     std::vector<json> steps;
     if (type_of(pre) == "Sequence") {
-        if (!pre.contains("pretokenizers") || !pre["pretokenizers"].is_array()) return "pre_tokenizer: a Sequence without pretokenizers";
+        if (!pre.contains("pretokenizers") || !pre["pretokenizers"].is_array())
+            return "pre_tokenizer: a Sequence without pretokenizers";
         for (const json& s : pre["pretokenizers"]) steps.push_back(s);
     } else {
         steps.push_back(pre);
@@ -114,7 +117,8 @@ std::string read_pre_tokenizer(const json& pre, BpeVocab* out) {
         const json& s = steps[i];
         const std::string t = type_of(s);
         if (t != "Split") return "pre_tokenizer type '" + t.substr(0, 40) + "' is not supported (only Split and ByteLevel)";
-        if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") || !s["pattern"]["Regex"].is_string())
+        if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") ||
+            !s["pattern"]["Regex"].is_string())
             return "pre_tokenizer: a Split without a Regex pattern is not supported";
         if (s.value("behavior", json()) != "Isolated" || !is_false_or_absent(s, "invert"))
             return "pre_tokenizer: only Split with behavior Isolated and invert false is supported";
@@ -124,9 +128,12 @@ std::string read_pre_tokenizer(const json& pre, BpeVocab* out) {
     if (use_regex) out->pre_split_regexes.push_back(kGpt2SplitRegex);
     if (out->pre_split_regexes.empty()) return "pre_tokenizer: no regex splits the text";
     // llama.cpp's names, so that a GGUF file written from this can be read by it.
-    if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kLlama3SplitRegex) out->pre = "llama-bpe";
-    else if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kQwen2SplitRegex) out->pre = "qwen2";
-    else if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kGpt2SplitRegex) out->pre = "gpt-2";
+    if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kLlama3SplitRegex)
+        out->pre = "llama-bpe";
+    else if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kQwen2SplitRegex)
+        out->pre = "qwen2";
+    else if (out->pre_split_regexes.size() == 1 && out->pre_split_regexes[0] == kGpt2SplitRegex)
+        out->pre = "gpt-2";
     return "";
 }
 
@@ -161,15 +168,18 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     if (!is_false_or_absent(model, "byte_fallback")) return "BPE with byte_fallback is not supported";
     if (model.contains("dropout") && !model["dropout"].is_null()) return "BPE with dropout is not supported";
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-        if (model.contains(key) && !model[key].is_null() && model[key] != "") return std::string("BPE with ") + key + " is not supported";
-    if (model.contains("ignore_merges") && !model["ignore_merges"].is_boolean()) return "model.ignore_merges is not true or false";
+        if (model.contains(key) && !model[key].is_null() && model[key] != "")
+            return std::string("BPE with ") + key + " is not supported";
+    if (model.contains("ignore_merges") && !model["ignore_merges"].is_boolean())
+        return "model.ignore_merges is not true or false";
     out->ignore_merges = model.value("ignore_merges", false);
 
     std::string err;
     if (!(err = read_pre_tokenizer(j.value("pre_tokenizer", json()), out)).empty()) return err;
     if (!(err = read_normalizer(j.value("normalizer", json()), out)).empty()) return err;
     const json dec = j.value("decoder", json());
-    if (!dec.is_null() && type_of(dec) != "ByteLevel") return "decoder '" + type_of(dec).substr(0, 40) + "' is not supported (only ByteLevel)";
+    if (!dec.is_null() && type_of(dec) != "ByteLevel")
+        return "decoder '" + type_of(dec).substr(0, 40) + "' is not supported (only ByteLevel)";
 
     // The vocabulary: model.vocab, then the added tokens (which may reuse its ids).
     if (!model.contains("vocab") || !model["vocab"].is_object()) return "model.vocab is not an object";
@@ -179,7 +189,8 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     std::vector<int32_t> types;
     auto place = [&](const json& id_json, const std::string& text, int32_t type) -> std::string {
         if (!id_json.is_number_unsigned() || id_json.get<uint64_t>() >= limits::kBpeTokens)
-            return "token " + in_quotes(text) + " has id " + id_json.dump().substr(0, 40) + ", not an id below " + std::to_string(limits::kBpeTokens);
+            return "token " + in_quotes(text) + " has id " + id_json.dump().substr(0, 40) + ", not an id below " +
+                   std::to_string(limits::kBpeTokens);
         if (text.empty() || text.size() > limits::kBpeTokenBytes) return "a token of " + std::to_string(text.size()) + " bytes";
         const size_t id = id_json.get<size_t>();
         if (id >= tokens.size()) {
@@ -199,9 +210,11 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
             if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id"))
                 return "added_tokens: an entry without content or id";
             for (const char* key : {"lstrip", "rstrip", "single_word"})
-                if (!is_false_or_absent(t, key)) return "added token " + in_quotes(t["content"].get<std::string>()) + ": " + key + " is not supported";
+                if (!is_false_or_absent(t, key))
+                    return "added token " + in_quotes(t["content"].get<std::string>()) + ": " + key + " is not supported";
             const bool special = t.value("special", json(false)) == true;
-            if (!(err = place(t["id"], t["content"].get<std::string>(), special ? BpeVocab::kControl : BpeVocab::kUserDefined)).empty())
+            if (!(err = place(t["id"], t["content"].get<std::string>(), special ? BpeVocab::kControl : BpeVocab::kUserDefined))
+                     .empty())
                 return "added_tokens: " + err;
         }
     }
@@ -261,7 +274,8 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     for (const json& p : posts) {
         const std::string t = type_of(p);
         if (t == "ByteLevel") continue;
-        if (t != "TemplateProcessing") return "post_processor '" + t.substr(0, 40) + "' is not supported (ByteLevel, TemplateProcessing)";
+        if (t != "TemplateProcessing")
+            return "post_processor '" + t.substr(0, 40) + "' is not supported (ByteLevel, TemplateProcessing)";
         has_template = true;
         const json single = p.value("single", json());
         if (single.is_array() && !single.empty() && single[0].is_object() && single[0].contains("SpecialToken")) {
@@ -295,7 +309,8 @@ std::string bpe_from_tokenizer_json(const std::string& tokenizer_json, const std
     std::string err = parse_json(tokenizer_json, &tokenizer);
     if (!err.empty()) return err;
     // Named, so that the caller blames the right file.
-    if (!tokenizer_config_json.empty() && !(err = parse_json(tokenizer_config_json, &config)).empty()) return "tokenizer_config.json: " + err;
+    if (!tokenizer_config_json.empty() && !(err = parse_json(tokenizer_config_json, &config)).empty())
+        return "tokenizer_config.json: " + err;
     try {
         err = from_json(tokenizer, config, out);
     } catch (const json::exception& e) {
@@ -513,8 +528,8 @@ public:
             const uint64_t granted = std::min(limit, left_);
             left_ -= granted;
             pcre2_set_match_limit(context_, uint32_t(granted));
-            const int rc = pcre2_match(limit == kFirstLimit ? r.code : r.guarded, reinterpret_cast<PCRE2_SPTR>(subject), size, from,
-                                       PCRE2_NO_UTF_CHECK, data_, context_);
+            const int rc = pcre2_match(limit == kFirstLimit ? r.code : r.guarded, reinterpret_cast<PCRE2_SPTR>(subject), size,
+                                       from, PCRE2_NO_UTF_CHECK, data_, context_);
             if (rc == kTooLong || out_of_time()) return kTooLong;
             if (rc != PCRE2_ERROR_MATCHLIMIT) return rc;
         }
@@ -524,13 +539,16 @@ public:
     // The one-line message for a failed match of the regex.
     std::string error(int rc, const std::string& pattern) const {
         const std::string text = "this text (" + std::to_string(text_bytes_) + " bytes)";
-        if (rc == kOverBudget) return "the vocabulary's pre-tokenizer regexes exceed their budget on " + text + ": they backtrack too much";
+        if (rc == kOverBudget)
+            return "the vocabulary's pre-tokenizer regexes exceed their budget on " + text + ": they backtrack too much";
         if (rc == kTooLong)
-            return "the vocabulary's pre-tokenizer regexes take longer than " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(allowed_).count()) +
-                   " ms on " + text + ": they scan it over and over";
+            return "the vocabulary's pre-tokenizer regexes take longer than " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(allowed_).count()) + " ms on " + text +
+                   ": they scan it over and over";
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(rc, msg, sizeof msg);
-        return "the vocabulary's pre-tokenizer regex " + in_quotes(pattern) + " failed on " + text + ": " + reinterpret_cast<const char*>(msg);
+        return "the vocabulary's pre-tokenizer regex " + in_quotes(pattern) + " failed on " + text + ": " +
+               reinterpret_cast<const char*>(msg);
     }
 
     std::vector<std::pair<size_t, size_t>> pieces, next;  // encode_segment's, kept to reuse their memory
@@ -599,11 +617,14 @@ BpeTokenizer::~BpeTokenizer() = default;
 std::string BpeTokenizer::load(const BpeVocab& v) {
     const size_t n = v.tokens.size();
     if (n == 0 || n > limits::kBpeTokens) return "the vocabulary has " + std::to_string(n) + " tokens";
-    if (v.types.size() != n) return "the vocabulary has " + std::to_string(n) + " tokens but " + std::to_string(v.types.size()) + " token types";
-    if (v.merges.size() > limits::kBpeMerges) return "the vocabulary has " + std::to_string(v.merges.size()) + " merges, too many";
+    if (v.types.size() != n)
+        return "the vocabulary has " + std::to_string(n) + " tokens but " + std::to_string(v.types.size()) + " token types";
+    if (v.merges.size() > limits::kBpeMerges)
+        return "the vocabulary has " + std::to_string(v.merges.size()) + " merges, too many";
     for (int id : {v.bos_id, v.eos_id})
         if (id < -1 || id >= int(n)) return "special token id " + std::to_string(id) + " is outside the vocabulary";
-    if (v.normalizer != "" && v.normalizer != "nfc") return "normalizer " + in_quotes(v.normalizer) + " is not supported (only nfc)";
+    if (v.normalizer != "" && v.normalizer != "nfc")
+        return "normalizer " + in_quotes(v.normalizer) + " is not supported (only nfc)";
     if (v.pre_split_regexes.empty() || v.pre_split_regexes.size() > limits::kBpeRegexes)
         return "the pre-tokenizer has " + std::to_string(v.pre_split_regexes.size()) + " regexes";
 
@@ -616,7 +637,8 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     std::string raw;
     for (size_t id = 0; id < n; id++) {
         const std::string& t = v.tokens[id];
-        if (t.size() > limits::kBpeTokenBytes) return "token " + std::to_string(id) + " is " + std::to_string(t.size()) + " bytes long";
+        if (t.size() > limits::kBpeTokenBytes)
+            return "token " + std::to_string(id) + " is " + std::to_string(t.size()) + " bytes long";
         switch (v.types[id]) {
             case BpeVocab::kNormal:
                 // A token spelled with other characters than the 256 can never be produced;
@@ -638,7 +660,8 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 added.push_back({t, int(id), v.types[id] == BpeVocab::kControl});
                 break;
             case BpeVocab::kUnused: break;
-            default: return "token " + std::to_string(id) + " has type " + std::to_string(v.types[id]) + " (1, 3, 4 or 5 expected)";
+            default:
+                return "token " + std::to_string(id) + " has type " + std::to_string(v.types[id]) + " (1, 3, 4 or 5 expected)";
         }
     }
     added_.build(added);
@@ -660,9 +683,10 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
             return "merge " + std::to_string(rank) + " is not two tokens separated by a space";
         joined.assign(m, 0, space);
         joined.append(m, space + 1, std::string::npos);
-        const int a = by_spelling.find(std::string_view(m).substr(0, space)), b = by_spelling.find(std::string_view(m).substr(space + 1)),
-                  result = by_spelling.find(joined);
-        if (a < 0 || b < 0 || result < 0) return "merge " + std::to_string(rank) + " " + in_quotes(m) + " names a token the vocabulary lacks";
+        const int a = by_spelling.find(std::string_view(m).substr(0, space)),
+                  b = by_spelling.find(std::string_view(m).substr(space + 1)), result = by_spelling.find(joined);
+        if (a < 0 || b < 0 || result < 0)
+            return "merge " + std::to_string(rank) + " " + in_quotes(m) + " names a token the vocabulary lacks";
         // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
         const uint64_t pair = uint64_t(uint32_t(a)) << 32 | uint32_t(b);
         for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_)
@@ -675,13 +699,15 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     regexes_.clear();
     jit_ = false;
     for (const std::string& pattern : v.pre_split_regexes) {
-        if (pattern.empty() || pattern.size() > limits::kBpeRegexBytes) return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
+        if (pattern.empty() || pattern.size() > limits::kBpeRegexBytes)
+            return "a pre-tokenizer regex of " + std::to_string(pattern.size()) + " bytes";
         // PCRE2 reads option verbs at the very start of a pattern, as many as are stacked there:
         // (*NO_JIT), (*LIMIT_MATCH=n), (*LIMIT_HEAP=n), (*UTF), (*CR), (*NO_START_OPT), ...
         // They turn off the JIT and the optimizations the limits were measured with, or change
         // what the pattern means; no real pre-tokenizer regex starts with one.
         if (pattern.compare(0, 2, "(*") == 0)
-            return "pre-tokenizer regex " + in_quotes(pattern) + " starts with a PCRE2 verb such as (*NO_JIT) or (*LIMIT_MATCH=n): refused";
+            return "pre-tokenizer regex " + in_quotes(pattern) +
+                   " starts with a PCRE2 verb such as (*NO_JIT) or (*LIMIT_MATCH=n): refused";
         std::unique_ptr<Regex> r(new Regex);
         int code;
         PCRE2_SIZE offset;
@@ -690,12 +716,13 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | PCRE2_ANCHORED;
         r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &code, &offset, nullptr);
         if (r->code)
-            r->guarded = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options | PCRE2_AUTO_CALLOUT, &code,
-                                       &offset, nullptr);
+            r->guarded = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options | PCRE2_AUTO_CALLOUT,
+                                       &code, &offset, nullptr);
         if (!r->code || !r->guarded) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(code, msg, sizeof msg);
-            return "pre-tokenizer regex " + in_quotes(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " + std::to_string(offset);
+            return "pre-tokenizer regex " + in_quotes(pattern) + ": " + reinterpret_cast<const char*>(msg) + " at offset " +
+                   std::to_string(offset);
         }
         // The interpreter's backtracking frames each hold every capture group: thousands of
         // groups make gigabytes of a short text. Real pre-tokenizer regexes have none.
@@ -744,8 +771,9 @@ std::string BpeTokenizer::encode_segment(std::string_view segment, RegexRun* run
     std::string_view text = segment;
     if (vocab_.normalizer == "nfc") {
         utf8proc_uint8_t* nfc = nullptr;
-        const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(segment.data()), utf8proc_ssize_t(segment.size()),
-                                                  &nfc, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        const utf8proc_ssize_t len =
+            utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(segment.data()), utf8proc_ssize_t(segment.size()), &nfc,
+                         utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
         if (len < 0) return std::string("cannot normalize the text: ") + utf8proc_errmsg(len);
         normalized.assign(reinterpret_cast<const char*>(nfc), size_t(len));
         std::free(nfc);
@@ -842,7 +870,8 @@ void BpeTokenizer::merge_piece(const char* p, size_t n, std::vector<int>* ids) c
     auto consider = [&](int pos) {
         if (pos < 0 || sym[pos].next < 0) return;
         const int right = sym[pos].next;
-        if (const Merge* m = find_merge(sym[pos].id, sym[right].id)) heap.push({m->rank, pos, sym[pos].id, sym[right].id, m->result});
+        if (const Merge* m = find_merge(sym[pos].id, sym[right].id))
+            heap.push({m->rank, pos, sym[pos].id, sym[right].id, m->result});
     };
     for (int i = 0; i + 1 < int(n); i++) consider(i);
     while (!heap.empty()) {

@@ -43,14 +43,13 @@ struct BpeVocab {
     std::vector<std::string> merges;  // "left right" in byte-level spelling, by rank (first = merged first)
     std::string pre;                  // llama.cpp's name of the pre-tokenizer: "llama-bpe", "qwen2", or "" when unknown
     std::vector<std::string> pre_split_regexes;  // applied in order, each splitting the pieces of the one before
-    std::string normalizer;                       // "" (none) or "nfc"
-    bool ignore_merges = false;  // a piece that is a whole token is that token (Llama-3's tokenizer.json says so)
+    std::string normalizer;                      // "" (none) or "nfc"
+    bool ignore_merges = false;                  // a piece that is a whole token is that token (Llama-3's tokenizer.json says so)
     int bos_id = -1, eos_id = -1;
     bool add_bos = false;  // prompts start with BOS
 };
 bool operator==(const BpeVocab& a, const BpeVocab& b);
 inline bool operator!=(const BpeVocab& a, const BpeVocab& b) { return !(a == b); }
-
 
 // The pre-tokenizer regexes as tokenizer.json files state them (and llama.cpp names them).
 extern const char* const kLlama3SplitRegex;  // "llama-bpe": digits in runs of 1 to 3
@@ -113,15 +112,15 @@ private:
     // first_child_[v + 1] - 1. A node stands for the text read so far (from the end), and
     // for the tokens that the text at the current position starts with.
     std::vector<uint32_t> first_child_;
-    std::vector<uint8_t> byte_;        // node -> the byte of the edge into it
-    std::vector<uint32_t> fail_;       // node -> the node of its longest proper suffix
+    std::vector<uint8_t> byte_;   // node -> the byte of the edge into it
+    std::vector<uint32_t> fail_;  // node -> the node of its longest proper suffix
     // node -> the longest token the text at the current position starts with (its reversal a
     // suffix of the node's string), as an index into id_, or -1; and the same among
     // user-defined tokens only.
     std::vector<int32_t> longest_, longest_user_;
-    uint32_t root_next_[256] = {};     // the root's children by byte (0: none), the busiest lookup
-    std::vector<int32_t> id_;          // token index -> its id
-    std::vector<uint16_t> size_;       // token index -> its bytes
+    uint32_t root_next_[256] = {};  // the root's children by byte (0: none), the busiest lookup
+    std::vector<int32_t> id_;       // token index -> its id
+    std::vector<uint16_t> size_;    // token index -> its bytes
     bool has_user_ = false;
 };
 
@@ -156,9 +155,9 @@ private:
     void merge_piece(const char* p, size_t n, std::vector<int>* ids) const;
 
     BpeVocab vocab_;
-    std::vector<std::string> bytes_;                // id -> the bytes it decodes to
-    StringIds by_bytes_;                            // normal token's bytes (bytes_) -> id
-    int byte_id_[256];                               // the token of each single byte
+    std::vector<std::string> bytes_;  // id -> the bytes it decodes to
+    StringIds by_bytes_;              // normal token's bytes (bytes_) -> id
+    int byte_id_[256];                // the token of each single byte
     // (left id, right id) -> rank and merged id, open addressing as StringIds.
     struct Merge {
         uint64_t pair = ~uint64_t(0);  // left << 32 | right; all ones: empty

@@ -30,9 +30,9 @@ enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kStartGroup = 3
 struct Field {
     uint32_t number = 0;
     int wire_type = 0;
-    uint64_t varint = 0;    // kVarint
-    uint32_t fixed32 = 0;   // kFixed32
-    std::string_view bytes; // kLengthDelimited
+    uint64_t varint = 0;     // kVarint
+    uint32_t fixed32 = 0;    // kFixed32
+    std::string_view bytes;  // kLengthDelimited
 };
 
 // Reads one message's fields in order; every read is checked against the end.
@@ -53,36 +53,37 @@ public:
         // Field numbers are 1 .. 2^29 - 1; the tag is 32 bits, so only 0 can be out of range.
         if (f->number == 0) return where(field_at) + ": field number 0";
         switch (f->wire_type) {
-        case kVarint:
-            if (!read_varint(&f->varint)) return where(field_at) + ": truncated or overlong varint in field " + std::to_string(f->number);
-            return "";
-        case kFixed64:
-            if (end_ - at_ < 8) return where(field_at) + ": truncated fixed64 in field " + std::to_string(f->number);
-            at_ += 8;
-            return "";
-        case kFixed32:
-            if (end_ - at_ < 4) return where(field_at) + ": truncated fixed32 in field " + std::to_string(f->number);
-            f->fixed32 = uint32_t(uint8_t(at_[0])) | uint32_t(uint8_t(at_[1])) << 8 |
-                         uint32_t(uint8_t(at_[2])) << 16 | uint32_t(uint8_t(at_[3])) << 24;
-            at_ += 4;
-            return "";
-        case kLengthDelimited: {
-            uint64_t length;
-            if (!read_varint(&length)) return where(field_at) + ": truncated length of field " + std::to_string(f->number);
-            if (length > uint64_t(end_ - at_))
-                return where(field_at) + ": field " + std::to_string(f->number) + " claims " + std::to_string(length) +
-                       " bytes, " + std::to_string(end_ - at_) + " remain";
-            f->bytes = std::string_view(at_, size_t(length));
-            at_ += length;
-            return "";
-        }
-        case kStartGroup:
-        case kEndGroup:
-            // Deprecated, never used by SentencePiece; skipping one would need its own nesting.
-            return where(field_at) + ": field " + std::to_string(f->number) + " uses the deprecated group wire type";
-        default:
-            return where(field_at) + ": field " + std::to_string(f->number) + " has invalid wire type " +
-                   std::to_string(f->wire_type);
+            case kVarint:
+                if (!read_varint(&f->varint))
+                    return where(field_at) + ": truncated or overlong varint in field " + std::to_string(f->number);
+                return "";
+            case kFixed64:
+                if (end_ - at_ < 8) return where(field_at) + ": truncated fixed64 in field " + std::to_string(f->number);
+                at_ += 8;
+                return "";
+            case kFixed32:
+                if (end_ - at_ < 4) return where(field_at) + ": truncated fixed32 in field " + std::to_string(f->number);
+                f->fixed32 = uint32_t(uint8_t(at_[0])) | uint32_t(uint8_t(at_[1])) << 8 | uint32_t(uint8_t(at_[2])) << 16 |
+                             uint32_t(uint8_t(at_[3])) << 24;
+                at_ += 4;
+                return "";
+            case kLengthDelimited: {
+                uint64_t length;
+                if (!read_varint(&length)) return where(field_at) + ": truncated length of field " + std::to_string(f->number);
+                if (length > uint64_t(end_ - at_))
+                    return where(field_at) + ": field " + std::to_string(f->number) + " claims " + std::to_string(length) +
+                           " bytes, " + std::to_string(end_ - at_) + " remain";
+                f->bytes = std::string_view(at_, size_t(length));
+                at_ += length;
+                return "";
+            }
+            case kStartGroup:
+            case kEndGroup:
+                // Deprecated, never used by SentencePiece; skipping one would need its own nesting.
+                return where(field_at) + ": field " + std::to_string(f->number) + " uses the deprecated group wire type";
+            default:
+                return where(field_at) + ": field " + std::to_string(f->number) + " has invalid wire type " +
+                       std::to_string(f->wire_type);
         }
     }
 
@@ -111,16 +112,19 @@ private:
 };
 
 std::string wrong_wire_type(const char* message, const Field& f, int expected) {
-    return std::string(message) + " field " + std::to_string(f.number) + " has wire type " +
-           std::to_string(f.wire_type) + ", expected " + std::to_string(expected);
+    return std::string(message) + " field " + std::to_string(f.number) + " has wire type " + std::to_string(f.wire_type) +
+           ", expected " + std::to_string(expected);
 }
 
 // int32 and enum fields: protobuf writes negative values sign-extended to 64 bits. Anything
 // else that does not fit would be silently truncated by protobuf; refuse it instead.
 bool varint_to_int32(uint64_t v, int* out) {
-    if (v <= 0x7FFFFFFFu) *out = int(v);
-    else if (v >= 0xFFFFFFFF80000000ull) *out = int(int64_t(v));
-    else return false;
+    if (v <= 0x7FFFFFFFu)
+        *out = int(v);
+    else if (v >= 0xFFFFFFFF80000000ull)
+        *out = int(int64_t(v));
+    else
+        return false;
     return true;
 }
 
@@ -159,13 +163,15 @@ std::string parse_piece(std::string_view in, SentencePieceModel::Piece* piece) {
         std::string err = reader.next(&f);
         if (err.empty()) {
             switch (f.number) {
-            case 1: err = read_string(kName, f, kMaxPieceBytes, &piece->piece); break;
-            case 2:
-                if (f.wire_type != kFixed32) err = wrong_wire_type(kName, f, kFixed32);
-                else piece->score = float_from_bits(f.fixed32);
-                break;
-            case 3: err = read_int32(kName, f, &piece->type); break;
-            default: break;  // extensions
+                case 1: err = read_string(kName, f, kMaxPieceBytes, &piece->piece); break;
+                case 2:
+                    if (f.wire_type != kFixed32)
+                        err = wrong_wire_type(kName, f, kFixed32);
+                    else
+                        piece->score = float_from_bits(f.fixed32);
+                    break;
+                case 3: err = read_int32(kName, f, &piece->type); break;
+                default: break;  // extensions
             }
         }
         if (!err.empty()) return err;
@@ -181,20 +187,20 @@ std::string parse_trainer_spec(std::string_view in, SentencePieceModel* m) {
         std::string err = reader.next(&f);
         if (err.empty()) {
             switch (f.number) {
-            case 3: err = read_int32(kName, f, &m->model_type); break;
-            case 4: err = read_int32(kName, f, &m->vocab_size); break;
-            case 24: err = read_bool(kName, f, &m->treat_whitespace_as_suffix); break;
-            case 35: err = read_bool(kName, f, &m->byte_fallback); break;
-            case 40: err = read_int32(kName, f, &m->unk_id); break;
-            case 41: err = read_int32(kName, f, &m->bos_id); break;
-            case 42: err = read_int32(kName, f, &m->eos_id); break;
-            case 43: err = read_int32(kName, f, &m->pad_id); break;
-            case 44: err = read_string(kName, f, kMaxStringBytes, &m->unk_surface); break;
-            case 45: err = read_string(kName, f, kMaxPieceBytes, &m->unk_piece); break;
-            case 46: err = read_string(kName, f, kMaxPieceBytes, &m->bos_piece); break;
-            case 47: err = read_string(kName, f, kMaxPieceBytes, &m->eos_piece); break;
-            case 48: err = read_string(kName, f, kMaxPieceBytes, &m->pad_piece); break;
-            default: break;  // training-only settings and extensions
+                case 3: err = read_int32(kName, f, &m->model_type); break;
+                case 4: err = read_int32(kName, f, &m->vocab_size); break;
+                case 24: err = read_bool(kName, f, &m->treat_whitespace_as_suffix); break;
+                case 35: err = read_bool(kName, f, &m->byte_fallback); break;
+                case 40: err = read_int32(kName, f, &m->unk_id); break;
+                case 41: err = read_int32(kName, f, &m->bos_id); break;
+                case 42: err = read_int32(kName, f, &m->eos_id); break;
+                case 43: err = read_int32(kName, f, &m->pad_id); break;
+                case 44: err = read_string(kName, f, kMaxStringBytes, &m->unk_surface); break;
+                case 45: err = read_string(kName, f, kMaxPieceBytes, &m->unk_piece); break;
+                case 46: err = read_string(kName, f, kMaxPieceBytes, &m->bos_piece); break;
+                case 47: err = read_string(kName, f, kMaxPieceBytes, &m->eos_piece); break;
+                case 48: err = read_string(kName, f, kMaxPieceBytes, &m->pad_piece); break;
+                default: break;  // training-only settings and extensions
             }
         }
         if (!err.empty()) return err;
@@ -209,13 +215,13 @@ std::string parse_normalizer_spec(std::string_view in, const char* name, Sentenc
         std::string err = reader.next(&f);
         if (err.empty()) {
             switch (f.number) {
-            case 1: err = read_string(name, f, kMaxStringBytes, &n->name); break;
-            case 2: err = read_string(name, f, kMaxCharsmapBytes, &n->precompiled_charsmap); break;
-            case 3: err = read_bool(name, f, &n->add_dummy_prefix); break;
-            case 4: err = read_bool(name, f, &n->remove_extra_whitespaces); break;
-            case 5: err = read_bool(name, f, &n->escape_whitespaces); break;
-            case 6: err = read_string(name, f, kMaxCharsmapBytes, &n->normalization_rule_tsv); break;
-            default: break;  // extensions
+                case 1: err = read_string(name, f, kMaxStringBytes, &n->name); break;
+                case 2: err = read_string(name, f, kMaxCharsmapBytes, &n->precompiled_charsmap); break;
+                case 3: err = read_bool(name, f, &n->add_dummy_prefix); break;
+                case 4: err = read_bool(name, f, &n->remove_extra_whitespaces); break;
+                case 5: err = read_bool(name, f, &n->escape_whitespaces); break;
+                case 6: err = read_string(name, f, kMaxCharsmapBytes, &n->normalization_rule_tsv); break;
+                default: break;  // extensions
             }
         }
         if (!err.empty()) return err;
@@ -280,9 +286,12 @@ int byte_piece_value(const std::string& p) {
     for (int i = 3; i < 5; i++) {
         const char c = p[i];
         int digit;
-        if (c >= '0' && c <= '9') digit = c - '0';
-        else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-        else return -1;
+        if (c >= '0' && c <= '9')
+            digit = c - '0';
+        else if (c >= 'A' && c <= 'F')
+            digit = c - 'A' + 10;
+        else
+            return -1;
         value = value * 16 + digit;
     }
     return value;
@@ -298,8 +307,7 @@ std::string check_special_id(const SentencePieceModel& m, const ReservedPieces& 
                              const std::string& name, const std::string& default_name, int type) {
     const std::string& spelled = effective_name(name, default_name);
     if (id < -1 || id >= int(m.pieces.size()))
-        return std::string(what) + " " + std::to_string(id) + " is outside the " + std::to_string(m.pieces.size()) +
-               " pieces";
+        return std::string(what) + " " + std::to_string(id) + " is outside the " + std::to_string(m.pieces.size()) + " pieces";
     const auto it = reserved.find(spelled);
     const int found = it != reserved.end() && m.pieces[it->second].type == type ? it->second : -1;
     if (id == found) return "";
@@ -373,8 +381,8 @@ std::string check_precompiled_charsmap(const std::string& blob) {
     std::vector<Frame> stack;
     auto enter = [&](size_t base) -> std::string {
         if ((base | 0xFF) >= units)
-            return "precompiled_charsmap trie state " + std::to_string(base) + " reads past its " +
-                   std::to_string(units) + " units";
+            return "precompiled_charsmap trie state " + std::to_string(base) + " reads past its " + std::to_string(units) +
+                   " units";
         state[base] = kOnStack;
         stack.push_back({base, 0, 0});
         return "";
@@ -383,8 +391,7 @@ std::string check_precompiled_charsmap(const std::string& blob) {
     auto fold = [&](Frame* frame, uint32_t child_unit, size_t next) -> std::string {
         const int through = (has_leaf(child_unit) ? 1 : 0) + most_matches[next];
         if (through > kMaxCharsmapMatches)
-            return "precompiled_charsmap trie has more than " + std::to_string(kMaxCharsmapMatches) +
-                   " matches along one input";
+            return "precompiled_charsmap trie has more than " + std::to_string(kMaxCharsmapMatches) + " matches along one input";
         if (through > frame->most) frame->most = through;
         return "";
     };
@@ -407,17 +414,19 @@ std::string check_precompiled_charsmap(const std::string& blob) {
         if (label(u) != uint32_t(c)) continue;  // the search stops here
         const size_t next = (frame.base ^ size_t(c)) ^ offset(u);
         if ((next | 0xFF) >= units)
-            return "precompiled_charsmap trie state " + std::to_string(next) + " reads past its " +
-                   std::to_string(units) + " units";
+            return "precompiled_charsmap trie state " + std::to_string(next) + " reads past its " + std::to_string(units) +
+                   " units";
         if (has_leaf(u)) {
             const size_t v = value(unit(next));
             if (v >= strings_size || !any_nul || strings_at + v > last_nul)
-                return "precompiled_charsmap replacement at " + std::to_string(v) +
-                       " is not a NUL-terminated string in its " + std::to_string(strings_size) + " bytes";
+                return "precompiled_charsmap replacement at " + std::to_string(v) + " is not a NUL-terminated string in its " +
+                       std::to_string(strings_size) + " bytes";
         }
         if (state[next] == kOnStack) return "precompiled_charsmap trie has a cycle";
-        if (state[next] == kDone) err = fold(&frame, u, next);
-        else err = enter(next);  // folded in when it is done; `frame` may dangle from here
+        if (state[next] == kDone)
+            err = fold(&frame, u, next);
+        else
+            err = enter(next);  // folded in when it is done; `frame` may dangle from here
     }
     return err;
 }
@@ -426,8 +435,7 @@ std::string check_sentencepiece_model(const SentencePieceModel& m) {
     if (m.model_type != SentencePieceModel::kUnigram && m.model_type != SentencePieceModel::kBpe)
         return "model_type " + std::to_string(m.model_type) + " is neither UNIGRAM (1) nor BPE (2)";
     if (m.pieces.empty()) return "the model has no pieces";
-    if (m.pieces.size() > kMaxPieces)
-        return std::to_string(m.pieces.size()) + " pieces, more than " + std::to_string(kMaxPieces);
+    if (m.pieces.size() > kMaxPieces) return std::to_string(m.pieces.size()) + " pieces, more than " + std::to_string(kMaxPieces);
 
     // SentencePiece keeps normal, user-defined and unused pieces in one map and unknown,
     // control and byte pieces in another; a piece may appear once in each.
@@ -497,22 +505,21 @@ std::string parse_sentencepiece_model(const std::string& bytes, SentencePieceMod
         if (!err.empty()) return err;
         // Every ModelProto field we know is a message; a repeated occurrence of a singular
         // one merges into it, as protobuf does.
-        if (f.number >= 1 && f.number <= 5 && f.wire_type != kLengthDelimited)
-            return wrong_wire_type(kName, f, kLengthDelimited);
+        if (f.number >= 1 && f.number <= 5 && f.wire_type != kLengthDelimited) return wrong_wire_type(kName, f, kLengthDelimited);
         switch (f.number) {
-        case 1:
-            if (out->pieces.size() == kMaxPieces) return "more than " + std::to_string(kMaxPieces) + " pieces";
-            out->pieces.emplace_back();
-            err = parse_piece(f.bytes, &out->pieces.back());
-            if (!err.empty()) err = "piece " + std::to_string(out->pieces.size() - 1) + ": " + err;
-            break;
-        case 2: err = parse_trainer_spec(f.bytes, out); break;
-        case 3: err = parse_normalizer_spec(f.bytes, "NormalizerSpec", &out->normalizer); break;
-        case 5:
-            out->has_denormalizer = true;
-            err = parse_normalizer_spec(f.bytes, "denormalizer NormalizerSpec", &out->denormalizer);
-            break;
-        default: break;  // 4 self_test_data (see the header), extensions
+            case 1:
+                if (out->pieces.size() == kMaxPieces) return "more than " + std::to_string(kMaxPieces) + " pieces";
+                out->pieces.emplace_back();
+                err = parse_piece(f.bytes, &out->pieces.back());
+                if (!err.empty()) err = "piece " + std::to_string(out->pieces.size() - 1) + ": " + err;
+                break;
+            case 2: err = parse_trainer_spec(f.bytes, out); break;
+            case 3: err = parse_normalizer_spec(f.bytes, "NormalizerSpec", &out->normalizer); break;
+            case 5:
+                out->has_denormalizer = true;
+                err = parse_normalizer_spec(f.bytes, "denormalizer NormalizerSpec", &out->denormalizer);
+                break;
+            default: break;  // 4 self_test_data (see the header), extensions
         }
         if (!err.empty()) return err;
     }
@@ -555,22 +562,19 @@ std::string serialize_sentencepiece_model(const SentencePieceModel& m) {
     return out;
 }
 
-std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces,
-                                           const std::vector<float>& scores,
-                                           const std::vector<int32_t>& types, int unk_id,
-                                           int bos_id, int eos_id, int pad_id,
-                                           bool add_dummy_prefix, bool remove_extra_whitespaces,
-                                           SentencePieceModel* out) {
+std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces, const std::vector<float>& scores,
+                                           const std::vector<int32_t>& types, int unk_id, int bos_id, int eos_id, int pad_id,
+                                           bool add_dummy_prefix, bool remove_extra_whitespaces, SentencePieceModel* out) {
     *out = SentencePieceModel();
     if (pieces.empty()) return "the vocabulary has no tokens";
     if (scores.size() != pieces.size() || types.size() != pieces.size())
         return std::to_string(pieces.size()) + " tokens but " + std::to_string(scores.size()) + " scores and " +
                std::to_string(types.size()) + " token types";
-    if (pieces.size() > kMaxPieces)
-        return std::to_string(pieces.size()) + " tokens, more than " + std::to_string(kMaxPieces);
+    if (pieces.size() > kMaxPieces) return std::to_string(pieces.size()) + " tokens, more than " + std::to_string(kMaxPieces);
     const int n = int(pieces.size());
     for (int id : {unk_id, bos_id, eos_id, pad_id}) {
-        if (id < -1 || id >= n) return "special token id " + std::to_string(id) + " is outside the " + std::to_string(n) + " tokens";
+        if (id < -1 || id >= n)
+            return "special token id " + std::to_string(id) + " is outside the " + std::to_string(n) + " tokens";
     }
     if (unk_id < 0) return "the vocabulary has no unknown token id";
 
@@ -598,15 +602,12 @@ std::string sentencepiece_model_from_vocab(const std::vector<std::string>& piece
     return check_sentencepiece_model(m);
 }
 
-std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces,
-                                           const std::vector<float>& scores,
-                                           const std::vector<int32_t>& types, int unk_id,
-                                           int bos_id, int eos_id, int pad_id,
-                                           bool add_dummy_prefix, bool remove_extra_whitespaces,
-                                           std::string* out) {
+std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces, const std::vector<float>& scores,
+                                           const std::vector<int32_t>& types, int unk_id, int bos_id, int eos_id, int pad_id,
+                                           bool add_dummy_prefix, bool remove_extra_whitespaces, std::string* out) {
     SentencePieceModel m;
-    std::string err = sentencepiece_model_from_vocab(pieces, scores, types, unk_id, bos_id, eos_id, pad_id,
-                                                     add_dummy_prefix, remove_extra_whitespaces, &m);
+    std::string err = sentencepiece_model_from_vocab(pieces, scores, types, unk_id, bos_id, eos_id, pad_id, add_dummy_prefix,
+                                                     remove_extra_whitespaces, &m);
     if (!err.empty()) return err;
     *out = serialize_sentencepiece_model(m);
     return "";

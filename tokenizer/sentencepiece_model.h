@@ -84,18 +84,12 @@ std::string serialize_sentencepiece_model(const SentencePieceModel& m);
 // control pieces; pad may also be the unknown piece (GGUFs often give unk's id as pad's),
 // which SentencePiece's pad_id() then reports as -1.
 // "" and the model in *out, or why the arrays cannot make one.
-std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces,
-                                           const std::vector<float>& scores,
-                                           const std::vector<int32_t>& types, int unk_id,
-                                           int bos_id, int eos_id, int pad_id,
-                                           bool add_dummy_prefix, bool remove_extra_whitespaces,
-                                           SentencePieceModel* out);
+std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces, const std::vector<float>& scores,
+                                           const std::vector<int32_t>& types, int unk_id, int bos_id, int eos_id, int pad_id,
+                                           bool add_dummy_prefix, bool remove_extra_whitespaces, SentencePieceModel* out);
 // The same, serialized, ready for SentencePieceProcessor::LoadFromSerializedProto.
-std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces,
-                                           const std::vector<float>& scores,
-                                           const std::vector<int32_t>& types, int unk_id,
-                                           int bos_id, int eos_id, int pad_id,
-                                           bool add_dummy_prefix, bool remove_extra_whitespaces,
-                                           std::string* out);
+std::string sentencepiece_model_from_vocab(const std::vector<std::string>& pieces, const std::vector<float>& scores,
+                                           const std::vector<int32_t>& types, int unk_id, int bos_id, int eos_id, int pad_id,
+                                           bool add_dummy_prefix, bool remove_extra_whitespaces, std::string* out);
 
 }  // namespace hearth

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "tokenizer/bpe.h"
-namespace sentencepiece { class SentencePieceProcessor; }
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
 
 namespace hearth {
 
@@ -55,7 +57,7 @@ public:
 
 private:
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-    bool sp_loaded_ = false;                    // a SentencePiece model is loaded (else, without bpe_, nothing is)
+    bool sp_loaded_ = false;                   // a SentencePiece model is loaded (else, without bpe_, nothing is)
     std::shared_ptr<const BpeTokenizer> bpe_;  // shared with the TokenizerSpec it was built for
 };
 

@@ -83,12 +83,14 @@ volatile uint64_t g_sink;
 double read_bandwidth(size_t bytes, int nth) {
     std::vector<uint64_t> buf(bytes / 8, 1);
     const size_t n = buf.size();
-    const double t = best_time([&] {
-        uint64_t total = 0;
+    const double t = best_time(
+        [&] {
+            uint64_t total = 0;
 #pragma omp parallel for num_threads(nth) reduction(+ : total) schedule(static)
-        for (size_t i = 0; i < n; i += 4) total += buf[i] + buf[i + 1] + buf[i + 2] + buf[i + 3];
-        g_sink = total;
-    }, nth > 1);
+            for (size_t i = 0; i < n; i += 4) total += buf[i] + buf[i + 1] + buf[i + 2] + buf[i + 3];
+            g_sink = total;
+        },
+        nth > 1);
     return double(bytes) / t / 1e9;
 }
 
@@ -124,7 +126,8 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
     // Activations as matmul hands them over: fp32 for the float types, else quantized.
     for (float& v : x) v = nd(rng) * 50.f;
     std::vector<uint8_t> a(arb * size_t(gemm_tokens));
-    if (at == TYPE_F32) std::memcpy(a.data(), x.data(), a.size());
+    if (at == TYPE_F32)
+        std::memcpy(a.data(), x.data(), a.size());
     else
         for (int t = 0; t < gemm_tokens; t++) type_traits(at)->quantize(&x[size_t(t) * cols], &a[size_t(t) * arb], cols);
     std::vector<float> out(size_t(rows) * gemm_tokens);
@@ -132,7 +135,8 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
     const double wbytes = double(wrb) * rows;
     const int rg = std::min(rows, 1024) / 16 * 16;  // rows of the multi-token runs: G tokens x all rows would take long
     std::printf("\n%s  (%d x %d, %.1f MB of weights, %.3f bytes/weight); 1 token: GB/s, %d rows; 8, %d tokens: GMAC/s, %d rows\n",
-                type_name(type), rows, cols, wbytes / 1e6, double(type_block_bytes(type)) / type_block_size(type), rows, gemm_tokens, rg);
+                type_name(type), rows, cols, wbytes / 1e6, double(type_block_bytes(type)) / type_block_size(type), rows,
+                gemm_tokens, rg);
     std::printf("  %-22s %9s %9s %9s %9s %9s\n", "row", "1t 1thr", "1t Nthr", "8t 1thr", "Gt 1thr", "Gt Nthr");
     int n_rows = 0;
     const KernelRow* table = kernel_rows(&n_rows);
@@ -142,14 +146,19 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
         const bool x8 = row.layout == Layout::rows_x8;
         const uint8_t* W = x8 ? w_x8.data() : w.data();
         const int all = x8 ? rows / 8 * 8 : rows;  // interleaved kernels take whole groups
-        auto mm = [&](int n_tokens, int r0, int r1) { row.matmul(W, wrb, a.data(), arb, cols, n_tokens, out.data(), rows, r0, r1); };
+        auto mm = [&](int n_tokens, int r0, int r1) {
+            row.matmul(W, wrb, a.data(), arb, cols, n_tokens, out.data(), rows, r0, r1);
+        };
         auto gmacs = [&](int n_tokens, double t) { return double(rg) * cols * n_tokens / t / 1e9; };
         std::printf("  %-22s", describe(row).c_str());
         cell(row, 1, double(wrb) * all / best_time([&] { mm(1, 0, all); }, false) / 1e9);
-        cell(row, 1, double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(1, r0, r1); }); }, true) / 1e9);
+        cell(row, 1,
+             double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(1, r0, r1); }); }, true) / 1e9);
         cell(row, 8, gmacs(8, best_time([&] { mm(8, 0, rg); }, false)));
         cell(row, gemm_tokens, gmacs(gemm_tokens, best_time([&] { mm(gemm_tokens, 0, rg); }, false)));
-        cell(row, gemm_tokens, gmacs(gemm_tokens, best_time([&] { parallel_rows(rg, nth, [&](int r0, int r1) { mm(gemm_tokens, r0, r1); }); }, true)));
+        cell(row, gemm_tokens,
+             gmacs(gemm_tokens,
+                   best_time([&] { parallel_rows(rg, nth, [&](int r0, int r1) { mm(gemm_tokens, r0, r1); }); }, true)));
         std::printf("\n");
     }
 }

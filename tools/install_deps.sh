@@ -22,6 +22,8 @@ if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>
     exit 1
 fi
 PKGS="g++ make xz-utils libsentencepiece-dev libpcre2-dev libutf8proc-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
+# make test checks the code's format with clang-format 14 (tools/check_format.sh).
+PKGS="$PKGS clang-format"
 # run --server: cpp-httplib (its -dev package brings the OpenSSL, zlib and brotli headers its
 # header needs).
 PKGS="$PKGS libcpp-httplib-dev"

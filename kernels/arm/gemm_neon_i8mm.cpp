@@ -70,9 +70,9 @@ void pack_q8_0(const uint8_t* rec, PanelBlock& pb) {
     scales_to_float(rec, pb.d);
     const int8_t* q = reinterpret_cast<const int8_t*>(rec + 16);
     for (int s = 0; s < 4; ++s) {
-        const int8_t* k0 = q + 64 * s;  // steps 2s and 2s + 1
-        zip_steps(vld1q_s8(k0), vld1q_s8(k0 + 32), pb.w[s][0], pb.w[s][1]);            // rows 0..3
-        zip_steps(vld1q_s8(k0 + 16), vld1q_s8(k0 + 48), pb.w[s][2], pb.w[s][3]);       // rows 4..7
+        const int8_t* k0 = q + 64 * s;                                            // steps 2s and 2s + 1
+        zip_steps(vld1q_s8(k0), vld1q_s8(k0 + 32), pb.w[s][0], pb.w[s][1]);       // rows 0..3
+        zip_steps(vld1q_s8(k0 + 16), vld1q_s8(k0 + 48), pb.w[s][2], pb.w[s][3]);  // rows 4..7
     }
 }
 
@@ -83,8 +83,8 @@ void pack_q4_0(const uint8_t* rec, PanelBlock& pb) {
     const uint8_t* q = rec + 16;
     const uint8x16_t m4 = vdupq_n_u8(0x0F);
     const int8x16_t eight = vdupq_n_s8(8);
-    for (int s = 0; s < 2; ++s) {        // steps 2s, 2s + 1: slice s (low nibbles), slice 2 + s (high)
-        for (int h = 0; h < 2; ++h) {    // rows 4h..4h+3
+    for (int s = 0; s < 2; ++s) {      // steps 2s, 2s + 1: slice s (low nibbles), slice 2 + s (high)
+        for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
             const uint8x16_t u0 = vld1q_u8(q + 64 * s + 16 * h), u1 = vld1q_u8(q + 64 * s + 32 + 16 * h);
             const int8x16_t lo0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(u0, m4)), eight);
             const int8x16_t lo1 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(u1, m4)), eight);
@@ -105,8 +105,8 @@ void accumulate(const PanelBlock* panel, int n, const block_q8_0* const t[kTileT
         int32x4_t sum[4][2];
 #pragma GCC unroll 4
         for (int p = 0; p < 4; ++p) sum[p][0] = sum[p][1] = vdupq_n_s32(0);
-        // The loops over registers are unrolled so that sum[][] and acc[][] stay in registers
-        // (GCC 12 -O2 otherwise keeps the s and p loops and indexes them through the stack).
+            // The loops over registers are unrolled so that sum[][] and acc[][] stay in registers
+            // (GCC 12 -O2 otherwise keeps the s and p loops and indexes them through the stack).
 #pragma GCC unroll 4
         for (int s = 0; s < 4; ++s) {
             const int8x16_t x[2] = {vcombine_s8(vld1_s8(t[0][b].qs + 8 * s), vld1_s8(t[1][b].qs + 8 * s)),
@@ -172,8 +172,8 @@ void pack_q4_k(const uint8_t* rec, PanelSuperBlock& pb) {
             for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
                 const uint8_t* q = rec + 128 + 256 * c + 64 * s + 16 * h;
                 const uint8x16_t u0 = vld1q_u8(q), u1 = vld1q_u8(q + 32);
-                zip_steps(vreinterpretq_s8_u8(vandq_u8(u0, m4)), vreinterpretq_s8_u8(vandq_u8(u1, m4)),
-                          pb.w[2 * c][s][2 * h], pb.w[2 * c][s][2 * h + 1]);
+                zip_steps(vreinterpretq_s8_u8(vandq_u8(u0, m4)), vreinterpretq_s8_u8(vandq_u8(u1, m4)), pb.w[2 * c][s][2 * h],
+                          pb.w[2 * c][s][2 * h + 1]);
                 zip_steps(vreinterpretq_s8_u8(vshrq_n_u8(u0, 4)), vreinterpretq_s8_u8(vshrq_n_u8(u1, 4)),
                           pb.w[2 * c + 1][s][2 * h], pb.w[2 * c + 1][s][2 * h + 1]);
             }
@@ -249,8 +249,8 @@ void store(const float32x4_t (&acc)[4][2], int nt, bool first, float* out, int o
             float* o = out + size_t(t0 + tok) * os + r;
 #pragma GCC unroll 2
             for (int h = 0; h < 2; ++h) {
-                const float32x4_t v = j == 0 ? vuzp1q_f32(acc[2 * h][q], acc[2 * h + 1][q])
-                                             : vuzp2q_f32(acc[2 * h][q], acc[2 * h + 1][q]);
+                const float32x4_t v =
+                    j == 0 ? vuzp1q_f32(acc[2 * h][q], acc[2 * h + 1][q]) : vuzp2q_f32(acc[2 * h][q], acc[2 * h + 1][q]);
                 vst1q_f32(o + 4 * h, first ? v : vaddq_f32(v, vld1q_f32(o + 4 * h)));
             }
         }
@@ -258,10 +258,8 @@ void store(const float32x4_t (&acc)[4][2], int nt, bool first, float* out, int o
 
 // Whole groups of rows [r0, r1) through panels of kChunk blocks and tiles. Panel: PanelBlock or PanelSuperBlock; ABlock: the activation block; kBlockBytes: the
 // weight block's bytes (a record is 8 of them).
-template <typename Panel, typename ABlock, size_t kBlockBytes, int kBlockElems, int kChunk,
-          void (*Pack)(const uint8_t*, Panel&)>
-void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens,
-             float* out, int os, int r0, int r1) {
+template <typename Panel, typename ABlock, size_t kBlockBytes, int kBlockElems, int kChunk, void (*Pack)(const uint8_t*, Panel&)>
+void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
     const int nb = n_cols / kBlockElems;
     const size_t record_bytes = 8 * kBlockBytes;
@@ -275,7 +273,8 @@ void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, i
                 const int nt = std::min(kTileTokens, n_tokens - t0);
                 const ABlock* t[kTileTokens];
                 for (int j = 0; j < kTileTokens; ++j)  // past the last token: the last one again
-                    t[j] = reinterpret_cast<const ABlock*>(static_cast<const char*>(A) + size_t(t0 + std::min(j, nt - 1)) * arb) + kb;
+                    t[j] = reinterpret_cast<const ABlock*>(static_cast<const char*>(A) + size_t(t0 + std::min(j, nt - 1)) * arb) +
+                           kb;
                 float32x4_t acc[4][2];
 #pragma GCC unroll 4
                 for (int p = 0; p < 4; ++p) acc[p][0] = acc[p][1] = vdupq_n_f32(0.f);
@@ -288,20 +287,20 @@ void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, i
 
 }  // namespace
 
-void matmul_q4_0x8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
-    gemm_x8<PanelBlock, block_q8_0, sizeof(block_q4_0), 32, kChunkBlocks, pack_q4_0>(
-        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+void matmul_q4_0x8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemm_x8<PanelBlock, block_q8_0, sizeof(block_q4_0), 32, kChunkBlocks, pack_q4_0>(W, w_row_bytes, A, a_row_bytes, n_cols,
+                                                                                     n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q8_0x8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
-    gemm_x8<PanelBlock, block_q8_0, sizeof(block_q8_0), 32, kChunkBlocks, pack_q8_0>(
-        W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+void matmul_q8_0x8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemm_x8<PanelBlock, block_q8_0, sizeof(block_q8_0), 32, kChunkBlocks, pack_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols,
+                                                                                     n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_kx8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_kx8_gemm_i8mm(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     gemm_x8<PanelSuperBlock, block_q8_K, sizeof(block_q4_K), QK_K, kChunkSuperBlocks, pack_q4_k>(
         W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }

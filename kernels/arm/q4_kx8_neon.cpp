@@ -106,8 +106,8 @@ struct X8Q4K {
 }  // namespace
 }  // namespace x8_neon
 
-void matmul_q4_kx8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_kx8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     x8_neon::matmul_x8<x8_neon::X8Q4K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 

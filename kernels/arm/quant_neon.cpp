@@ -110,8 +110,7 @@ void quantize_row_q8_0_neon(const float* x, void* vy, int64_t n) {
         const float id = d != 0.f ? 1.f / d : 0.f;
         y[i].d = dh;
         vst1q_s8(y[i].qs, pack16(quant_lane(v[0], id), quant_lane(v[1], id), quant_lane(v[2], id), quant_lane(v[3], id)));
-        vst1q_s8(y[i].qs + 16,
-                 pack16(quant_lane(v[4], id), quant_lane(v[5], id), quant_lane(v[6], id), quant_lane(v[7], id)));
+        vst1q_s8(y[i].qs + 16, pack16(quant_lane(v[4], id), quant_lane(v[5], id), quant_lane(v[6], id), quant_lane(v[7], id)));
     }
 }
 
@@ -337,23 +336,23 @@ Ctx make_ctx(const void* W, size_t wrb, const void* A, size_t arb, int nb, float
 
 }  // namespace
 
-void matmul_q8_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     drive<KQ8_0>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK8_0, out, out_stride), n_tokens, r0, r1);
 }
 
-void matmul_q4_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     drive<KQ4_0>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK4_0, out, out_stride), n_tokens, r0, r1);
 }
 
-void matmul_q4_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     drive<KQ4_K>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
 
-void matmul_q6_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q6_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     drive<KQ6_K>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
 

@@ -83,13 +83,13 @@ struct X8Q {
 }  // namespace
 }  // namespace x8_neon
 
-void matmul_q4_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     x8_neon::matmul_x8<x8_neon::X8Q<block_q4_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q8_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0x8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     x8_neon::matmul_x8<x8_neon::X8Q<block_q8_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 

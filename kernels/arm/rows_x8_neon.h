@@ -111,8 +111,8 @@ T* scratch(size_t n) {
 // Tokens [t0, t0 + NT) x records [kb, kb + kn) of the group of rows r..r+7 at g: the partial dots
 // written (kb == 0) or added to out.
 template <typename K, int NT>
-void tile(const uint8_t* g, const char* A, size_t arb, const typename K::Terms* at, int nb, int kb, int kn, int t0,
-          size_t pf, float* out, int os, int r) {
+void tile(const uint8_t* g, const char* A, size_t arb, const typename K::Terms* at, int nb, int kb, int kn, int t0, size_t pf,
+          float* out, int os, int r) {
     const typename K::ABlock* a[NT];
     const typename K::Terms* e[NT];
     for (int t = 0; t < NT; ++t) {
@@ -139,8 +139,8 @@ void tile_for(int nt, Args... args) {
 
 // Whole groups of rows [r0, r1) (multiples of 8) to the tiles.
 template <typename K>
-void matmul_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens,
-               float* out, int os, int r0, int r1) {
+void matmul_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+               int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
     {
         const int nb = n_cols / K::kBlockElems;
@@ -155,8 +155,8 @@ void matmul_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols,
             const uint8_t* g = static_cast<const uint8_t*>(W) + size_t(r) * wrb;
             for (int kb = 0; kb < nb; kb += chunk)
                 for (int t0 = 0; t0 < n_tokens; t0 += K::kTileTokens)
-                    tile_for<K>(std::min(K::kTileTokens, n_tokens - t0), g, Ac, arb, at, nb, kb, std::min(chunk, nb - kb), t0,
-                                pf, out, os, r);
+                    tile_for<K>(std::min(K::kTileTokens, n_tokens - t0), g, Ac, arb, at, nb, kb, std::min(chunk, nb - kb), t0, pf,
+                                out, os, r);
         }
     }
 }

@@ -47,8 +47,8 @@ namespace {
 // Tries inverse scales (nmax + rmin + k*rdelta)/(max-min), k = 0..nstep, refitting scale and
 // mn by least squares for each labelling, and keeps the lowest weighted squared error.
 // Returns scale; *neg_min = -mn (>= 0). n <= 32.
-float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min,
-                    float rmin, float rdelta, int nstep) {
+float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min, float rmin, float rdelta,
+                    int nstep) {
     float xmin = x[0], xmax = x[0], sum_w = 0, sum_x = 0;
     for (int i = 0; i < n; ++i) {
         xmin = std::min(xmin, x[i]);
@@ -121,8 +121,7 @@ void pack_q4k_scales(const uint8_t* sc, const uint8_t* m, uint8_t* s) {
 }
 
 // Labels and weighted error of a super-block for given fp16-rounded super scales.
-float q4k_label(const float* x, const float* w, const uint8_t* sc, const uint8_t* m, float d,
-                float dmin, uint8_t* L) {
+float q4k_label(const float* x, const float* w, const uint8_t* sc, const uint8_t* m, float d, float dmin, uint8_t* L) {
     float err = 0;
     for (int j = 0; j < 8; ++j) {
         const float ds = d * sc[j];
@@ -296,7 +295,6 @@ void quantize_row_bf16(const float* x, void* vy, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = fp32_to_bf16(x[i]);
 }
 
-
 void quantize_row_q8_0_scalar(const float* x, void* vy, int64_t n) {
     block_q8_0* y = static_cast<block_q8_0*>(vy);
     const int64_t nb = n / QK8_0;
@@ -421,8 +419,7 @@ void quantize_row_q4_k(const float* x, void* vy, int64_t n) {
         std::memset(y[i].scales, 0, 12);
         pack_q4k_scales(sc, m, y[i].scales);
         for (int c = 0; c < 4; ++c)
-            for (int l = 0; l < 32; ++l)
-                y[i].qs[32 * c + l] = uint8_t(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+            for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = uint8_t(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
     }
 }
 
@@ -474,8 +471,7 @@ void quantize_row_q6_k(const float* x, void* vy, int64_t n) {
             for (int l = 0; l < 32; ++l) {
                 ql[l] = uint8_t((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
                 ql[l + 32] = uint8_t((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
-                qh[l] = uint8_t((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) | ((Lh[l + 64] >> 4) << 4) |
-                                ((Lh[l + 96] >> 4) << 6));
+                qh[l] = uint8_t((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) | ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
             }
         }
     }
@@ -496,7 +492,6 @@ void dequantize_row_bf16(const void* vx, float* y, int64_t n) {
     const uint16_t* x = static_cast<const uint16_t*>(vx);
     for (int64_t i = 0; i < n; i++) y[i] = bf16_to_fp32(x[i]);
 }
-
 
 void dequantize_row_q8_0(const void* vx, float* y, int64_t n) {
     const block_q8_0* x = static_cast<const block_q8_0*>(vx);
@@ -557,8 +552,7 @@ float vec_dot_q8_0_q8_0_scalar(int n, const void* vw, const void* va) {
     const block_q8_0* w = static_cast<const block_q8_0*>(vw);
     const block_q8_0* a = static_cast<const block_q8_0*>(va);
     float sum = 0;
-    for (int b = 0; b < n / QK8_0; ++b)
-        sum += float(dot32(w[b].qs, a[b].qs)) * (f16(w[b].d) * f16(a[b].d));
+    for (int b = 0; b < n / QK8_0; ++b) sum += float(dot32(w[b].qs, a[b].qs)) * (f16(w[b].d) * f16(a[b].d));
     return sum;
 }
 
@@ -612,8 +606,8 @@ constexpr int kTileTokens = 8;
 // Rows [r0, r1) in units of kRows rows: fetch(r, b, tmp) gives block b of rows r .. r + kRows - 1
 // as kRows consecutive blocks, where they lie or gathered into tmp.
 template <typename K, int kRows, typename Fetch>
-void matmul_scalar_generic(const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out, int out_stride,
-                           int r0, int r1, Fetch fetch) {
+void matmul_scalar_generic(const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out, int out_stride, int r0,
+                           int r1, Fetch fetch) {
     const int nb = n_cols / K::kBlockElems;
     const char* Ac = static_cast<const char*>(A);
     typename K::Decoded dec;
@@ -649,8 +643,8 @@ void matmul_plain_scalar(const void* W, size_t w_row_bytes, const void* A, size_
 
 // `plain_type`'s rows interleaved by 8: whole groups [r0, r1), from their records.
 template <typename K>
-void matmul_x8_scalar(uint32_t plain_type, const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                      int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_x8_scalar(uint32_t plain_type, const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                      int n_tokens, float* out, int out_stride, int r0, int r1) {
     const char* Wc = static_cast<const char*>(W);
     const size_t record_bytes = 8 * sizeof(typename K::WBlock);
     matmul_scalar_generic<K, 8>(A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1,
@@ -675,7 +669,10 @@ struct KQ8_0 {
     using ABlock = block_q8_0;
     using Decoded = Q8Decoded;
     static constexpr int kBlockElems = QK8_0;
-    static void decode(const block_q8_0& b, Q8Decoded& o) { o.q = b.qs; o.d = f16(b.d); }
+    static void decode(const block_q8_0& b, Q8Decoded& o) {
+        o.q = b.qs;
+        o.d = f16(b.d);
+    }
     static float dot(const Q8Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); }
 };
 struct KQ4_0 {
@@ -683,7 +680,10 @@ struct KQ4_0 {
     using ABlock = block_q8_0;
     using Decoded = Q4Decoded;
     static constexpr int kBlockElems = QK4_0;
-    static void decode(const block_q4_0& b, Q4Decoded& o) { q4_0_decode(b, o.q); o.d = f16(b.d); }
+    static void decode(const block_q4_0& b, Q4Decoded& o) {
+        q4_0_decode(b, o.q);
+        o.d = f16(b.d);
+    }
     static float dot(const Q4Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); }
 };
 struct KQ4_K {
@@ -704,38 +704,38 @@ struct KQ6_K {
 };
 }  // namespace
 
-void matmul_q8_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                             int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KQ8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                             int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KQ4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                             int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q6_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                             int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q6_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KQ6_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q8_0x8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                               int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0x8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
     matmul_x8_scalar<KQ8_0>(TYPE_Q8_0, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_0x8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                               int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0x8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
     matmul_x8_scalar<KQ4_0>(TYPE_Q4_0, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_kx8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes,
-                               int n_cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_kx8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
     matmul_x8_scalar<KQ4_K>(TYPE_Q4_K, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 

@@ -80,8 +80,7 @@ inline Q4kScalesX8 q4k_unpack_scales_x8(const void* packed) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m6 = _mm256_set1_epi8(0x3F), m30 = _mm256_set1_epi8(0x30);
     const uint8_t* p = static_cast<const uint8_t*>(packed);
     const __m256i u0 = loadu(p), u1 = loadu(p + 32), u2 = loadu(p + 64);
-    return {_mm256_and_si256(u0, m6),
-            _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30)),
+    return {_mm256_and_si256(u0, m6), _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi16(u0, 2), m30)),
             _mm256_and_si256(u1, m6),
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi16(u1, 2), m30))};
 }
@@ -98,9 +97,7 @@ inline __m256i lane_bytes_to_int16(int lo, int hi) {
 // GCC may then no longer reassociate the adds of the steps before and after it. Without it GCC 12
 // computes all 32 maddubs of a Q4_0 block first and sums them as a tree, which needs 32 live
 // registers: 54 spills per block with AVX2's 16 ymm registers (18 with AVX-512's 32).
-inline void keep_step_order(__m256i& a, __m256i& b, __m256i& c, __m256i& d) {
-    asm("" : "+x"(a), "+x"(b), "+x"(c), "+x"(d));
-}
+inline void keep_step_order(__m256i& a, __m256i& b, __m256i& c, __m256i& d) { asm("" : "+x"(a), "+x"(b), "+x"(c), "+x"(d)); }
 
 // A GEMM tile's partial results res[i][0..nr) (token t+i, rows r..r+nr) into out: written for the
 // first K chunk, added for the later ones.

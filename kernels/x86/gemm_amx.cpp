@@ -53,9 +53,10 @@ namespace {
 #define HEARTH_AMX_CHUNK 32
 #define HEARTH_AMX_TOKBLOCK 128
 #endif
-constexpr int kChunk = HEARTH_AMX_CHUNK;        // blocks per packed chunk: 32 * 576 B = 18 KB
-constexpr int kTokBlock = HEARTH_AMX_TOKBLOCK;  // tokens per activation block: 8 tiles x 64 blocks x 576 B = 295 KB at 2048 columns
-constexpr int kTile = 16;                       // tokens per tile (the rows of an A and a C tile)
+constexpr int kChunk = HEARTH_AMX_CHUNK;  // blocks per packed chunk: 32 * 576 B = 18 KB
+constexpr int kTokBlock =
+    HEARTH_AMX_TOKBLOCK;   // tokens per activation block: 8 tiles x 64 blocks x 576 B = 295 KB at 2048 columns
+constexpr int kTile = 16;  // tokens per tile (the rows of an A and a C tile)
 
 // The tile configuration (palette 1), as LDTILECFG reads it: 64 bytes.
 struct alignas(64) TileConfig {
@@ -202,8 +203,10 @@ void tile(const PanelBlock* pw, const ActBlock* ab, int kn, ChunkPrefetch& next,
         }
     }
     // The last block's buffer.
-    if (kn % 2) scale_add(c[0], pw[kn - 1], ab[kn - 1], acc);
-    else scale_add(c[1], pw[kn - 1], ab[kn - 1], acc);
+    if (kn % 2)
+        scale_add(c[0], pw[kn - 1], ab[kn - 1], acc);
+    else
+        scale_add(c[1], pw[kn - 1], ab[kn - 1], acc);
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
 }
 #undef HEARTH_AMX_DOTS

@@ -40,9 +40,9 @@ namespace hearth {
 
 namespace {
 
-constexpr int kChunk = 64;      // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
-constexpr int kTokBlock = 64;   // tokens per activation block
-constexpr int kTile = 4;        // tokens per register tile
+constexpr int kChunk = 64;     // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
+constexpr int kTokBlock = 64;  // tokens per activation block
+constexpr int kTile = 4;       // tokens per register tile
 
 // A packed chunk: per block, 8 steps x 32 bytes of quants, then the 8 rows' scales (and, for
 // Q8_0 under VNNI, the rows' weight sums x 128: store_row_sums_x128).
@@ -71,10 +71,6 @@ ActBlock* act_buf(size_t n) {
     if (buf.size() < n) buf.resize(n);
     return buf.data();
 }
-
-
-
-
 
 #if defined(HEARTH_ISA_AVX_VNNI)
 // Q8_0 under VNNI: the tile takes the activations as a + 128 (unsigned bytes, the u8 operand of
@@ -110,8 +106,7 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
         }
         transpose8(v);
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
-        _mm256_store_ps(reinterpret_cast<float*>(p + 256),
-                        _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
+        _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
 #if defined(HEARTH_ISA_AVX_VNNI)
         if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
 #endif
@@ -136,7 +131,8 @@ void pack_weights_x8(const uint8_t* rec, int kn, uint8_t* p) {
                 _mm256_store_si256(q + 2 * k + 1, loadu(rec + 48 + 64 * k));
             }
         }
-        _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
+        _mm256_store_ps(reinterpret_cast<float*>(p + 256),
+                        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
 #if defined(HEARTH_ISA_AVX_VNNI)
         if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
 #endif
@@ -151,8 +147,7 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
     const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), bias = _mm256_set1_epi8(char(0x80));
     for (int g = t0; g < te; g += kTile) {
         const block_q8_0* a[kTile];
-        for (int i = 0; i < kTile; ++i)
-            a[i] = reinterpret_cast<const block_q8_0*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const block_q8_0*>(A + size_t(std::min(g + i, te - 1)) * arb);
         for (int b = 0; b < nb; ++b, ++out) {
             __m256i s[kTile];
             for (int i = 0; i < kTile; ++i) {
@@ -176,8 +171,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
 #if !defined(HEARTH_ISA_AVX_VNNI)
     const __m256i ones = _mm256_set1_epi16(1);
 #endif
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
-           acc3 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
     for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
         next.step();
         const __m256i* q = reinterpret_cast<const __m256i*>(pw);
@@ -269,8 +263,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
 
 // kX8: W is interleaved Q4_0 / Q8_0 and [r0, r1) are whole groups of 8 rows.
 template <typename WBlock, bool kQ4, bool kX8 = false>
-void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
-          int r0, int r1) {
+void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
     static_assert(kTile == 4, "tile() is written for 4 tokens");
     if (r0 >= r1 || n_tokens <= 0) return;
     const int nb = n_cols / 32;
@@ -287,8 +280,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
         for (int r = r0; r < r1; r += 8) {
             const int nr = std::min(8, r1 - r);
             const WBlock* row[8];
-            for (int i = 0; i < 8; ++i)
-                row[i] = reinterpret_cast<const WBlock*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
+            for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const WBlock*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
             for (int kb = 0; kb < nb; kb += kChunk) {
                 const int kn = std::min(kChunk, nb - kb);
                 // Interleaved weights: the chunk this loop packs next starts where this one ends
@@ -318,23 +310,23 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
 
 }  // namespace
 
-void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     gemm<block_q4_0, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     gemm<block_q4_0, true, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q8_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     gemm<block_q8_0, false, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     gemm<block_q8_0, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 

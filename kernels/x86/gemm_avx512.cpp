@@ -50,9 +50,10 @@ namespace {
 #define HEARTH_ZMM_TOKBLOCK 128
 #define HEARTH_ZMM_TILE 8
 #endif
-constexpr int kChunk = HEARTH_ZMM_CHUNK;        // blocks per packed chunk: 32 * 576 = 18 KB
-constexpr int kTokBlock = HEARTH_ZMM_TOKBLOCK;  // tokens per activation block: 16 tiles x 64 blocks x 320 B = 320 KB at 2048 columns
-constexpr int kTile = HEARTH_ZMM_TILE;          // tokens per register tile
+constexpr int kChunk = HEARTH_ZMM_CHUNK;  // blocks per packed chunk: 32 * 576 = 18 KB
+constexpr int kTokBlock =
+    HEARTH_ZMM_TOKBLOCK;                   // tokens per activation block: 16 tiles x 64 blocks x 320 B = 320 KB at 2048 columns
+constexpr int kTile = HEARTH_ZMM_TILE;     // tokens per register tile
 constexpr int kPackedBlock = 8 * 64 + 64;  // 8 steps of 16 rows, then the 16 rows' float scales
 
 uint8_t* packed_buf() {
@@ -107,8 +108,7 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
     const __m256i ones8 = _mm256_set1_epi8(1);
     for (int g = t0; g < te; g += kTile) {
         const block_q8_0* a[kTile];
-        for (int i = 0; i < kTile; ++i)
-            a[i] = reinterpret_cast<const block_q8_0*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const block_q8_0*>(A + size_t(std::min(g + i, te - 1)) * arb);
         for (int b = 0; b < nb; ++b, ++out) {
             __m256i s[kTile];
             for (int i = 0; i < kTile; ++i) {
@@ -120,7 +120,8 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
             for (int i = 0; i < kTile; i += 4) {
                 const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[i], s[i + 1]), _mm256_hadd_epi32(s[i + 2], s[i + 3]));
                 const __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-                _mm_store_si128(reinterpret_cast<__m128i*>(out->neg_term + i), _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(t, kShift)));
+                _mm_store_si128(reinterpret_cast<__m128i*>(out->neg_term + i),
+                                _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(t, kShift)));
             }
         }
     }
@@ -217,8 +218,9 @@ void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4K16& p) {
                                                _mm256_shuffle_epi8(k < 2 ? sb.mn_lo : sb.mn_hi, ctl)));
     }
     auto halves16 = [](const uint8_t* a, const uint8_t* b) {
-        return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
-                                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
+        return _mm512_cvtph_ps(
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
     };
     _mm512_store_ps(p.d, halves16(ra, rb));
     _mm512_store_ps(p.neg_dmin, _mm512_sub_ps(_mm512_setzero_ps(), halves16(ra + 16, rb + 16)));
@@ -227,8 +229,7 @@ void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4K16& p) {
 void pack_acts_k(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out) {
     for (int g = t0; g < te; g += kTile) {
         const block_q8_K* a[kTile];
-        for (int i = 0; i < kTile; ++i)
-            a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
         for (int b = 0; b < nsb; ++b, ++out)
             for (int i = 0; i < kTile; ++i) {
                 const block_q8_K& x = a[i][b];
@@ -292,7 +293,9 @@ struct FormatQ8_0Family {
     static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
         pack_acts<sizeof(WBlock) == sizeof(block_q4_0) ? 3 : 7>(A, arb, nb, t0, te, out);
     }
-    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) { tile(p, a, kn, next, res); }
+    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
+        tile(p, a, kn, next, res);
+    }
 };
 
 // Interleaved Q4_K x Q8_K.
@@ -306,14 +309,17 @@ struct FormatQ4_K {
     static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) {
         for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);
     }
-    static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) { pack_acts_k(A, arb, nb, t0, te, out); }
-    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) { tile_q4k(p, a, kn, next, res); }
+    static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
+        pack_acts_k(A, arb, nb, t0, te, out);
+    }
+    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
+        tile_q4k(p, a, kn, next, res);
+    }
 };
 
 // Weights of format F, rows [r0, r1) in whole groups of 8.
 template <typename F>
-void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
-             int r1) {
+void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
     const int nb = n_cols / F::kBlockCols;
     const uint8_t* Wc = static_cast<const uint8_t*>(W);
@@ -390,8 +396,10 @@ inline __m256i q6k_chunk(const block_q6_K& b, int c) {
     const __m256i l = loadu256(b.ql + 64 * h + 32 * (p & 1));
     const __m256i qh = loadu256(b.qh + 32 * h);
     const __m256i lo = _mm256_and_si256(p < 2 ? l : _mm256_srli_epi16(l, 4), _mm256_set1_epi8(0x0F));
-    const __m256i hb = p == 0 ? _mm256_slli_epi16(qh, 4) : p == 1 ? _mm256_slli_epi16(qh, 2)
-                     : p == 2 ? qh : _mm256_srli_epi16(qh, 2);
+    const __m256i hb = p == 0   ? _mm256_slli_epi16(qh, 4)
+                       : p == 1 ? _mm256_slli_epi16(qh, 2)
+                       : p == 2 ? qh
+                                : _mm256_srli_epi16(qh, 2);
     const __m256i q = _mm256_or_si256(lo, _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
     return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
 }
@@ -420,8 +428,8 @@ void pack_q6k16(const block_q6_K* const row[16], int sb, PanelQ6K16& p) {
     for (int g = 0; g < 16; ++g) {
         const __m512i s8 = _mm512_add_epi8(_mm512_add_epi8(_mm512_load_si512(p.q[g][0]), _mm512_load_si512(p.q[g][1])),
                                            _mm512_add_epi8(_mm512_load_si512(p.q[g][2]), _mm512_load_si512(p.q[g][3])));
-        corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, s8),
-                                                         _mm512_load_si512(p.scale[g])));
+        corr = _mm512_add_epi32(
+            corr, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, s8), _mm512_load_si512(p.scale[g])));
     }
     _mm512_store_si512(p.neg_corr, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 7)));
 }
@@ -430,8 +438,7 @@ void pack_acts_q6(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* 
     const __m256i bias = _mm256_set1_epi8(char(0x80));
     for (int g = t0; g < te; g += kTile) {
         const block_q8_K* a[kTile];
-        for (int i = 0; i < kTile; ++i)
-            a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
         for (int b = 0; b < nsb; ++b, ++out)
             for (int i = 0; i < kTile; ++i) {
                 const block_q8_K& x = a[i][b];
@@ -512,23 +519,23 @@ void gemm_q6k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, 
 
 }  // namespace
 
-void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                               int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
     gemm_x8<FormatQ8_0Family<block_q4_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                               int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
     gemm_x8<FormatQ8_0Family<block_q8_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                               int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
     gemm_x8<FormatQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     gemm_q6k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 

@@ -52,9 +52,9 @@ namespace hearth {
 
 namespace {
 
-constexpr int kChunk = 8;       // super-blocks per packed chunk: 20 KB (Q4_K), 23 KB (Q6_K)
-constexpr int kTokBlock = 64;   // tokens per activation block
-constexpr int kTile = 4;        // tokens per register tile
+constexpr int kChunk = 8;      // super-blocks per packed chunk: 20 KB (Q4_K), 23 KB (Q6_K)
+constexpr int kTokBlock = 64;  // tokens per activation block
+constexpr int kTile = 4;       // tokens per register tile
 
 // One super-block of 8 rows, packed.
 struct alignas(32) PanelQ4K {
@@ -66,17 +66,17 @@ struct alignas(32) PanelQ4K {
 };
 
 struct alignas(32) PanelQ6K {
-    int8_t q[16][4][32];      // [group][step][4*row + e], q - 32
-    uint32_t scale[16][8];    // [group][row]: sc as int16, twice
-    int32_t neg_corr[8];      // [row]: -128 * sum_g sc_g * sum (q - 32)
+    int8_t q[16][4][32];    // [group][step][4*row + e], q - 32
+    uint32_t scale[16][8];  // [group][row]: sc as int16, twice
+    int32_t neg_corr[8];    // [row]: -128 * sum_g sc_g * sum (q - 32)
     float d[8];
 };
 
 // Activations of a tile of kTile tokens, one super-block.
 struct alignas(32) ActSuper {
-    uint8_t q[kTile][256];        // Q4_K: the int8 quants; Q6_K: quants + 128, unsigned
+    uint8_t q[kTile][256];  // Q4_K: the int8 quants; Q6_K: quants + 128, unsigned
     float d[kTile];
-    int16_t sub_sums[kTile][8];   // Q4_K: sums of the 8 sub-blocks of 32 (|.| <= 32*128)
+    int16_t sub_sums[kTile][8];  // Q4_K: sums of the 8 sub-blocks of 32 (|.| <= 32*128)
 };
 
 template <typename Panel>
@@ -101,8 +101,8 @@ inline void store(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>
 // (+ 128) are. sc_pair is the int16 scale twice per lane (the madd form the AVX2 tile uses);
 // its high half, shifted down, is the scale as int32.
 template <int kSteps, bool kWeightsUnsigned>
-inline void add_scaled_steps_vnni(const uint8_t (*w)[32], const uint8_t* a, const void* sc_pair, __m256i& i0,
-                                  __m256i& i1, __m256i& i2, __m256i& i3) {
+inline void add_scaled_steps_vnni(const uint8_t (*w)[32], const uint8_t* a, const void* sc_pair, __m256i& i0, __m256i& i1,
+                                  __m256i& i2, __m256i& i3) {
     auto dot = [](__m256i acc, __m256i wv, const uint8_t* at) {
         return kWeightsUnsigned ? dot4_u8s8_add(acc, wv, bcast32(at)) : dot4_u8s8_add(acc, bcast32(at), wv);
     };
@@ -122,7 +122,6 @@ inline void add_scaled_steps_vnni(const uint8_t (*w)[32], const uint8_t* a, cons
     i3 = _mm256_add_epi32(i3, _mm256_mullo_epi32(s3, sc));
 }
 #endif
-
 
 // 8 rows' 32 consecutive elements (one vector per row) -> 8 steps of 32 bytes at dst.
 inline void store_steps(__m256i v[8], void* dst) {
@@ -162,9 +161,9 @@ void pack_q4k(const block_q4_K* const row[8], int sb, PanelQ4K& p) {
     transpose8(sc);
     transpose8(rest);
     for (int j = 0; j < 8; ++j) store(p.scale[j], sc[j]);
-    static_assert(offsetof(PanelQ4K, d) == offsetof(PanelQ4K, min_pair) + 128 &&
-                      offsetof(PanelQ4K, neg_dmin) == offsetof(PanelQ4K, d) + 32,
-                  "min_pair, d, neg_dmin are the first 6 transposed vectors");
+    static_assert(
+        offsetof(PanelQ4K, d) == offsetof(PanelQ4K, min_pair) + 128 && offsetof(PanelQ4K, neg_dmin) == offsetof(PanelQ4K, d) + 32,
+        "min_pair, d, neg_dmin are the first 6 transposed vectors");
     for (int j = 0; j < 6; ++j) store(reinterpret_cast<__m256i*>(p.min_pair) + j, rest[j]);
 }
 
@@ -190,8 +189,7 @@ void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
 
 // kn packed super-blocks x the activation tile ab: res[t][i] = partial dot of row i with token t.
 void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8]) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
-           acc3 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
         __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256(), i2 = _mm256_setzero_si256(),
                 i3 = _mm256_setzero_si256();
@@ -277,8 +275,10 @@ inline __m256i q6k_chunk(const block_q6_K& b, int c) {
     const __m256i qh = loadu(b.qh + 32 * h);
     const __m256i lo = _mm256_and_si256(p < 2 ? l : _mm256_srli_epi16(l, 4), _mm256_set1_epi8(0x0F));
     // bits 2p, 2p+1 of qh to bits 4, 5
-    const __m256i hb = p == 0 ? _mm256_slli_epi16(qh, 4) : p == 1 ? _mm256_slli_epi16(qh, 2)
-                     : p == 2 ? qh : _mm256_srli_epi16(qh, 2);
+    const __m256i hb = p == 0   ? _mm256_slli_epi16(qh, 4)
+                       : p == 1 ? _mm256_slli_epi16(qh, 2)
+                       : p == 2 ? qh
+                                : _mm256_srli_epi16(qh, 2);
     const __m256i q = _mm256_or_si256(lo, _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
     return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
 }
@@ -313,35 +313,34 @@ void pack_q6k(const block_q6_K* const row[8], int sb, PanelQ6K& p) {
     const __m256i ones = _mm256_set1_epi8(1);
     __m256i corr = _mm256_setzero_si256();
     for (int g = 0; g < 16; ++g) {
-        const __m256i s8 = _mm256_add_epi8(_mm256_add_epi8(load(p.q[g][0]), load(p.q[g][1])),
-                                           _mm256_add_epi8(load(p.q[g][2]), load(p.q[g][3])));
+        const __m256i s8 =
+            _mm256_add_epi8(_mm256_add_epi8(load(p.q[g][0]), load(p.q[g][1])), _mm256_add_epi8(load(p.q[g][2]), load(p.q[g][3])));
         corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, s8), load(p.scale[g])));
     }
     store(p.neg_corr, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
 }
 
 void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8]) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
-           acc3 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
         __m256i i0 = load(pw->neg_corr), i1 = i0, i2 = i0, i3 = i0;
         for (int g = 0; g < 16; ++g) {
 #if defined(HEARTH_ISA_AVX_VNNI)
-            add_scaled_steps_vnni<4, false>(reinterpret_cast<const uint8_t(*)[32]>(pw->q[g]), &ab->q[0][16 * g], pw->scale[g],
-                                            i0, i1, i2, i3);
+            add_scaled_steps_vnni<4, false>(reinterpret_cast<const uint8_t(*)[32]>(pw->q[g]), &ab->q[0][16 * g], pw->scale[g], i0,
+                                            i1, i2, i3);
 #else
             const __m256i sc = load(pw->scale[g]);
             for (int h = 0; h < 2; ++h) {  // two steps (8 elements) in int16, then scaled
                 const uint8_t* a = &ab->q[0][16 * g + 8 * h];
                 const __m256i w0 = load(pw->q[g][2 * h]), w1 = load(pw->q[g][2 * h + 1]);
-                const __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a), w0),
-                                                    _mm256_maddubs_epi16(bcast32(a + 4), w1));
-                const __m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a + 256), w0),
-                                                    _mm256_maddubs_epi16(bcast32(a + 260), w1));
-                const __m256i s2 = _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a + 512), w0),
-                                                    _mm256_maddubs_epi16(bcast32(a + 516), w1));
-                const __m256i s3 = _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a + 768), w0),
-                                                    _mm256_maddubs_epi16(bcast32(a + 772), w1));
+                const __m256i s0 =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a), w0), _mm256_maddubs_epi16(bcast32(a + 4), w1));
+                const __m256i s1 =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a + 256), w0), _mm256_maddubs_epi16(bcast32(a + 260), w1));
+                const __m256i s2 =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a + 512), w0), _mm256_maddubs_epi16(bcast32(a + 516), w1));
+                const __m256i s3 =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(bcast32(a + 768), w0), _mm256_maddubs_epi16(bcast32(a + 772), w1));
                 i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(s0, sc));
                 i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(s1, sc));
                 i2 = _mm256_add_epi32(i2, _mm256_madd_epi16(s2, sc));
@@ -382,8 +381,7 @@ void pack_acts(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out
     const __m256i bias = _mm256_set1_epi8(char(0x80));
     for (int g = t0; g < te; g += kTile) {
         const block_q8_K* a[kTile];
-        for (int i = 0; i < kTile; ++i)
-            a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
         for (int b = 0; b < nsb; ++b, ++out) {
             for (int i = 0; i < kTile; ++i) {
                 const block_q8_K& x = a[i][b];
@@ -402,8 +400,7 @@ void pack_acts(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out
 }
 
 template <typename K>
-void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
-          int r0, int r1) {
+void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
     static_assert(kTile == 4, "the tiles are written for 4 tokens");
     if (r0 >= r1 || n_tokens <= 0) return;
     const int nsb = n_cols / QK_K;
@@ -439,18 +436,18 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
 
 }  // namespace
 
-void matmul_q4_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     gemm<Q4K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     gemm<Q4KX8>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     gemm<Q6K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 

@@ -139,8 +139,8 @@ inline void q4_0_pair(const block_q4_0* const* w, const Q40Pair& P, int b, size_
         const __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
         s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
     }
-    const __m256i s32 = _mm256_sub_epi32(reduce_rows4(s[0], s[1], s[2], s[3]),
-                                         _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c)));
+    const __m256i s32 =
+        _mm256_sub_epi32(reduce_rows4(s[0], s[1], s[2], s[3]), _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c)));
     acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(s32), acc);
 }
 

@@ -41,8 +41,8 @@ namespace {
 
 constexpr size_t kRecordBytes = 8 * sizeof(block_q4_K);  // 1152
 constexpr size_t kScalesOffset = 32, kQsOffset = 128;    // layout in kernels/rows_x8.h
-constexpr int kMaxPassTokens = 4;  // tokens per pass: their accumulators stay in registers
-constexpr int kChunk = 8;          // super-blocks per chunk with several passes: 9 KB, stays in L1
+constexpr int kMaxPassTokens = 4;                        // tokens per pass: their accumulators stay in registers
+constexpr int kChunk = 8;                                // super-blocks per chunk with several passes: 9 KB, stays in L1
 
 // Per activation super-block: its scale and its sub-block sums s_j = bsums[2j] + bsums[2j+1]
 // (|s_j| <= 32*128, an int16), paired as the mins are: (s0, s2), (s1, s3), (s4, s6), (s5, s7),
@@ -85,8 +85,7 @@ inline void keep_order(__m256i (&lo)[NT], __m256i (&hi)[NT]) {
 
 // out[t] lane i = dot(row i of the group at g, activation row a[t]), t < NT.
 template <int NT>
-void dot_group(const uint8_t* g, const block_q8_K* const a[NT], const ActTerms* const at[NT], int nb, size_t pf,
-               __m256 out[NT]) {
+void dot_group(const uint8_t* g, const block_q8_K* const a[NT], const ActTerms* const at[NT], int nb, size_t pf, __m256 out[NT]) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i low_byte = _mm256_set1_epi16(0x00FF);
     const __m256i pick[4] = {lane_bytes_to_int16(0, 0), lane_bytes_to_int16(1, 1), lane_bytes_to_int16(2, 2),
@@ -122,18 +121,17 @@ void dot_group(const uint8_t* g, const block_q8_K* const a[NT], const ActTerms* 
             const __m256i sc = c < 2 ? sc_lo : sc_hi;  // sub-blocks 2c, 2c + 1: bytes 2c % 4, 2c % 4 + 1
             const __m256i s_lo = _mm256_shuffle_epi8(sc, pick[2 * c % 4]), s_hi = _mm256_shuffle_epi8(sc, pick[2 * c % 4 + 1]);
             for (int t = 0; t < NT; ++t)
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(lo_sum[t], s_lo),
-                                                                     _mm256_madd_epi16(hi_sum[t], s_hi)));
+                isum[t] = _mm256_add_epi32(
+                    isum[t], _mm256_add_epi32(_mm256_madd_epi16(lo_sum[t], s_lo), _mm256_madd_epi16(hi_sum[t], s_hi)));
         }
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 16)));
         for (int t = 0; t < NT; ++t) {
             const ActTerms& e = at[t][b];
-            const __m256i msum = _mm256_add_epi32(
-                _mm256_add_epi32(_mm256_madd_epi16(mn02, _mm256_set1_epi32(e.sum_pairs[0])),
-                                 _mm256_madd_epi16(mn13, _mm256_set1_epi32(e.sum_pairs[1]))),
-                _mm256_add_epi32(_mm256_madd_epi16(mn46, _mm256_set1_epi32(e.sum_pairs[2])),
-                                 _mm256_madd_epi16(mn57, _mm256_set1_epi32(e.sum_pairs[3]))));
+            const __m256i msum = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(mn02, _mm256_set1_epi32(e.sum_pairs[0])),
+                                                                   _mm256_madd_epi16(mn13, _mm256_set1_epi32(e.sum_pairs[1]))),
+                                                  _mm256_add_epi32(_mm256_madd_epi16(mn46, _mm256_set1_epi32(e.sum_pairs[2])),
+                                                                   _mm256_madd_epi16(mn57, _mm256_set1_epi32(e.sum_pairs[3]))));
             const __m256 da = _mm256_set1_ps(e.d);
             acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
             acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum), acc[t]);
@@ -145,8 +143,8 @@ void dot_group(const uint8_t* g, const block_q8_K* const a[NT], const ActTerms* 
 // Tokens [t0, t0 + NT) x super-blocks [kb, kb + kn) of the group of rows r..r+7 at g: the
 // partial dots written (kb == 0) or added to out.
 template <int NT>
-void group_pass(const uint8_t* g, const char* A, size_t arb, const ActTerms* at, int nb, int kb, int kn, int t0,
-                size_t pf, float* out, int os, int r) {
+void group_pass(const uint8_t* g, const char* A, size_t arb, const ActTerms* at, int nb, int kb, int kn, int t0, size_t pf,
+                float* out, int os, int r) {
     const block_q8_K* a[NT];
     const ActTerms* e[NT];
     for (int t = 0; t < NT; ++t) {
@@ -164,8 +162,8 @@ void group_pass(const uint8_t* g, const char* A, size_t arb, const ActTerms* at,
 // Whole groups of rows [r0, r1) (multiples of 8). Up to kMaxPassTokens tokens: one pass over
 // each group. More: each group in chunks of kChunk super-blocks, a chunk read from memory once
 // and then from L1 by every pass of up to kMaxPassTokens tokens.
-void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
-                 int r0, int r1) {
+void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+                 int r1) {
     static_assert(kMaxPassTokens == 4, "group_pass is instantiated for 1..4 tokens");
     const int nb = n_cols / QK_K;
     ActTerms* at = act_terms(size_t(nb) * n_tokens);
@@ -190,8 +188,8 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
 
 }  // namespace
 
-void matmul_q4_kx8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_kx8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
     gemv_groups(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols, n_tokens, out,
                 out_stride, r0, r1);

@@ -43,7 +43,6 @@ inline float hmax(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-
 // 16 bytes of packed nibbles -> 32 bytes 0..15 in element order (low nibbles first).
 inline __m256i unpack_nibbles16(const uint8_t* qs) {
     const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
@@ -95,8 +94,7 @@ inline void q6k_unpack_half(const uint8_t* ql, const uint8_t* qh, Q6Bits& o) {
     o.q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
     o.q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
     o.q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
-    o.q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                             _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+    o.q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
 }
 
 // Scratch for per-call activation tables (one per thread).
@@ -156,11 +154,10 @@ void quantize_row_q8_k_avx2(const float* x, void* vy, int64_t n) {
         const float d = q8k_scale(amax);
         y[i].d = d;
         const __m256 s = _mm256_set1_ps(1.f / d);
-                const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+        const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
         for (int j = 0; j < QK_K; j += 32) {
             const __m256i q = pack32(quant_lane(_mm256_loadu_ps(x + j), s), quant_lane(_mm256_loadu_ps(x + j + 8), s),
-                                     quant_lane(_mm256_loadu_ps(x + j + 16), s),
-                                     quant_lane(_mm256_loadu_ps(x + j + 24), s));
+                                     quant_lane(_mm256_loadu_ps(x + j + 16), s), quant_lane(_mm256_loadu_ps(x + j + 24), s));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + j), q);
             // group sums: lanes 0-3 of the int32 sums belong to elements j..j+15, lanes 4-7 to j+16..j+31
             const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16);
@@ -219,9 +216,7 @@ inline const float* panel_t(const Ctx& c, const Span& s) { return c.tab + size_t
 
 inline __m256i load_a(const int8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
 
-inline __m256 bcast_f16(const uint16_t* h) {
-    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(*h)));
-}
+inline __m256 bcast_f16(const uint16_t* h) { return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(*h))); }
 
 // Accumulators of a tile. Loaded / stored through plain copies so that GCC keeps the
 // loop-carried values in registers (passing the loop's array by reference to the finishing code
@@ -235,8 +230,7 @@ template <int NR, int NT>
 inline Acc<NR, NT> init_tile(const Span& s) {
     Acc<NR, NT> a;
     for (int i = 0; i < NR; ++i)
-        for (int t = 0; t < NT; ++t)
-            a.v[i][t] = s.kb == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(s.part + 8 * (i * NT + t));
+        for (int t = 0; t < NT; ++t) a.v[i][t] = s.kb == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(s.part + 8 * (i * NT + t));
     return a;
 }
 
@@ -269,8 +263,7 @@ void drive(const Ctx& c, int n_tokens, int r0, int r1) {
     const int nt_max = std::min(kMaxTokens, n_tokens);
     const size_t a_block = size_t(c.qk) + 4 * size_t(c.E);
     int kc = c.nb;
-    if (size_t(nt_max) * a_block * size_t(c.nb) > kPanelBytes)
-        kc = std::max(1, int(kPanelBytes / (size_t(nt_max) * a_block)));
+    if (size_t(nt_max) * a_block * size_t(c.nb) > kPanelBytes) kc = std::max(1, int(kPanelBytes / (size_t(nt_max) * a_block)));
     float* part = kc < c.nb ? scratch_part(size_t(std::min(chunk, r1 - r0)) * kMaxTokens * 8) : nullptr;
     for (int rb = r0; rb < r1; rb += chunk) {
         const int re = std::min(r1, rb + chunk);
@@ -429,11 +422,11 @@ struct KQ4_K {
             prefetch_ahead<sizeof(block_q4_K)>(&w[b], pf);
             uint32_t u[4];
             q4k_unpack_scales(w[b].scales, u);
-            const __m256i sc = _mm256_broadcastsi128_si256(
-                _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
-            const __m256 minsf = _mm256_mul_ps(
-                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2)))),
-                _mm256_set1_ps(-f16(w[b].dmin)));
+            const __m256i sc =
+                _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
+            const __m256 minsf =
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2)))),
+                              _mm256_set1_ps(-f16(w[b].dmin)));
             const __m256 d4 = bcast_f16(&w[b].d);
             const int8_t* ab = aq + size_t(b) * NT * QK_K;
             __m256i sumi[NT];
@@ -516,8 +509,8 @@ struct KQ6_K {
             }
             const __m256 d6 = bcast_f16(&w[b].d);
             for (int t = 0; t < NT; ++t)
-                acc[0][t] = _mm256_fmadd_ps(_mm256_mul_ps(d6, _mm256_broadcast_ss(tbb + 16 * t)),
-                                            _mm256_cvtepi32_ps(sumi[t]), acc[0][t]);
+                acc[0][t] =
+                    _mm256_fmadd_ps(_mm256_mul_ps(d6, _mm256_broadcast_ss(tbb + 16 * t)), _mm256_cvtepi32_ps(sumi[t]), acc[0][t]);
         }
         Acc<1, NT> A1;
         for (int t = 0; t < NT; ++t) A1.v[0][t] = acc[0][t];
@@ -533,8 +526,8 @@ struct KQ6_K {
 };
 
 template <typename K>
-void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int qk, int n_tokens, float* out,
-            int os, int r0, int r1) {
+void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int qk, int n_tokens, float* out, int os, int r0,
+            int r1) {
     if (n_tokens <= 0 || r1 <= r0) return;
     Ctx c{};
     c.W = static_cast<const char*>(W);
@@ -548,23 +541,23 @@ void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, in
 
 }  // namespace
 
-void matmul_q8_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     matmul<KQ8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, QK8_0, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     matmul<KQ4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, QK4_0, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q4_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     matmul<KQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q6_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                           int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q6_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
     matmul<KQ6_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
 

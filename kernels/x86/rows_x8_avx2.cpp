@@ -58,13 +58,15 @@ inline __m256 dot_group(const uint8_t* g, const block_q8_0* a, const ActTerms* a
             for (int k = 1; k < 4; ++k) {
                 w = loadu(g + 16 + 32 * k);
                 lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(w, m4), bcast32(q + 4 * k)));
-                hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), m4), bcast32(q + 16 + 4 * k)));
+                hi = _mm256_add_epi16(
+                    hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), m4), bcast32(q + 16 + 4 * k)));
             }
             s = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones), _mm256_set1_epi32(at[b].c8));
         } else {
             auto step = [&](int k) {
                 const __m256i w = loadu(g + 16 + 32 * k);
-                return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(bcast32(q + 4 * k), w)), ones);
+                return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(bcast32(q + 4 * k), w)),
+                                         ones);
             };
             __m256i s0 = step(0), s1 = step(1);
             for (int k = 2; k < 8; k += 2) {
@@ -73,7 +75,8 @@ inline __m256 dot_group(const uint8_t* g, const block_q8_0* a, const ActTerms* a
             }
             s = _mm256_add_epi32(s0, s1);
         }
-        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g))), _mm256_set1_ps(at[b].d));
+        const __m256 d =
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g))), _mm256_set1_ps(at[b].d));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
     }
     return acc;
@@ -81,8 +84,8 @@ inline __m256 dot_group(const uint8_t* g, const block_q8_0* a, const ActTerms* a
 
 // Whole groups of rows [r0, r1) (multiples of 8), tokens one at a time.
 template <typename Block>
-void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os,
-                 int r0, int r1) {
+void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+                 int r1) {
     const int nb = n_cols / 32;
     ActTerms* at = act_terms(size_t(nb) * n_tokens);
     for (int t = 0; t < n_tokens; ++t) {
@@ -102,14 +105,14 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
 
 }  // namespace
 
-void matmul_q4_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q4_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     gemv_groups<block_q4_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
                             n_tokens, out, out_stride, r0, r1);
 }
 
-void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
-                             int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
     gemv_groups<block_q8_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
                             n_tokens, out, out_stride, r0, r1);
 }

@@ -69,8 +69,8 @@ TEST_CASE("portability: Linux- and macOS-only interfaces appear only in base/pla
     namespace fs = std::filesystem;
     // Headers and paths that exist on one system only; base/platform.h wraps what hearth needs.
     const char* const only_on_one_system[] = {
-        "<sched.h>", "<linux/", "<sys/auxv.h>", "<sys/prctl.h>", "<sys/sysinfo.h>", "<malloc.h>", "<mach/",
-        "<mach-o/", "<sys/sysctl.h>", "\"/proc/", "\"/sys/", "MADV_HUGEPAGE", "sched_getaffinity", "getauxval(",
+        "<sched.h>",     "<linux/",        "<sys/auxv.h>", "<sys/prctl.h>", "<sys/sysinfo.h>", "<malloc.h>",        "<mach/",
+        "<mach-o/",      "<sys/sysctl.h>", "\"/proc/",     "\"/sys/",       "MADV_HUGEPAGE",   "sched_getaffinity", "getauxval(",
         "sysctlbyname(", "arch_prctl(",
     };
     int files = 0;
@@ -80,10 +80,12 @@ TEST_CASE("portability: Linux- and macOS-only interfaces appear only in base/pla
     for (const std::string& root : roots) {
         if (!fs::exists(root)) continue;
         std::vector<fs::path> paths;
-        if (fs::is_regular_file(root)) paths.push_back(root);
+        if (fs::is_regular_file(root))
+            paths.push_back(root);
         else
             for (const auto& e : fs::recursive_directory_iterator(root))
-                if (e.is_regular_file() && (e.path().extension() == ".h" || e.path().extension() == ".cpp")) paths.push_back(e.path());
+                if (e.is_regular_file() && (e.path().extension() == ".h" || e.path().extension() == ".cpp"))
+                    paths.push_back(e.path());
         for (const fs::path& p : paths) {
             const std::string path = p.generic_string();
             if (path == "base/platform.cpp") continue;

@@ -88,12 +88,14 @@ TEST_CASE("chat session: the second turn evaluates only its new tokens") {
     REQUIRE((b.end == ReplyEnd::end_of_turn || b.end == ReplyEnd::length_limit));
     // New: the last reply token when the reply was cut at the limit (it was sampled but
     // not evaluated), EOS closing the reply, and BOS + "[INST] How are you? [/INST]".
-    const int expected_new = (a.end == ReplyEnd::length_limit ? 1 : 0) + 2 + int(enc(f.tok, "[INST] How are you? [/INST]").size());
+    const int expected_new =
+        (a.end == ReplyEnd::length_limit ? 1 : 0) + 2 + int(enc(f.tok, "[INST] How are you? [/INST]").size());
     CHECK(b.prompt_tokens == expected_new);
     CHECK(b.reused_tokens == in_cache);
     // Counted independently by the session's counter: the prompt, then one evaluation per
     // reply token except one (the end-of-turn token, or the last one at the limit).
-    CHECK(s.evaluated_tokens() - evaluated_before == expected_new + std::max(0, b.reply_tokens - 1) + (b.end == ReplyEnd::end_of_turn ? 1 : 0));
+    CHECK(s.evaluated_tokens() - evaluated_before ==
+          expected_new + std::max(0, b.reply_tokens - 1) + (b.end == ReplyEnd::end_of_turn ? 1 : 0));
     // The cache holds exactly the template's formatting of the dialog.
     CHECK(starts_with(s.context(), last_prompt(s, f.tok)));
 }
@@ -228,9 +230,8 @@ TEST_CASE("chat session: a message longer than the context is refused and change
 
 TEST_CASE("chat session: run --chat over a pipe, with a context small enough to drop turns") {
     Fixture f(64);  // makes the checkpoint
-    CommandResult r = run_command(
-        "printf 'one\\ntwo\\nthree\\nfour\\nfive\\n' | ./run " + kModel +
-        " --chat -c 96 -n 16 --ignore-eos --temp 0 --template llama2 --system 'Be brief.' -t 1");
+    CommandResult r = run_command("printf 'one\\ntwo\\nthree\\nfour\\nfive\\n' | ./run " + kModel +
+                                  " --chat -c 96 -n 16 --ignore-eos --temp 0 --template llama2 --system 'Be brief.' -t 1");
     CHECK(r.exit_code == 0);
     CHECK(r.err.find("dropped") != std::string::npos);
     CHECK(r.err.find("the system prompt stays") != std::string::npos);
@@ -241,8 +242,9 @@ TEST_CASE("chat session: run --chat over a pipe, with a context small enough to 
     CHECK(one.exit_code == 0);
     CHECK(!one.out.empty());
     // The first two lines are one message: a trailing backslash continues it.
-    CommandResult cmds = run_command("printf 'hello \\\\\\nthere\\n/stats\\n/reset\\n/stats\\n/help\\n/quit\\nnot read\\n' | ./run " +
-                                     kModel + " --chat -n 5 --temp 0 -t 1");
+    CommandResult cmds =
+        run_command("printf 'hello \\\\\\nthere\\n/stats\\n/reset\\n/stats\\n/help\\n/quit\\nnot read\\n' | ./run " + kModel +
+                    " --chat -n 5 --temp 0 -t 1");
     CHECK(cmds.exit_code == 0);
     CHECK(cmds.out.find(" of 256 tokens, 2 messages") != std::string::npos);
     CHECK(cmds.out.find(" of 256 tokens, 0 messages") != std::string::npos);

@@ -53,9 +53,9 @@ std::vector<int> tokenize_rendered(const Tokenizer& tok, const std::string& text
 // The 3-turn dialog every template formats: a system prompt, three user messages, the
 // two replies between them, and the generation prompt for the third reply.
 std::vector<ChatMessage> three_turns() {
-    return {{"system", "You are a pirate.", {}},      {"user", "Hello!", {}},
-            {"assistant", "Ahoy there.", {}},         {"user", "What is your ship?", {}},
-            {"assistant", "The Black Pearl.", {}},    {"user", "Where is it?", {}}};
+    return {{"system", "You are a pirate.", {}},   {"user", "Hello!", {}},
+            {"assistant", "Ahoy there.", {}},      {"user", "What is your ship?", {}},
+            {"assistant", "The Black Pearl.", {}}, {"user", "Where is it?", {}}};
 }
 
 std::vector<int> format(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& d, bool gen = true) {
@@ -103,15 +103,20 @@ TEST_CASE("chat template: llama2 is Meta's chat_completion formatting") {
     // is BOS + encode(f"{B_INST} {user.strip()} {E_INST} {answer.strip()} ") + EOS, the
     // last user message BOS + encode(f"{B_INST} {user.strip()} {E_INST}").
     const std::string first_user = "<<SYS>>\nYou are a pirate.\n<</SYS>>\n\nHello!";
-    std::vector<int> expected = cat({{BOS}, enc(t.tok, "[INST] " + first_user + " [/INST] Ahoy there. "), {EOS},
-                                     {BOS}, enc(t.tok, "[INST] What is your ship? [/INST] The Black Pearl. "), {EOS},
-                                     {BOS}, enc(t.tok, "[INST] Where is it? [/INST]")});
+    std::vector<int> expected = cat({{BOS},
+                                     enc(t.tok, "[INST] " + first_user + " [/INST] Ahoy there. "),
+                                     {EOS},
+                                     {BOS},
+                                     enc(t.tok, "[INST] What is your ship? [/INST] The Black Pearl. "),
+                                     {EOS},
+                                     {BOS},
+                                     enc(t.tok, "[INST] Where is it? [/INST]")});
     CHECK(format("llama2", t.tok, three_turns()) == expected);
 
     // Meta strips every message; without a system message there is no <<SYS>> block.
     std::vector<ChatMessage> d = {{"user", "  Hello!\n", {}}, {"assistant", " Ahoy. ", {}}, {"user", "Bye", {}}};
-    CHECK(format("llama2", t.tok, d) == cat({{BOS}, enc(t.tok, "[INST] Hello! [/INST] Ahoy. "), {EOS}, {BOS},
-                                             enc(t.tok, "[INST] Bye [/INST]")}));
+    CHECK(format("llama2", t.tok, d) ==
+          cat({{BOS}, enc(t.tok, "[INST] Hello! [/INST] Ahoy. "), {EOS}, {BOS}, enc(t.tok, "[INST] Bye [/INST]")}));
 }
 
 TEST_CASE("chat template: zephyr is TinyLlama-Chat's chat_template") {
@@ -170,8 +175,13 @@ TEST_CASE("chat template: vicuna is FastChat's vicuna_v1.1") {
 
 TEST_CASE("chat template: raw is the texts one after another") {
     Llama2Tokenizer t;
-    std::vector<int> expected = cat({{BOS}, enc(t.tok, "You are a pirate."), enc(t.tok, "Hello!"), enc(t.tok, "Ahoy there."),
-                                     enc(t.tok, "What is your ship?"), enc(t.tok, "The Black Pearl."), enc(t.tok, "Where is it?")});
+    std::vector<int> expected = cat({{BOS},
+                                     enc(t.tok, "You are a pirate."),
+                                     enc(t.tok, "Hello!"),
+                                     enc(t.tok, "Ahoy there."),
+                                     enc(t.tok, "What is your ship?"),
+                                     enc(t.tok, "The Black Pearl."),
+                                     enc(t.tok, "Where is it?")});
     CHECK(format("raw", t.tok, three_turns()) == expected);
 }
 
@@ -251,7 +261,8 @@ TEST_CASE("chat template: detection from Hugging Face chat_template strings") {
 
     nlohmann::json cfg = {{"add_bos_token", true}, {"chat_template", zephyr}};
     CHECK(detect_chat_template(chat_template_jinja(cfg.dump())) == "zephyr");
-    nlohmann::json list = {{"chat_template", {{{"name", "tool_use"}, {"template", chatml}}, {{"name", "default"}, {"template", llama2}}}}};
+    nlohmann::json list = {
+        {"chat_template", {{{"name", "tool_use"}, {"template", chatml}}, {{"name", "default"}, {"template", llama2}}}}};
     CHECK(detect_chat_template(chat_template_jinja(list.dump())) == "llama2");
     CHECK(chat_template_jinja("{\"add_bos_token\": true}") == "");
     CHECK(chat_template_jinja("{not json") == "");
@@ -290,8 +301,9 @@ TEST_CASE("chat template: a chat chooses --template, then the stored name, then 
 
 TEST_CASE("chat template: quantize stores the template it detects, and run --chat uses it") {
     REQUIRE(run_command("rm -rf build/tests/chat-hf && cp -r tests/data/parity/gqa build/tests/chat-hf").exit_code == 0);
-    nlohmann::json cfg = {{"chat_template",
-                           "{% for message in messages %}{{ bos_token + '[INST] <<SYS>>' + message['content'] + ' [/INST]' }}{% endfor %}"}};
+    nlohmann::json cfg = {
+        {"chat_template",
+         "{% for message in messages %}{{ bos_token + '[INST] <<SYS>>' + message['content'] + ' [/INST]' }}{% endfor %}"}};
     {
         std::ofstream f("build/tests/chat-hf/tokenizer_config.json");
         f << cfg.dump();

@@ -27,8 +27,8 @@ static void make_cli_model() {
 TEST_CASE("cli: --help documents the options and exits 0") {
     CommandResult r = run_command("./run --help");
     CHECK(r.exit_code == 0);
-    for (const char* opt : {"--prompt", "--prompt-ids", "--n-predict", "--ctx-size", "--threads", "--temp", "--top-k",
-                            "--top-p", "--min-p", "--repeat-penalty", "--seed", "--print-ids"})
+    for (const char* opt : {"--prompt", "--prompt-ids", "--n-predict", "--ctx-size", "--threads", "--temp", "--top-k", "--top-p",
+                            "--min-p", "--repeat-penalty", "--seed", "--print-ids"})
         CHECK(r.out.find(opt) != std::string::npos);
     CommandResult q = run_command("./quantize --help");
     CHECK(q.exit_code == 0);
@@ -193,14 +193,16 @@ TEST_CASE("cli: quantize refuses bad input and leaves no output behind") {
 
     REQUIRE(run_command("rm -rf build/tests/broken && cp -r tests/data/parity/mha build/tests/broken").exit_code == 0);
     REQUIRE(run_command("sed -i 's/\"rope_theta\"/\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}, \"rope_theta\"/' "
-                        "build/tests/broken/config.json").exit_code == 0);
+                        "build/tests/broken/config.json")
+                .exit_code == 0);
     CommandResult s = run_command("./quantize build/tests/broken " + out);
     CHECK(s.exit_code == 1);
     CHECK(s.err.find("rope_scaling") != std::string::npos);
     CHECK(!exists(out));
 
     REQUIRE(run_command("rm -rf build/tests/broken && cp -r tests/data/parity/mha build/tests/broken && "
-                        "echo '{not json' > build/tests/broken/config.json").exit_code == 0);
+                        "echo '{not json' > build/tests/broken/config.json")
+                .exit_code == 0);
     CommandResult j = run_command("./quantize build/tests/broken " + out);
     CHECK(j.exit_code == 1);
     CHECK(count_lines(j.err) == 1);

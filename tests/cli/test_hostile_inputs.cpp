@@ -112,10 +112,14 @@ std::string line_problem(const std::string& line) {
         }
         int len = 0;
         uint32_t cp = 0, min = 0;
-        if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f, min = 0x80;
-        else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f, min = 0x800;
-        else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07, min = 0x10000;
-        else return "an invalid UTF-8 byte " + shown(std::string(1, char(c))) + where;
+        if (c >= 0xc2 && c <= 0xdf)
+            len = 2, cp = c & 0x1f, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef)
+            len = 3, cp = c & 0x0f, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4)
+            len = 4, cp = c & 0x07, min = 0x10000;
+        else
+            return "an invalid UTF-8 byte " + shown(std::string(1, char(c))) + where;
         if (i + size_t(len) > line.size()) return std::string("a UTF-8 character cut short") + where;
         for (int k = 1; k < len; k++) {
             const unsigned char b = static_cast<unsigned char>(line[i + size_t(k)]);
@@ -178,8 +182,10 @@ struct Outcome {
     std::string out, err;
     std::string summary() const {
         char buf[160];
-        if (!rss_bound_kib) std::snprintf(buf, sizeof buf, ", %.2f s, peak %ld MiB", seconds, max_rss_kib >> 10);
-        else std::snprintf(buf, sizeof buf, ", %.2f s, peak under %ld MiB", seconds, (rss_bound_kib >> 10) + 1);
+        if (!rss_bound_kib)
+            std::snprintf(buf, sizeof buf, ", %.2f s, peak %ld MiB", seconds, max_rss_kib >> 10);
+        else
+            std::snprintf(buf, sizeof buf, ", %.2f s, peak under %ld MiB", seconds, (rss_bound_kib >> 10) + 1);
         if (hung) return "hung: killed by the time guard" + std::string(buf);
         if (too_big) return "killed by the watchdog past " + std::to_string(kKillRssKiB >> 10) + " MiB" + buf;
         if (signal) return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")" + buf;
@@ -220,7 +226,8 @@ std::vector<Outcome> run_jobs(const std::vector<Job>& jobs) {
     std::vector<Outcome> results(jobs.size());
     std::vector<Live> live;
     // A child that stops reading stdin must not kill the test with SIGPIPE.
-    struct sigaction ignore {}, old_pipe {};
+    struct sigaction ignore {
+    }, old_pipe{};
     ignore.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ignore, &old_pipe);
     const size_t parallel = std::min<size_t>(8, std::max(2u, 2 * std::thread::hardware_concurrency()));
@@ -264,8 +271,7 @@ std::vector<Outcome> run_jobs(const std::vector<Job>& jobs) {
             // process's memory: wait for the exec (the pipe closes) before measuring anything.
             close(exec_sync[1]);
             int exec_errno = 0;
-            while (read(exec_sync[0], &exec_errno, sizeof exec_errno) < 0 && errno == EINTR) {
-            }
+            while (read(exec_sync[0], &exec_errno, sizeof exec_errno) < 0 && errno == EINTR) {}
             close(exec_sync[0]);
             REQUIRE_MESSAGE(exec_errno == 0, "cannot run " << args[0] << ": " << std::strerror(exec_errno));
             close(pin[0]);
@@ -338,8 +344,10 @@ std::vector<Outcome> run_jobs(const std::vector<Job>& jobs) {
                 const bool own_peak = ru.ru_maxrss > l.parent_rss_kib + (8L << 10);
                 o.max_rss_kib = std::max(l.hwm_kib, own_peak ? long(ru.ru_maxrss) : 0L);
                 if (!own_peak && l.hwm_kib < ru.ru_maxrss) o.rss_bound_kib = ru.ru_maxrss;
-                if (WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
-                else if (WIFSIGNALED(status) && !o.hung && !o.too_big) o.signal = WTERMSIG(status);
+                if (WIFEXITED(status))
+                    o.exit_code = WEXITSTATUS(status);
+                else if (WIFSIGNALED(status) && !o.hung && !o.too_big)
+                    o.signal = WTERMSIG(status);
                 // What the pipes still hold; the child is gone, so they end.
                 for (int* fd : {&l.out, &l.err}) {
                     if (*fd < 0) continue;
@@ -458,7 +466,8 @@ std::string changes_since(const Snapshot& before) {
             const FileState now = state_of(path);
             if (now == was) continue;
             if (!now.exists) return "the input " + path + " was removed";
-            if (folders && now.type == S_IFDIR) return "the input folder " + path + " holds other files now: " + shown(now.link, 200);
+            if (folders && now.type == S_IFDIR)
+                return "the input folder " + path + " holds other files now: " + shown(now.link, 200);
             if (now.ino != was.ino) return "the input " + path + " was replaced";
             if (now.size != was.size) return "the input " + path + " was written";
             return "the input " + path + " changed (its modification time)";
@@ -508,7 +517,8 @@ struct Case {
 std::string not_ids(const std::string& out) {
     if (out.empty() || out.back() != '\n') return "stdout is not one line of ids: '" + shown(out, 80) + "'";
     for (char c : out.substr(0, out.size() - 1))
-        if (!(std::isdigit(static_cast<unsigned char>(c)) || c == ',')) return "stdout is not one line of ids: '" + shown(out, 80) + "'";
+        if (!(std::isdigit(static_cast<unsigned char>(c)) || c == ','))
+            return "stdout is not one line of ids: '" + shown(out, 80) + "'";
     return "";
 }
 
@@ -526,10 +536,14 @@ std::string end_problems(const Outcome& o, long max_rss_kib, bool progress_lines
     auto add = [&](const std::string& s) {
         if (!s.empty()) p += (p.empty() ? "" : "; ") + s;
     };
-    if (o.hung) add("hung (killed after " + std::to_string(int(o.seconds)) + " s)");
-    else if (o.too_big) add("memory ran away (killed past " + std::to_string(kKillRssKiB >> 10) + " MiB)");
-    else if (o.signal) add(std::string("killed by signal ") + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")");
-    else if (o.exit_code != 0 && o.exit_code != 1) add("exit code " + std::to_string(o.exit_code));
+    if (o.hung)
+        add("hung (killed after " + std::to_string(int(o.seconds)) + " s)");
+    else if (o.too_big)
+        add("memory ran away (killed past " + std::to_string(kKillRssKiB >> 10) + " MiB)");
+    else if (o.signal)
+        add(std::string("killed by signal ") + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")");
+    else if (o.exit_code != 0 && o.exit_code != 1)
+        add("exit code " + std::to_string(o.exit_code));
     if (!o.too_big && o.max_rss_kib > max_rss_kib) add("peak memory " + std::to_string(o.max_rss_kib >> 10) + " MiB");
     if (!o.hung && !o.too_big && !o.signal) {
         const std::string lines = o.exit_code == 0 || progress_lines ? not_clean_lines(o.err) : not_one_clean_line(o.err);
@@ -567,7 +581,8 @@ void check_cases(std::vector<Case>& cases) {
         if (o.exit_code == 1 && c.progress_lines && o.err.empty()) add("no message");
         // The error is the last line (the only one, unless progress_lines).
         const std::string last = o.err.substr(o.err.rfind('\n', o.err.size() < 2 ? 0 : o.err.size() - 2) + 1);
-        if (!c.blame.empty() && o.exit_code == 1 && last.find(c.blame) == std::string::npos) add("the message does not name " + c.blame);
+        if (!c.blame.empty() && o.exit_code == 1 && last.find(c.blame) == std::string::npos)
+            add("the message does not name " + c.blame);
         if (!c.out.empty()) {
             add(changes_since(before[i]));
             for (const std::string& f : partial_files(c.out)) add("left " + f);
@@ -587,7 +602,7 @@ void check_cases(std::vector<Case>& cases) {
     const std::vector<Outcome> read = run_jobs(readbacks);
     if (report_all())
         MESSAGE(cases.size() << " cases in " << run_seconds << " s, " << readbacks.size() << " read back in "
-                              << std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() << " s");
+                             << std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() << " s");
     for (size_t k = 0; k < readbacks.size(); k++) {
         const Case& c = cases[readback_of[k]];
         const Outcome& r = read[k];
@@ -604,9 +619,9 @@ void check_cases(std::vector<Case>& cases) {
         const Outcome& o = outcomes[i];
         if (report_all())
             MESSAGE((problems[i].empty() ? "pass  " : "FAIL  ") << cases[i].what << "  [" << o.summary() << "] " << problems[i]
-                                                               << (problems[i].empty() ? "" : "  stderr: " + shown(o.err, 160)));
-        CHECK_MESSAGE(problems[i].empty(), cases[i].what << ": " << problems[i] << " [" << o.summary() << "] stderr: '"
-                                                         << shown(o.err) << "'");
+                                                                << (problems[i].empty() ? "" : "  stderr: " + shown(o.err, 160)));
+        CHECK_MESSAGE(problems[i].empty(),
+                      cases[i].what << ": " << problems[i] << " [" << o.summary() << "] stderr: '" << shown(o.err) << "'");
     }
 }
 
@@ -621,8 +636,8 @@ namespace {
 // sparse file), `vocab` embedding rows of `dim`.
 void write_hf_folder(const std::string& dir, int vocab, int dim = 32) {
     const uint64_t hidden = uint64_t(dim), inter = 2 * hidden;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}},
-                                                                         {"model.norm.weight", {hidden}}};
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
+        {"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}}};
     const std::string p = "model.layers.0.";
     for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight"}) tensors.push_back({p + n, {hidden}});
     for (const char* n : {"q", "k", "v", "o"}) tensors.push_back({p + "self_attn." + n + "_proj.weight", {hidden, hidden}});
@@ -643,10 +658,17 @@ void write_hf_folder(const std::string& dir, int vocab, int dim = 32) {
     fs::create_directories(dir);
     write_file(dir + "/model.safetensors", std::string(reinterpret_cast<const char*>(&len), 8) + text);
     fs::resize_file(dir + "/model.safetensors", 8 + len + at);  // zeros, without writing them
-    const json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", dim},
-                         {"intermediate_size", 2 * dim}, {"num_hidden_layers", 1}, {"num_attention_heads", 1},
-                         {"vocab_size", vocab}, {"max_position_embeddings", 256}, {"tie_word_embeddings", true},
-                         {"bos_token_id", 1}, {"eos_token_id", 2}};
+    const json config = {{"architectures", {"LlamaForCausalLM"}},
+                         {"model_type", "llama"},
+                         {"hidden_size", dim},
+                         {"intermediate_size", 2 * dim},
+                         {"num_hidden_layers", 1},
+                         {"num_attention_heads", 1},
+                         {"vocab_size", vocab},
+                         {"max_position_embeddings", 256},
+                         {"tie_word_embeddings", true},
+                         {"bos_token_id", 1},
+                         {"eos_token_id", 2}};
     write_file(dir + "/config.json", config.dump(1));
 }
 
@@ -680,8 +702,10 @@ std::string json_with_raw(const std::string& text, const std::string& path, cons
     for (std::string part; std::getline(ss, part, '/');) parts.push_back(part);
     for (size_t i = 0; i < parts.size(); i++) {
         const std::string& k = parts[i];
-        if (at->is_array()) at = &(*at)[size_t(std::stoul(k))];
-        else at = &(*at)[k];
+        if (at->is_array())
+            at = &(*at)[size_t(std::stoul(k))];
+        else
+            at = &(*at)[k];
     }
     *at = "@@HOSTILE@@";
     std::string out = j.dump();
@@ -710,12 +734,14 @@ std::string safetensors_header(const std::string& file) {
 std::string json_string(const std::string& s) {
     std::string out = "\"";
     for (unsigned char c : s) {
-        if (c == '"' || c == '\\') out += std::string("\\") + char(c);
+        if (c == '"' || c == '\\')
+            out += std::string("\\") + char(c);
         else if (c < 0x20) {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\u%04x", c);
             out += buf;
-        } else out += char(c);
+        } else
+            out += char(c);
     }
     return out + "\"";
 }
@@ -894,11 +920,16 @@ const std::vector<std::pair<std::string, std::string>>& payloads() {
     static const std::vector<std::pair<std::string, std::string>> p = {
         {"ESC sequences", "\x1b[31mred\x1b[0m \x1b]0;pwned\x07"},
         {"line breaks", "one\ntwo\rover"},
-        {"C1 CSI", "\xc2\x9b" "31mred"},
-        {"invalid UTF-8", "bad\xff\xfe" "bytes"},
+        {"C1 CSI",
+         "\xc2\x9b"
+         "31mred"},
+        {"invalid UTF-8",
+         "bad\xff\xfe"
+         "bytes"},
         {"DEL", "del\x7f"},
         {"10 KB", std::string(10240, 'A')},
-        {"3-byte characters across every cut", [] {
+        {"3-byte characters across every cut",
+         [] {
              std::string s = "ab";
              for (int i = 0; i < 400; i++) s += "\xe2\x82\xac";  // the euro sign
              return s;
@@ -1013,7 +1044,8 @@ TEST_CASE("hostile: deeply nested JSON in every JSON file of a folder, and neste
                 const std::string raw = nested_json(kind, depth);
                 if (p.file == "model.safetensors") {
                     const std::string file = read_text(base + "/model.safetensors");
-                    write_file(v + "/" + p.file, safetensors_with_header(file, json_with_raw(safetensors_header(file), p.path, raw)));
+                    write_file(v + "/" + p.file,
+                               safetensors_with_header(file, json_with_raw(safetensors_header(file), p.path, raw)));
                 } else {
                     const std::string text = exists(base + "/" + p.file) ? read_text(base + "/" + p.file) : "{}";
                     write_file(v + "/" + p.file, json_with_raw(text, p.path, raw));
@@ -1147,7 +1179,8 @@ TEST_CASE("hostile: pre-tokenizer regexes built to backtrack, through every rout
         if (i < 3 || i == kVerbs.size() - 1) {
             const std::string folder = dir + "/folder-" + std::to_string(i);
             base_folder("bpe", folder);
-            write_file(folder + "/tokenizer.json", tokenizer_json_with_regexes(std::vector<std::string>(16, backtracking_regex(kVerbs[i]))));
+            write_file(folder + "/tokenizer.json",
+                       tokenizer_json_with_regexes(std::vector<std::string>(16, backtracking_regex(kVerbs[i]))));
             Case q;
             q.what = "regex: tokenizer.json Split sequence, " + name + ": quantize, then run --tokenize -p 'Hi!'";
             q.out = folder + ".gguf";
@@ -1231,9 +1264,14 @@ TEST_CASE("hostile: user-defined added tokens that are not whole UTF-8 character
     // never holds them as characters, so no encoding of one may contain their ids; the ids
     // must decode to the text and be the same from run to run.
     const std::vector<std::pair<std::string, std::string>> tokens = {
-        {"a continuation byte", "\xa9"},          {"a lead byte", "\xc3"},
-        {"a cut euro sign", "\xe2\x82"},          {"ASCII then a lead byte", "a\xc3"},
-        {"a continuation byte then ASCII", "\xa9" "b"}, {"two continuation bytes", "\x80\x80"},
+        {"a continuation byte", "\xa9"},
+        {"a lead byte", "\xc3"},
+        {"a cut euro sign", "\xe2\x82"},
+        {"ASCII then a lead byte", "a\xc3"},
+        {"a continuation byte then ASCII",
+         "\xa9"
+         "b"},
+        {"two continuation bytes", "\x80\x80"},
         {"the end of a euro sign", "\x82\xac"},
     };
     std::string long_text;
@@ -1243,8 +1281,10 @@ TEST_CASE("hostile: user-defined added tokens that are not whole UTF-8 character
     // reads past its end.
     // The first holds every token's bytes inside some character: é (C3 A9), € (E2 82 AC),
     // U+2000 (E2 80 80), "aé", "éb".
-    const std::vector<std::string> texts = {"caf\xc3\xa9 \xe2\x82\xac n\xc3\xa9 a\xc3\xa9 \xc3\xa9" "b\xc3\xa8ne \xe2\x80\x80 x", long_text,
-                                            "The price is twenty euros, or 20 \xe2\x82\xac each."};
+    const std::vector<std::string> texts = {
+        "caf\xc3\xa9 \xe2\x82\xac n\xc3\xa9 a\xc3\xa9 \xc3\xa9"
+        "b\xc3\xa8ne \xe2\x80\x80 x",
+        long_text, "The price is twenty euros, or 20 \xe2\x82\xac each."};
     auto first_ids = std::make_shared<std::map<std::string, std::string>>();
     std::vector<Case> cases;
     for (size_t t = 0; t < tokens.size(); t++)
@@ -1258,8 +1298,8 @@ TEST_CASE("hostile: user-defined added tokens that are not whole UTF-8 character
             for (size_t x = 0; x < texts.size(); x++)
                 for (int repeat = 0; repeat < (x == 0 ? 3 : 1); repeat++) {  // the same ids each time
                     Case c;
-                    c.what = "partial added token: " + ext + ", " + tokens[t].first + ": run --tokenize, text " + std::to_string(x) +
-                             ", run " + std::to_string(repeat + 1);
+                    c.what = "partial added token: " + ext + ", " + tokens[t].first + ": run --tokenize, text " +
+                             std::to_string(x) + ", run " + std::to_string(repeat + 1);
                     c.job = run_tokenize(model, texts[x]);
                     const auto decodes = ids_of_text(model, texts[x]);
                     const std::string key = model + "\n" + texts[x];
@@ -1269,8 +1309,9 @@ TEST_CASE("hostile: user-defined added tokens that are not whole UTF-8 character
                         for (int got : parse_ids(o.out))
                             if (got == id) return "the added token " + std::to_string(id) + " was matched inside a character";
                         auto [it, first] = first_ids->emplace(key, o.out);
-                        if (!first && it->second != o.out) return "other ids than another run of the same text: " + shown(o.out, 80) +
-                                                                  " vs " + shown(it->second, 80);
+                        if (!first && it->second != o.out)
+                            return "other ids than another run of the same text: " + shown(o.out, 80) + " vs " +
+                                   shown(it->second, 80);
                         return std::string();
                     };
                     cases.push_back(c);
@@ -1403,8 +1444,8 @@ namespace {
 
 // Every way to name `file` (in folder `dir`) as an output: directly, through ./ and ../,
 // through a symlink and a hard link made outside the folder (in `links`).
-std::vector<std::pair<std::string, std::string>> names_of(const std::string& dir, const std::string& file, const std::string& links,
-                                                          const std::string& tag) {
+std::vector<std::pair<std::string, std::string>> names_of(const std::string& dir, const std::string& file,
+                                                          const std::string& links, const std::string& tag) {
     const std::string path = dir + "/" + file;
     const std::string parent = dir.substr(0, dir.rfind('/')), leaf = dir.substr(dir.rfind('/') + 1);
     const std::string symlink = links + "/" + tag + ".symlink", hardlink = links + "/" + tag + ".hardlink";
@@ -1460,7 +1501,8 @@ TEST_CASE("hostile: quantize never writes over its own input, however the output
         write_bpe_model(src + "/model.gguf", small_bpe());
         write_bpe_model(src + "/model.hearth", small_bpe());
         fs::copy_file("tests/data/llama2c/tiny-untied.bin", src + "/model.bin");
-        fs::copy_file("tests/data/parity/mha/tokenizer.model", src + "/tokenizer.model");  // 512 pieces, as tiny-untied's vocabulary
+        fs::copy_file("tests/data/parity/mha/tokenizer.model",
+                      src + "/tokenizer.model");  // 512 pieces, as tiny-untied's vocabulary
         for (const std::string f : {"model.gguf", "model.hearth", "model.bin", "tokenizer.model"})
             for (int form = 0; form < 5; form++) {
                 const std::string tag = "m" + std::to_string(n++);
@@ -1505,18 +1547,30 @@ void make_socket(const std::string& path) {
 // Puts a special file of `kind` at `path` (replacing what was there).
 void make_special(const std::string& kind, const std::string& path) {
     unlink(path.c_str());
-    if (kind == "a symlink to /dev/zero") fs::create_symlink("/dev/zero", path);
-    else if (kind == "a symlink to /dev/urandom") fs::create_symlink("/dev/urandom", path);
-    else if (kind == "a symlink to /dev/null") fs::create_symlink("/dev/null", path);
-    else if (kind == "a dangling symlink") fs::create_symlink("no-such-file", path);
-    else if (kind == "a FIFO") REQUIRE(mkfifo(path.c_str(), 0644) == 0);
-    else if (kind == "a folder") fs::create_directory(path);
-    else if (kind == "a socket") make_socket(path);
-    else FAIL("unknown kind " << kind);
+    if (kind == "a symlink to /dev/zero")
+        fs::create_symlink("/dev/zero", path);
+    else if (kind == "a symlink to /dev/urandom")
+        fs::create_symlink("/dev/urandom", path);
+    else if (kind == "a symlink to /dev/null")
+        fs::create_symlink("/dev/null", path);
+    else if (kind == "a dangling symlink")
+        fs::create_symlink("no-such-file", path);
+    else if (kind == "a FIFO")
+        REQUIRE(mkfifo(path.c_str(), 0644) == 0);
+    else if (kind == "a folder")
+        fs::create_directory(path);
+    else if (kind == "a socket")
+        make_socket(path);
+    else
+        FAIL("unknown kind " << kind);
 }
 
-const std::vector<std::string> kSpecialKinds = {"a symlink to /dev/zero", "a symlink to /dev/urandom", "a symlink to /dev/null",
-                                                "a dangling symlink",     "a FIFO",                    "a folder",
+const std::vector<std::string> kSpecialKinds = {"a symlink to /dev/zero",
+                                                "a symlink to /dev/urandom",
+                                                "a symlink to /dev/null",
+                                                "a dangling symlink",
+                                                "a FIFO",
+                                                "a folder",
                                                 "a socket"};
 
 }  // namespace
@@ -1525,9 +1579,14 @@ TEST_CASE("hostile: special files in place of a folder's files, of model files a
     const std::string dir = fresh(kRoot + "/special");
     for (const std::string b : {"sp", "bpe", "sharded"}) base_folder(b, dir + "/base-" + b);
     const std::pair<std::string, std::string> files[] = {
-        {"sp", "config.json"},          {"sp", "tokenizer.model"},          {"sp", "model.safetensors"},
-        {"sp", "tokenizer_config.json"}, {"bpe", "tokenizer.json"},          {"bpe", "tokenizer_config.json"},
-        {"sharded", "model.safetensors.index.json"}, {"sharded", "model-00001-of-00002.safetensors"},
+        {"sp", "config.json"},
+        {"sp", "tokenizer.model"},
+        {"sp", "model.safetensors"},
+        {"sp", "tokenizer_config.json"},
+        {"bpe", "tokenizer.json"},
+        {"bpe", "tokenizer_config.json"},
+        {"sharded", "model.safetensors.index.json"},
+        {"sharded", "model-00001-of-00002.safetensors"},
     };
     std::vector<Case> cases;
     int n = 0;
@@ -1548,8 +1607,8 @@ TEST_CASE("hostile: special files in place of a folder's files, of model files a
     write_bpe_model(model, small_bpe());
     write_file(text, "Hi there! How are you? I am fine.\n");
     fs::copy_file("tests/data/llama2c/tiny-untied.bin", dir + "/model.bin");
-    for (const std::string& kind : {std::string("a symlink to /dev/zero"), std::string("a FIFO"), std::string("a folder"),
-                                    std::string("a socket")}) {
+    for (const std::string& kind :
+         {std::string("a symlink to /dev/zero"), std::string("a FIFO"), std::string("a folder"), std::string("a socket")}) {
         const std::string s = dir + "/s" + std::to_string(n++);
         make_special(kind, s);
         auto add = [&](const std::string& what, const Job& job, const std::string& out = "") {
@@ -1598,8 +1657,10 @@ TEST_CASE("hostile: quantize writes only files that run reads back") {
         cfg["chat_template"] = filler;
         write_file(v + "/tokenizer_config.json", cfg.dump());
         // The input alone is 64 MiB: room for a few copies of it besides.
-        add("a chat template of 64 MiB + 1 byte in tokenizer_config.json", v, "hearth", kMaxRssKiB + (512L << 10), 3 * kGuardSeconds);
-        add("a chat template of 64 MiB + 1 byte in tokenizer_config.json", v, "gguf", kMaxRssKiB + (512L << 10), 3 * kGuardSeconds);
+        add("a chat template of 64 MiB + 1 byte in tokenizer_config.json", v, "hearth", kMaxRssKiB + (512L << 10),
+            3 * kGuardSeconds);
+        add("a chat template of 64 MiB + 1 byte in tokenizer_config.json", v, "gguf", kMaxRssKiB + (512L << 10),
+            3 * kGuardSeconds);
     }
     // config.json's vocab_size past the BPE tokenizer's limit of 2^21 tokens: GGUF pads the
     // vocabulary with a placeholder per embedding row. 8 dims keep the embedding at 32 MiB.
@@ -1625,8 +1686,9 @@ TEST_CASE("hostile: quantize writes only files that run reads back") {
         write_file(v + "/tokenizer.json", tokenizer_json_with_regexes(std::vector<std::string>(17, kLlama3SplitRegex)));
         add("17 Split regexes", v, "hearth");
         const std::string w = variant_of(base, dir + "/long-regex");
-        write_file(w + "/tokenizer.json", tokenizer_json_with_regexes({std::string(4097 - std::strlen(kLlama3SplitRegex) - 1, 'z') + "|" +
-                                                                        kLlama3SplitRegex}));
+        write_file(
+            w + "/tokenizer.json",
+            tokenizer_json_with_regexes({std::string(4097 - std::strlen(kLlama3SplitRegex) - 1, 'z') + "|" + kLlama3SplitRegex}));
         add("a Split regex of 4097 bytes", w, "hearth");
     }
     // Added tokens whose text is more than 4 MiB together.
@@ -1635,8 +1697,8 @@ TEST_CASE("hostile: quantize writes only files that run reads back") {
         json j = json::parse(read_text(base + "/tokenizer.json"));
         json cfg = json::parse(read_text(base + "/config.json"));
         for (int i = 0; i < 4400; i++)
-            j["added_tokens"].push_back({{"id", 374 + i}, {"content", "<" + std::to_string(i) + std::string(1000, 'w') + ">"},
-                                         {"special", false}});
+            j["added_tokens"].push_back(
+                {{"id", 374 + i}, {"content", "<" + std::to_string(i) + std::string(1000, 'w') + ">"}, {"special", false}});
         cfg["vocab_size"] = 374 + 4400;
         write_file(v + "/tokenizer.json", j.dump());
         write_file(v + "/config.json", cfg.dump());
@@ -1697,17 +1759,25 @@ TEST_CASE("hostile: strings from a file reach the terminal in one printable line
             });
             model_case(
                 "tokenizer.ggml.pre" + tag + ", with the regex keys", ext,
-                [&](const std::string& path) { write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("tokenizer.ggml.pre", s); }); },
+                [&](const std::string& path) {
+                    write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("tokenizer.ggml.pre", s); });
+                },
                 {"--tokenize", "-p", "hi"}, "", true);
-            model_case("tokenizer.ggml.model" + tag, ext,
-                       [&](const std::string& path) { write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("tokenizer.ggml.model", s); }); });
-            model_case("general.architecture" + tag, ext,
-                       [&](const std::string& path) { write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("general.architecture", s); }); });
-            model_case("hearth.chat_template" + tag, ext,
-                       [&](const std::string& path) { write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("hearth.chat_template", s); }); });
-            model_case("tokenizer.chat_template" + tag, ext,
-                       [&](const std::string& path) { write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("tokenizer.chat_template", s); }); },
-                       {"--chat", "-n", "1", "--temp", "0"}, "Hello\n");
+            model_case("tokenizer.ggml.model" + tag, ext, [&](const std::string& path) {
+                write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("tokenizer.ggml.model", s); });
+            });
+            model_case("general.architecture" + tag, ext, [&](const std::string& path) {
+                write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("general.architecture", s); });
+            });
+            model_case("hearth.chat_template" + tag, ext, [&](const std::string& path) {
+                write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("hearth.chat_template", s); });
+            });
+            model_case(
+                "tokenizer.chat_template" + tag, ext,
+                [&](const std::string& path) {
+                    write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("tokenizer.chat_template", s); });
+                },
+                {"--chat", "-n", "1", "--temp", "0"}, "Hello\n");
             model_case("llama.rope.scaling.type" + tag, ext, [&](const std::string& path) {
                 write_bpe_model(path, bpe, [&](Metadata& m) { m.set_string("llama.rope.scaling.type", s); });
             });
@@ -1775,34 +1845,42 @@ TEST_CASE("hostile: strings from a file reach the terminal in one printable line
         cases.push_back(c);
     };
     const std::string config = read_text(dir + "/base-sp/config.json"), tokenizer = read_text(dir + "/base-bpe/tokenizer.json");
-    const std::string weights = read_text(dir + "/base-sp/model.safetensors"), index = read_text(dir + "/base-sharded/model.safetensors.index.json");
+    const std::string weights = read_text(dir + "/base-sp/model.safetensors"),
+                      index = read_text(dir + "/base-sharded/model.safetensors.index.json");
     const std::string embed = "model.embed_tokens.weight";
     for (const auto& [pname, s] : payloads()) {
         const std::string tag = " = " + pname, js = json_string(s);
         json no_arch = json::parse(config);
         no_arch.erase("architectures");
-        folder_case("config.json model_type" + tag + ", no architectures", "sp", "config.json", json_with_raw(no_arch.dump(), "model_type", js));
+        folder_case("config.json model_type" + tag + ", no architectures", "sp", "config.json",
+                    json_with_raw(no_arch.dump(), "model_type", js));
         folder_case("config.json architectures[0]" + tag, "sp", "config.json", json_with_raw(config, "architectures/0", js));
         folder_case("config.json hidden_act" + tag, "sp", "config.json", json_with_raw(config, "hidden_act", js));
         json scaling = json::parse(config);
         scaling["rope_scaling"] = {{"rope_type", "@@"}, {"factor", 2.0}};
-        folder_case("config.json rope_scaling.rope_type" + tag, "sp", "config.json", json_with_raw(scaling.dump(), "rope_scaling/rope_type", js));
+        folder_case("config.json rope_scaling.rope_type" + tag, "sp", "config.json",
+                    json_with_raw(scaling.dump(), "rope_scaling/rope_type", js));
         folder_case("config.json that stops being JSON at" + tag, "sp", "config.json", "{\"hidden_size\": " + s + "}");
-        folder_case("a safetensors tensor name" + tag, "sp", "model.safetensors",
-                    safetensors_with_header(weights, "{" + js + ": {\"dtype\": \"F32\"}, " + safetensors_header(weights).substr(1)));
+        folder_case(
+            "a safetensors tensor name" + tag, "sp", "model.safetensors",
+            safetensors_with_header(weights, "{" + js + ": {\"dtype\": \"F32\"}, " + safetensors_header(weights).substr(1)));
         folder_case("a safetensors dtype" + tag, "sp", "model.safetensors",
                     safetensors_with_header(weights, json_with_raw(safetensors_header(weights), embed + "/dtype", js)));
         folder_case("a safetensors header that stops being JSON at" + tag, "sp", "model.safetensors",
                     safetensors_with_header(weights, "{\"" + embed + "\": " + s + "}"));
-        folder_case("a shard named in the index" + tag, "sharded", "model.safetensors.index.json", json_with_raw(index, "weight_map/" + embed, js));
-        folder_case("tokenizer.json pre_tokenizer type" + tag, "bpe", "tokenizer.json", json_with_raw(tokenizer, "pre_tokenizer/type", js));
+        folder_case("a shard named in the index" + tag, "sharded", "model.safetensors.index.json",
+                    json_with_raw(index, "weight_map/" + embed, js));
+        folder_case("tokenizer.json pre_tokenizer type" + tag, "bpe", "tokenizer.json",
+                    json_with_raw(tokenizer, "pre_tokenizer/type", js));
         folder_case("tokenizer.json model type" + tag, "bpe", "tokenizer.json", json_with_raw(tokenizer, "model/type", js));
         folder_case("tokenizer.json normalizer type" + tag, "bpe", "tokenizer.json",
                     json_with_raw(tokenizer, "normalizer", "{\"type\": " + js + "}"));
-        folder_case("tokenizer.json decoder type" + tag, "bpe", "tokenizer.json", json_with_raw(tokenizer, "decoder", "{\"type\": " + js + "}"));
+        folder_case("tokenizer.json decoder type" + tag, "bpe", "tokenizer.json",
+                    json_with_raw(tokenizer, "decoder", "{\"type\": " + js + "}"));
         json lstrip = json::parse(tokenizer);
         lstrip["added_tokens"][0]["lstrip"] = true;
-        folder_case("tokenizer.json added token (lstrip)" + tag, "bpe", "tokenizer.json", json_with_raw(lstrip.dump(), "added_tokens/0/content", js));
+        folder_case("tokenizer.json added token (lstrip)" + tag, "bpe", "tokenizer.json",
+                    json_with_raw(lstrip.dump(), "added_tokens/0/content", js));
         folder_case("tokenizer.json merge" + tag, "bpe", "tokenizer.json", json_with_raw(tokenizer, "model/merges/0", js));
         SentencePieceModel sp;
         REQUIRE(parse_sentencepiece_model(read_text(dir + "/base-sp/tokenizer.model"), &sp) == "");
@@ -1868,7 +1946,8 @@ TEST_CASE("hostile: a model without a vocabulary, run with --prompt-ids, prints 
             c.on_success = [](const Outcome& o) -> std::string {
                 std::stringstream ss(o.err);
                 for (std::string line; std::getline(ss, line);)
-                    if (line.compare(0, 5, "run: ") != 0) return "stderr has a line that is not run's: '" + shown(line, 120) + "'";
+                    if (line.compare(0, 5, "run: ") != 0)
+                        return "stderr has a line that is not run's: '" + shown(line, 120) + "'";
                 return not_ids(o.out);
             };
             cases.push_back(c);
@@ -1881,8 +1960,9 @@ TEST_CASE("hostile: a model without a vocabulary, run with --prompt-ids, prints 
 TEST_CASE("hostile: quantize past a file size limit says so in one line and leaves nothing") {
     const std::string dir = fresh(kRoot + "/fsize");
     std::vector<Case> cases;
-    for (const auto& [in, ext] : {std::pair{"models/tiny-shakespeare.hearth", "hearth"}, std::pair{"models/tiny-shakespeare.hearth", "gguf"},
-                                  std::pair{"tests/data/parity/mha", "hearth"}}) {
+    for (const auto& [in, ext] :
+         {std::pair{"models/tiny-shakespeare.hearth", "hearth"}, std::pair{"models/tiny-shakespeare.hearth", "gguf"},
+          std::pair{"tests/data/parity/mha", "hearth"}}) {
         Case c;
         c.what = std::string("ulimit -f 64: quantize ") + in + " -> " + ext;
         c.out = dir + "/limited-" + std::to_string(cases.size()) + "." + ext;

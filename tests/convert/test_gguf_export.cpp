@@ -124,10 +124,14 @@ const std::map<std::string, std::pair<uint32_t, uint32_t>> kExpectedTypes = {
 };
 
 // Keys a llama model cannot load without (llama.cpp's required get_key calls).
-const char* const kRequiredKeys[] = {"general.architecture",     "llama.context_length",
-                                     "llama.embedding_length",   "llama.block_count",
-                                     "llama.feed_forward_length", "llama.attention.head_count",
-                                     "llama.attention.layer_norm_rms_epsilon", "tokenizer.ggml.model"};
+const char* const kRequiredKeys[] = {"general.architecture",
+                                     "llama.context_length",
+                                     "llama.embedding_length",
+                                     "llama.block_count",
+                                     "llama.feed_forward_length",
+                                     "llama.attention.head_count",
+                                     "llama.attention.layer_norm_rms_epsilon",
+                                     "tokenizer.ggml.model"};
 
 void read_value(Reader& r, uint32_t type, Kv* kv, int depth) {
     REQUIRE(type <= kF64);
@@ -511,7 +515,8 @@ TEST_CASE("gguf export: a padded vocabulary gets llama.cpp's placeholder tokens,
     Tokenizer from_arrays;
     REQUIRE(from_arrays.load(spec) == "");
     CHECK(from_arrays.vocab_size() == 520);
-    for (const char* text : {"Hello world", "  two  spaces", "ROMEO: O, she doth teach the torches to burn bright!", "caf\xc3\xa9 \xe2\x82\xac 1234"}) {
+    for (const char* text : {"Hello world", "  two  spaces", "ROMEO: O, she doth teach the torches to burn bright!",
+                             "caf\xc3\xa9 \xe2\x82\xac 1234"}) {
         CAPTURE(text);
         CHECK(encoded(from_arrays, text, true) == encoded(sp, text, true));
         CHECK(from_arrays.decode(encoded(sp, text, false)) == sp.decode(encoded(sp, text, false)));
@@ -604,7 +609,8 @@ TEST_CASE("gguf export: a model without a tokenizer says no_vocab, and reads bac
     for (const TensorSpec& s : specs) {
         // f32 ones; q8_0 blocks of scale 0x3c00 (1.0) and quants i % 7
         std::string bytes(tensor_bytes(s.type, s.n_dims, s.shape), '\0');
-        for (size_t i = 0; i < bytes.size(); i++) bytes[i] = char(s.type == TYPE_F32 ? "\0\0\x80\x3f"[i % 4] : i % 34 == 1 ? 0x3c : i % 34 == 0 ? 0 : i % 7);
+        for (size_t i = 0; i < bytes.size(); i++)
+            bytes[i] = char(s.type == TYPE_F32 ? "\0\0\x80\x3f"[i % 4] : i % 34 == 1 ? 0x3c : i % 34 == 0 ? 0 : i % 7);
         REQUIRE(w.write(bytes.data(), bytes.size()) == "");
         data.push_back(bytes);
     }
@@ -612,9 +618,10 @@ TEST_CASE("gguf export: a model without a tokenizer says no_vocab, and reads bac
     const std::string bytes = read_text(path);
     const Gguf g = check_gguf(bytes);
     REQUIRE(g.infos.size() == data.size());
-    for (size_t i = 0; i < data.size(); i++) CHECK(bytes.compare(size_t(g.data_start + g.infos[i].offset), data[i].size(), data[i]) == 0);
+    for (size_t i = 0; i < data.size(); i++)
+        CHECK(bytes.compare(size_t(g.data_start + g.infos[i].offset), data[i].size(), data[i]) == 0);
     CHECK(g.kv.at("tokenizer.ggml.model").strings.at(0) == "no_vocab");  // gguf-py's spelling
-    CHECK(u32_of(g, "llama.vocab_size") == 41);  // llama.cpp makes that many placeholder tokens
+    CHECK(u32_of(g, "llama.vocab_size") == 41);                          // llama.cpp makes that many placeholder tokens
     const ParsedCheckpoint p = parse(bytes);
     CHECK(p.tokenizer.kind == TokenizerKind::none);
     check_same_config(p.config, c);
@@ -652,7 +659,8 @@ TEST_CASE("gguf export: bad requests fail with one line and leave no file behind
 
     REQUIRE(run_command("rm -rf build/tests/export-folder && cp -r " + in + " build/tests/export-folder").exit_code == 0);
     const std::string weights = read_text("build/tests/export-folder/model.safetensors");
-    CommandResult inside = run_command("./quantize build/tests/export-folder build/tests/export-folder/model.safetensors --format gguf");
+    CommandResult inside =
+        run_command("./quantize build/tests/export-folder build/tests/export-folder/model.safetensors --format gguf");
     CHECK(inside.exit_code == 1);
     CHECK(inside.err.find("overwrite the input") != std::string::npos);
     CHECK(read_text("build/tests/export-folder/model.safetensors") == weights);

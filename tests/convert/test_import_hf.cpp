@@ -21,8 +21,10 @@ static std::string import_with_config(const nlohmann::json& patch) {
     REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir).exit_code == 0);
     auto cfg = nlohmann::json::parse(read_text(kDir + "/config.json"));
     for (auto& [key, value] : patch.items()) {
-        if (value.is_null()) cfg.erase(key);
-        else cfg[key] = value;
+        if (value.is_null())
+            cfg.erase(key);
+        else
+            cfg[key] = value;
     }
     std::ofstream(kDir + "/config.json") << cfg.dump();
     ImportedCheckpoint out;
@@ -53,7 +55,8 @@ TEST_CASE("import_hf: config.json integers must be integers in range") {
     CHECK(import_with_config("eos_token_id", nlohmann::json::array({4096, 2})).find("BOS/EOS") != std::string::npos);
     CHECK(import_with_config("eos_token_id", -1).find("eos_token_id") != std::string::npos);
     CHECK(import_with_config({{"architectures", {7}}, {"model_type", nullptr}}).find("not a Llama") != std::string::npos);
-    CHECK(import_with_config({{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}}).find("GPT2LMHeadModel") != std::string::npos);
+    CHECK(import_with_config({{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}}).find("GPT2LMHeadModel") !=
+          std::string::npos);
 }
 
 // The folder with its model.safetensors header replaced by `header` (the data kept after it).
@@ -79,12 +82,22 @@ TEST_CASE("import_hf: safetensors headers are checked against the file") {
     REQUIRE(import_with_header([](nlohmann::json&) {}) == "");
     // Data moved to an odd offset would be read with misaligned loads.
     CHECK(import_with_header([](nlohmann::json&) {}, 2).find("aligned") != std::string::npos);
-    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["shape"] = {512.5, 64}; }).find("whole numbers") != std::string::npos);
-    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["shape"] = {-512, 64}; }).find("whole numbers") != std::string::npos);
-    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["shape"] = {1ull << 40, 1ull << 40}; }).find("absurd") != std::string::npos);
-    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["data_offsets"] = {0, 1ull << 60}; }).find("outside") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) {
+              h[embed]["shape"] = {512.5, 64};
+          }).find("whole numbers") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) {
+              h[embed]["shape"] = {-512, 64};
+          }).find("whole numbers") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) {
+              h[embed]["shape"] = {1ull << 40, 1ull << 40};
+          }).find("absurd") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) {
+              h[embed]["data_offsets"] = {0, 1ull << 60};
+          }).find("outside") != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["data_offsets"] = {8, 4}; }).find("outside") != std::string::npos);
-    CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["data_offsets"] = {0, 4}; }).find("does not match") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) {
+              h[embed]["data_offsets"] = {0, 4};
+          }).find("does not match") != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["dtype"] = "F128"; }).find("dtype") != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["dtype"] = 5; }).find(embed) != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) { h[embed] = "nothing"; }).find(embed) != std::string::npos);

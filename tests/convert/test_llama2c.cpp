@@ -89,7 +89,8 @@ std::string greedy_ids(const std::string& model_path, const Llama2cGolden& g, co
 
 std::string convert(const std::string& file, const std::string& type, const std::string& extra = "") {
     const std::string out = "build/tests/llama2c-" + file + (type.empty() ? "" : "-" + type) + ".hearth";
-    CommandResult q = run_command("./quantize " + kData + file + " " + out + (type.empty() ? "" : " --type " + type) + " -q " + extra);
+    CommandResult q =
+        run_command("./quantize " + kData + file + " " + out + (type.empty() ? "" : " --type " + type) + " -q " + extra);
     INFO(q.err);
     REQUIRE(q.exit_code == 0);
     return out;
@@ -160,8 +161,10 @@ TEST_CASE("llama2c: an int8 file becomes q8_0 by default, its groups of 32 kept 
         // Every block is the file's group: the same 32 int8 values, the scale rounded to fp16
         // (in the plain layout: the checkpoint stores the rows interleaved by 8).
         std::vector<block_q8_0> plain(t->bytes / sizeof(block_q8_0));
-        if (t->layout == Layout::rows) std::memcpy(plain.data(), t->data, t->bytes);
-        else repack_x8_to_rows(TYPE_Q8_0, t->data, plain.data(), int64_t(t->rows()), int64_t(t->cols()));
+        if (t->layout == Layout::rows)
+            std::memcpy(plain.data(), t->data, t->bytes);
+        else
+            repack_x8_to_rows(TYPE_Q8_0, t->data, plain.data(), int64_t(t->rows()), int64_t(t->cols()));
         const block_q8_0* blocks = plain.data();
         const int8_t* q = reinterpret_cast<const int8_t*>(s.data);
         bool same = true;
@@ -205,7 +208,8 @@ TEST_CASE("llama2c: --tokenizer embeds a tokenizer whose size is the vocabulary,
     // stories260K's vocabulary is 512: Llama-2's 32000-piece tokenizer is not its own.
     const std::string refused = "build/tests/llama2c-refused.hearth";
     std::remove(refused.c_str());
-    CommandResult q = run_command("./quantize " + kData + "stories260K.bin " + refused + " --tokenizer tests/data/llama2-tokenizer.model");
+    CommandResult q =
+        run_command("./quantize " + kData + "stories260K.bin " + refused + " --tokenizer tests/data/llama2-tokenizer.model");
     CHECK(q.exit_code == 1);
     CHECK(line_count(q.err) == 1);
     CHECK(q.err.find("32000") != std::string::npos);
@@ -226,7 +230,8 @@ TEST_CASE("llama2c: without --tokenizer, quantize warns and run takes ids only")
     CommandResult q = run_command("./quantize " + kData + "tiny-untied-v1.bin " + out + " -q");
     REQUIRE(q.exit_code == 0);
     CHECK(q.err.find("quantize: warning: no --tokenizer: " + out + " will have no tokenizer") != std::string::npos);
-    for (const char* args : {"-p hello", "--prompt-ids 1,5,9", "--print-ids", "--chat", "--perplexity tests/data/tinyshakespeare-valid.txt"}) {
+    for (const char* args :
+         {"-p hello", "--prompt-ids 1,5,9", "--print-ids", "--chat", "--perplexity tests/data/tinyshakespeare-valid.txt"}) {
         CommandResult r = run_command("./run " + out + " " + args + " -n 4 </dev/null");
         CHECK_MESSAGE(r.exit_code == 1, args);
         CHECK_MESSAGE(line_count(r.err) == 1, args);
@@ -296,7 +301,9 @@ TEST_CASE("llama2c: truncations, random headers and bit flips give errors, never
         if (err.empty()) {
             CHECK(f != Llama2cFormat::none);
             CHECK(validate_config(src.config) == "");
-            if (convert_it) CHECK(convert_checkpoint(src, "build/tests/llama2c-fuzz.hearth", CheckpointFormat::hearth, OutputMix::F32, true) == "");
+            if (convert_it)
+                CHECK(convert_checkpoint(src, "build/tests/llama2c-fuzz.hearth", CheckpointFormat::hearth, OutputMix::F32,
+                                         true) == "");
         } else {
             CHECK(err.find('\n') == std::string::npos);
         }
@@ -314,7 +321,8 @@ TEST_CASE("llama2c: truncations, random headers and bit flips give errors, never
         for (int i = 0; i < 300; i++) {
             std::string s = whole;
             const size_t field = ak42 ? 4 + 4 * (rng() % 8) : 4 * (rng() % 7);
-            const int32_t values[] = {int32_t(rng()), -int32_t(rng() % 100), int32_t(rng() % 5), int32_t(rng() % 2048), INT32_MAX, INT32_MIN};
+            const int32_t values[] = {int32_t(rng()), -int32_t(rng() % 100), int32_t(rng() % 5), int32_t(rng() % 2048), INT32_MAX,
+                                      INT32_MIN};
             put_i32(&s, field, values[rng() % 6]);
             if (ak42 && rng() % 4 == 0) put_i32(&s, 37, values[rng() % 6]);
             attempt(s, false);

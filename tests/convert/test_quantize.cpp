@@ -44,7 +44,8 @@ TEST_CASE("quantize: q4_k_m gives q6_k to the layers llama.cpp's use_more_bits p
     CHECK((tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
     CHECK((tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q4_0);
     // Tied (Llama-3.2, small Qwen3): the embedding is the output projection, and gets its type.
-    CHECK((tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32, CheckpointFormat::hearth, true)) == TYPE_Q6_K);
+    CHECK((tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32, CheckpointFormat::hearth, true)) ==
+          TYPE_Q6_K);
     CHECK((tensor_type_for(OutputMix::Q4_0, matrix("blk.0.attn_v.weight", 4096, 4096), 32)) == TYPE_Q4_0);
     // A hearth file stores q4_0/q8_0/q4_K matrices with rows interleaved by 8, the token embedding
     // (looked up by row) plain; a GGUF file everything plain.
@@ -121,8 +122,8 @@ TEST_CASE("quantize: quantized default models stay close to the f32 logits") {
             }
             same_argmax += a == b;
         }
-        MESSAGE(std::string(c.type) << ": max |diff| / max |logit| = " << max_diff / max_ref << ", argmax agrees at " << same_argmax << "/"
-                       << ids.size());
+        MESSAGE(std::string(c.type) << ": max |diff| / max |logit| = " << max_diff / max_ref << ", argmax agrees at "
+                                    << same_argmax << "/" << ids.size());
         CHECK(max_diff / max_ref <= c.max_rel);
         CHECK(max_diff > 0);
         if (std::string(c.type) == "q8_0") CHECK(same_argmax >= int(ids.size()) - 1);
@@ -162,7 +163,8 @@ static LoadedVsPlain loaded_vs_plain(const std::string& path) {
         std::vector<float>& out = m == &loaded ? a : b;
         out.resize(ids.size() * m->config.vocab_size);
         REQUIRE(forward(*m, s, ids.data(), int(ids.size()) - 1, 0, out.data(), true) == "");
-        REQUIRE(forward(*m, s, &ids.back(), 1, int(ids.size()) - 1, out.data() + (ids.size() - 1) * m->config.vocab_size, false) == "");
+        REQUIRE(forward(*m, s, &ids.back(), 1, int(ids.size()) - 1, out.data() + (ids.size() - 1) * m->config.vocab_size,
+                        false) == "");
     }
     double sum = 0;
     for (size_t i = 0; i < a.size(); i++) {

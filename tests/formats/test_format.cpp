@@ -183,8 +183,13 @@ struct Damaged {
         return h;
     }
     template <typename Header>
-    void set_header(const Header& h) { std::memcpy(&bytes[0], &h, sizeof h); }
-    uint64_t table() { return bytes.compare(8, 4, "\2\0\0\0", 4) == 0 ? header<FileHeaderV2>().tensor_table_offset : header<FileHeaderV1>().tensor_table_offset; }
+    void set_header(const Header& h) {
+        std::memcpy(&bytes[0], &h, sizeof h);
+    }
+    uint64_t table() {
+        return bytes.compare(8, 4, "\2\0\0\0", 4) == 0 ? header<FileHeaderV2>().tensor_table_offset
+                                                       : header<FileHeaderV1>().tensor_table_offset;
+    }
     TensorEntry entry(int i) {
         TensorEntry e;
         std::memcpy(&e, &bytes[table() + i * sizeof e], sizeof e);
@@ -399,7 +404,8 @@ TEST_CASE("loader: an embedded tokenizer with a damaged normalizer is refused in
         specs.push_back(s);
     }
     CheckpointWriter w;
-    REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, {TokenizerKind::sentencepiece, damaged, {}, {}}), specs) == "");
+    REQUIRE(w.open(path, CheckpointFormat::hearth, hearth_metadata(c, {TokenizerKind::sentencepiece, damaged, {}, {}}), specs) ==
+            "");
     for (const TensorSpec& s : specs) {
         const std::vector<float> ones(tensor_bytes(s.type, s.n_dims, s.shape) / 4, 1.0f);
         REQUIRE(w.write(ones.data(), ones.size() * 4) == "");

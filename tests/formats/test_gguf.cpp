@@ -137,7 +137,8 @@ TEST_CASE("gguf: a converted checkpoint keeps every block and computes the same 
             CHECK(ht->type == gt.type);
             REQUIRE(ht->bytes == gt.bytes);
             std::string plain(static_cast<const char*>(ht->data), ht->bytes);
-            if (ht->layout == Layout::rows_x8) repack_x8_to_rows(gt.type, ht->data, &plain[0], int64_t(ht->rows()), int64_t(ht->cols()));
+            if (ht->layout == Layout::rows_x8)
+                repack_x8_to_rows(gt.type, ht->data, &plain[0], int64_t(ht->rows()), int64_t(ht->cols()));
             CHECK(std::memcmp(plain.data(), gt.data, gt.bytes) == 0);
         }
         Model mg, mh;

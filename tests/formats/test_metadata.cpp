@@ -106,7 +106,8 @@ TEST_CASE("metadata: every truncation is refused, never read past") {
 TEST_CASE("metadata: absurd lengths and counts, unknown types and duplicate keys are refused") {
     auto entry = [](const std::string& key, uint32_t type, const std::string& value) {
         const uint64_t n = key.size();
-        return std::string(reinterpret_cast<const char*>(&n), 8) + key + std::string(reinterpret_cast<const char*>(&type), 4) + value;
+        return std::string(reinterpret_cast<const char*>(&n), 8) + key + std::string(reinterpret_cast<const char*>(&type), 4) +
+               value;
     };
     auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
     auto u32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
@@ -119,8 +120,9 @@ TEST_CASE("metadata: absurd lengths and counts, unknown types and duplicate keys
     CHECK(parse_error(entry("k\n2", META_U32, u32(1)), 1).find("control") != std::string::npos);
     CHECK(parse_error("", uint64_t(1) << 40).find("entries") != std::string::npos);
     // An array of arrays is skipped over correctly (GGUF allows it) but no getter reads it.
-    const std::string nested = entry("n", META_ARRAY, u32(META_ARRAY) + u64(2) + u32(META_U8) + u64(1) + "a" + u32(META_U8) + u64(0)) +
-                               entry("after", META_U32, u32(9));
+    const std::string nested =
+        entry("n", META_ARRAY, u32(META_ARRAY) + u64(2) + u32(META_U8) + u64(1) + "a" + u32(META_U8) + u64(0)) +
+        entry("after", META_U32, u32(9));
     Metadata m;
     uint64_t used = 0;
     REQUIRE(m.parse(reinterpret_cast<const uint8_t*>(nested.data()), nested.size(), 2, &used) == "");

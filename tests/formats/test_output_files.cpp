@@ -47,7 +47,8 @@ TEST_CASE("output files: a symlink planted at the old predictable temporary name
     const std::string victim = kDir + "/victim.txt", out = kDir + "/out.hearth";
     std::ofstream(victim) << "the user's file";
     // The shell's PID is quantize's after exec: this is where OUTPUT.partial-PID used to be.
-    CommandResult r = run_command("sh -c 'ln -s victim.txt " + out + ".partial-$$; exec ./quantize tests/data/parity/mha " + out + " -q'");
+    CommandResult r =
+        run_command("sh -c 'ln -s victim.txt " + out + ".partial-$$; exec ./quantize tests/data/parity/mha " + out + " -q'");
     CHECK(r.exit_code == 0);
     CHECK(read_text(victim) == "the user's file");
     complete_or_absent(out);
@@ -74,7 +75,8 @@ TEST_CASE("output files: a closed pipe on stderr leaves no partial file") {
     close(fds[1]);
     std::string seen;
     char buf[256];
-    for (ssize_t n; seen.find("-> ") == std::string::npos && (n = read(fds[0], buf, sizeof buf)) > 0;) seen.append(buf, size_t(n));
+    for (ssize_t n; seen.find("-> ") == std::string::npos && (n = read(fds[0], buf, sizeof buf)) > 0;)
+        seen.append(buf, size_t(n));
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -92,7 +94,8 @@ TEST_CASE("output files: a file size limit (ulimit -f) is a one-line error and l
     // the system's own words for it — whether or not the caller ignored the signal already.
     for (const std::string trap : {"", "trap \"\" XFSZ; "}) {
         CAPTURE(trap);
-        CommandResult r = run_command("sh -c '" + trap + "ulimit -f 64; exec ./quantize models/tiny-shakespeare.hearth " + out + " f32 -q'");
+        CommandResult r =
+            run_command("sh -c '" + trap + "ulimit -f 64; exec ./quantize models/tiny-shakespeare.hearth " + out + " f32 -q'");
         CHECK(r.exit_code == 1);
         // Progress lines come first; the error is the one last line.
         const size_t last = r.err.rfind('\n', r.err.size() - 2);
@@ -107,7 +110,9 @@ TEST_CASE("output files: a failed or interrupted conversion leaves an existing o
     const std::string out = kDir + "/kept.hearth", old = "an older file of that name";
     std::ofstream(out) << old;
     // A conversion that fails half way (its input's weights are truncated).
-    REQUIRE(run_command("cp -r tests/data/parity/mha " + kDir + "/broken && truncate -s 300000 " + kDir + "/broken/model.safetensors").exit_code == 0);
+    REQUIRE(
+        run_command("cp -r tests/data/parity/mha " + kDir + "/broken && truncate -s 300000 " + kDir + "/broken/model.safetensors")
+            .exit_code == 0);
     CommandResult r = run_command("./quantize " + kDir + "/broken " + out + " -q");
     CHECK(r.exit_code == 1);
     CHECK(read_text(out) == old);

@@ -33,8 +33,7 @@ namespace {
 
 // Bounds that keep one execution fast; real vocabularies are larger, but what breaks a
 // tokenizer needs few tokens.
-constexpr size_t kMaxAdded = 256, kMaxWords = 256, kMaxWordBytes = 64, kMaxMerges = 1024, kMaxRegexes = 3,
-                 kMaxTokenBytes = 1024;
+constexpr size_t kMaxAdded = 256, kMaxWords = 256, kMaxWordBytes = 64, kMaxMerges = 1024, kMaxRegexes = 3, kMaxTokenBytes = 1024;
 
 struct Builder {
     BpeVocab v;

@@ -25,8 +25,10 @@ inline size_t json_value_end(const uint8_t* data, size_t open, size_t end) {
     for (size_t i = open; i < end; i++) {
         const uint8_t c = data[i];
         if (in_string) {
-            if (c == '\\') i++;
-            else if (c == '"') in_string = false;
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
         } else if (c == '"') {
             in_string = true;
         } else if (c == '[' || c == '{') {

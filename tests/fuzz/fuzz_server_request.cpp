@@ -26,7 +26,8 @@ void require(bool ok, const char* what) {
 void check_completion(const CompletionRequest& r) {
     require(r.max_tokens == -1 || r.max_tokens >= 1, "max_tokens is -1 or positive");
     require(r.stop.size() <= limits::kServerStopStrings, "at most kServerStopStrings stop strings");
-    for (const std::string& s : r.stop) require(!s.empty() && s.size() <= limits::kServerStopBytes, "stop strings non-empty, bounded");
+    for (const std::string& s : r.stop)
+        require(!s.empty() && s.size() <= limits::kServerStopBytes, "stop strings non-empty, bounded");
     require(r.sampler.temperature >= 0 && r.sampler.temperature <= 2, "temperature in 0..2");
     require(r.sampler.top_p >= 0 && r.sampler.top_p <= 1, "top_p in 0..1");
     require(r.sampler.min_p >= 0 && r.sampler.min_p <= 1, "min_p in 0..1");
@@ -53,26 +54,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
     ApiError e;
     switch (data[0] % 4) {
-    case 0:
-    case 1: {
-        CompletionRequest r;
-        e = parse_completion_request(body, data[0] % 4 == 0, SamplerParams{}, &r);
-        if (!e) check_completion(r);
-        break;
-    }
-    case 2: {
-        std::string content;
-        bool add_special = false;
-        e = parse_tokenize_request(body, &content, &add_special);
-        break;
-    }
-    case 3: {
-        std::vector<int> ids;
-        e = parse_detokenize_request(body, 1024, &ids);
-        if (!e)
-            for (int id : ids) require(id >= 0 && id < 1024, "ids inside the vocabulary");
-        break;
-    }
+        case 0:
+        case 1: {
+            CompletionRequest r;
+            e = parse_completion_request(body, data[0] % 4 == 0, SamplerParams{}, &r);
+            if (!e) check_completion(r);
+            break;
+        }
+        case 2: {
+            std::string content;
+            bool add_special = false;
+            e = parse_tokenize_request(body, &content, &add_special);
+            break;
+        }
+        case 3: {
+            std::vector<int> ids;
+            e = parse_detokenize_request(body, 1024, &ids);
+            if (!e)
+                for (int id : ids) require(id >= 0 && id < 1024, "ids inside the vocabulary");
+            break;
+        }
     }
     if (e) {
         require(e.status == 400 && !e.message.empty(), "a refusal is 400 with a message");

@@ -85,7 +85,7 @@ inline const std::vector<std::string>& fixed_texts() {
         "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nok<|im_end|>",
         "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><s>[INST] x [/INST]</s>",
         "<|im_end|<|im_end|>>><<think>think></think <|endoftext|><|end_of_text|><|eot_id|",  // partial, nested
-        "\xc4\xa0\xc4\xa0the \xc4\x8a \xe2\x96\x81\xe2\x96\x81x <0x0A> [PAD5]",  // the tokenizers' own spellings
+        "\xc4\xa0\xc4\xa0the \xc4\x8a \xe2\x96\x81\xe2\x96\x81x <0x0A> [PAD5]",              // the tokenizers' own spellings
         "\xef\xbf\xbd\xef\xbb\xbf\xe2\x80\x8b\xe2\x80\xae\xe2\x80\xa8\xc2\xa0\xc2\xad\x7f\x01\x1b[0m",  // U+FFFD, BOM, ZW, bidi, NBSP
     };
     return texts;
@@ -149,8 +149,8 @@ inline bool is_valid_utf8(const std::string& s) {
 
 inline bool is_nfc(const std::string& s) {
     utf8proc_uint8_t* nfc = nullptr;
-    const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()), &nfc,
-                                              utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()),
+                                              &nfc, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
     const bool same = len >= 0 && std::string(reinterpret_cast<const char*>(nfc), size_t(len)) == s;
     std::free(nfc);
     return same;
@@ -187,8 +187,8 @@ struct Use {
 // UTF-8 (the encoder replaces invalid bytes), holds no control token that was allowed to match
 // (those decode to nothing), and is its own NFC when the vocabulary normalizes. BOS, which may
 // be any token, is left out. `decoded` is the decoding of all the ids.
-inline void check_round_trip(const Use& use, const std::string& text, bool add_bos, bool allow_control, const std::vector<int>& ids,
-                             const std::string& decoded) {
+inline void check_round_trip(const Use& use, const std::string& text, bool add_bos, bool allow_control,
+                             const std::vector<int>& ids, const std::string& decoded) {
     const BpeTokenizer* bpe = use.tok.bpe();
     for (int id : ids)
         if (id < 0 || id >= bpe->vocab_size()) {
@@ -207,8 +207,10 @@ inline void check_round_trip(const Use& use, const std::string& text, bool add_b
     }
     const std::string back = bos ? use.tok.decode(std::vector<int>(ids.begin() + 1, ids.end())) : decoded;
     if (back != text) {
-        std::fprintf(stderr, "fuzz: decode(encode(text)) != text (%zu bytes in, %zu out, %zu ids, allow_control %d)\n  text: %s\n  back: %s\n",
-                     text.size(), back.size(), ids.size(), int(allow_control), escaped(text).c_str(), escaped(back).c_str());
+        std::fprintf(
+            stderr,
+            "fuzz: decode(encode(text)) != text (%zu bytes in, %zu out, %zu ids, allow_control %d)\n  text: %s\n  back: %s\n",
+            text.size(), back.size(), ids.size(), int(allow_control), escaped(text).c_str(), escaped(back).c_str());
         std::abort();
     }
 }
@@ -220,8 +222,10 @@ inline void encode_one(const Use& use, const std::string& text, bool add_bos, bo
     std::string err;
     // Tokenizer::encode is what run calls (control tokens never come from text); SentencePiece
     // has no such switch.
-    if (tok.bpe() && allow_control) err = tok.bpe()->encode(text, add_bos, true, &ids);
-    else err = tok.encode(text, add_bos, &ids);
+    if (tok.bpe() && allow_control)
+        err = tok.bpe()->encode(text, add_bos, true, &ids);
+    else
+        err = tok.encode(text, add_bos, &ids);
     if (!err.empty()) {
         if (!ids.empty()) std::abort();  // a failed encode leaves nothing behind (tokenizer.h)
         return;

@@ -65,7 +65,8 @@ std::string replay(const Target& t, const std::string& path) {
     int status = 0;
     waitpid(pid, &status, 0);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-    if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGALRM ? "hung (60 s)" : "killed by signal " + std::to_string(WTERMSIG(status));
+    if (WIFSIGNALED(status))
+        return WTERMSIG(status) == SIGALRM ? "hung (60 s)" : "killed by signal " + std::to_string(WTERMSIG(status));
     return "exit status " + std::to_string(WEXITSTATUS(status)) + " (a sanitizer report or an abort above)";
 }
 

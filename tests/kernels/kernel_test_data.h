@@ -33,8 +33,10 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
         uint8_t* row = w.data() + size_t(r) * rb;
         if (r % 4 == 1) {
             for (auto& v : x) v = nd(rng);
-            if (t == TYPE_Q4_K) quantize_row_q4_k(x.data(), row, n);
-            else quantize_row_q6_k(x.data(), row, n);
+            if (t == TYPE_Q4_K)
+                quantize_row_q4_k(x.data(), row, n);
+            else
+                quantize_row_q6_k(x.data(), row, n);
             continue;
         }
         for (size_t i = 0; i < rb; ++i) row[i] = r % 4 == 0 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
@@ -160,8 +162,10 @@ inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
         uint8_t* row = &w[size_t(r) * rb];
         if (r % 4 == 1) {
             for (float& v : x) v = nd(rng);
-            if (type == TYPE_Q4_0) quantize_row_q4_0(x.data(), row, cols);
-            else quantize_row_q8_0_scalar(x.data(), row, cols);
+            if (type == TYPE_Q4_0)
+                quantize_row_q4_0(x.data(), row, cols);
+            else
+                quantize_row_q8_0_scalar(x.data(), row, cols);
             continue;
         }
         const uint8_t extreme = type == TYPE_Q4_0 ? (r % 4 == 2 ? 0xFF : 0x00) : (r % 4 == 2 ? 0x80 : 0x7F);
@@ -215,7 +219,8 @@ inline std::vector<double> magnitudes(uint32_t type, const Bytes& w, const Bytes
         return mag;
     }
     std::vector<float> wf(size_t(rows) * cols), af(size_t(n_tokens) * cols);
-    for (int r = 0; r < rows; r++) (type == TYPE_Q4_0 ? dequantize_row_q4_0 : dequantize_row_q8_0)(&w[r * wrb], &wf[size_t(r) * cols], cols);
+    for (int r = 0; r < rows; r++)
+        (type == TYPE_Q4_0 ? dequantize_row_q4_0 : dequantize_row_q8_0)(&w[r * wrb], &wf[size_t(r) * cols], cols);
     for (int t = 0; t < n_tokens; t++) dequantize_row_q8_0(&a[t * arb], &af[size_t(t) * cols], cols);
     for (int t = 0; t < n_tokens; t++)
         for (int r = 0; r < rows; r++) {

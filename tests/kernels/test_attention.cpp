@@ -70,10 +70,10 @@ struct Kernels {
 // Every version built in for type t, the scalar twin first.
 std::vector<Kernels> versions(uint32_t t) {
     std::vector<Kernels> v;
-#define HEARTH_VERSIONS(type, T)                                                              \
-    if (t == T) {                                                                             \
+#define HEARTH_VERSIONS(type, T)                                                                  \
+    if (t == T) {                                                                                 \
         v.push_back({#type "_scalar", attn_scores_##type##_scalar, attn_values_##type##_scalar}); \
-        HEARTH_SIMD_VERSIONS(type)                                                            \
+        HEARTH_SIMD_VERSIONS(type)                                                                \
     }
 #if defined(HEARTH_ISA_AVX2)
 #define HEARTH_SIMD_VERSIONS(type) v.push_back({#type "_avx2", attn_scores_##type##_avx2, attn_values_##type##_avx2});
@@ -122,7 +122,8 @@ TEST_CASE("attention scores: every version equals the formula, for query groups 
                     for (int r = 0; r < n_q; r++)
                         for (int p = 0; p < n_k; p++)
                             for (int d = 0; d < hd; d++) {
-                                const double term = double(q[size_t(r) * hd + d]) * c.values[size_t(p) * heads * hd + head * hd + d];
+                                const double term =
+                                    double(q[size_t(r) * hd + d]) * c.values[size_t(p) * heads * hd + head * hd + d];
                                 exact[size_t(r) * n_k + p] += term, mag[size_t(r) * n_k + p] += std::fabs(term);
                             }
                     std::vector<float> ref;
@@ -142,8 +143,8 @@ TEST_CASE("attention scores: every version equals the formula, for query groups 
                                 f.add(!(std::fabs(got - e) <= bound), r, p);
                                 f.add(!(std::fabs(got - ref[size_t(r) * s_stride + p]) <= 2 * bound), r, p);
                             }
-                        INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_k << " keys; first wrong: row "
-                                       << f.row << ", position " << f.col);
+                        INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_k
+                                       << " keys; first wrong: row " << f.row << ", position " << f.col);
                         CHECK(f.count == 0);
                     }
                 }
@@ -168,7 +169,8 @@ TEST_CASE("attention values: every version equals the weighted sum, for query gr
                     for (int r = 0; r < n_q; r++)
                         for (int p = 0; p < n_v; p++)
                             for (int i = 0; i < hd; i++) {
-                                const double term = double(w[size_t(r) * w_stride + p]) * c.values[size_t(p) * heads * hd + head * hd + i];
+                                const double term =
+                                    double(w[size_t(r) * w_stride + p]) * c.values[size_t(p) * heads * hd + head * hd + i];
                                 exact[size_t(r) * hd + i] += term, mag[size_t(r) * hd + i] += std::fabs(term);
                             }
                     std::vector<float> ref;
@@ -188,8 +190,8 @@ TEST_CASE("attention values: every version equals the weighted sum, for query gr
                                 f.add(!(std::fabs(got - e) <= bound), r, i);
                                 f.add(!(std::fabs(got - ref[size_t(r) * out_stride + i]) <= 2 * bound), r, i);
                             }
-                        INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_v << " values; first wrong: row "
-                                       << f.row << ", dim " << f.col);
+                        INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_v
+                                       << " values; first wrong: row " << f.row << ", dim " << f.col);
                         CHECK(f.count == 0);
                     }
                 }

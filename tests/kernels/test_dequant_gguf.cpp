@@ -35,7 +35,11 @@ std::vector<GoldenRecord> read_goldens(const char* path) {
         std::memcpy(dst, data.data() + pos, n);
         pos += n;
     };
-    auto u32 = [&] { uint32_t v; take(&v, 4); return v; };
+    auto u32 = [&] {
+        uint32_t v;
+        take(&v, 4);
+        return v;
+    };
     char magic[4];
     take(magic, 4);
     REQUIRE(std::string(magic, 4) == "HDQG");
@@ -79,8 +83,8 @@ TEST_CASE("dequant_gguf: bitwise equal to gguf-py's dequantizers") {
             std::memcpy(&got, &y[size_t(i)], 4);
             std::memcpy(&want, &r.values[size_t(i)], 4);
             if (got != want && mismatches++ < 5)
-                FAIL_CHECK("element ", i, " (block ", i / r.block_size, "): got ", y[size_t(i)],
-                           ", gguf-py ", r.values[size_t(i)]);
+                FAIL_CHECK("element ", i, " (block ", i / r.block_size, "): got ", y[size_t(i)], ", gguf-py ",
+                           r.values[size_t(i)]);
         }
         CHECK(mismatches == 0);
         for (size_t i = size_t(n); i < y.size(); ++i) CHECK(y[i] == -12345.f);
@@ -94,13 +98,14 @@ TEST_CASE("dequant_gguf: bitwise equal to gguf-py's dequantizers") {
             CHECK(std::memcmp(yb.data(), r.values.data() + size_t(b) * r.block_size, r.block_size * sizeof(float)) == 0);
         }
     }
-    CHECK(seen == std::set<uint32_t>{TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q2_K, TYPE_Q3_K,
-                                     TYPE_Q5_K, TYPE_IQ4_NL, TYPE_IQ4_XS});
+    CHECK(seen == std::set<uint32_t>{TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q2_K, TYPE_Q3_K, TYPE_Q5_K, TYPE_IQ4_NL, TYPE_IQ4_XS});
 }
 
 TEST_CASE("dequant_gguf: a dequantizer for exactly the types marked USE_DEQUANT") {
     // The GGUF-only dequantizers: the rows of kTypeTraits hearth reads but does not compute with.
-    auto handles = [](uint32_t t) { return type_is_known(t) && type_traits(t)->use == USE_DEQUANT && type_traits(t)->dequantize != nullptr; };
+    auto handles = [](uint32_t t) {
+        return type_is_known(t) && type_traits(t)->use == USE_DEQUANT && type_traits(t)->dequantize != nullptr;
+    };
     for (const TypeTraits& t : kTypeTraits) {
         CAPTURE(t.name);
         CHECK(handles(t.id) == (t.use == USE_DEQUANT));

@@ -100,7 +100,7 @@ TEST_CASE("fp16 conversion: every half value round-trips, and rounding is to nea
         CHECK(fp32_to_fp16(f) == h);
     }
     CHECK(fp16_to_fp32(0x3c00) == 1.0f);
-    CHECK(fp16_to_fp32(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
+    CHECK(fp16_to_fp32(0x0001) == std::ldexp(1.0f, -24));         // smallest subnormal
     CHECK(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie goes to even
     CHECK(fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
     CHECK(fp32_to_fp16(70000.0f) == 0x7c00);  // overflow is infinity
@@ -119,9 +119,11 @@ TEST_CASE("matmul_f32_rows / matmul_f16_rows: the tiled version equals the scala
                 std::vector<float> a32(size_t(stride) * tokens, -7.0f), b32 = a32, a16 = a32, b16 = a32;
                 const size_t xrb = sizeof(float) * size_t(cols);
                 matmul_f32_rows_scalar(w.data(), xrb, x.data(), xrb, cols, tokens, a32.data(), stride, r0, rows);
-                pick_kernel(KernelOp::matmul, TYPE_F32, Layout::rows, tokens)->matmul(w.data(), xrb, x.data(), xrb, cols, tokens, b32.data(), stride, r0, rows);
+                pick_kernel(KernelOp::matmul, TYPE_F32, Layout::rows, tokens)
+                    ->matmul(w.data(), xrb, x.data(), xrb, cols, tokens, b32.data(), stride, r0, rows);
                 matmul_f16_rows_scalar(h.data(), 2 * size_t(cols), x.data(), xrb, cols, tokens, a16.data(), stride, r0, rows);
-                pick_kernel(KernelOp::matmul, TYPE_F16, Layout::rows, tokens)->matmul(h.data(), 2 * size_t(cols), x.data(), xrb, cols, tokens, b16.data(), stride, r0, rows);
+                pick_kernel(KernelOp::matmul, TYPE_F16, Layout::rows, tokens)
+                    ->matmul(h.data(), 2 * size_t(cols), x.data(), xrb, cols, tokens, b16.data(), stride, r0, rows);
                 for (int t = 0; t < tokens; t++)
                     for (int r = 0; r < stride; r++) {
                         const size_t i = size_t(t) * stride + r;
@@ -145,7 +147,7 @@ TEST_CASE("softmax_f32: the vectorised exp agrees with libm's to a few ulp, sums
     for (int n : {1, 7, 8, 9, 64, 513}) {
         std::vector<float> x = random_floats(n, n);
         for (float& v : x) v *= 8.0f;  // spread: some exps underflow towards 0
-        if (n > 3) x[2] = -200.0f;      // far below the max: exp is 0 in float
+        if (n > 3) x[2] = -200.0f;     // far below the max: exp is 0 in float
         std::vector<float> a = x, b = x;
         softmax_f32_scalar(a.data(), n);
         softmax_f32(b.data(), n);

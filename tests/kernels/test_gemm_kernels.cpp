@@ -46,8 +46,10 @@ Bytes random_weights(TensorType t, int rows, int n, uint32_t seed) {
             }
         } else {
             for (auto& v : x) v = nd(rng);
-            if (t == TYPE_Q4_0) quantize_row_q4_0(x.data(), row, n);
-            else quantize_row_q8_0_scalar(x.data(), row, n);
+            if (t == TYPE_Q4_0)
+                quantize_row_q4_0(x.data(), row, n);
+            else
+                quantize_row_q8_0_scalar(x.data(), row, n);
         }
     }
     return w;
@@ -166,13 +168,15 @@ TEST_CASE("GEMM (AVX2): a wrong result is detected (sanity of the comparison)") 
     for (float v : out) CHECK(v == 32 * 7 * 0.5f * 0.25f);
 }
 
-TEST_CASE("GEMM (AVX2, and AVX-512 zmm for Q6_K) for Q4_K / Q6_K equals the scalar matmul: tokens, rows, super-blocks, row ranges") {
-    const GemmCase cases[] = {{TYPE_Q4_K, matmul_q4_k_gemm_avx2, matmul_q4_k_rows_scalar},
-                              {TYPE_Q6_K, matmul_q6_k_gemm_avx2, matmul_q6_k_rows_scalar},
+TEST_CASE(
+    "GEMM (AVX2, and AVX-512 zmm for Q6_K) for Q4_K / Q6_K equals the scalar matmul: tokens, rows, super-blocks, row ranges") {
+    const GemmCase cases[] = {
+        {TYPE_Q4_K, matmul_q4_k_gemm_avx2, matmul_q4_k_rows_scalar},
+        {TYPE_Q6_K, matmul_q6_k_gemm_avx2, matmul_q6_k_rows_scalar},
 #if defined(HEARTH_ISA_AVX512)
-                              // zmm tiles (kernels/x86/gemm_avx512.cpp): panels of 16 rows, tiles of 8
-                              // tokens, token blocks of 128, chunks of 4 super-blocks
-                              {TYPE_Q6_K, matmul_q6_k_gemm_avx512, matmul_q6_k_rows_scalar},
+        // zmm tiles (kernels/x86/gemm_avx512.cpp): panels of 16 rows, tiles of 8
+        // tokens, token blocks of 128, chunks of 4 super-blocks
+        {TYPE_Q6_K, matmul_q6_k_gemm_avx512, matmul_q6_k_rows_scalar},
 #endif
     };
     struct Range {
@@ -186,7 +190,7 @@ TEST_CASE("GEMM (AVX2, and AVX-512 zmm for Q6_K) for Q4_K / Q6_K equals the scal
                 const int total_rows = rg.r1 + 3;
                 const Bytes W = random_weights_k(gc.w, total_rows, n, 3000 + n + rg.r0 * 100 + rg.r1);
                 for (int nt : {1, 3, 4, 5, 9, 17, 64, 70, 130}) {  // 70, 130: past the blocks of 64 (ymm), 128 (zmm) tokens
-                    if (nt == 130 && n > 256) continue;  // keep the run short
+                    if (nt == 130 && n > 256) continue;            // keep the run short
                     CAPTURE(std::string(type_name(gc.w)));
                     CAPTURE(n);
                     CAPTURE(rg.r0);

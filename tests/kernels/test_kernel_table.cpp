@@ -79,7 +79,8 @@ Problem make_problem(uint32_t type, int rows, int cols, int n_tokens) {
         p.w_plain = kernel_test::random_weights(type, rows, cols, seed);
         p.a = kernel_test::random_acts(type, n_tokens, cols, seed + 1);
         const uint32_t at = type_vec_dot_type(type);
-        for (int t = 0; t < n_tokens; t++) type_traits(at)->dequantize(&p.a[t * type_row_bytes(at, cols)], &af[size_t(t) * cols], cols);
+        for (int t = 0; t < n_tokens; t++)
+            type_traits(at)->dequantize(&p.a[t * type_row_bytes(at, cols)], &af[size_t(t) * cols], cols);
         p.mag = kernel_test::magnitudes(type, p.w_plain, p.a, rows, cols, n_tokens);
     }
     for (int r = 0; r < rows; r++) type_traits(type)->dequantize(&p.w_plain[r * wrb], &wf[size_t(r) * cols], cols);
@@ -121,7 +122,8 @@ constexpr float kSentinel = 12345.f;
 // The row's kernel over rows [r0, r1) of the problem's matrix, into an output of rows + 3 columns
 // per token (kSentinel where nothing may be written); with 2 threads the range is cut in two as
 // matmul cuts it (whole groups for interleaved rows), each half on its own thread.
-std::vector<float> run_matmul(const KernelRow& row, const Problem& p, int rows, int cols, int n_tokens, int r0, int r1, int threads) {
+std::vector<float> run_matmul(const KernelRow& row, const Problem& p, int rows, int cols, int n_tokens, int r0, int r1,
+                              int threads) {
     const int os = rows + 3;
     std::vector<float> out(size_t(os) * n_tokens, kSentinel);
     const Bytes& w = row.layout == Layout::rows_x8 ? p.w_x8 : p.w_plain;
@@ -131,7 +133,8 @@ std::vector<float> run_matmul(const KernelRow& row, const Problem& p, int rows, 
     const int cuts[3] = {r0, threads == 2 ? mid : r1, r1};
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
     for (int i = 0; i < threads; i++)
-        if (cuts[i] < cuts[i + 1]) row.matmul(w.data(), wrb, p.a.data(), arb, cols, n_tokens, out.data(), os, cuts[i], cuts[i + 1]);
+        if (cuts[i] < cuts[i + 1])
+            row.matmul(w.data(), wrb, p.a.data(), arb, cols, n_tokens, out.data(), os, cuts[i], cuts[i + 1]);
     return out;
 }
 
@@ -161,8 +164,9 @@ void check_matmul_row(const KernelRow& row) {
     // Plain: odd counts and counts that are not multiples of 8, whole and from a later row on.
     // Interleaved: 1, 2 and 5 whole groups, the last two matrices with a plain tail of 5 rows that
     // the kernel must leave alone; all groups, and from the second group on.
-    const std::vector<Shape> shapes = x8 ? std::vector<Shape>{{8, {{0, 8}}}, {21, {{0, 16}, {8, 16}}}, {45, {{0, 40}, {8, 40}}}}
-                                         : std::vector<Shape>{{1, {{0, 1}}}, {7, {{0, 7}, {2, 5}}}, {13, {{0, 13}, {3, 13}}}, {37, {{0, 37}, {5, 30}}}};
+    const std::vector<Shape> shapes =
+        x8 ? std::vector<Shape>{{8, {{0, 8}}}, {21, {{0, 16}, {8, 16}}}, {45, {{0, 40}, {8, 40}}}}
+           : std::vector<Shape>{{1, {{0, 1}}}, {7, {{0, 7}, {2, 5}}}, {13, {{0, 13}, {3, 13}}}, {37, {{0, 37}, {5, 30}}}};
     for (int nb : block_counts(row.type)) {
         const int cols = nb * type_block_size(row.type);
         for (const Shape& s : shapes) {
@@ -197,7 +201,9 @@ void check_matmul_row(const KernelRow& row) {
                                                     : kernel_test::within_rounding(v, float(p.exact[i]), p.mag[i], nb) &&
                                                           kernel_test::within_rounding(v, p.ref[i], p.mag[i], nb);
                                 if (!ok) {
-                                    if (bad < 3) MESSAGE("t=" << t << " r=" << r << " got=" << v << " exact=" << p.exact[i] << " scalar=" << p.ref[i]);
+                                    if (bad < 3)
+                                        MESSAGE("t=" << t << " r=" << r << " got=" << v << " exact=" << p.exact[i]
+                                                     << " scalar=" << p.ref[i]);
                                     bad++;
                                 }
                             }
@@ -222,7 +228,7 @@ void check_quantize_row(const KernelRow& row) {
         std::normal_distribution<float> nd(0.f, 1.f);
         std::vector<float> x(size_t(n_rows) * cols);
         for (size_t i = 0; i < x.size(); i++) x[i] = nd(rng) * (i % 97 == 5 ? 30.f : 1.f);
-        for (int i = 0; i < cols; i++) x[size_t(3) * cols + i] = 0.f;                // an all-zero row
+        for (int i = 0; i < cols; i++) x[size_t(3) * cols + i] = 0.f;                   // an all-zero row
         for (int i = 0; i < cols; i++) x[size_t(4) * cols + i] = i % 2 ? 1e-3f : -7.f;  // the extreme twice per block
         const size_t rb = type_row_bytes(row.type, cols);
         for (int threads : {1, 2}) {
@@ -252,7 +258,8 @@ void check_quantize_row(const KernelRow& row) {
 
 }  // namespace
 
-TEST_CASE("kernel table: every (op, type, layout) has a scalar row from 1 token, and interleaved rows only for types with the layout") {
+TEST_CASE(
+    "kernel table: every (op, type, layout) has a scalar row from 1 token, and interleaved rows only for types with the layout") {
     int n = 0;
     const KernelRow* rows = kernel_rows(&n);
     REQUIRE(n > 0);
@@ -277,14 +284,17 @@ TEST_CASE("kernel table: every row this build and CPU run equals its type's scal
         if (!kernel_row_available(row)) {
             const bool built = row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr;
             // AMX rows also need the OS's permission for the tiles (and no HEARTH_NO_AMX=1).
-            const std::string why = std::string(built ? "this CPU lacks " : "this build lacks ") + isa_name(row.isa) +
-                                    (built && row.isa == Isa::amx ? ", or the OS refused the tiles, or HEARTH_NO_AMX is set" : "");
+            const std::string why =
+                std::string(built ? "this CPU lacks " : "this build lacks ") + isa_name(row.isa) +
+                (built && row.isa == Isa::amx ? ", or the OS refused the tiles, or HEARTH_NO_AMX is set" : "");
             MESSAGE("not tested: " << describe(row) << " (" << why << ")");
             continue;
         }
         CAPTURE(describe(row));
-        if (row.op == KernelOp::matmul) check_matmul_row(row);
-        else check_quantize_row(row);
+        if (row.op == KernelOp::matmul)
+            check_matmul_row(row);
+        else
+            check_quantize_row(row);
         tested++;
     }
     MESSAGE(tested << " of " << n << " kernel table rows tested on this build (" << std::string(HEARTH_ISA_NAME) << ")");
@@ -314,6 +324,8 @@ TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the O
 #else
     const std::string why = "this build lacks AMX";
 #endif
-    if (available) MESSAGE("AMX rows: " << available << " of " << amx << " available and tested");
-    else MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
+    if (available)
+        MESSAGE("AMX rows: " << available << " of " << amx << " available and tested");
+    else
+        MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
 }

@@ -51,7 +51,7 @@ TEST_CASE("q4_Kx8 repack: each byte lands where the layout says, and repacking b
                         // Record b of group g (kernels/rows_x8.h), every byte on its own.
                         const uint8_t* rec = x8.data() + size_t(g) * 8 * rb + size_t(b) * 1152;
                         for (int m = 0; m < 2; m++) {
-                            misplaced += rec[2 * i + m] != blk[m];         // d
+                            misplaced += rec[2 * i + m] != blk[m];           // d
                             misplaced += rec[16 + 2 * i + m] != blk[2 + m];  // dmin
                         }
                         for (int s = 0; s < 12; s++) misplaced += rec[32 + 32 * (s / 4) + 4 * i + s % 4] != blk[4 + s];
@@ -60,7 +60,8 @@ TEST_CASE("q4_Kx8 repack: each byte lands where the layout says, and repacking b
                             misplaced += rec[128 + 256 * c + 32 * k + 4 * i + m] != blk[16 + j];
                         }
                     } else {
-                        misplaced += std::memcmp(x8.data() + size_t(r) * rb + size_t(b) * 144, blk, 144) != 0;  // the tail stays plain
+                        misplaced +=
+                            std::memcmp(x8.data() + size_t(r) * rb + size_t(b) * 144, blk, 144) != 0;  // the tail stays plain
                     }
                 }
             }

@@ -249,7 +249,7 @@ TEST_CASE("type helpers and block layouts") {
 
 TEST_CASE("Q8_0 quantize: |err| <= d/2, d = fp16(amax/127)") {
     auto x = activations(32 * 64, 1);
-    for (int j = 0; j < 32; ++j) x[5 * 32 + j] = 0.f;              // zero block
+    for (int j = 0; j < 32; ++j) x[5 * 32 + j] = 0.f;                   // zero block
     for (int j = 0; j < 32; ++j) x[6 * 32 + j] = float(j - 16) * 0.5f;  // ties at .5 steps
     const Bytes q = quantize(TYPE_Q8_0, x);
     const auto y = dequantize(TYPE_Q8_0, q, x.size());
@@ -351,8 +351,8 @@ TEST_CASE("quantization quality on gaussian data: Q4_K clearly better than Q4_0"
     double e[5];
     const TensorType ts[5] = {TYPE_Q4_0, TYPE_Q4_K, TYPE_Q6_K, TYPE_Q8_0, TYPE_Q8_K};
     for (int k = 0; k < 5; ++k) e[k] = rms(x, dequantize(ts[k], quantize(ts[k], x), x.size()));
-    MESSAGE("rms error (sigma=1): q4_0 " << e[0] << "  q4_K " << e[1] << "  q6_K " << e[2] << "  q8_0 " << e[3]
-                                         << "  q8_K " << e[4]);
+    MESSAGE("rms error (sigma=1): q4_0 " << e[0] << "  q4_K " << e[1] << "  q6_K " << e[2] << "  q8_0 " << e[3] << "  q8_K "
+                                         << e[4]);
     CHECK(e[1] < 0.87 * e[0]);  // Q4_K (4.5 bpw) vs Q4_0 (4.5 bpw): measured ~0.835
     CHECK(e[2] < 0.3 * e[1]);   // Q6_K: ~2 more bits
     CHECK(e[3] < e[2]);
@@ -410,16 +410,15 @@ TEST_CASE("activation quantizers: SIMD bytes identical to scalar") {
 TEST_CASE("vec_dot: scalar vs exact, best implementation vs scalar") {
     for (const DotCase& dc : dot_cases()) {
         const int bs = type_block_size(dc.w);
-        const std::vector<int> nblocks = bs == 32 ? std::vector<int>{1, 2, 3, 7, 16, 33, 128}
-                                                  : std::vector<int>{1, 2, 3, 5, 16};
+        const std::vector<int> nblocks = bs == 32 ? std::vector<int>{1, 2, 3, 7, 16, 33, 128} : std::vector<int>{1, 2, 3, 5, 16};
         for (int nbk : nblocks) {
             for (int src = 0; src < 2; ++src) {
                 const int n = nbk * bs;
                 CAPTURE(std::string(type_name(dc.w)));
                 CAPTURE(n);
                 CAPTURE(src);
-                const Bytes w = src == 0 ? quantize(dc.w, gaussian(size_t(n), 100 + nbk, 0.02f))
-                                         : random_blocks(dc.w, n, 200 + nbk);
+                const Bytes w =
+                    src == 0 ? quantize(dc.w, gaussian(size_t(n), 100 + nbk, 0.02f)) : random_blocks(dc.w, n, 200 + nbk);
                 const auto xa = activations(size_t(n), 300 + nbk);
                 const Bytes a = quantize_act(dc.a, xa);
                 const auto wd = dequantize(dc.w, w, size_t(n));
@@ -445,17 +444,18 @@ TEST_CASE("matmul_rows equals per-row vec_dot (scalar and best), any rows / toke
         const int bs = type_block_size(dc.w);
         // (single-token kernels work on groups of 4 rows and pairs of blocks: cover odd block
         // counts, exact multiples of 4 rows and groups starting at unaligned r0)
-        std::vector<Shape> shapes = {{1, 1, 0, 1}, {2, 13, 0, 13}, {3, 13, 2, 11}, {1, 6, 1, 6},
-                                     {2, 4, 0, 4}, {5, 10, 1, 10}};
-        if (bs == 32) shapes.push_back({128, 37, 0, 37});  // 4096 columns: several row chunks
-        else shapes.push_back({16, 19, 3, 19});
+        std::vector<Shape> shapes = {{1, 1, 0, 1}, {2, 13, 0, 13}, {3, 13, 2, 11}, {1, 6, 1, 6}, {2, 4, 0, 4}, {5, 10, 1, 10}};
+        if (bs == 32)
+            shapes.push_back({128, 37, 0, 37});  // 4096 columns: several row chunks
+        else
+            shapes.push_back({16, 19, 3, 19});
         for (const Shape& sh : shapes) {
             const int n = sh.nblk * bs;
             const size_t wrb = type_row_bytes(dc.w, n), arb = type_row_bytes(dc.a, n);
             Bytes W(wrb * size_t(sh.rows));
             for (int r = 0; r < sh.rows; ++r) {
-                const Bytes row = (r % 3 == 2) ? random_blocks(dc.w, n, 500 + r)
-                                               : quantize(dc.w, gaussian(size_t(n), 600 + r, 0.02f));
+                const Bytes row =
+                    (r % 3 == 2) ? random_blocks(dc.w, n, 500 + r) : quantize(dc.w, gaussian(size_t(n), 600 + r, 0.02f));
                 std::memcpy(W.data() + size_t(r) * wrb, row.data(), wrb);
             }
             for (int nt : {1, 2, 3, 4, 7, 8, 9, 17}) {
@@ -475,8 +475,8 @@ TEST_CASE("matmul_rows equals per-row vec_dot (scalar and best), any rows / toke
                 for (int impl = 0; impl < 2; ++impl) {
                     CAPTURE(impl);
                     std::vector<float> out(size_t(os) * nt, sentinel);
-                    (impl == 0 ? dc.mm_scalar : mm_best(dc.w, nt))(W.data(), wrb, A.data(), arb, n, nt, out.data(), os,
-                                                           sh.r0, sh.r1);
+                    (impl == 0 ? dc.mm_scalar : mm_best(dc.w, nt))(W.data(), wrb, A.data(), arb, n, nt, out.data(), os, sh.r0,
+                                                                   sh.r1);
                     int bad = 0, touched = 0;
                     for (int t = 0; t < nt; ++t)
                         for (int r = 0; r < os; ++r) {

@@ -53,9 +53,11 @@ TEST_CASE("rows_x8 repack: each byte lands where the layout says, and repacking 
                             // record b of group g: 8 scales, then chunk k holds qs[4k..4k+3] of row i at 4i
                             const uint8_t* rec = x8.data() + size_t(g) * 8 * rb + size_t(b) * 8 * block;
                             misplaced += std::memcmp(rec + 2 * i, blk, 2) != 0;
-                            for (int k = 0; k < qs_bytes / 4; k++) misplaced += std::memcmp(rec + 16 + 32 * k + 4 * i, blk + 2 + 4 * k, 4) != 0;
+                            for (int k = 0; k < qs_bytes / 4; k++)
+                                misplaced += std::memcmp(rec + 16 + 32 * k + 4 * i, blk + 2 + 4 * k, 4) != 0;
                         } else {
-                            misplaced += std::memcmp(x8.data() + size_t(r) * rb + size_t(b) * block, blk, block) != 0;  // tail stays plain
+                            misplaced +=
+                                std::memcmp(x8.data() + size_t(r) * rb + size_t(b) * block, blk, block) != 0;  // tail stays plain
                         }
                     }
                 }

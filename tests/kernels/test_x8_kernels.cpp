@@ -50,7 +50,9 @@ const X8Kernels kKernels[] = {
 };
 
 // The kernel of this build for `type` in `layout` at n_tokens, as matmul picks it.
-matmul_rows_fn picked(uint32_t type, Layout layout, int n_tokens) { return pick_kernel(KernelOp::matmul, type, layout, n_tokens)->matmul; }
+matmul_rows_fn picked(uint32_t type, Layout layout, int n_tokens) {
+    return pick_kernel(KernelOp::matmul, type, layout, n_tokens)->matmul;
+}
 
 // The plain scalar kernel of a type: the tail of its scalar twin.
 matmul_rows_fn ref_tail(uint32_t type) {
@@ -65,8 +67,8 @@ using Ranges = std::vector<std::pair<int, int>>;
 // out (stride os, n_tokens rows, kSentinel where nothing is written) after kernel k over each range;
 // with a `tail` kernel, k takes the whole groups of each range and `tail` the plain rows after them,
 // as matmul splits interleaved matrices.
-std::vector<float> run(matmul_rows_fn k, const Bytes& w, size_t wrb, const Bytes& a, size_t arb, int cols, int n_tokens,
-                       int os, const Ranges& ranges, matmul_rows_fn tail = nullptr) {
+std::vector<float> run(matmul_rows_fn k, const Bytes& w, size_t wrb, const Bytes& a, size_t arb, int cols, int n_tokens, int os,
+                       const Ranges& ranges, matmul_rows_fn tail = nullptr) {
     std::vector<float> out(size_t(os) * size_t(n_tokens), kSentinel);
     for (const auto& [r0, r1] : ranges) {
         const int g1 = tail ? r0 + (r1 - r0) / 8 * 8 : r1;
@@ -78,9 +80,10 @@ std::vector<float> run(matmul_rows_fn k, const Bytes& w, size_t wrb, const Bytes
 
 // A GEMM called directly on each set of row ranges against the scalar twin: the rows in the
 // ranges within rounding, every other entry of `out` (os columns per token) left unwritten.
-[[maybe_unused]] void check_ranges_against_twin(uint32_t type, matmul_rows_fn fn, matmul_rows_fn twin_fn, const Bytes& x8, size_t wrb, const Bytes& a,
-                                                size_t arb, int cols, int n_tokens, int os, const std::vector<Ranges>& range_sets,
-                                                const std::vector<double>& mag, int rows, int nb) {
+[[maybe_unused]] void check_ranges_against_twin(uint32_t type, matmul_rows_fn fn, matmul_rows_fn twin_fn, const Bytes& x8,
+                                                size_t wrb, const Bytes& a, size_t arb, int cols, int n_tokens, int os,
+                                                const std::vector<Ranges>& range_sets, const std::vector<double>& mag, int rows,
+                                                int nb) {
     for (const Ranges& ranges : range_sets) {
         CAPTURE(ranges.size());
         const std::vector<float> twin = run(twin_fn, x8, wrb, a, arb, cols, n_tokens, os, ranges, ref_tail(type));
@@ -113,7 +116,7 @@ TEST_CASE("x8 types: every build has kernels for them, its best ones") {
         // One token: this build's best ISA (AVX2, else NEON, else the scalar twin).
         const KernelRow* one = pick_kernel(KernelOp::matmul, k.plain, Layout::rows_x8, 1);
         REQUIRE(one);
-        CHECK(one->isa == (std::string(HEARTH_ISA_NAME).rfind("avx2", 0) == 0  ? Isa::avx2
+        CHECK(one->isa == (std::string(HEARTH_ISA_NAME).rfind("avx2", 0) == 0   ? Isa::avx2
                            : std::string(HEARTH_ISA_NAME).rfind("neon", 0) == 0 ? Isa::neon
                                                                                 : Isa::scalar));
     }
@@ -149,9 +152,10 @@ TEST_CASE("x8 matmul: the scalar twin equals the plain scalar kernel bit for bit
                     for (const Ranges& ranges : range_sets) {
                         CAPTURE(ranges.size());
                         const std::vector<float> ref = run(k.plain_scalar, plain, wrb, a, arb, cols, n_tokens, os, ranges);
-                        const std::vector<float> twin = run(k.x8_scalar, x8, wrb, a, arb, cols, n_tokens, os, ranges, k.plain_scalar);
-                        const std::vector<float> got = run(picked(k.plain, Layout::rows_x8, n_tokens), x8, wrb, a, arb, cols, n_tokens, os,
-                                                           ranges, picked(k.plain, Layout::rows, n_tokens));
+                        const std::vector<float> twin =
+                            run(k.x8_scalar, x8, wrb, a, arb, cols, n_tokens, os, ranges, k.plain_scalar);
+                        const std::vector<float> got = run(picked(k.plain, Layout::rows_x8, n_tokens), x8, wrb, a, arb, cols,
+                                                           n_tokens, os, ranges, picked(k.plain, Layout::rows, n_tokens));
                         CHECK(std::memcmp(ref.data(), twin.data(), ref.size() * sizeof(float)) == 0);
                         int bad = 0, unwritten = 0;
                         for (int t = 0; t < n_tokens; t++)
@@ -197,7 +201,8 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
                 // matmul_many quantizes x itself, to the bytes the scalar quantizers give.
                 Bytes a(arb * size_t(n_tokens));
                 for (int t = 0; t < n_tokens; t++)
-                    (k.plain == TYPE_Q4_K ? quantize_row_q8_k_scalar : quantize_row_q8_0_scalar)(&x[size_t(t) * cols], &a[t * arb], cols);
+                    (k.plain == TYPE_Q4_K ? quantize_row_q8_k_scalar : quantize_row_q8_0_scalar)(&x[size_t(t) * cols],
+                                                                                                 &a[t * arb], cols);
                 std::vector<float> ref(size_t(n_tokens) * rows), got(ref.size(), NAN);
                 k.plain_scalar(plain.data(), wrb, a.data(), arb, cols, n_tokens, ref.data(), rows, 0, rows);
                 const MatmulJob job{got.data(), k.plain, Layout::rows_x8, x8.data(), rows};
@@ -247,7 +252,8 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
                     const Bytes a = random_acts(zc.plain, n_tokens, cols, uint32_t(500 + n_tokens + cols));
                     const int os = rows + 3;
                     const std::vector<double> mag = magnitudes(zc.plain, plain, a, rows, cols, n_tokens);
-                    check_ranges_against_twin(zc.plain, zc.zmm, zc.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
+                    check_ranges_against_twin(zc.plain, zc.zmm, zc.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag,
+                                              rows, nb);
                 }
             }
         }
@@ -295,7 +301,8 @@ TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: to
                         const Bytes a = random_acts(ic.plain, n_tokens, cols, uint32_t(700 + n_tokens + cols));
                         const int os = rows + 3;
                         const std::vector<double> mag = magnitudes(ic.plain, plain, a, rows, cols, n_tokens);
-                        check_ranges_against_twin(ic.plain, ic.gemm, ic.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag, rows, nb);
+                        check_ranges_against_twin(ic.plain, ic.gemm, ic.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets,
+                                                  mag, rows, nb);
                     }
                 }
             }

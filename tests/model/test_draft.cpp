@@ -127,8 +127,10 @@ void check_speculation(const SamplerParams& sp, const std::vector<float>& logits
     for (long t = 0; t < n; t++) {
         const int token = s.sample(logits.data(), int(logits.size()), {});
         all[token]++;
-        if (token == d) kept++;
-        else rejected[token]++;
+        if (token == d)
+            kept++;
+        else
+            rejected[token]++;
     }
     int support = 0;
     for (double x : p) support += x > 0;
@@ -283,7 +285,8 @@ TEST_CASE("draft generation: max_tokens, a full context, an end id and an interr
         const int prompt_len = int(encoded(m.tok, kCopy2, true).size());
         for (int room : {1, 2, 7, 30}) {
             CAPTURE(room);
-            const Generated plain = m.generate(kCopy2, 0, 200, prompt_len + room), d = m.generate(kCopy2, n, 200, prompt_len + room);
+            const Generated plain = m.generate(kCopy2, 0, 200, prompt_len + room),
+                            d = m.generate(kCopy2, n, 200, prompt_len + room);
             CHECK(plain.end == GenerationEnd::context_full);
             CHECK(d.end == GenerationEnd::context_full);
             CHECK(d.ids == plain.ids);

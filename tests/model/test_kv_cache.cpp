@@ -66,9 +66,9 @@ TEST_CASE("kv cache: run_state_bytes counts each type's bytes, and positions not
     const RunStateBytes f32 = run_state_bytes(c, {TYPE_F32, TYPE_F32}), f16 = run_state_bytes(c, {TYPE_F16, TYPE_F16});
     const RunStateBytes q8k = run_state_bytes(c, {TYPE_Q8_0, TYPE_F32});
     CHECK(f32.fixed == f16.fixed);
-    CHECK(f32.per_position - f16.per_position == layers * 2 * kv_dim * 2);       // 4 bytes -> 2, keys and values
+    CHECK(f32.per_position - f16.per_position == layers * 2 * kv_dim * 2);                   // 4 bytes -> 2, keys and values
     CHECK(f32.per_position - q8k.per_position == layers * (kv_dim * 4 - kv_dim / 32 * 34));  // keys only
-    CHECK(run_state_bytes(c).per_position == f16.per_position);                  // f16 is the default
+    CHECK(run_state_bytes(c).per_position == f16.per_position);                              // f16 is the default
 
     // A context of 2^17 positions (256 MiB of f16 cache here) used for 100 tokens.
     const int n_ctx = 1 << 17;
@@ -109,12 +109,14 @@ TEST_CASE("kv cache: types are named as llama.cpp names them, and q8_0 needs hea
     CommandResult r = run_command("./run " + out + " -p hi -n 4 -ctk q8_0");
     CHECK(r.exit_code == 1);
     CHECK(r.out == "");
-    CHECK(r.err == "run: a q8_0 key cache needs a head dimension that is a multiple of 32, and this model's is 8: use f16 or f32\n");
+    CHECK(r.err ==
+          "run: a q8_0 key cache needs a head dimension that is a multiple of 32, and this model's is 8: use f16 or f32\n");
     r = run_command("./run " + out + " -p hi -n 4 -ctk f32 -ctv q4_0");
     CHECK(r.exit_code == 1);
     CHECK(r.err == "run: --cache-type-v: 'q4_0' is not a KV cache type: f32, f16 or q8_0\n");
     // The bench says which cache it measured.
-    r = run_command("./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -ctk q8_0 -ctv f32 -t 1");
+    r = run_command(
+        "./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -ctk q8_0 -ctv f32 -t 1");
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("KV cache q8_0/f32") != std::string::npos);
 }

@@ -43,8 +43,9 @@ std::string ids_text(const std::vector<int>& ids) {
 
 // ./run's greedy ids for the golden's prompt, with an f32 KV cache as the reference has.
 std::string run_greedy(const std::string& model, const FamilyGolden& g, const std::string& extra = "") {
-    CommandResult r = run_command("./run " + model + " --prompt-ids " + ids_text(g.prompt_ids) + " -n " +
-                                  std::to_string(g.greedy_ids.size()) + " --temp 0 --ignore-eos --print-ids -t 2 -ctk f32 -ctv f32" + extra);
+    CommandResult r =
+        run_command("./run " + model + " --prompt-ids " + ids_text(g.prompt_ids) + " -n " + std::to_string(g.greedy_ids.size()) +
+                    " --temp 0 --ignore-eos --print-ids -t 2 -ctk f32 -ctv f32" + extra);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return r.out;
@@ -145,7 +146,8 @@ TEST_CASE("families: q8_0 and q4_0 stay as close to f32 as the reference on roun
         const std::string f32 = "build/tests/family-" + name + "-f32.hearth";
         quantize("tests/data/parity/" + name + " " + f32 + " f32");
         const FamilyGolden g = golden(name);
-        const auto sensitivity = nlohmann::json::parse(read_text("tests/data/parity/" + name + "/golden.json")).at("quant_sensitivity");
+        const auto sensitivity =
+            nlohmann::json::parse(read_text("tests/data/parity/" + name + "/golden.json")).at("quant_sensitivity");
         int vocab = 0;
         const std::vector<float> ref = prompt_logits(f32, g.prompt_ids, &vocab);
         for (const std::string type : {"q8_0", "q4_0"}) {
@@ -160,8 +162,8 @@ TEST_CASE("families: q8_0 and q4_0 stay as close to f32 as the reference on roun
                 max_ref = std::max(max_ref, std::fabs(double(ref[i])));
             }
             const double bound = 2 * sensitivity.at(type).get<double>();
-            MESSAGE(name << " " << type << ": max |diff| / max |logit| = " << max_diff / max_ref << " (reference on rounded weights: "
-                         << bound / 2 << ")");
+            MESSAGE(name << " " << type << ": max |diff| / max |logit| = " << max_diff / max_ref
+                         << " (reference on rounded weights: " << bound / 2 << ")");
             CHECK(max_diff > 0);
             CHECK(max_diff / max_ref <= bound);
         }
@@ -216,8 +218,10 @@ std::string import_family(const std::string& name, const nlohmann::json& patch) 
     REQUIRE(run_command("rm -rf " + kCrafted + " && cp -r tests/data/parity/" + name + " " + kCrafted).exit_code == 0);
     auto cfg = nlohmann::json::parse(read_text(kCrafted + "/config.json"));
     for (auto& [key, value] : patch.items()) {
-        if (value.is_null()) cfg.erase(key);
-        else cfg[key] = value;
+        if (value.is_null())
+            cfg.erase(key);
+        else
+            cfg[key] = value;
     }
     std::ofstream(kCrafted + "/config.json") << cfg.dump();
     ImportedCheckpoint out;
@@ -242,14 +246,17 @@ TEST_CASE("families: config.json values hearth cannot honour are refused in one 
                                    "original_max_position_embeddings": 32})");
     auto scaling = [&](const char* key, const J& value) {
         J rs = llama3;
-        if (value.is_null()) rs.erase(key);
-        else rs[key] = value;
+        if (value.is_null())
+            rs.erase(key);
+        else
+            rs[key] = value;
         return import_family("llama3", {{"rope_scaling", rs}});
     };
     // Rope scaling: only llama3 (and "default", none), each parameter present and sane.
     CHECK(says(import_family("llama3", {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}}), "'yarn' is not supported"));
     CHECK(says(import_family("llama3", {{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}), "'linear' is not supported"));
-    CHECK(says(import_family("llama3", {{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}}), "'dynamic' is not supported"));
+    CHECK(
+        says(import_family("llama3", {{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}}), "'dynamic' is not supported"));
     CHECK(says(import_family("llama3", {{"rope_scaling", {{"factor", 2.0}}}}), "no rope_type"));
     CHECK(says(import_family("llama3", {{"rope_scaling", "llama3"}}), "not an object"));
     CHECK(says(scaling("factor", nullptr), "no factor"));
@@ -286,7 +293,8 @@ TEST_CASE("families: config.json values hearth cannot honour are refused in one 
     REQUIRE(config_from_hf_json(mistral.dump(), &c) == "");
     CHECK(c.sliding_window == 4096);  // MistralConfig's default
     // Qwen3's head_dim defaults to 128, not dim / heads: this folder's q_proj then has the wrong shape.
-    CHECK(says(import_family("qwen3", {{"head_dim", nullptr}}), "q_proj.weight has shape [128, 64], config.json implies [512, 64]"));
+    CHECK(says(import_family("qwen3", {{"head_dim", nullptr}}),
+               "q_proj.weight has shape [128, 64], config.json implies [512, 64]"));
     // An architecture hearth does not know is named.
     CHECK(says(import_family("qwen3", {{"architectures", {"Qwen3MoeForCausalLM"}}}), "Qwen3MoeForCausalLM"));
 }
@@ -376,8 +384,8 @@ TEST_CASE("families: Llama-3.2-1B's config.json gives the reference's RoPE frequ
     CHECK(c.head_dim == 64);
     CHECK(c.n_kv_heads == 8);
     // inv_freq / hf_llama.llama3_inv_freq(inv_freq, rope_scaling), in float32 as transformers computes it.
-    const float want[32] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1.651329f, 3.292263f, 9.66673f,
-                            32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+    const float want[32] = {1,         1,        1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1.651329f,
+                            3.292263f, 9.66673f, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
     REQUIRE(c.rope_freq_factors.size() == 32);
     for (int i = 0; i < 32; i++) CHECK(c.rope_freq_factors[size_t(i)] == doctest::Approx(want[i]).epsilon(1e-5));
 }
@@ -390,7 +398,8 @@ TEST_CASE("families: Qwen3-0.6B's and Mistral-7B-v0.1's config.json read as thei
         "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
         "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
         "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true,
-        "use_sliding_window": false, "vocab_size": 151936})", &q) == "");
+        "use_sliding_window": false, "vocab_size": 151936})",
+                                &q) == "");
     CHECK(q.arch == "qwen3");
     CHECK(q.head_dim == 128);
     CHECK(q.n_heads * q.head_dim == 2048);  // the queries are wider than the residual stream (1024)
@@ -408,7 +417,8 @@ TEST_CASE("families: Qwen3-0.6B's and Mistral-7B-v0.1's config.json read as thei
         "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32,
         "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096,
         "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0", "use_cache": true,
-        "vocab_size": 32000})", &m) == "");
+        "vocab_size": 32000})",
+                                &m) == "");
     CHECK(m.arch == "llama");
     CHECK(m.sliding_window == 4096);
     CHECK(m.head_dim == 128);

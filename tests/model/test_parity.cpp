@@ -72,8 +72,8 @@ static void check_model(const std::string& model_path, const Golden& g) {
     compare_logits(logits, g, vocab, model_path + " token by token");
 
     // Greedy generation through the real program, with its default (f16) KV cache.
-    CommandResult r = run_command("./run " + model_path + " --prompt-ids " + join_ids(g.prompt_ids) +
-                                  " -n " + std::to_string(g.greedy_ids.size()) + " --temp 0 --ignore-eos --print-ids -t 2");
+    CommandResult r = run_command("./run " + model_path + " --prompt-ids " + join_ids(g.prompt_ids) + " -n " +
+                                  std::to_string(g.greedy_ids.size()) + " --temp 0 --ignore-eos --print-ids -t 2");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out == join_ids(g.greedy_ids) + "\n");

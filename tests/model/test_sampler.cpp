@@ -95,8 +95,10 @@ static double chi_square(const std::map<int, int>& counts, const std::vector<dou
         double e = probs[i] * n;
         auto it = counts.find(int(i));
         double o = it == counts.end() ? 0 : it->second;
-        if (e > 0) chi += (o - e) * (o - e) / e;
-        else CHECK(o == 0);
+        if (e > 0)
+            chi += (o - e) * (o - e) / e;
+        else
+            CHECK(o == 0);
     }
     return chi;
 }

@@ -98,7 +98,8 @@ TEST_CASE("server request: sampling fields, max_tokens and max_completion_tokens
 }
 
 TEST_CASE("server request: messages: roles, content parts, order") {
-    CompletionRequest r = chat_ok(R"({"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+    CompletionRequest r = chat_ok(
+        R"({"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
                                      {"role":"assistant","content":"c"},{"role":"user","content":"d","name":"me"}]})");
     REQUIRE(r.messages.size() == 4);
     CHECK(r.messages[0].role == "system");  // developer is OpenAI's newer name for system
@@ -114,8 +115,9 @@ TEST_CASE("server request: messages: roles, content parts, order") {
     refused(R"({"messages":[{"role":"wizard","content":"x"}]})", true, "messages");
     refused(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"1"}]})", true, "messages");
     refused(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})", true, "messages");
-    refused(R"({"messages":[{"role":"assistant","content":"x"}]})", true, "messages");                // must end with the user
-    refused(R"({"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]})", true, "messages");  // not alternating
+    refused(R"({"messages":[{"role":"assistant","content":"x"}]})", true, "messages");  // must end with the user
+    refused(R"({"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]})", true,
+            "messages");  // not alternating
     refused(R"({"messages":[{"role":"user","content":"x"},{"role":"system","content":"y"},{"role":"user","content":"z"}]})", true,
             "messages");
     std::string many = R"({"messages":[)";
@@ -202,7 +204,8 @@ TEST_CASE("server request: parameters hearth does not implement are refused by n
 
 TEST_CASE("server request: a body that is not a JSON object is 400") {
     CompletionRequest r;
-    for (const std::string& body : std::vector<std::string>{"", "{", "[1,2]", "\"text\"", "null", "{\"messages\": [}", std::string(100, '[')}) {
+    for (const std::string& body :
+         std::vector<std::string>{"", "{", "[1,2]", "\"text\"", "null", "{\"messages\": [}", std::string(100, '[')}) {
         ApiError e = parse_completion_request(body, true, server_defaults(), &r);
         INFO(body);
         CHECK(e.status == 400);
@@ -210,7 +213,8 @@ TEST_CASE("server request: a body that is not a JSON object is 400") {
     }
     // Invalid UTF-8 inside a string (a lone continuation byte, an overlong form) is not JSON.
     for (const std::string bad : {"\x80", "\xc0\xaf", "\xff"}) {
-        ApiError e = parse_completion_request(R"({"messages":[{"role":"user","content":")" + bad + "\"}]}", true, server_defaults(), &r);
+        ApiError e =
+            parse_completion_request(R"({"messages":[{"role":"user","content":")" + bad + "\"}]}", true, server_defaults(), &r);
         CHECK(e.status == 400);
     }
     // Nesting beyond the JSON depth limit is refused while parsing.

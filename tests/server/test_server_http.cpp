@@ -158,8 +158,8 @@ class Server {
 public:
     explicit Server(const std::string& args) : port_(free_port()) {
         log_ = "build/tests/server-" + std::to_string(port_) + ".log";
-        const std::string cmd =
-            with_programs_of_build("exec ./run models/tiny-shakespeare.hearth --server --port " + std::to_string(port_) + " " + args);
+        const std::string cmd = with_programs_of_build("exec ./run models/tiny-shakespeare.hearth --server --port " +
+                                                       std::to_string(port_) + " " + args);
         pid_ = fork();
         if (pid_ == 0) {
             const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -269,7 +269,8 @@ std::string read_to_close(int fd) {
 
 }  // namespace
 
-TEST_CASE("server http: a request's head over the limits is 431 on every request of a connection, and costs no unbounded memory") {
+TEST_CASE(
+    "server http: a request's head over the limits is 431 on every request of a connection, and costs no unbounded memory") {
     Server s("-np 1 -c 512 --timeout 2");
     REQUIRE(s.ready());
     const int p = s.port();
@@ -285,7 +286,8 @@ TEST_CASE("server http: a request's head over the limits is 431 on every request
     CHECK(http(p, "GET", "/health", "", fewer).status == 200);
     // Long header lines under cpp-httplib's 8 KiB each, over the head's bytes together.
     std::string long_lines;
-    for (size_t i = 0; i * 8000 <= limits::kServerHeadBytes; i++) long_lines += "X-L" + std::to_string(i) + ": " + std::string(8000, 'v') + "\r\n";
+    for (size_t i = 0; i * 8000 <= limits::kServerHeadBytes; i++)
+        long_lines += "X-L" + std::to_string(i) + ": " + std::string(8000, 'v') + "\r\n";
     check_error_shape(http(p, "GET", "/health", "", long_lines), 431);
 
     // The second request of a keep-alive connection is held to the same limits.
@@ -353,7 +355,8 @@ TEST_CASE("server http: a chunked body is held to the body limit, and a request'
     REQUIRE(s.ready());
     const int p = s.port();
     const long rss_before = rss_kib(s.pid());
-    const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n";
+    const std::string head =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n";
     // A small chunked body is read as any other.
     const std::string body = completion_body("ROMEO:", 4);
     char size[16];
@@ -384,7 +387,8 @@ TEST_CASE("server http: a chunked body is held to the body limit, and a request'
         REQUIRE(fd >= 0);
         const auto t = Clock::now();
         send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
-        for (int i = 0; i < 20 && seconds_since(t) < 3 && send_all(fd, " "); i++) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        for (int i = 0; i < 20 && seconds_since(t) < 3 && send_all(fd, " "); i++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
         const Response r = parse_response(read_to_close(fd));
         close(fd);
         CHECK(r.status == 400);
@@ -439,7 +443,8 @@ TEST_CASE("server http: a completion's prompt may be token ids, checked against 
     const json ids = http(p, "POST", "/tokenize", json{{"content", "ROMEO:"}, {"add_special", true}}.dump()).j()["tokens"];
     REQUIRE(ids.is_array());
     const Response by_text = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 12));
-    const Response by_ids = http(p, "POST", "/v1/completions", json{{"prompt", ids}, {"max_tokens", 12}, {"temperature", 0}}.dump());
+    const Response by_ids =
+        http(p, "POST", "/v1/completions", json{{"prompt", ids}, {"max_tokens", 12}, {"temperature", 0}}.dump());
     REQUIRE(by_ids.status == 200);
     CHECK(text_of(by_ids) == text_of(by_text));
     CHECK(by_ids.j()["usage"]["prompt_tokens"] == ids.size());
@@ -456,15 +461,17 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     check_error_shape(http(p, "POST", "/v1/chat/completions", "not json at all"), 400);
     check_error_shape(http(p, "POST", "/v1/chat/completions", "[]"), 400);
     check_error_shape(http(p, "POST", "/v1/chat/completions", R"({"messages":"hello"})"), 400, "messages");
-    check_error_shape(http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"temperature":"hot"})"), 400,
-                      "temperature");
+    check_error_shape(
+        http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"temperature":"hot"})"), 400,
+        "temperature");
     check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":-3})"), 400, "max_tokens");
     check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":["a","b"]})"), 400, "prompt");
     // Invalid UTF-8 in a string: a lone 0xff byte, and a truncated 3-byte sequence.
     check_error_shape(http(p, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xff\"}]}"), 400);
     check_error_shape(http(p, "POST", "/v1/completions", "{\"prompt\":\"\xe2\x82\"}"), 400);
     // Unsupported parameters, named; with stream: true the error still comes before any event.
-    check_error_shape(http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"n":2})"), 400, "n");
+    check_error_shape(http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"n":2})"), 400,
+                      "n");
     Response n2 = http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"n":2,"stream":true})");
     check_error_shape(n2, 400, "n");
     CHECK(n2.headers.find("text/event-stream") == std::string::npos);
@@ -478,10 +485,12 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     check_error_shape(http(p, "GET", "/v2/nothing"), 404);
     check_error_shape(http(p, "GET", "/v1/chat/completions"), 404);
     // A body over the limit: 413 (cpp-httplib 0.11 reads and drops the body first, keeping none of it).
-    check_error_shape(raw_exchange(p, request_text("POST", "/v1/completions", std::string(limits::kServerBodyBytes + 1, ' '))), 413);
+    check_error_shape(raw_exchange(p, request_text("POST", "/v1/completions", std::string(limits::kServerBodyBytes + 1, ' '))),
+                      413);
     // A header line over cpp-httplib's 8 KiB is refused without an answer or with 400.
-    Response big_header = raw_exchange(p, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(limits::kServerHeaderLineBytes + 100, 'a') +
-                                          "\r\nConnection: close\r\n\r\n");
+    Response big_header =
+        raw_exchange(p, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(limits::kServerHeaderLineBytes + 100, 'a') +
+                            "\r\nConnection: close\r\n\r\n");
     CHECK((big_header.status == 0 || big_header.status == 400));
     // A request line that is not HTTP.
     CHECK(raw_exchange(p, "HELLO\r\n\r\n").status != 200);
@@ -511,10 +520,14 @@ TEST_CASE("server http: greedy completions equal run --temp 0, alone or four at 
     const std::vector<std::pair<std::string, std::string>> reqs = {
         {"/v1/completions", completion_body("KING HENRY:", 48)},
         {"/v1/completions", completion_body("To be, or not to be", 48)},
-        {"/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "Speak of the king."}}}}, {"max_tokens", 48}, {"temperature", 0}}.dump()},
         {"/v1/chat/completions",
-         json{{"messages", {{{"role", "system"}, {"content", "Thou art a player."}}, {{"role", "user"}, {"content", "What news?"}}}},
-              {"max_tokens", 48}, {"temperature", 0}}
+         json{{"messages", {{{"role", "user"}, {"content", "Speak of the king."}}}}, {"max_tokens", 48}, {"temperature", 0}}
+             .dump()},
+        {"/v1/chat/completions",
+         json{{"messages",
+               {{{"role", "system"}, {"content", "Thou art a player."}}, {{"role", "user"}, {"content", "What news?"}}}},
+              {"max_tokens", 48},
+              {"temperature", 0}}
              .dump()},
     };
     std::vector<std::string> alone;
@@ -636,8 +649,8 @@ TEST_CASE("server http: --api-key, and the official openai client's test") {
     for (const std::string& body : {std::string(R"({"content":"x"})"), std::string(100000, ' ')}) {
         const int fd = connect_to(p, 10);
         REQUIRE(fd >= 0);
-        send_all(fd, "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                         "\r\n\r\n" + body);
+        send_all(fd, "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body);
         check_error_shape(read_one(fd), 401);
         send_all(fd, "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n");
         CHECK(read_one(fd).status == 200);
@@ -645,7 +658,8 @@ TEST_CASE("server http: --api-key, and the official openai client's test") {
     }
 
     // node:test's TAP output ends with "# pass N" and "# fail N".
-    CommandResult r = run_command("node tests/server/openai_client_test.mjs --url http://127.0.0.1:" + std::to_string(p) + " --api-key sesame");
+    CommandResult r =
+        run_command("node tests/server/openai_client_test.mjs --url http://127.0.0.1:" + std::to_string(p) + " --api-key sesame");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("\n# fail 0\n") != std::string::npos);
@@ -658,9 +672,12 @@ TEST_CASE("server http: a follow-up turn goes to the slot that holds its convers
     REQUIRE(s.ready());
     const int p = s.port();
     auto chat = [&](const json& messages) {
-        return http(p, "POST", "/v1/chat/completions", json{{"messages", messages}, {"max_tokens", 24}, {"temperature", 0}}.dump()).j();
+        return http(p, "POST", "/v1/chat/completions",
+                    json{{"messages", messages}, {"max_tokens", 24}, {"temperature", 0}}.dump())
+            .j();
     };
-    const json a1 = {{{"role", "system"}, {"content", "Thou art the king's herald."}}, {{"role", "user"}, {"content", "What news from France?"}}};
+    const json a1 = {{{"role", "system"}, {"content", "Thou art the king's herald."}},
+                     {{"role", "user"}, {"content", "What news from France?"}}};
     const json ra = chat(a1);
     REQUIRE(ra.contains("usage"));
     // Another conversation meanwhile: it takes the other slot, and A's stays cached.

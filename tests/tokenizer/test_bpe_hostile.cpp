@@ -134,8 +134,10 @@ BpeVocab make_vocab(const std::vector<std::string>& regexes, const std::vector<A
 std::string tokenizer_json(const BpeVocab& v) {
     nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array(), splits = nlohmann::json::array();
     for (size_t id = 0; id < v.tokens.size(); id++) {
-        if (v.types[id] == BpeVocab::kNormal) vocab[v.tokens[id]] = id;
-        else added.push_back({{"id", id}, {"content", v.tokens[id]}, {"special", v.types[id] == BpeVocab::kControl}});
+        if (v.types[id] == BpeVocab::kNormal)
+            vocab[v.tokens[id]] = id;
+        else
+            added.push_back({{"id", id}, {"content", v.tokens[id]}, {"special", v.types[id] == BpeVocab::kControl}});
     }
     for (const std::string& r : v.pre_split_regexes)
         splits.push_back({{"type", "Split"}, {"pattern", {{"Regex", r}}}, {"behavior", "Isolated"}, {"invert", false}});
@@ -163,13 +165,14 @@ constexpr double kGuardSeconds = 10;
 
 class Watchdog {
 public:
-    explicit Watchdog(std::string what) : what_(std::move(what)), thread_([this] {
-        std::unique_lock<std::mutex> lock(mutex_);
-        if (!done_cv_.wait_for(lock, std::chrono::seconds(60), [this] { return done_; })) {
-            std::fprintf(stderr, "test_bpe_hostile: hung for a minute: %s\n", what_.c_str());
-            std::abort();
-        }
-    }) {}
+    explicit Watchdog(std::string what)
+        : what_(std::move(what)), thread_([this] {
+              std::unique_lock<std::mutex> lock(mutex_);
+              if (!done_cv_.wait_for(lock, std::chrono::seconds(60), [this] { return done_; })) {
+                  std::fprintf(stderr, "test_bpe_hostile: hung for a minute: %s\n", what_.c_str());
+                  std::abort();
+              }
+          }) {}
     ~Watchdog() {
         {
             std::lock_guard<std::mutex> lock(mutex_);
@@ -225,8 +228,7 @@ std::string outcome_word(const Outcome& o) {
     return "error (" + o.err.substr(o.err.rfind(": ") + 2) + ")";
 }
 
-const char* const kChatLine =
-    "Could you tell me, in a few words, why the sky looks blue in the day and red at sunset? Thanks!!";
+const char* const kChatLine = "Could you tell me, in a few words, why the sky looks blue in the day and red at sunset? Thanks!!";
 
 // 10 KB of text: the attack repeated between lines of ordinary text (or the attack itself,
 // when it is that long already).
@@ -245,16 +247,33 @@ std::string ten_kb_of(const std::string& attack) {
 // Regexes refused at load
 
 TEST_CASE("bpe hostile: PCRE2 start-of-pattern verbs are refused at load, alone, stacked, among others, from any file") {
-    const std::vector<std::string> verbs = {
-        "(*NO_JIT)", "(*LIMIT_MATCH=4294967295)", "(*LIMIT_HEAP=4294967295)", "(*LIMIT_DEPTH=4294967295)",
-        "(*LIMIT_RECURSION=4294967295)", "(*UTF)", "(*UCP)", "(*CR)", "(*LF)", "(*CRLF)", "(*ANYCRLF)", "(*ANY)", "(*NUL)",
-        "(*BSR_ANYCRLF)", "(*BSR_UNICODE)", "(*NO_START_OPT)", "(*NO_AUTO_POSSESS)", "(*NO_DOTSTAR_ANCHOR)", "(*NOTEMPTY)",
-        "(*NOTEMPTY_ATSTART)", "(*UTF)(*UCP)(*NO_JIT)(*LIMIT_MATCH=100000000)", "(*NO_JIT)(*NO_START_OPT)(*NO_AUTO_POSSESS)"};
+    const std::vector<std::string> verbs = {"(*NO_JIT)",
+                                            "(*LIMIT_MATCH=4294967295)",
+                                            "(*LIMIT_HEAP=4294967295)",
+                                            "(*LIMIT_DEPTH=4294967295)",
+                                            "(*LIMIT_RECURSION=4294967295)",
+                                            "(*UTF)",
+                                            "(*UCP)",
+                                            "(*CR)",
+                                            "(*LF)",
+                                            "(*CRLF)",
+                                            "(*ANYCRLF)",
+                                            "(*ANY)",
+                                            "(*NUL)",
+                                            "(*BSR_ANYCRLF)",
+                                            "(*BSR_UNICODE)",
+                                            "(*NO_START_OPT)",
+                                            "(*NO_AUTO_POSSESS)",
+                                            "(*NO_DOTSTAR_ANCHOR)",
+                                            "(*NOTEMPTY)",
+                                            "(*NOTEMPTY_ATSTART)",
+                                            "(*UTF)(*UCP)(*NO_JIT)(*LIMIT_MATCH=100000000)",
+                                            "(*NO_JIT)(*NO_START_OPT)(*NO_AUTO_POSSESS)"};
     BpeTokenizer bpe;
     REQUIRE(bpe.load(make_vocab({kLlama3SplitRegex})) == "");
     for (const std::string& verb : verbs) {
-        for (const std::vector<std::string>& regexes :
-             {std::vector<std::string>{verb + kLlama3SplitRegex}, std::vector<std::string>{"\\s+", verb + "(a+)+$", kGpt2SplitRegex}}) {
+        for (const std::vector<std::string>& regexes : {std::vector<std::string>{verb + kLlama3SplitRegex},
+                                                        std::vector<std::string>{"\\s+", verb + "(a+)+$", kGpt2SplitRegex}}) {
             CAPTURE(regexes.back());
             const std::string err = bpe.load(make_vocab(regexes));
             CHECK(err.find("PCRE2 verb") != std::string::npos);
@@ -266,7 +285,8 @@ TEST_CASE("bpe hostile: PCRE2 start-of-pattern verbs are refused at load, alone,
 
     // Through a tokenizer.json's Split sequence, and through a GGUF or hearth file's key.
     BpeVocab v;
-    CHECK(bpe_from_tokenizer_json(tokenizer_json(make_vocab({"(*NO_JIT)(a+)+$"})), "", &v).find("PCRE2 verb") != std::string::npos);
+    CHECK(bpe_from_tokenizer_json(tokenizer_json(make_vocab({"(*NO_JIT)(a+)+$"})), "", &v).find("PCRE2 verb") !=
+          std::string::npos);
     REQUIRE(bpe_from_tokenizer_json(tokenizer_json(make_vocab({kLlama3SplitRegex})), "", &v) == "");
     TokenizerSpec spec;
     spec.kind = TokenizerKind::bpe;
@@ -327,8 +347,8 @@ namespace {
 struct Family {
     const char* name;
     std::string regex;
-    std::string attack;      // a short text it is slow on
-    bool attack_fails;       // the attack alone exceeds the budget or the time (checked: the attack is real)
+    std::string attack;          // a short text it is slow on
+    bool attack_fails;           // the attack alone exceeds the budget or the time (checked: the attack is real)
     bool sixteen_times = false;  // tried 16 times over too (the worst case: each takes up to the time limit)
 };
 
@@ -353,8 +373,14 @@ std::vector<Family> hostile_families() {
 }  // namespace
 
 TEST_CASE("bpe hostile: regexes that backtrack or rescan end with ids or a one-line error, alone or among 16") {
-    const std::vector<std::string> benign = {kLlama3SplitRegex, kQwen2SplitRegex, kGpt2SplitRegex, "\\s+|\\S+", "\\p{N}|\\D+",
-                                             "[\\p{L}\\p{M}]+|[^\\p{L}\\p{M}]+", "\\s*[\\r\\n]+|[^\\r\\n]+", "'s|'t|[^']+|'"};
+    const std::vector<std::string> benign = {kLlama3SplitRegex,
+                                             kQwen2SplitRegex,
+                                             kGpt2SplitRegex,
+                                             "\\s+|\\S+",
+                                             "\\p{N}|\\D+",
+                                             "[\\p{L}\\p{M}]+|[^\\p{L}\\p{M}]+",
+                                             "\\s*[\\r\\n]+|[^\\r\\n]+",
+                                             "'s|'t|[^']+|'"};
     std::string summary;
     for (const Family& f : hostile_families()) {
         // Alone; as one of 16 (the others ordinary); and for some, 16 times over.
@@ -370,8 +396,10 @@ TEST_CASE("bpe hostile: regexes that backtrack or rescan end with ids or a one-l
             for (const std::string& text : {std::string("Hi!"), std::string(kChatLine), f.attack, ten_kb_of(f.attack)}) {
                 const std::string what = std::string(f.name) + " " + placement + " on " + std::to_string(text.size()) + " bytes";
                 const Outcome o = guarded_encode(bpe, text, false, what);
-                if (o.err.empty()) CHECK(decoded(bpe, o.ids) == text);
-                else CHECK((o.err.find("budget") != std::string::npos || o.err.find("longer than") != std::string::npos));
+                if (o.err.empty())
+                    CHECK(decoded(bpe, o.ids) == text);
+                else
+                    CHECK((o.err.find("budget") != std::string::npos || o.err.find("longer than") != std::string::npos));
                 if (text == f.attack && f.attack_fails && std::string(placement) == "alone") CHECK(!o.err.empty());
                 char line[160];
                 std::snprintf(line, sizeof line, " %zu B %s %.3f s;", text.size(), outcome_word(o).c_str(), o.seconds);
@@ -426,8 +454,8 @@ std::vector<AddedTokenMatcher::Match> naive_matches(const std::vector<Added>& ad
 
 // Characters of 1 to 4 bytes, few of them, so that tokens share prefixes and suffixes and
 // overlap in the texts.
-const std::vector<std::string> kPieces = {"a", "b", "<", ">", "|", "\xc3\xa9" /* é */, "\xe2\x82\xac" /* € */,
-                                          "\xf0\x9f\x98\x80" /* 😀 */, "\xe4\xb8\xad" /* 中 */};
+const std::vector<std::string> kPieces = {
+    "a", "b", "<", ">", "|", "\xc3\xa9" /* é */, "\xe2\x82\xac" /* € */, "\xf0\x9f\x98\x80" /* 😀 */, "\xe4\xb8\xad" /* 中 */};
 
 std::string random_chars(std::mt19937& rng, size_t n) {
     std::string s;
@@ -441,12 +469,16 @@ std::vector<Added> random_added(std::mt19937& rng) {
     while (added.size() < n) {
         std::string t;
         const int how = int(rng() % 4);
-        if (added.empty() || how == 0) t = random_chars(rng, 1 + rng() % 4);
+        if (added.empty() || how == 0)
+            t = random_chars(rng, 1 + rng() % 4);
         else {
             const std::string& other = added[rng() % added.size()].text;
-            if (how == 1) t = other + random_chars(rng, 1 + rng() % 2);        // a longer token with its prefix
-            else if (how == 2) t = random_chars(rng, 1 + rng() % 2) + other;   // ... with its suffix
-            else t = other;                                                     // the same text again
+            if (how == 1)
+                t = other + random_chars(rng, 1 + rng() % 2);  // a longer token with its prefix
+            else if (how == 2)
+                t = random_chars(rng, 1 + rng() % 2) + other;  // ... with its suffix
+            else
+                t = other;  // the same text again
         }
         added.push_back({t, rng() % 3 == 0});
     }
@@ -471,7 +503,8 @@ TEST_CASE("bpe hostile: added tokens are found as a naive leftmost-longest searc
         for (int t = 0; t < 10; t++) {
             std::string text;
             const size_t parts = rng() % 8;
-            for (size_t p = 0; p < parts; p++) text += rng() % 2 ? added[rng() % added.size()].text : random_chars(rng, rng() % 3);
+            for (size_t p = 0; p < parts; p++)
+                text += rng() % 2 ? added[rng() % added.size()].text : random_chars(rng, rng() % 3);
             for (bool allow_control : {false, true}) {
                 CAPTURE(trial);
                 CAPTURE(text);
@@ -502,8 +535,9 @@ TEST_CASE("bpe hostile: added tokens are found as a naive leftmost-longest searc
 
 TEST_CASE("bpe hostile: added tokens that are not valid UTF-8 are refused; multi-byte ones round-trip") {
     BpeTokenizer bpe;
-    for (const std::string& bad : {std::string("\xe2\x82"), std::string("<\xff>"), std::string("a\x80"), std::string("\xc0\xaf"),
-                                   std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"), std::string("\xe2\x82\xac\xe2")}) {
+    for (const std::string& bad :
+         {std::string("\xe2\x82"), std::string("<\xff>"), std::string("a\x80"), std::string("\xc0\xaf"),
+          std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"), std::string("\xe2\x82\xac\xe2")}) {
         for (bool control : {false, true}) {
             const BpeVocab v = make_vocab({kLlama3SplitRegex}, {{"<ok>", true}, {bad, control}});
             const std::string err = bpe.load(v);
@@ -514,13 +548,25 @@ TEST_CASE("bpe hostile: added tokens that are not valid UTF-8 are refused; multi
     // text's end. Refused now; the whole character as a token works.
     CHECK(bpe.load(make_vocab({kLlama3SplitRegex}, {{"\xe2\x82", false}})) != "");
     REQUIRE(bpe.load(make_vocab({kLlama3SplitRegex}, {{"\xe2\x82\xac", false}})) == "");
-    CHECK(decoded(bpe, bpe_encoded(bpe, "\xe2\x82\xac\xe2\x82\xac x\xe2\x82\xac", false, false)) == "\xe2\x82\xac\xe2\x82\xac x\xe2\x82\xac");
+    CHECK(decoded(bpe, bpe_encoded(bpe, "\xe2\x82\xac\xe2\x82\xac x\xe2\x82\xac", false, false)) ==
+          "\xe2\x82\xac\xe2\x82\xac x\xe2\x82\xac");
 
     // Random multi-byte texts around random multi-byte added tokens (user-defined: they decode
     // to their text; control ones are left as text, allow_control being off), with merges.
     std::mt19937 rng(5);
-    const std::vector<std::string> chars = {"a", " ", "e", "th", "\n", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-                                            "\xe4\xb8\xad\xe6\x96\x87", "\xe2\x80\x8b", "'s", "1", "\xef\xbf\xbd"};
+    const std::vector<std::string> chars = {"a",
+                                            " ",
+                                            "e",
+                                            "th",
+                                            "\n",
+                                            "\xc3\xa9",
+                                            "\xe2\x82\xac",
+                                            "\xf0\x9f\x98\x80",
+                                            "\xe4\xb8\xad\xe6\x96\x87",
+                                            "\xe2\x80\x8b",
+                                            "'s",
+                                            "1",
+                                            "\xef\xbf\xbd"};
     for (int trial = 0; trial < (kSanitized ? 40 : 200); trial++) {
         std::vector<Added> added;
         for (int i = 0; i < 6; i++) {
@@ -531,7 +577,8 @@ TEST_CASE("bpe hostile: added tokens that are not valid UTF-8 are refused; multi
         REQUIRE(bpe.load(make_vocab({kLlama3SplitRegex, kGpt2SplitRegex}, added, 60)) == "");
         for (int t = 0; t < 20; t++) {
             std::string text;
-            for (size_t k = 0, n = rng() % 30; k < n; k++) text += rng() % 4 ? chars[rng() % chars.size()] : added[rng() % added.size()].text;
+            for (size_t k = 0, n = rng() % 30; k < n; k++)
+                text += rng() % 4 ? chars[rng() % chars.size()] : added[rng() % added.size()].text;
             CAPTURE(text);
             CHECK(decoded(bpe, bpe_encoded(bpe, text, false, false)) == text);
         }
@@ -553,8 +600,10 @@ TEST_CASE("bpe hostile: a million added tokens load quickly and 100 KB encode in
             added.push_back({t, added.size() % 7 == 0});
             more = false;
             for (size_t i = 0; i < digit.size() && !more; i++) {
-                if (++digit[i] < alphabet.size()) more = true;
-                else digit[i] = 0;
+                if (++digit[i] < alphabet.size())
+                    more = true;
+                else
+                    digit[i] = 0;
             }
         }
     }
@@ -582,7 +631,8 @@ TEST_CASE("bpe hostile: a million added tokens load quickly and 100 KB encode in
         CHECK(decoded(bpe, o.ids).size() <= text.size());
         if (!allow_control) CHECK(decoded(bpe, o.ids) == text);
         MESSAGE("a million added tokens: load " << load_seconds << " s; 100 KB encoded in " << o.seconds << " s (control tokens "
-                                                << std::string(allow_control ? "allowed" : "not allowed") << ", " << o.ids.size() << " ids)");
+                                                << std::string(allow_control ? "allowed" : "not allowed") << ", " << o.ids.size()
+                                                << " ids)");
     }
 
     // Added tokens of more than 4 MiB together are refused.
@@ -604,11 +654,15 @@ void write_tiny_folder(const std::string& dir, int vocab, const std::string& tok
     const uint64_t hidden = 32, inter = 64;
     const std::string p = "model.layers.0.";
     std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
-        {"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}},
-        {p + "input_layernorm.weight", {hidden}}, {p + "post_attention_layernorm.weight", {hidden}},
-        {p + "mlp.gate_proj.weight", {inter, hidden}}, {p + "mlp.up_proj.weight", {inter, hidden}},
+        {"model.embed_tokens.weight", {uint64_t(vocab), hidden}},
+        {"model.norm.weight", {hidden}},
+        {p + "input_layernorm.weight", {hidden}},
+        {p + "post_attention_layernorm.weight", {hidden}},
+        {p + "mlp.gate_proj.weight", {inter, hidden}},
+        {p + "mlp.up_proj.weight", {inter, hidden}},
         {p + "mlp.down_proj.weight", {hidden, inter}}};
-    for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"}) tensors.push_back({p + "self_attn." + n + ".weight", {hidden, hidden}});
+    for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"})
+        tensors.push_back({p + "self_attn." + n + ".weight", {hidden, hidden}});
     nlohmann::json header = nlohmann::json::object();
     uint64_t at = 0;
     for (const auto& [name, shape] : tensors) {
@@ -624,10 +678,17 @@ void write_tiny_folder(const std::string& dir, int vocab, const std::string& tok
     std::ofstream out(dir + "/model.safetensors", std::ios::binary);
     out.write(reinterpret_cast<const char*>(&len), 8);
     out << text << std::string(at, '\0');
-    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", hidden},
-                                   {"intermediate_size", inter}, {"num_hidden_layers", 1}, {"num_attention_heads", 1},
-                                   {"vocab_size", vocab}, {"max_position_embeddings", 256}, {"tie_word_embeddings", true},
-                                   {"bos_token_id", 1}, {"eos_token_id", 2}};
+    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                                   {"model_type", "llama"},
+                                   {"hidden_size", hidden},
+                                   {"intermediate_size", inter},
+                                   {"num_hidden_layers", 1},
+                                   {"num_attention_heads", 1},
+                                   {"vocab_size", vocab},
+                                   {"max_position_embeddings", 256},
+                                   {"tie_word_embeddings", true},
+                                   {"bos_token_id", 1},
+                                   {"eos_token_id", 2}};
     std::ofstream(dir + "/config.json") << config.dump(1);
     std::ofstream(dir + "/tokenizer.json") << tokenizer;
 }
@@ -678,10 +739,12 @@ const BpeTokenizer& real_tokenizer(const std::string& name) {
     if (!tok) {
         const std::string json_path = "build/tests/bpe/" + name + "-tokenizer.json";
         if (read_text(json_path).empty())
-            REQUIRE(run_command("mkdir -p build/tests/bpe && xz -dc tests/data/bpe/" + name + "-tokenizer.json.xz > " + json_path).exit_code == 0);
+            REQUIRE(run_command("mkdir -p build/tests/bpe && xz -dc tests/data/bpe/" + name + "-tokenizer.json.xz > " + json_path)
+                        .exit_code == 0);
         TokenizerSpec spec;
         spec.kind = TokenizerKind::bpe;
-        REQUIRE(bpe_from_tokenizer_json(read_text(json_path), read_text("tests/data/bpe/" + name + "-tokenizer_config.json"), &spec.bpe) == "");
+        REQUIRE(bpe_from_tokenizer_json(read_text(json_path), read_text("tests/data/bpe/" + name + "-tokenizer_config.json"),
+                                        &spec.bpe) == "");
         tok.reset(new Tokenizer);
         REQUIRE(tok->load(spec) == "");
     }
@@ -707,13 +770,27 @@ TEST_CASE("bpe hostile: real text never meets the limits (Llama-3, Qwen3: Shakes
         while (s.size() < bytes) s += units[rng() % units.size()];
         return s;
     };
-    const std::vector<std::string> cjk = {"\xe4\xb8\xad", "\xe6\x96\x87", "\xe5\xad\x97", "\xe3\x81\x82", "\xe3\x82\xab", "\xed\x95\x9c",
-                                          "\xe3\x80\x82", "\xef\xbc\x8c"};
+    const std::vector<std::string> cjk = {"\xe4\xb8\xad", "\xe6\x96\x87", "\xe5\xad\x97", "\xe3\x81\x82",
+                                          "\xe3\x82\xab", "\xed\x95\x9c", "\xe3\x80\x82", "\xef\xbc\x8c"};
     const std::vector<std::string> emoji = {"\xf0\x9f\x98\x80", "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd", "\xe2\x9d\xa4\xef\xb8\x8f",
                                             "\xf0\x9f\x87\xab\xf0\x9f\x87\xb7", " "};
-    const std::vector<std::string> mixed = {"Hello", " ", "\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82", "\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7",
-                                            "\xe0\xa4\xa8\xe0\xa4\xae\xe0\xa4\xb8\xe0\xa5\x8d\xe0\xa4\xa4\xe0\xa5\x87", "\xce\xb3\xce\xb5\xce\xb9\xce\xac",
-                                            "123", "4", "\n", "\t", "'s", "'LL", "!!", "\xe4\xb8\xad\xe6\x96\x87", "\xf0\x9f\x98\x80", "  ", ".\n\n"};
+    const std::vector<std::string> mixed = {"Hello",
+                                            " ",
+                                            "\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82",
+                                            "\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7",
+                                            "\xe0\xa4\xa8\xe0\xa4\xae\xe0\xa4\xb8\xe0\xa5\x8d\xe0\xa4\xa4\xe0\xa5\x87",
+                                            "\xce\xb3\xce\xb5\xce\xb9\xce\xac",
+                                            "123",
+                                            "4",
+                                            "\n",
+                                            "\t",
+                                            "'s",
+                                            "'LL",
+                                            "!!",
+                                            "\xe4\xb8\xad\xe6\x96\x87",
+                                            "\xf0\x9f\x98\x80",
+                                            "  ",
+                                            ".\n\n"};
     std::vector<std::pair<std::string, std::string>> texts = {
         {"Shakespeare", shakespeare},
         {"Shakespeare, repeated", repeated(shakespeare, mb)},
@@ -739,7 +816,8 @@ TEST_CASE("bpe hostile: real text never meets the limits (Llama-3, Qwen3: Shakes
             // Qwen3 normalizes to NFC (these texts are NFC already, but the random bytes: each
             // invalid byte decodes as U+FFFD).
             if (label.find("random bytes") == std::string::npos) CHECK(decoded(bpe, o.ids) == text);
-            MESSAGE(std::string(name) << ": " << label << " (" << text.size() << " bytes): " << o.ids.size() << " ids in " << o.seconds << " s");
+            MESSAGE(std::string(name) << ": " << label << " (" << text.size() << " bytes): " << o.ids.size() << " ids in "
+                                      << o.seconds << " s");
         }
     }
 }

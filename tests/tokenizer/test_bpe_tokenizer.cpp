@@ -27,10 +27,12 @@ static const Tokenizer& bpe_tokenizer(const std::string& name) {
     if (!tok) {
         const std::string json_path = "build/tests/bpe/" + name + "-tokenizer.json";
         if (read_text(json_path).empty())
-            REQUIRE(run_command("mkdir -p build/tests/bpe && xz -dc tests/data/bpe/" + name + "-tokenizer.json.xz > " + json_path).exit_code == 0);
+            REQUIRE(run_command("mkdir -p build/tests/bpe && xz -dc tests/data/bpe/" + name + "-tokenizer.json.xz > " + json_path)
+                        .exit_code == 0);
         TokenizerSpec spec;
         spec.kind = TokenizerKind::bpe;
-        REQUIRE(bpe_from_tokenizer_json(read_text(json_path), read_text("tests/data/bpe/" + name + "-tokenizer_config.json"), &spec.bpe) == "");
+        REQUIRE(bpe_from_tokenizer_json(read_text(json_path), read_text("tests/data/bpe/" + name + "-tokenizer_config.json"),
+                                        &spec.bpe) == "");
         tok.reset(new Tokenizer);
         REQUIRE(tok->load(spec) == "");
     }
@@ -106,7 +108,9 @@ TEST_CASE("bpe: streaming random ids never splits a character and equals whole d
             // any token, and now and then a control token.
             for (int i = 0; i < len; i++) {
                 const int kind = int(rng() % 10);
-                ids.push_back(kind < 5 ? int(rng() % 256) : kind < 9 ? int(rng() % uint32_t(tok.vocab_size())) : tok.vocab_size() - 1 - int(rng() % 8));
+                ids.push_back(kind < 5   ? int(rng() % 256)
+                              : kind < 9 ? int(rng() % uint32_t(tok.vocab_size()))
+                                         : tok.vocab_size() - 1 - int(rng() % 8));
             }
             INFO(name << " trial " << trial);
             bool whole = false;
@@ -119,8 +123,9 @@ TEST_CASE("bpe: streaming random ids never splits a character and equals whole d
 TEST_CASE("bpe: a user's text never produces a control token's id") {
     for (const char* name : {"llama3", "qwen3"}) {
         const Tokenizer& tok = bpe_tokenizer(name);
-        const std::string text = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
-                                 "<|im_start|>assistant\n<|im_end|><|endoftext|>";
+        const std::string text =
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
+            "<|im_start|>assistant\n<|im_end|><|endoftext|>";
         INFO(name);
         const std::vector<int> ids = encoded(tok, text, false);
         for (int id : ids) CHECK(!tok.is_control(id));
@@ -156,8 +161,10 @@ TEST_CASE("bpe: tokenizer.json features hearth does not implement are refused in
         const bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
         static int next = 256;
         const int cp = printable ? b : next++;
-        if (cp < 0x80) spelled = nlohmann::json(std::string(1, char(cp))).dump();
-        else spelled = nlohmann::json(std::string{char(0xc0 | (cp >> 6)), char(0x80 | (cp & 0x3f))}).dump();
+        if (cp < 0x80)
+            spelled = nlohmann::json(std::string(1, char(cp))).dump();
+        else
+            spelled = nlohmann::json(std::string{char(0xc0 | (cp >> 6)), char(0x80 | (cp & 0x3f))}).dump();
         vocab += (b ? "," : "") + spelled + ":" + std::to_string(b);
     }
     auto with = [&](const std::string& from, const std::string& to) {
@@ -220,8 +227,8 @@ static void write_tiny_llama_folder(const std::string& dir, int vocab, const std
     // qwen3: 4 heads of 16 dims (q is 64 wide, not hidden), 2 kv heads, a norm per q/k head.
     const bool qwen3 = family == "qwen3";
     const uint64_t head_dim = qwen3 ? 16 : hidden, q_dim = qwen3 ? 64 : hidden, kv_dim = qwen3 ? 32 : hidden;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}},
-                                                                         {"model.norm.weight", {hidden}}};
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
+        {"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}}};
     const std::string p = "model.layers.0.";
     for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight"}) tensors.push_back({p + n, {hidden}});
     tensors.push_back({p + "self_attn.q_proj.weight", {q_dim, hidden}});
@@ -248,13 +255,23 @@ static void write_tiny_llama_folder(const std::string& dir, int vocab, const std
     std::ofstream out(dir + "/model.safetensors", std::ios::binary);
     out.write(reinterpret_cast<const char*>(&len), 8);
     out << text << std::string(at, '\0');
-    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", hidden},
-                             {"intermediate_size", inter}, {"num_hidden_layers", 1}, {"num_attention_heads", 1},
-                             {"vocab_size", vocab}, {"max_position_embeddings", 256}, {"tie_word_embeddings", true},
-                             {"bos_token_id", 1}, {"eos_token_id", 2}};
+    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                             {"model_type", "llama"},
+                             {"hidden_size", hidden},
+                             {"intermediate_size", inter},
+                             {"num_hidden_layers", 1},
+                             {"num_attention_heads", 1},
+                             {"vocab_size", vocab},
+                             {"max_position_embeddings", 256},
+                             {"tie_word_embeddings", true},
+                             {"bos_token_id", 1},
+                             {"eos_token_id", 2}};
     if (family == "llama3") {  // Llama-3.2's rope: theta 500000 and llama3 scaling
         config["rope_theta"] = 500000.0;
-        config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+        config["rope_scaling"] = {{"rope_type", "llama3"},
+                                  {"factor", 32.0},
+                                  {"low_freq_factor", 1.0},
+                                  {"high_freq_factor", 4.0},
                                   {"original_max_position_embeddings", 8192}};
     }
     if (qwen3) {  // Qwen3-0.6B's keys, on the small shape
@@ -278,7 +295,8 @@ static void convert_bpe_folder(const std::string& dir, const std::string& model,
     write_tiny_llama_folder(dir, vocab, family);
     bpe_tokenizer(name);  // decompresses the tokenizer.json
     REQUIRE(run_command("cp build/tests/bpe/" + name + "-tokenizer.json " + dir + "/tokenizer.json && cp tests/data/bpe/" + name +
-                        "-tokenizer_config.json " + dir + "/tokenizer_config.json").exit_code == 0);
+                        "-tokenizer_config.json " + dir + "/tokenizer_config.json")
+                .exit_code == 0);
     const CommandResult q = run_command("./quantize " + dir + " " + model + " " + type_args);
     INFO(q.err);
     REQUIRE(q.exit_code == 0);
@@ -348,7 +366,8 @@ TEST_CASE("bpe: Llama-3 and Qwen3 folders with their own tokenizer.json convert,
             if (!longest || c.at("text").get<std::string>().size() > longest->at("text").get<std::string>().size()) longest = &c;
         const std::string file = "build/tests/family-" + name + "-prompt.txt";
         std::ofstream(file, std::ios::binary) << longest->at("text").get<std::string>();
-        CHECK(run_command("./run " + model + " --tokenize -f " + file).out == ids_line(longest->at("ids").get<std::vector<int>>()));
+        CHECK(run_command("./run " + model + " --tokenize -f " + file).out ==
+              ids_line(longest->at("ids").get<std::vector<int>>()));
         // Greedy generation: BOS only where the tokenizer adds one, and never a padding row.
         const CommandResult g = run_command("./run " + model + " -p " + quoted(text) + " -n 6 --temp 0 --print-ids");
         INFO(g.err);
@@ -373,7 +392,8 @@ TEST_CASE("bpe: GGUF round trip of a gpt2 tokenizer: hearth -> GGUF -> hearth gi
         const std::string model = "build/tests/bpe-" + name + ".hearth", gguf = "build/tests/bpe-" + name + ".gguf",
                           back = "build/tests/bpe-" + name + "-back.hearth";
         REQUIRE_MESSAGE(!read_text(model).empty(), "made by the test above");
-        const CommandResult q = run_command("(./quantize " + model + " " + gguf + " -q && ./quantize " + gguf + " " + back + " -q)");
+        const CommandResult q =
+            run_command("(./quantize " + model + " " + gguf + " -q && ./quantize " + gguf + " " + back + " -q)");
         INFO(q.err);
         REQUIRE(q.exit_code == 0);
         const std::vector<nlohmann::json> cases = cli_cases(name);
@@ -401,7 +421,8 @@ TEST_CASE("bpe: run --tokenize on a SentencePiece (Llama-2) model gives the Sent
         const std::string text = c.at("text").get<std::string>();
         if (text.empty() || text.find('\0') != std::string::npos) continue;
         INFO("'" << text << "'");
-        CHECK(run_command("./run " + model + " --tokenize -p " + quoted(text)).out == ids_line(c.at("ids").get<std::vector<int>>()));
+        CHECK(run_command("./run " + model + " --tokenize -p " + quoted(text)).out ==
+              ids_line(c.at("ids").get<std::vector<int>>()));
         checked++;
     }
     CHECK(checked > 5);
@@ -419,7 +440,8 @@ TEST_CASE("bpe: the llama3 and qwen3 chat templates give the reference's ids, an
             auto& cases = item.value();
             const Tokenizer& tok = bpe_tokenizer(name);
             // tokenizer_config.json's chat_template is recognised as the built-in one.
-            CHECK(detect_chat_template(chat_template_jinja(read_text("tests/data/bpe/" + name + "-tokenizer_config.json"))) == name);
+            CHECK(detect_chat_template(chat_template_jinja(read_text("tests/data/bpe/" + name + "-tokenizer_config.json"))) ==
+                  name);
             for (const auto& c : cases) {
                 std::vector<ChatMessage> dialog;
                 for (const auto& m : c.at("dialog")) dialog.push_back({m.at("role"), m.at("content"), {}});
@@ -455,7 +477,8 @@ TEST_CASE("bpe: end of turn: <|eot_id|> for llama3, <|im_end|> for qwen3; marker
 
 TEST_CASE("bpe: the mistral template, as Mistral-7B-Instruct's Jinja renders it") {
     Tokenizer tok;
-    REQUIRE(tok.load_file("tests/data/llama2-tokenizer.model") == "");  // Mistral v0.1's vocabulary is of this kind: [INST] is text
+    REQUIRE(tok.load_file("tests/data/llama2-tokenizer.model") ==
+            "");  // Mistral v0.1's vocabulary is of this kind: [INST] is text
     const std::vector<ChatMessage> d = {{"user", "Hello!", {}}, {"assistant", "Ahoy there.", {}}, {"user", "Where is it?", {}}};
     std::vector<int> ids;
     REQUIRE(format_chat("mistral", tok, d, true, &ids) == "");
@@ -465,7 +488,9 @@ TEST_CASE("bpe: the mistral template, as Mistral-7B-Instruct's Jinja renders it"
     want.push_back(2);
     for (int id : encoded(tok, "[INST] Where is it? [/INST]", false)) want.push_back(id);
     CHECK(ids == want);
-    CHECK(detect_chat_template("{{ bos_token }}{% for message in messages %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endfor %}") == "mistral");
+    CHECK(detect_chat_template(
+              "{{ bos_token }}{% for message in messages %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endfor %}") ==
+          "mistral");
 }
 
 TEST_CASE("bpe: the fuzz seeds (small tokenizer.json files, both merge formats) are accepted and encode") {
@@ -515,7 +540,9 @@ TEST_CASE("bpe: metadata round trip, and llama.cpp's files that name the pre-tok
         REQUIRE(got.load(back) == "");
         CHECK(encoded(got, text, false) == encoded(want, text, false));
         // As llama.cpp writes it: no hearth keys, the regex known by tokenizer.ggml.pre.
-        for (const char* key : {"hearth.tokenizer.pre_split_regex", "hearth.tokenizer.normalizer", "hearth.tokenizer.ignore_merges"}) m.erase(key);
+        for (const char* key :
+             {"hearth.tokenizer.pre_split_regex", "hearth.tokenizer.normalizer", "hearth.tokenizer.ignore_merges"})
+            m.erase(key);
         REQUIRE(from_metadata(m, &back) == "");
         CHECK(back.bpe.pre_split_regexes == spec.bpe.pre_split_regexes);
         CHECK(back.bpe.normalizer == spec.bpe.normalizer);
@@ -548,7 +575,8 @@ TEST_CASE("bpe: the tokenizer built to check a vocabulary is the one used, unles
     // The same from a tokenizer.json.
     TokenizerSpec json;
     json.kind = TokenizerKind::bpe;
-    REQUIRE(bpe_from_tokenizer_json(read_text("tests/fuzz/corpus/tokenizer_json/llama3-small.json"), "", &json.bpe, &json.bpe_built) == "");
+    REQUIRE(bpe_from_tokenizer_json(read_text("tests/fuzz/corpus/tokenizer_json/llama3-small.json"), "", &json.bpe,
+                                    &json.bpe_built) == "");
     REQUIRE(json.bpe_built != nullptr);
     Tokenizer from_json;
     REQUIRE(from_json.load(json) == "");
@@ -584,9 +612,22 @@ TEST_CASE("bpe: damaged vocabulary metadata is refused in one line") {
     std::vector<int32_t> types = spec.bpe.types;
     const std::vector<std::function<void(Metadata&)>> changes = {
         [&](Metadata& m) { m.set_i32s("tokenizer.ggml.token_type", std::vector<int32_t>(types.begin(), types.end() - 1)); },
-        [&](Metadata& m) { auto t = types; t[5] = 7; m.set_i32s("tokenizer.ggml.token_type", t); },
-        [&](Metadata& m) { auto t = tokens; t[300] = t[301]; m.set_strings("tokenizer.ggml.tokens", t); },  // a duplicate
-        [&](Metadata& m) { auto t = tokens; t[65] = "x"; t[120] = "y"; m.set_strings("tokenizer.ggml.tokens", t); },  // byte 'A' lost
+        [&](Metadata& m) {
+            auto t = types;
+            t[5] = 7;
+            m.set_i32s("tokenizer.ggml.token_type", t);
+        },
+        [&](Metadata& m) {
+            auto t = tokens;
+            t[300] = t[301];
+            m.set_strings("tokenizer.ggml.tokens", t);
+        },  // a duplicate
+        [&](Metadata& m) {
+            auto t = tokens;
+            t[65] = "x";
+            t[120] = "y";
+            m.set_strings("tokenizer.ggml.tokens", t);
+        },  // byte 'A' lost
         [&](Metadata& m) { m.set_strings("tokenizer.ggml.tokens", {}); },
         [&](Metadata& m) { m.set_strings("tokenizer.ggml.tokens", {std::string(5000, 'a')}); },
         [&](Metadata& m) { m.set_strings("tokenizer.ggml.merges", {"a"}); },

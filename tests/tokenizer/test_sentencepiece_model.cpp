@@ -93,11 +93,47 @@ void check_goldens(const Processor& sp, const std::string& model_name) {
 
 // Text that exercises whitespace handling, byte fallback and normalization.
 std::string random_text(std::mt19937& rng) {
-    static const std::vector<std::string> parts = {
-        "the", "Hello", "world", "ROMEO:", "x", "1234", "3.14", ".", ",", "!", "'", "\"", " ", "  ", "   ", "\t",
-        "\n", "\r\n", "café", "naïve", "Ærøskøbing", "日本語", "中文", "😀", "👍🏽", "ＡＢＣ", "ｶﾀｶﾅ", "ﬁ", "①",
-        "e\xCC\x81", "\xC2\xA0", "\xE3\x80\x80", "\xE2\x96\x81", "<s>", "</s>", "<unk>", "<0x41>", "\xff", "\xc3",
-        "\x80", std::string(1, '\0')};
+    static const std::vector<std::string> parts = {"the",
+                                                   "Hello",
+                                                   "world",
+                                                   "ROMEO:",
+                                                   "x",
+                                                   "1234",
+                                                   "3.14",
+                                                   ".",
+                                                   ",",
+                                                   "!",
+                                                   "'",
+                                                   "\"",
+                                                   " ",
+                                                   "  ",
+                                                   "   ",
+                                                   "\t",
+                                                   "\n",
+                                                   "\r\n",
+                                                   "café",
+                                                   "naïve",
+                                                   "Ærøskøbing",
+                                                   "日本語",
+                                                   "中文",
+                                                   "😀",
+                                                   "👍🏽",
+                                                   "ＡＢＣ",
+                                                   "ｶﾀｶﾅ",
+                                                   "ﬁ",
+                                                   "①",
+                                                   "e\xCC\x81",
+                                                   "\xC2\xA0",
+                                                   "\xE3\x80\x80",
+                                                   "\xE2\x96\x81",
+                                                   "<s>",
+                                                   "</s>",
+                                                   "<unk>",
+                                                   "<0x41>",
+                                                   "\xff",
+                                                   "\xc3",
+                                                   "\x80",
+                                                   std::string(1, '\0')};
     std::string text;
     const int n = rng() % 14;
     for (int i = 0; i < n; i++) text += parts[rng() % parts.size()];
@@ -141,8 +177,8 @@ GgufVocab gguf_vocab_from_library(const Processor& sp) {
 std::string build(const GgufVocab& v, bool add_space_prefix = true, bool remove_extra_whitespaces = false,
                   std::string* model = nullptr) {
     std::string bytes;
-    std::string err = sentencepiece_model_from_vocab(v.tokens, v.scores, v.types, v.unk_id, v.bos_id, v.eos_id,
-                                                     v.pad_id, add_space_prefix, remove_extra_whitespaces, &bytes);
+    std::string err = sentencepiece_model_from_vocab(v.tokens, v.scores, v.types, v.unk_id, v.bos_id, v.eos_id, v.pad_id,
+                                                     add_space_prefix, remove_extra_whitespaces, &bytes);
     if (model) *model = bytes;
     return err;
 }
@@ -208,7 +244,9 @@ struct HandTrie {
     }
     std::string blob(const std::string& strings) const {
         std::string out;
-        auto put = [&](uint32_t v) { for (int i = 0; i < 4; i++) out.push_back(char(uint8_t(v >> (8 * i)))); };
+        auto put = [&](uint32_t v) {
+            for (int i = 0; i < 4; i++) out.push_back(char(uint8_t(v >> (8 * i))));
+        };
         put(uint32_t(4 * units.size()));
         for (uint32_t u : units) put(u);
         return out + strings;
@@ -237,8 +275,6 @@ void check_refused(const SPM& m, bool library_refuses) {
 }
 
 }  // namespace
-
-TEST_SUITE("sentencepiece_model") {
 
 TEST_CASE("sentencepiece_model: the Llama-2 vocabulary parses as the library reads it") {
     const std::string bytes = read_text(kLlama2);
@@ -352,7 +388,7 @@ TEST_CASE("sentencepiece_model: GGUF vocabularies that cannot make a model are r
     CHECK(refused([](GgufVocab& v) { v.unk_id = int(v.tokens.size()); }));
     CHECK(refused([](GgufVocab& v) { v.bos_id = int(v.tokens.size()); }));
     CHECK(refused([](GgufVocab& v) { v.eos_id = -2; }));
-    CHECK(refused([](GgufVocab& v) { v.bos_id = 300; }));       // a normal piece
+    CHECK(refused([](GgufVocab& v) { v.bos_id = 300; }));  // a normal piece
     CHECK(refused([](GgufVocab& v) { v.pad_id = 300; }));
     CHECK(refused([](GgufVocab& v) { v.unk_id = v.bos_id; }));  // not the unknown piece
     CHECK(refused([](GgufVocab& v) { v.types[0] = 1; }));       // no unknown piece at all
@@ -421,8 +457,11 @@ TEST_CASE("sentencepiece_model: a second occurrence of a message merges into the
     CHECK(sp->EncodeAsIds(" Hello") == load_library(bytes)->EncodeAsIds("Hello"));
     CHECK(load_library(serialize_sentencepiece_model(m))->EncodeAsIds("Hello") == sp->EncodeAsIds("Hello"));
     // Unknown fields of every wire type but groups are skipped, as the library skips them.
-    const std::string unknown = bytes + std::string("\x38\x05", 2) + "\x39" + std::string(8, '\x7f') +
-                                "\x3d\x01\x02\x03\x04" + std::string("\xc2\x0c\x03" "abc", 6);
+    const std::string unknown = bytes + std::string("\x38\x05", 2) + "\x39" + std::string(8, '\x7f') + "\x3d\x01\x02\x03\x04" +
+                                std::string(
+                                    "\xc2\x0c\x03"
+                                    "abc",
+                                    6);
     check_same_as_library(parse_ok(unknown), *load_library(unknown));
 }
 
@@ -464,27 +503,30 @@ TEST_CASE("sentencepiece_model: random bit flips are refused or load in the libr
 TEST_CASE("sentencepiece_model: malformed wire format is refused") {
     const std::vector<std::string> malformed = {
         std::string("\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10),  // a piece of 2^63 bytes
-        std::string("\x0a\x80\x80\x80\x80\x10", 6),                    // 2^32 bytes
-        std::string("\x0a", 1),                                        // no length
-        std::string("\x0a\x05" "ab", 4),                               // 5 bytes claimed, 2 there
-        std::string("\x38") + std::string(10, '\xff') + "\x01",        // an 11-byte varint
-        std::string("\x38") + std::string(9, '\xff') + "\x02",         // a 10-byte varint past 64 bits
-        std::string("\x80\x80\x80\x80\x80\x01\x00", 7),                // a tag past 32 bits
-        std::string("\x00\x00", 2),                                    // field number 0
-        std::string("\x0b\x0c", 2),                                    // a group (wire type 3 ... 4)
-        std::string("\x0c", 1),                                        // a lone end-group
-        std::string("\x0e\x00", 2), std::string("\x0f\x00", 2),        // wire types 6 and 7
-        std::string("\x39\x01\x02", 3),                                // truncated fixed64
-        std::string("\x3d\x01", 2),                                    // truncated fixed32
-        std::string("\x08\x01", 2),                                    // pieces as a varint
-        std::string("\x0a\x02\x10\x01", 4),                            // a score as a varint
-        std::string("\x0a\x03\x1a\x01x", 5),                           // a type as bytes
-        std::string("\x0a\x03\x0a\x05x", 5),                           // a piece's own length wrong
-        std::string("\x12\x03\xca\x02\x00", 5),                        // bos_id as bytes
-        std::string("\x12\x07\xc8\x02\x80\x80\x80\x80\x20", 9),        // bos_id = 2^33: not an int32
-        std::string("\x12\x02\xa8\x02", 4),                            // a truncated TrainerSpec field
-        std::string("\x1a\x02\x12\x05", 4),                            // a charsmap longer than its message
-        std::string(""),                                               // no pieces
+        std::string("\x0a\x80\x80\x80\x80\x10", 6),                   // 2^32 bytes
+        std::string("\x0a", 1),                                       // no length
+        std::string("\x0a\x05"
+                    "ab",
+                    4),                                          // 5 bytes claimed, 2 there
+        std::string("\x38") + std::string(10, '\xff') + "\x01",  // an 11-byte varint
+        std::string("\x38") + std::string(9, '\xff') + "\x02",   // a 10-byte varint past 64 bits
+        std::string("\x80\x80\x80\x80\x80\x01\x00", 7),          // a tag past 32 bits
+        std::string("\x00\x00", 2),                              // field number 0
+        std::string("\x0b\x0c", 2),                              // a group (wire type 3 ... 4)
+        std::string("\x0c", 1),                                  // a lone end-group
+        std::string("\x0e\x00", 2),
+        std::string("\x0f\x00", 2),                              // wire types 6 and 7
+        std::string("\x39\x01\x02", 3),                          // truncated fixed64
+        std::string("\x3d\x01", 2),                              // truncated fixed32
+        std::string("\x08\x01", 2),                              // pieces as a varint
+        std::string("\x0a\x02\x10\x01", 4),                      // a score as a varint
+        std::string("\x0a\x03\x1a\x01x", 5),                     // a type as bytes
+        std::string("\x0a\x03\x0a\x05x", 5),                     // a piece's own length wrong
+        std::string("\x12\x03\xca\x02\x00", 5),                  // bos_id as bytes
+        std::string("\x12\x07\xc8\x02\x80\x80\x80\x80\x20", 9),  // bos_id = 2^33: not an int32
+        std::string("\x12\x02\xa8\x02", 4),                      // a truncated TrainerSpec field
+        std::string("\x1a\x02\x12\x05", 4),                      // a charsmap longer than its message
+        std::string(""),                                         // no pieces
     };
     for (const std::string& bytes : malformed) {
         SPM m;
@@ -526,7 +568,12 @@ TEST_CASE("sentencepiece_model: unsound models are refused, where the library wo
     check_refused(with([](SPM& m) { m.pieces[300].piece = ""; }), true);
     check_refused(with([](SPM& m) { m.pieces[301].piece = m.pieces[300].piece; }), true);
     check_refused(with([](SPM& m) { m.pieces[300].type = SPM::kUnknown; }), true);
-    check_refused(with([](SPM& m) { m.pieces[0].type = SPM::kControl; m.unk_id = 300; m.pieces[300].type = SPM::kUnknown; }), false);
+    check_refused(with([](SPM& m) {
+                      m.pieces[0].type = SPM::kControl;
+                      m.unk_id = 300;
+                      m.pieces[300].type = SPM::kUnknown;
+                  }),
+                  false);
     check_refused(with([](SPM& m) { m.pieces[0].type = SPM::kNormal; }), true);
     check_refused(with([](SPM& m) { m.byte_fallback = false; }), true);
     check_refused(with([](SPM& m) { m.pieces[3 + 0x4a].piece = "<0x4a>"; }), true);
@@ -549,8 +596,18 @@ TEST_CASE("sentencepiece_model: unsound models are refused, where the library wo
     SPM renamed = with([](SPM& m) { m.bos_piece = "<bos>"; });
     check_refused(renamed, false);
     CHECK(load_library(serialize_sentencepiece_model(renamed))->bos_id() == -1);
-    check_refused(with([](SPM& m) { m.normalizer.precompiled_charsmap = std::string("\x10\x00\x00\x00" "abc", 7); }), false);
-    check_refused(with([](SPM& m) { m.has_denormalizer = true; m.denormalizer.precompiled_charsmap = "junk"; }), false);
+    check_refused(with([](SPM& m) {
+                      m.normalizer.precompiled_charsmap = std::string(
+                          "\x10\x00\x00\x00"
+                          "abc",
+                          7);
+                  }),
+                  false);
+    check_refused(with([](SPM& m) {
+                      m.has_denormalizer = true;
+                      m.denormalizer.precompiled_charsmap = "junk";
+                  }),
+                  false);
     // What is allowed: pad as the unknown piece or as eos, and bos the same as eos.
     CHECK(check_sentencepiece_model(with([](SPM& m) { m.pad_id = 0, m.pad_piece = "<unk>"; })) == "");
     CHECK(check_sentencepiece_model(with([](SPM& m) { m.pad_id = 2, m.pad_piece = "</s>"; })) == "");
@@ -580,12 +637,21 @@ TEST_CASE("sentencepiece_model: damaged charsmaps are refused") {
         return err != "" && err.find('\n') == std::string::npos;
     };
     CHECK(check_precompiled_charsmap("") == "");
-    CHECK(refused("abc"));                                      // no room for the trie size
-    CHECK(refused(std::string("\x00\x00\x00\x00" "x\0", 6)));   // an empty trie
-    CHECK(refused(std::string("\x06\x00\x00\x00" "123456", 10)));  // not whole units
-    CHECK(refused(std::string("\x08\x00\x00\x00" "1234", 8)));  // more trie than blob
-    CHECK(refused(chain_of_a(33)));                              // more matches than the library holds
-    {  // the root's block lies past the array
+    CHECK(refused("abc"));  // no room for the trie size
+    CHECK(
+        refused(std::string("\x00\x00\x00\x00"
+                            "x\0",
+                            6)));  // an empty trie
+    CHECK(
+        refused(std::string("\x06\x00\x00\x00"
+                            "123456",
+                            10)));  // not whole units
+    CHECK(
+        refused(std::string("\x08\x00\x00\x00"
+                            "1234",
+                            8)));    // more trie than blob
+    CHECK(refused(chain_of_a(33)));  // more matches than the library holds
+    {                                // the root's block lies past the array
         HandTrie t(1);
         t.root(256);
         CHECK(refused(t.blob(std::string("x\0", 2))));
@@ -644,5 +710,3 @@ TEST_CASE("sentencepiece_model: bit flips in a real charsmap are refused or safe
     CHECK(accepted > 0);
     CHECK(refused > 0);
 }
-
-}  // TEST_SUITE

@@ -48,9 +48,12 @@ TEST_CASE("tokenizer: streaming random ids gives SentencePiece's decoding of the
                 // Mostly byte-fallback pieces (ids 3..258), so that partial and invalid
                 // UTF-8 sequences are common, with normal pieces and BOS/EOS/UNK between.
                 int kind = rng() % 10;
-                if (kind < 6) ids.push_back(3 + rng() % 256);
-                else if (kind < 9) ids.push_back(259 + rng() % (tok.vocab_size() - 259));
-                else ids.push_back(rng() % 3);
+                if (kind < 6)
+                    ids.push_back(3 + rng() % 256);
+                else if (kind < 9)
+                    ids.push_back(259 + rng() % (tok.vocab_size() - 259));
+                else
+                    ids.push_back(rng() % 3);
             }
             TextStreamer streamer(tok);
             std::string streamed;
