@@ -334,12 +334,14 @@ TEST_CASE("draft generation: sampled with a seed, the ids equal those without dr
 }
 
 TEST_CASE("draft: run --draft gives the ids of --draft 0 for a seed, and --verbose reports the acceptance") {
-    const std::string cmd = "./run -p '" + kCopy2 + "' -n 40 --temp 0.5 -s 3 --print-ids";
+    const std::string cmd = "./run models/tiny-shakespeare.hearth -p '" + kCopy2 + "' -n 40 --temp 0.5 -s 3 --print-ids";
     const CommandResult off = run_command(cmd + " --draft 0"), on = run_command(cmd + " --draft 8 --verbose");
     REQUIRE(off.exit_code == 0);
     REQUIRE(on.exit_code == 0);
     CHECK(on.out == off.out);
     CHECK(on.err.find("drafts: ") != std::string::npos);
     CHECK(on.err.find("tokens accepted") != std::string::npos);
-    CHECK(run_command("./run --draft -1 -p x").exit_code == 1);
+    const CommandResult bad = run_command("./run models/tiny-shakespeare.hearth --draft -1 -p x");
+    CHECK(bad.exit_code == 1);
+    CHECK(bad.err.find("--draft") != std::string::npos);
 }
