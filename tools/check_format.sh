@@ -14,6 +14,10 @@ if [ -z "$CLANG_FORMAT" ]; then
     echo "SKIP: clang-format 14 is not installed (make deps installs it on Debian 12)"
     exit 77
 fi
+if ! git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    echo "SKIP: not a git checkout (the files to check are git's tracked .cpp and .h)"
+    exit 77
+fi
 bad=0
 for f in $(git ls-files '*.cpp' '*.h'); do
     if ! "$CLANG_FORMAT" --dry-run --Werror "$f" > /dev/null 2>&1; then
