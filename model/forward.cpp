@@ -111,7 +111,10 @@ static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorV
 // the number of threads. With a sliding window (Mistral), a token sees only the last
 // sliding_window positions up to its own: a task reads the positions from its first token's
 // window on, and the scores of its later tokens before their windows get weight 0.
-static void attention(const ModelConfig& c, RunState& s, int layer, int n, int pos) {
+//
+// The queries are rows row0.. of w.q and the outputs go to the same rows of w.xb2 (w holds a
+// batch's activations, s is one sequence of it: its cache and attention buffers).
+static void attention(const ModelConfig& c, RunState& w, RunState& s, int row0, int layer, int n, int pos) {
     const int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads, rows = n * group;
     const int threads = int(s.att_q.size() / (size_t(kAttnRows) * hd));  // the buffers make_run_state made
     const int per_head = std::max((rows + kAttnRows - 1) / kAttnRows,
@@ -132,9 +135,9 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
         float* out = &s.att_out[th * kAttnRows * hd];
         float* scores = &s.att[th * kAttnRows * s.n_ctx];
         float* scratch = &s.att_scratch[th * attn_scratch_floats(hd)];
-        auto q_offset = [&](int r) { return size_t(r / group) * q_dim + size_t(kvh * group + r % group) * hd; };
+        auto q_offset = [&](int r) { return size_t(row0 + r / group) * q_dim + size_t(kvh * group + r % group) * hd; };
         for (int i = 0; i < nr; i++)  // the 1/sqrt(head_dim) of the scores goes in with the query
-            for (int d = 0; d < hd; d++) q[i * hd + d] = s.q[q_offset(r0 + i) + d] * scale;
+            for (int d = 0; d < hd; d++) q[i * hd + d] = w.q[q_offset(r0 + i) + d] * scale;
         // The positions [k0, n_keys) some row of the task sees: up to what its last token sees,
         // from the first position in its first token's window (0 without a window). Row i's
         // score of position k0 + j is scores[i][j].
@@ -152,82 +155,132 @@ static void attention(const ModelConfig& c, RunState& s, int layer, int n, int p
         }
         vk.values(scores, s.n_ctx, nr, v_cache + size_t(k0) * s.v_row_bytes + kvh * v_head_bytes, s.v_row_bytes, n_keys - k0, hd,
                   out, hd, scratch);
-        for (int i = 0; i < nr; i++) std::memcpy(&s.xb2[q_offset(r0 + i)], out + i * hd, sizeof(float) * hd);
+        for (int i = 0; i < nr; i++) std::memcpy(&w.xb2[q_offset(r0 + i)], out + i * hd, sizeof(float) * hd);
     }
 }
 
-// One chunk of at most max_batch tokens; logits may be null when none are wanted.
-static void forward_chunk(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
+// The sequences' tokens as the rows of one batch: at most work.max_batch in all, already checked.
+// Matmuls, norms and the feed-forward block run on all rows at once; RoPE, the cache and
+// attention per sequence.
+static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs, int n_seqs) {
     const ModelConfig& c = m.config;
     const int dim = c.dim, hidden = c.hidden_dim, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
     // RoPE rotates adjacent pairs of a head (llama) or its two halves (qwen3): model/family.h.
     const ModelFamily& family = family_of(c);
     const auto rope = family.rope_style == RopeStyle::halves ? apply_rope_halves : apply_rope;
-
-    for (int t = 0; t < n; t++) dequantize_row(m.token_embd.type, m.token_embd.data, dim, tokens[t], &s.x[size_t(t) * dim]);
+    int n = 0;  // rows in all
+    for (int i = 0; i < n_seqs; i++)
+        for (int t = 0; t < seqs[i].n; t++, n++)
+            dequantize_row(m.token_embd.type, m.token_embd.data, dim, seqs[i].tokens[t], &w.x[size_t(n) * dim]);
 
     for (int l = 0; l < c.n_layers; l++) {
         const LayerWeights& L = m.layers[l];
-        uint8_t* k_cache = s.key_cache.get() + size_t(l) * s.n_ctx * s.k_row_bytes;
-        uint8_t* v_cache = s.value_cache.get() + size_t(l) * s.n_ctx * s.v_row_bytes;
 
         // Attention block: x += attn_output · attention(rope(attn_q · norm(x)), rope(attn_k · norm(x)), attn_v · norm(x)),
         // (qwen3: rope(qk_norm(attn_q · norm(x))), ...)
         for (int t = 0; t < n; t++)
-            rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
-        matmul_tensors({{s.q.data(), &L.attn_q}, {s.k.data(), &L.attn_k}, {s.v.data(), &L.attn_v}}, s.xb.data(), n);
+            rmsnorm(&w.xb[size_t(t) * dim], &w.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
+        matmul_tensors({{w.q.data(), &L.attn_q}, {w.k.data(), &L.attn_k}, {w.v.data(), &L.attn_v}}, w.xb.data(), n);
         if (family.qk_norm) {  // Qwen3: each query and key head is RMS-normalized on its own, before RoPE
             for (int h = 0; h < n * c.n_heads; h++)
-                rmsnorm(&s.q[size_t(h) * hd], &s.q[size_t(h) * hd], static_cast<const float*>(L.attn_q_norm.data), hd, c.rms_eps);
+                rmsnorm(&w.q[size_t(h) * hd], &w.q[size_t(h) * hd], static_cast<const float*>(L.attn_q_norm.data), hd, c.rms_eps);
             for (int h = 0; h < n * c.n_kv_heads; h++)
-                rmsnorm(&s.k[size_t(h) * hd], &s.k[size_t(h) * hd], static_cast<const float*>(L.attn_k_norm.data), hd, c.rms_eps);
+                rmsnorm(&w.k[size_t(h) * hd], &w.k[size_t(h) * hd], static_cast<const float*>(L.attn_k_norm.data), hd, c.rms_eps);
         }
-        for (int t = 0; t < n; t++) {
-            rope(&s.q[size_t(t) * q_dim], c.n_heads, s.rope, pos + t);
-            rope(&s.k[size_t(t) * kv_dim], c.n_kv_heads, s.rope, pos + t);
-            kv_cache_store_row(s.cache_types.k, &s.k[size_t(t) * kv_dim], k_cache + size_t(pos + t) * s.k_row_bytes, kv_dim);
-            kv_cache_store_row(s.cache_types.v, &s.v[size_t(t) * kv_dim], v_cache + size_t(pos + t) * s.v_row_bytes, kv_dim);
+        for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i].n, i++) {
+            RunState& s = *seqs[i].state;
+            uint8_t* k_cache = s.key_cache.get() + size_t(l) * s.n_ctx * s.k_row_bytes;
+            uint8_t* v_cache = s.value_cache.get() + size_t(l) * s.n_ctx * s.v_row_bytes;
+            for (int t = 0, r = row0, pos = seqs[i].pos; t < seqs[i].n; t++, r++) {
+                rope(&w.q[size_t(r) * q_dim], c.n_heads, s.rope, pos + t);
+                rope(&w.k[size_t(r) * kv_dim], c.n_kv_heads, s.rope, pos + t);
+                kv_cache_store_row(s.cache_types.k, &w.k[size_t(r) * kv_dim], k_cache + size_t(pos + t) * s.k_row_bytes, kv_dim);
+                kv_cache_store_row(s.cache_types.v, &w.v[size_t(r) * kv_dim], v_cache + size_t(pos + t) * s.v_row_bytes, kv_dim);
+            }
+            attention(c, w, s, row0, l, seqs[i].n, seqs[i].pos);
         }
-        attention(c, s, l, n, pos);
-        matmul_tensor(s.xb.data(), L.attn_output, s.xb2.data(), n);
-        for (size_t i = 0; i < size_t(n) * dim; i++) s.x[i] += s.xb[i];
+        matmul_tensor(w.xb.data(), L.attn_output, w.xb2.data(), n);
+        for (size_t i = 0; i < size_t(n) * dim; i++) w.x[i] += w.xb[i];
 
         // Feed-forward block: x += ffn_down · (silu(ffn_gate · norm(x)) * (ffn_up · norm(x)))
         for (int t = 0; t < n; t++)
-            rmsnorm(&s.xb[size_t(t) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(L.ffn_norm.data), dim, c.rms_eps);
-        matmul_tensors({{s.hb.data(), &L.ffn_gate}, {s.hb2.data(), &L.ffn_up}}, s.xb.data(), n);
-        swiglu_f32(s.hb.data(), s.hb2.data(), size_t(n) * hidden);
-        matmul_tensor(s.xb.data(), L.ffn_down, s.hb.data(), n);
-        for (size_t i = 0; i < size_t(n) * dim; i++) s.x[i] += s.xb[i];
+            rmsnorm(&w.xb[size_t(t) * dim], &w.x[size_t(t) * dim], static_cast<const float*>(L.ffn_norm.data), dim, c.rms_eps);
+        matmul_tensors({{w.hb.data(), &L.ffn_gate}, {w.hb2.data(), &L.ffn_up}}, w.xb.data(), n);
+        swiglu_f32(w.hb.data(), w.hb2.data(), size_t(n) * hidden);
+        matmul_tensor(w.xb.data(), L.ffn_down, w.hb.data(), n);
+        for (size_t i = 0; i < size_t(n) * dim; i++) w.x[i] += w.xb[i];
     }
 
-    // Only the tokens whose logits are wanted go through the (large) output projection.
-    if (!logits) return;
-    const int first = all_logits ? 0 : n - 1;
-    for (int t = first; t < n; t++)
-        rmsnorm(&s.xb[size_t(t - first) * dim], &s.x[size_t(t) * dim], static_cast<const float*>(m.output_norm.data), dim,
-                c.rms_eps);
-    matmul_tensor(logits, m.output, s.xb.data(), n - first);
+    // Only the rows whose logits are wanted go through the (large) output projection: straight
+    // into their sequence's buffer when one sequence wants them, else into work's and then
+    // copied.
+    int n_out = 0, wanting = 0;
+    for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i].n, i++) {
+        if (!seqs[i].logits) continue;
+        wanting++;
+        for (int t = seqs[i].all_logits ? 0 : seqs[i].n - 1; t < seqs[i].n; t++, n_out++)
+            rmsnorm(&w.xb[size_t(n_out) * dim], &w.x[size_t(row0 + t) * dim], static_cast<const float*>(m.output_norm.data), dim,
+                    c.rms_eps);
+    }
+    if (n_out == 0) return;
+    const size_t vocab = c.vocab_size;
+    if (wanting == 1) {
+        for (int i = 0; i < n_seqs; i++)
+            if (seqs[i].logits) matmul_tensor(seqs[i].logits, m.output, w.xb.data(), n_out);
+        return;
+    }
+    if (w.batch_logits.size() < n_out * vocab) w.batch_logits.resize(n_out * vocab);
+    matmul_tensor(w.batch_logits.data(), m.output, w.xb.data(), n_out);
+    const float* from = w.batch_logits.data();
+    for (int i = 0; i < n_seqs; i++) {
+        if (!seqs[i].logits) continue;
+        const size_t floats = (seqs[i].all_logits ? seqs[i].n : 1) * vocab;
+        std::copy_n(from, floats, seqs[i].logits);
+        from += floats;
+    }
+}
+
+// "" when tokens[0..n) may be evaluated at positions pos.. of a context of n_ctx, else why not.
+static std::string check_chunk(const ModelConfig& c, int n_ctx, const int* tokens, int n, int pos) {
+    if (n < 1) return "nothing to evaluate";
+    if (pos < 0 || n > n_ctx - pos)
+        return "positions " + std::to_string(pos) + ".." + std::to_string(int64_t(pos) + n - 1) + " exceed the context of " +
+               std::to_string(n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
+            return "token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                   std::to_string(c.vocab_size - 1) + ")";
+    return "";
+}
+
+std::string forward_batch(const Model& m, RunState& work, const SequenceChunk* seqs, int n_seqs) {
+    if (n_seqs < 1) return "nothing to evaluate";
+    int64_t total = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        if (!seqs[i].state) return "a sequence without a state";
+        for (int j = 0; j < i; j++)
+            if (seqs[j].state == seqs[i].state) return "one state is given for two sequences";
+        std::string err = check_chunk(m.config, seqs[i].state->n_ctx, seqs[i].tokens, seqs[i].n, seqs[i].pos);
+        if (!err.empty()) return err;
+        total += seqs[i].n;
+    }
+    if (total > work.max_batch)
+        return std::to_string(total) + " tokens in one batch, more than its buffers hold (" + std::to_string(work.max_batch) +
+               ")";
+    forward_rows(m, work, seqs, n_seqs);
+    return "";
 }
 
 std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
-    if (n < 1) return "nothing to evaluate";
-    if (pos < 0 || n > s.n_ctx - pos)
-        return "positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) + " exceed the context of " +
-               std::to_string(s.n_ctx);
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= m.config.vocab_size)
-            return "token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
-                   std::to_string(m.config.vocab_size - 1) + ")";
+    std::string err = check_chunk(m.config, s.n_ctx, tokens, n, pos);
+    if (!err.empty()) return err;
     for (int done = 0; done < n; done += s.max_batch) {
-        const int chunk = std::min(s.max_batch, n - done);
-        const bool last = done + chunk == n;
-        if (all_logits) {
-            forward_chunk(m, s, tokens + done, chunk, pos + done, logits + size_t(done) * m.config.vocab_size, true);
-        } else {
-            // Earlier chunks only fill the cache: no output projection for them.
-            forward_chunk(m, s, tokens + done, chunk, pos + done, last ? logits : nullptr, false);
-        }
+        SequenceChunk chunk{&s, tokens + done, std::min(s.max_batch, n - done), pos + done, nullptr, all_logits};
+        if (logits && all_logits)
+            chunk.logits = logits + size_t(done) * m.config.vocab_size;
+        else if (done + chunk.n == n)  // earlier chunks only fill the cache: no output projection for them
+            chunk.logits = logits;
+        forward_rows(m, s, &chunk, 1);
     }
     return "";
 }

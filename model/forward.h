@@ -40,6 +40,8 @@ struct RunState {
     // [layer][position][kv_dim] in the cache types; left uninitialised so that positions not
     // yet reached cost no memory.
     std::unique_ptr<uint8_t[]> key_cache, value_cache;
+    // forward_batch's logits when several sequences want some: [rows][vocab], grown on demand.
+    std::vector<float> batch_logits;
 };
 
 // Bytes make_run_state allocates for a context of n_ctx positions: the KV cache, the RoPE
@@ -54,7 +56,26 @@ RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types = {});
 // Allocates buffers for a context of n_ctx positions. "" on success, or why not (never throws).
 std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types = {});
 
-// Evaluates tokens[0..n) at positions pos..pos+n-1, adding them to the KV cache.
+// One sequence's share of a batched step (forward_batch): tokens[0..n) at positions
+// pos..pos+n-1 of the sequence's own KV cache, `state`, which they are added to.
+struct SequenceChunk {
+    RunState* state = nullptr;
+    const int* tokens = nullptr;
+    int n = 0, pos = 0;
+    float* logits = nullptr;  // null: none wanted; else the last token's [vocab], or with all_logits every token's [n][vocab]
+    bool all_logits = false;
+};
+
+// Evaluates the tokens of several sequences in one pass over the weights: each weight matrix
+// is read once for all of them (what bounds generation is that read, not the arithmetic), and
+// attention stays per sequence, over its own cache and positions. The activations are held in
+// `work`'s buffers: any RunState of this model, one of the sequences' own included; all the
+// sequences together have at most work.max_batch tokens, and no state appears twice. "" on
+// success, else why nothing was evaluated.
+std::string forward_batch(const Model& m, RunState& work, const SequenceChunk* seqs, int n_seqs);
+
+// Evaluates tokens[0..n) at positions pos..pos+n-1, adding them to the KV cache: forward_batch
+// with one sequence, in chunks of max_batch tokens.
 // Writes the logits of the last token to logits[vocab], or with all_logits those of
 // every token to logits[n][vocab]. "" on success, else why nothing was evaluated
 // (a token id outside the vocabulary, or positions beyond the context).

@@ -3,6 +3,7 @@
 // must equal the goldens the reference recorded.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -70,6 +71,30 @@ static void check_model(const std::string& model_path, const Golden& g) {
     REQUIRE(make_run_state(m.config, 256, &s1, kF32Cache) == "");
     for (int t = 0; t < n; t++) REQUIRE(forward(m, s1, &g.prompt_ids[t], 1, t, &logits[size_t(t) * vocab]) == "");
     compare_logits(logits, g, vocab, model_path + " token by token");
+
+    // Several sequences in one batch, as the server's conversations step together: three
+    // copies of the prompt at different paces (a token per step, two per step, and a token per
+    // step from the fourth step on) in the same forward_batch calls, whose activations are the
+    // first sequence's own buffers. Each sequence must still see only its own cache.
+    RunState seq[3];
+    std::vector<float> got[3];
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(make_run_state(m.config, 256, &seq[i], kF32Cache) == "");
+        got[i].resize(size_t(n) * vocab);
+    }
+    const int pace[3] = {1, 2, 1}, first_step[3] = {0, 0, 3};
+    int done[3] = {0, 0, 0};
+    for (int step = 0; done[0] < n || done[1] < n || done[2] < n; step++) {
+        std::vector<SequenceChunk> chunks;
+        for (int i = 0; i < 3; i++) {
+            if (step < first_step[i] || done[i] == n) continue;
+            const int k = std::min(pace[i], n - done[i]);
+            chunks.push_back({&seq[i], &g.prompt_ids[done[i]], k, done[i], &got[i][size_t(done[i]) * vocab], true});
+            done[i] += k;
+        }
+        REQUIRE(forward_batch(m, seq[0], chunks.data(), int(chunks.size())) == "");
+    }
+    for (int i = 0; i < 3; i++) compare_logits(got[i], g, vocab, model_path + " sequence " + std::to_string(i) + " of a batch");
 
     // Greedy generation through the real program, with its default (f16) KV cache.
     CommandResult r = run_command("./run " + model_path + " --prompt-ids " + join_ids(g.prompt_ids) + " -n " +
@@ -139,4 +164,29 @@ TEST_CASE("forward: a prompt spanning several batches gives the logits of evalua
         max_ref = std::max(max_ref, std::fabs(double(stepped[v])));
     }
     CHECK(max_diff <= 1e-4 * max_ref);
+}
+
+TEST_CASE("forward_batch: what cannot be evaluated is refused in one line, and nothing is evaluated") {
+    Model m;
+    REQUIRE(load_model("models/tiny-shakespeare.hearth", &m) == "");
+    RunState a, b;
+    REQUIRE(make_run_state(m.config, 16, &a, kF32Cache) == "");
+    REQUIRE(make_run_state(m.config, 16, &b, kF32Cache) == "");
+    std::vector<float> logits(m.config.vocab_size);
+    const std::vector<int> ids(16, 5);
+    const int bad = m.config.vocab_size;
+    auto refusal = [&](std::vector<SequenceChunk> chunks) { return forward_batch(m, a, chunks.data(), int(chunks.size())); };
+    CHECK(refusal({}) == "nothing to evaluate");
+    CHECK(refusal({{&a, ids.data(), 1, 0, nullptr, false}, {&a, ids.data(), 1, 1, nullptr, false}}) ==
+          "one state is given for two sequences");
+    CHECK(refusal({{&a, ids.data(), 1, 0, nullptr, false}, {&b, &bad, 1, 0, nullptr, false}}).find("outside the vocabulary") !=
+          std::string::npos);
+    CHECK(refusal({{&b, ids.data(), 2, 15, nullptr, false}}) == "positions 15..16 exceed the context of 16");
+    CHECK(refusal({{&b, ids.data(), 0, 0, nullptr, false}}) == "nothing to evaluate");
+    CHECK(refusal({{nullptr, ids.data(), 1, 0, nullptr, false}}) == "a sequence without a state");
+    RunState small;  // a work state whose buffers hold fewer tokens than the batch has
+    REQUIRE(make_run_state(m.config, 16, &small, kF32Cache) == "");
+    small.max_batch = 8;
+    const SequenceChunk two[] = {{&a, ids.data(), 5, 0, nullptr, false}, {&b, ids.data(), 5, 0, nullptr, false}};
+    CHECK(forward_batch(m, small, two, 2) == "10 tokens in one batch, more than its buffers hold (8)");
 }
