@@ -23,35 +23,52 @@ GenerationEnd Generator::generate(RunState& state, std::vector<int>& context, st
 
 bool Generator::step(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
                      const GenerationCallbacks& cb, GenerationEnd* end) {
-    const int vocab = model_.config.vocab_size;
-    auto stop = [&](GenerationEnd e) {
-        *end = e;
-        pending_ = -1;  // whatever comes next starts from fresh logits
+    SequenceChunk eval;
+    if (!begin_step(state, context, logits, max_tokens, cb, end, &eval, state.max_batch)) return false;
+    const std::string err = forward_batch(model_, state, &eval, 1);
+    if (!err.empty()) {
+        fail_step(err);
+        *end = GenerationEnd::error;
         return false;
-    };
-    // Ids past the tokenizer's pieces (padding rows of the embedding) were never
-    // trained on and have no text. Without a tokenizer (0 pieces) none are known.
-    auto mask_padding = [&](float* l) {
-        if (tok_.vocab_size() > 0)
-            for (int id = tok_.vocab_size(); id < vocab; id++) l[id] = -INFINITY;
-    };
-    auto is_end = [&](int id) { return std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end(); };
-    if (int(tokens_.size()) >= max_tokens) return stop(GenerationEnd::length_limit);
-    if (cb.interrupted && cb.interrupted()) return stop(GenerationEnd::interrupted);
-    if (int(context.size()) >= state.n_ctx) return stop(GenerationEnd::context_full);
+    }
+    return end_step(context, logits, cb, end);
+}
+
+bool Generator::stop(GenerationEnd e, GenerationEnd* end) {
+    *end = e;
+    pending_ = -1;  // whatever comes next starts from fresh logits
+    return false;
+}
+
+// Ids past the tokenizer's pieces (padding rows of the embedding) were never trained on and
+// have no text. Without a tokenizer (0 pieces) none are known.
+void Generator::mask_padding(float* logits) const {
+    if (tok_.vocab_size() > 0)
+        for (int id = tok_.vocab_size(); id < model_.config.vocab_size; id++) logits[id] = -INFINITY;
+}
+
+bool Generator::is_end(int id) const { return std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end(); }
+
+bool Generator::begin_step(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
+                           const GenerationCallbacks& cb, GenerationEnd* end, SequenceChunk* eval, int max_eval) {
+    const int vocab = model_.config.vocab_size;
+    max_tokens_ = max_tokens;
+    if (int(tokens_.size()) >= max_tokens) return stop(GenerationEnd::length_limit, end);
+    if (cb.interrupted && cb.interrupted()) return stop(GenerationEnd::interrupted, end);
+    if (int(context.size()) >= state.n_ctx) return stop(GenerationEnd::context_full, end);
     mask_padding(logits.data());
     int next = pending_;
     pending_ = -1;
     if (next < 0) next = sampler_.sample(logits.data(), vocab, context);
-    if (is_end(next)) return stop(GenerationEnd::end_id);
+    if (is_end(next)) return stop(GenerationEnd::end_id, end);
     tokens_.push_back(next);
     if (cb.on_token) cb.on_token(next, streamer_.push(next));
-    if (int(tokens_.size()) == max_tokens) return stop(GenerationEnd::length_limit);
+    if (int(tokens_.size()) == max_tokens) return stop(GenerationEnd::length_limit, end);
 
-    // A draft only where its tokens could be kept: inside the cache, and short of the
-    // max_tokens-th token (which is never evaluated).
+    // A draft only where its tokens could be kept: inside the cache, short of the
+    // max_tokens-th token (which is never evaluated), and within the caller's batch.
     const int pos = int(context.size());
-    const int room = std::min(state.n_ctx - pos - 1, max_tokens - int(tokens_.size()) - 1);
+    const int room = std::min({state.n_ctx - pos - 1, max_tokens - int(tokens_.size()) - 1, max_eval - 1});
     const int want = backoff_.next_length(room);
     batch_.assign(1, next);
     if (want > 0) {
@@ -61,22 +78,24 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
         context.pop_back();
         batch_.insert(batch_.end(), draft.begin(), draft.end());
     }
-    const int k = int(batch_.size()) - 1;
-    if (k == 0) {
-        error_ = forward(model_, state, &next, 1, pos, logits.data());
-        if (!error_.empty()) return stop(GenerationEnd::error);
-        context.push_back(next);
-        evaluated_++;
-        evaluated_tokens_++;
-        return true;
+    // One token's logits go straight to `logits`; a draft's, all of them, to batch_logits_.
+    const int n = int(batch_.size());
+    float* out = logits.data();
+    if (n > 1) {
+        batch_logits_.resize(size_t(n) * vocab);
+        out = batch_logits_.data();
     }
+    *eval = SequenceChunk{&state, batch_.data(), n, pos, out, n > 1};
+    return true;
+}
 
-    batch_logits_.resize(size_t(k + 1) * vocab);
-    error_ = forward(model_, state, batch_.data(), k + 1, pos, batch_logits_.data(), true);
-    if (!error_.empty()) return stop(GenerationEnd::error);
-    context.push_back(next);
+bool Generator::end_step(std::vector<int>& context, std::vector<float>& logits, const GenerationCallbacks& cb,
+                         GenerationEnd* end) {
+    const int vocab = model_.config.vocab_size, k = int(batch_.size()) - 1;
+    context.push_back(batch_[0]);
     evaluated_++;
     evaluated_tokens_ += k + 1;
+    if (k == 0) return true;
     draft_stats_.verifications++;
     draft_stats_.proposed += k;
     // Draft token i is checked by sampling the token that follows batch_[i-1], exactly as a
@@ -98,7 +117,7 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
         // As at the top of a step of its own.
         if (cb.interrupted && cb.interrupted()) {
             finish(i - 1);
-            return stop(GenerationEnd::interrupted);
+            return stop(GenerationEnd::interrupted, end);
         }
         float* before = &batch_logits_[size_t(i - 1) * vocab];
         mask_padding(before);
@@ -112,13 +131,13 @@ bool Generator::step(RunState& state, std::vector<int>& context, std::vector<flo
         accepted++;
         if (is_end(t)) {
             finish(i - 1);
-            return stop(GenerationEnd::end_id);
+            return stop(GenerationEnd::end_id, end);
         }
         tokens_.push_back(t);
         if (cb.on_token) cb.on_token(t, streamer_.push(t));
-        if (int(tokens_.size()) == max_tokens) {  // cannot happen (room), but as a step would
+        if (int(tokens_.size()) == max_tokens_) {  // cannot happen (room), but as a step would
             finish(i - 1);
-            return stop(GenerationEnd::length_limit);
+            return stop(GenerationEnd::length_limit, end);
         }
         context.push_back(t);
     }

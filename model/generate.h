@@ -55,9 +55,21 @@ public:
     // the draft's tokens the sampler accepts, each streamed and checked (end ids,
     // max_tokens, cb.interrupted) as if it were a step of its own. Returns true when the
     // generation goes on, else false with the reason in *end. generate() is step() until
-    // it returns false; the server steps each of its conversations in turn.
+    // it returns false.
     bool step(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
               const GenerationCallbacks& cb, GenerationEnd* end);
+
+    // step() in two halves, for a caller that evaluates several generators' tokens in one
+    // forward_batch() call (the server's conversations). begin_step samples the step's token,
+    // streams it and drafts after it, at most max_eval tokens in all (at least 1), and says in
+    // *eval what to evaluate (the tokens, their positions in `state`, where their logits go);
+    // false when the generation ends first (*end says why). Once the caller has evaluated
+    // *eval, end_step checks the draft and keeps what the sampler accepts; its result is
+    // step()'s. A step whose evaluation failed ends with fail_step(why).
+    bool begin_step(RunState& state, std::vector<int>& context, std::vector<float>& logits, int max_tokens,
+                    const GenerationCallbacks& cb, GenerationEnd* end, SequenceChunk* eval, int max_eval);
+    bool end_step(std::vector<int>& context, std::vector<float>& logits, const GenerationCallbacks& cb, GenerationEnd* end);
+    void fail_step(const std::string& why) { error_ = why, pending_ = -1; }
 
     // Text of ids that come before the generated ones (run prints its prompt), through the
     // same decoder, so that the first generated token's text joins them as decode() would.
@@ -76,6 +88,10 @@ public:
     const std::string& error() const { return error_; }
 
 private:
+    bool stop(GenerationEnd e, GenerationEnd* end);  // false, with *end = e
+    void mask_padding(float* logits) const;
+    bool is_end(int id) const;
+
     const Model& model_;
     const Tokenizer& tok_;
     Sampler& sampler_;
@@ -83,6 +99,7 @@ private:
     TextStreamer streamer_;
     std::vector<int> tokens_;
     long evaluated_ = 0, evaluated_tokens_ = 0;
+    int max_tokens_ = 0;  // the last begin_step's
     DraftBackoff backoff_;
     DraftStats draft_stats_;
     std::vector<int> batch_;           // the step's token and its draft
