@@ -184,8 +184,7 @@ public:
                     continue;
                 }
             }
-            for (Slot& s : slots_)
-                if (s.job) step(s);
+            step_all();
             publish_status();
         }
         // Stopping: whatever runs or waits ends now.
@@ -207,7 +206,10 @@ private:
         size_t prompt_pos = 0;  // the next prompt id to evaluate
         std::unique_ptr<Sampler> sampler;
         std::unique_ptr<Generator> gen;
-        std::string held;  // text held back: it may be the start of a stop string
+        GenerationCallbacks cb;  // gen's, for the whole job
+        uint64_t order = 0;      // when the job started: prompts are read first come, first served
+        int most_shared = 0;     // the most other slots a step of this job was evaluated with
+        std::string held;        // text held back: it may be the start of a stop string
         bool stop_hit = false;
         std::string emitted;  // the reply's text so far, as sent
         Clock::time_point started;
@@ -279,6 +281,10 @@ private:
         }
         s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
         s.gen->set_draft(draft_);
+        s.cb.on_token = [this, &s](int, const std::string& text) { on_text(s, text); };
+        s.cb.interrupted = [&s] { return s.stop_hit || s.job->cancelled.load(); };
+        s.order = ++use_counter_;
+        s.most_shared = 0;
         // A completion continues its prompt's text as `run -p` prints it: the first token's
         // text joins the prompt's (SentencePiece drops the space of a text's first piece).
         // A chat reply starts afresh, as ChatSession's do.
@@ -320,29 +326,76 @@ private:
         push_text(*s.job, text);
     }
 
-    // One step of a busy slot: a chunk of its prompt, or one token.
-    void step(Slot& s) {
-        Job& job = *s.job;
-        if (job.cancelled) return end_job(s, "", server_error(499, "the client went away", "cancelled"));
-        if (s.prompt_pos < job.prompt.size()) {
-            const int n = std::min<int>(s.state.max_batch, int(job.prompt.size() - s.prompt_pos));
-            const std::string err = forward(lm_.model, s.state, &job.prompt[s.prompt_pos], n, int(s.prompt_pos), s.logits.data());
-            if (!err.empty()) {
-                s.cache.clear();
-                return end_job(s, "", server_error(500, err, "server_error"));
+    bool reading_prompt(const Slot& s) const { return s.prompt_pos < s.job->prompt.size(); }
+
+    // One step of every busy slot, in one forward_batch call (continuous batching): the next
+    // token of each generating slot, with its draft, and then chunks of the prompts still
+    // being read, first come first served, as far as the batch has room (max_batch tokens).
+    // The weights are read once for all of them, so four conversations cost little more than
+    // one; a new request joins at the next step, its prompt read beside the others' replies.
+    void step_all() {
+        for (Slot& s : slots_)
+            if (s.job && s.job->cancelled) end_job(s, "", server_error(499, "the client went away", "cancelled"));
+        int room = slots_[0].state.max_batch;
+        std::vector<SequenceChunk> chunks;
+        std::vector<Slot*> owners;
+        // Generating slots from a starting point that turns, so that when there are more of
+        // them than the batch has room for, each has its turn. Each leaves one token of room
+        // for every one after it.
+        std::vector<Slot*> generating, reading;
+        for (size_t i = 0; i < slots_.size(); i++) {
+            Slot& s = slots_[(first_ + i) % slots_.size()];
+            if (s.job) (reading_prompt(s) ? reading : generating).push_back(&s);
+        }
+        first_ = (first_ + 1) % slots_.size();
+        for (size_t i = 0; i < generating.size() && room > 0; i++) {
+            Slot& s = *generating[i];
+            const int after = int(std::min<size_t>(generating.size() - i - 1, size_t(room - 1)));
+            SequenceChunk c;
+            GenerationEnd end;
+            if (!s.gen->begin_step(s.state, s.cache, s.logits, s.job->max_tokens, s.cb, &end, &c, room - after)) {
+                end_generation(s, end);
+                continue;
             }
-            s.cache.insert(s.cache.end(), job.prompt.begin() + s.prompt_pos, job.prompt.begin() + s.prompt_pos + n);
-            s.prompt_pos += n;
-            return;
+            chunks.push_back(c);
+            owners.push_back(&s);
+            room -= c.n;
         }
-        GenerationCallbacks cb;
-        cb.on_token = [&](int, const std::string& text) { on_text(s, text); };
-        cb.interrupted = [&] { return s.stop_hit || job.cancelled.load(); };
-        GenerationEnd end;
-        if (s.gen->step(s.state, s.cache, s.logits, job.max_tokens, cb, &end)) {
-            if (s.stop_hit) end_job(s, "stop");
-            return;
+        std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->order < b->order; });
+        for (Slot* s : reading) {
+            if (room == 0) break;
+            const std::vector<int>& prompt = s->job->prompt;
+            const int n = std::min(room, int(prompt.size() - s->prompt_pos));
+            // Only the prompt's last chunk needs logits: they pick the first token.
+            const bool last = s->prompt_pos + n == prompt.size();
+            chunks.push_back(
+                {&s->state, &prompt[s->prompt_pos], n, int(s->prompt_pos), last ? s->logits.data() : nullptr, false});
+            owners.push_back(s);
+            room -= n;
         }
+        if (chunks.empty()) return;
+        const std::string err = forward_batch(lm_.model, slots_[0].state, chunks.data(), int(chunks.size()));
+        for (size_t i = 0; i < chunks.size(); i++) {
+            Slot& s = *owners[i];
+            s.most_shared = std::max(s.most_shared, int(chunks.size()) - 1);
+            if (!err.empty()) {  // nothing was evaluated (forward_batch checks first); the caches are as they were
+                if (!reading_prompt(s)) s.gen->fail_step(err);
+                end_job(s, "", server_error(500, err, "server_error"));
+            } else if (reading_prompt(s)) {
+                s.cache.insert(s.cache.end(), chunks[i].tokens, chunks[i].tokens + chunks[i].n);
+                s.prompt_pos += chunks[i].n;
+            } else {
+                GenerationEnd end;
+                if (!s.gen->end_step(s.cache, s.logits, s.cb, &end))
+                    end_generation(s, end);
+                else if (s.stop_hit)
+                    end_job(s, "stop");
+            }
+        }
+    }
+
+    // The job of a slot whose generation ended, as its Generator says.
+    void end_generation(Slot& s, GenerationEnd end) {
         switch (end) {
             case GenerationEnd::end_id: return end_job(s, "stop");
             case GenerationEnd::length_limit:
@@ -370,9 +423,10 @@ private:
         }
         const double secs = seconds_since(s.started);
         const std::string drafts = draft_ && s.gen ? ", " + draft_summary(s.gen->draft_stats()) : "";
-        std::fprintf(stderr, "run: slot %d: %s, prompt %d tokens (%d cached), %d generated%s, %.2f s, ended: %s\n", s.id,
+        const std::string shared = s.most_shared ? ", batched with up to " + std::to_string(s.most_shared) + " other slots" : "";
+        std::fprintf(stderr, "run: slot %d: %s, prompt %d tokens (%d cached), %d generated%s%s, %.2f s, ended: %s\n", s.id,
                      job.req.chat ? "chat" : "completion", job.prompt_tokens, job.cached_tokens, job.completion_tokens,
-                     drafts.c_str(), secs, error ? message_line(error.message).c_str() : reason.c_str());
+                     drafts.c_str(), shared.c_str(), secs, error ? message_line(error.message).c_str() : reason.c_str());
         // The slot is free before the client hears the end, so that what it asks next sees it free.
         const std::shared_ptr<Job> keep = s.job;
         s.job.reset();
@@ -396,6 +450,7 @@ private:
     ReplyIds& replies_;
     std::vector<Slot> slots_;
     uint64_t use_counter_ = 0;
+    size_t first_ = 0;  // the generating slot step_all takes first
 
     std::mutex m_;
     std::condition_variable cv_;

@@ -508,9 +508,10 @@ TEST_CASE("server http: greedy completions equal run --temp 0, alone or four at 
     Server s("-np 4 -c 4096");
     REQUIRE(s.ready());
     const int p = s.port();
-    // The same prompt text through `run -p`: it prints the prompt, the generated text and a newline.
+    // The same prompt text through `run -p` without drafts (the server drafts, by default): it
+    // prints the prompt, the generated text and a newline.
     for (const std::string prompt : {"ROMEO:", "First Citizen:\nWe are accounted poor"}) {
-        CommandResult r = run_command("./run models/tiny-shakespeare.hearth --temp 0 -n 40 -p '" + prompt + "'");
+        CommandResult r = run_command("./run models/tiny-shakespeare.hearth --temp 0 --draft 0 -n 40 -p '" + prompt + "'");
         REQUIRE(r.exit_code == 0);
         Response c = http(p, "POST", "/v1/completions", completion_body(prompt, 40));
         REQUIRE(c.status == 200);
@@ -542,10 +543,48 @@ TEST_CASE("server http: greedy completions equal run --temp 0, alone or four at 
         CHECK(!alone[i].empty());
         CHECK(together[i] == alone[i]);
     }
-    // They were served at once: the log shows four slots used.
+    // The two completions, batched and drafted, are what run prints alone without drafts.
+    for (size_t i = 0; i < 2; i++) {
+        const std::string prompt = json::parse(reqs[i].second)["prompt"];
+        CommandResult r = run_command("./run models/tiny-shakespeare.hearth --temp 0 --draft 0 -n 48 -p '" + prompt + "'");
+        REQUIRE(r.exit_code == 0);
+        CHECK(prompt + together[i] + "\n" == r.out);
+    }
+    // They were served at once: the log shows four slots used, and steps that evaluated all
+    // four together (continuous batching: one pass over the weights for every slot's token).
     const std::string log = s.log();
     for (int slot = 0; slot < 4; slot++) CHECK(log.find("slot " + std::to_string(slot) + ":") != std::string::npos);
+    CHECK(log.find("batched with up to 3 other slots") != std::string::npos);
     CHECK(s.stop() == 0);
+}
+
+TEST_CASE("server http: a request that arrives while another generates starts at the next step, batched with it") {
+    Server s("-np 2 -c 32768");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // A stream that would generate until its context (16384 positions, seconds) is full.
+    const std::string endless = json{{"prompt", "ROMEO:"}, {"stream", true}, {"ignore_eos", true}, {"temperature", 0}}.dump();
+    const int fd = open_stream(p, "/v1/completions", endless, 3);
+    REQUIRE(fd >= 0);
+    // The second request is served while the first goes on, not after it: its reply is what it
+    // is alone (run, without drafts), and its log line says its steps were the first's too.
+    const std::string prompt = "To be, or not to be";
+    Response c = http(p, "POST", "/v1/completions", completion_body(prompt, 32));
+    REQUIRE(c.status == 200);
+    CommandResult r = run_command("./run models/tiny-shakespeare.hearth --temp 0 --draft 0 -n 32 -p '" + prompt + "'");
+    REQUIRE(r.exit_code == 0);
+    CHECK(prompt + text_of(c) + "\n" == r.out);
+    const json slots = http(p, "GET", "/slots").j();
+    REQUIRE(slots.is_array());
+    CHECK(slots[0]["is_processing"] == true);  // the first is still generating
+    close(fd);
+    CHECK(s.stop() == 0);
+    const std::string log = s.log();
+    INFO(log);
+    const size_t at = log.find(", 32 generated");
+    REQUIRE(at != std::string::npos);
+    const std::string line = log.substr(at, log.find('\n', at) - at);
+    CHECK(line.find("batched with up to 1 other slots") != std::string::npos);
 }
 
 TEST_CASE("server http: /tokenize and /detokenize agree with run --tokenize") {
