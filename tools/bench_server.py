@@ -13,7 +13,9 @@ temperature 0 and ignore_eos, so every stream generates exactly --tokens tokens.
 time to first token (from sending the request to the first text) and generation speed (tokens
 after the first over the time after the first). The table gives the median TTFT, the mean
 per-stream speed and the total generated tokens over the wall time of the round (all streams),
-medians over --reps rounds. Standard library only.
+medians over --reps rounds. With N > 1 streams, also the TTFT of a request that arrives while
+N - 1 others generate (continuous batching: it should be near the idle server's, the 1-stream
+row's). Standard library only.
 """
 import argparse
 import http.client
@@ -77,6 +79,8 @@ def stream_one(port, prompt, tokens, result):
         for ch in ev.get("choices") or []:
             if ch.get("text"):
                 now = time.time()
+                if first is None and "first_text" in result:
+                    result["first_text"].set()
                 first = first or now
                 last = now
                 chunks += 1
@@ -89,9 +93,7 @@ def round_of(port, n, tokens, words, seed):
     results = [{} for _ in range(n)]
     threads = []
     for i in range(n):
-        prompt = " ".join(WORDS[(seed * 7 + i * 13 + k * 5) % len(WORDS)] for k in range(words))
-        prompt = f"Stream {seed}-{i}: " + prompt
-        threads.append(threading.Thread(target=stream_one, args=(port, prompt, tokens, results[i])))
+        threads.append(threading.Thread(target=stream_one, args=(port, prompt_of(seed, i, words), tokens, results[i])))
     t0 = time.time()
     for t in threads:
         t.start()
@@ -105,6 +107,31 @@ def round_of(port, n, tokens, words, seed):
             sum(r["tokens"] for r in results) / wall)
 
 
+def prompt_of(seed, i, words):
+    return f"Stream {seed}-{i}: " + " ".join(WORDS[(seed * 7 + i * 13 + k * 5) % len(WORDS)] for k in range(words))
+
+
+def late_ttft(port, n, tokens, words, seed):
+    """Time to first token of a request that arrives while n - 1 others generate: they are
+    started first, with replies long enough to outlast it, and it is sent once each of them
+    has streamed its first text."""
+    busy = [{"first_text": threading.Event()} for _ in range(n - 1)]
+    threads = [threading.Thread(target=stream_one, args=(port, prompt_of(seed, i, words), 4 * tokens, busy[i]))
+               for i in range(n - 1)]
+    for t in threads:
+        t.start()
+    for r in busy:
+        r["first_text"].wait(600)
+    late = {}
+    stream_one(port, prompt_of(seed, n - 1, words), tokens, late)
+    still = sum(1 for r in busy if "end" not in r)
+    for t in threads:
+        t.join()
+    if late.get("ttft") is None or still < n - 1:
+        raise RuntimeError(f"the late request failed or the others ended first: {late}")
+    return late["ttft"]
+
+
 def bench(name, cmd, port, streams, args):
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     err = []
@@ -113,11 +140,13 @@ def bench(name, cmd, port, streams, args):
         wait_ready(port, proc)
         round_of(port, 1, 8, 8, 999)  # warm-up: pages of the model in, threads started
         rounds = [round_of(port, streams, args.tokens, args.prompt_words, rep) for rep in range(args.reps)]
+        late = [late_ttft(port, streams, args.tokens, args.prompt_words, 100 + rep) for rep in range(args.reps)] \
+            if streams > 1 else []
     except Exception as e:
         proc.kill()
         proc.wait()
         tail = (err[0] if err else b"")[-400:].decode("utf-8", "replace")
-        return f"| {name} | {streams} | failed: {e} {tail!r} | | |"
+        return f"| {name} | {streams} | failed: {e} {tail!r} | | | |"
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -128,7 +157,8 @@ def bench(name, cmd, port, streams, args):
     ttft = statistics.median(r[0] for r in rounds)
     per = statistics.median(r[1] for r in rounds)
     total = statistics.median(r[2] for r in rounds)
-    return f"| {name} | {streams} | {ttft * 1000:.0f} | {per:.1f} | {total:.1f} |"
+    late_ms = f"{statistics.median(late) * 1000:.0f}" if late else "-"
+    return f"| {name} | {streams} | {ttft * 1000:.0f} | {late_ms} | {per:.1f} | {total:.1f} |"
 
 
 def main():
@@ -148,8 +178,9 @@ def main():
     print(f"server: {os.path.basename(args.model)}, {args.threads} threads, -c {args.ctx} per slot, prompts of ~{args.prompt_words} "
           f"words, {args.tokens} tokens per stream (ignore_eos, temperature 0), medians of {args.reps} rounds")
     print()
-    print("| server | streams | time to first token, ms (median) | tok/s per stream | tok/s in all |")
-    print("|---|---|---|---|---|")
+    print("| server | streams | time to first token, ms (median) | ... of one more arriving while they generate, ms | "
+          "tok/s per stream | tok/s in all |")
+    print("|---|---|---|---|---|---|")
     sys.stdout.flush()
     for n in args.streams:
         port = free_port()
