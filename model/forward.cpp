@@ -37,8 +37,9 @@ std::string check_kv_cache_types(const ModelConfig& c, KvCacheTypes types) {
     return "";
 }
 
-RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types) {
-    const uint64_t B = 64, hd = c.head_dim, q_dim = uint64_t(c.n_heads) * hd, kv_dim = uint64_t(c.n_kv_heads) * hd;
+RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types, int max_batch) {
+    const uint64_t B = std::max(max_batch, 0), hd = c.head_dim, q_dim = uint64_t(c.n_heads) * hd,
+                   kv_dim = uint64_t(c.n_kv_heads) * hd;
     const uint64_t threads = omp_get_max_threads();
     const uint64_t activations =
         B * (2 * uint64_t(c.dim) + std::max<uint64_t>(c.dim, q_dim) + 2 * q_dim + 2 * kv_dim + 2 * uint64_t(c.hidden_dim));
@@ -49,17 +50,18 @@ RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types) {
     return {(activations + attention) * sizeof(float), cache + per_position_floats * sizeof(float)};
 }
 
-std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types) {
+std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types, int max_batch) {
     if (n_ctx < 1) return "context length must be at least 1";
+    if (max_batch < 0) return "max_batch must be 0 or more";
     std::string err = check_kv_cache_types(c, types);
     if (!err.empty()) return err;
     const std::string no_memory = "not enough memory for a context of " + std::to_string(n_ctx) + " positions (" +
-                                  std::to_string(run_state_bytes(c, types).total(n_ctx) >> 20) + " MiB)";
+                                  std::to_string(run_state_bytes(c, types, max_batch).total(n_ctx) >> 20) + " MiB)";
     const size_t threads = omp_get_max_threads(), hd = c.head_dim;
-    const size_t B = 64, q_dim = size_t(c.n_heads) * hd, kv_dim = size_t(c.n_kv_heads) * hd;
+    const size_t B = max_batch, q_dim = size_t(c.n_heads) * hd, kv_dim = size_t(c.n_kv_heads) * hd;
     try {
         s->n_ctx = n_ctx;
-        s->max_batch = int(B);
+        s->max_batch = max_batch;
         s->cache_types = types;
         s->k_row_bytes = type_row_bytes(types.k, kv_dim);
         s->v_row_bytes = type_row_bytes(types.v, kv_dim);
@@ -274,6 +276,7 @@ std::string forward_batch(const Model& m, RunState& work, const SequenceChunk* s
 std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
     std::string err = check_chunk(m.config, s.n_ctx, tokens, n, pos);
     if (!err.empty()) return err;
+    if (s.max_batch < 1) return "this state holds a cache only: it is evaluated in another state's batches";
     for (int done = 0; done < n; done += s.max_batch) {
         SequenceChunk chunk{&s, tokens + done, std::min(s.max_batch, n - done), pos + done, nullptr, all_logits};
         if (logits && all_logits)

@@ -25,9 +25,12 @@ std::string kv_cache_type_from_name(const std::string& name, TensorType* t);
 // a head dimension that is a multiple of 32).
 std::string check_kv_cache_types(const ModelConfig& c, KvCacheTypes types);
 
+// Tokens evaluated together by default: longer inputs go in chunks of this many.
+constexpr int kMaxBatch = 64;
+
 struct RunState {
     int n_ctx = 0;      // positions the KV cache holds
-    int max_batch = 0;  // tokens evaluated together; longer inputs go in chunks
+    int max_batch = 0;  // tokens evaluated together; longer inputs go in chunks (0: a cache only, make_run_state)
     KvCacheTypes cache_types;
     size_t k_row_bytes = 0, v_row_bytes = 0;  // one position of one layer: n_kv_heads * head_dim values
     RopeTable rope;
@@ -51,10 +54,12 @@ struct RunStateBytes {
     uint64_t fixed, per_position;
     uint64_t total(int n_ctx) const { return fixed + per_position * uint64_t(n_ctx); }
 };
-RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types = {});
+RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types = {}, int max_batch = kMaxBatch);
 
 // Allocates buffers for a context of n_ctx positions. "" on success, or why not (never throws).
-std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types = {});
+// The activations hold max_batch tokens; 0 makes a state that holds one sequence's cache only,
+// to be evaluated in batches whose activations are another state's (forward_batch's work).
+std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types = {}, int max_batch = kMaxBatch);
 
 // One sequence's share of a batched step (forward_batch): tokens[0..n) at positions
 // pos..pos+n-1 of the sequence's own KV cache, `state`, which they are added to.

@@ -130,7 +130,9 @@ public:
     std::string init() {
         for (size_t i = 0; i < slots_.size(); i++) {
             slots_[i].id = int(i);
-            std::string err = make_run_state(lm_.model.config, n_ctx_slot_, &slots_[i].state, types_);
+            // One set of activations serves every step (step_all's batches): slot 0's; the
+            // others hold their caches only.
+            std::string err = make_run_state(lm_.model.config, n_ctx_slot_, &slots_[i].state, types_, i == 0 ? kMaxBatch : 0);
             if (!err.empty()) return err;
             slots_[i].logits.resize(lm_.model.config.vocab_size);
         }

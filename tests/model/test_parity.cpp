@@ -189,4 +189,14 @@ TEST_CASE("forward_batch: what cannot be evaluated is refused in one line, and n
     small.max_batch = 8;
     const SequenceChunk two[] = {{&a, ids.data(), 5, 0, nullptr, false}, {&b, ids.data(), 5, 0, nullptr, false}};
     CHECK(forward_batch(m, small, two, 2) == "10 tokens in one batch, more than its buffers hold (8)");
+
+    // A state made without activations (the server's slots but one) is evaluated only in
+    // another's batches.
+    RunState cache_only;
+    REQUIRE(make_run_state(m.config, 16, &cache_only, kF32Cache, 0) == "");
+    CHECK(cache_only.x.empty());
+    CHECK(run_state_bytes(m.config, kF32Cache, 0).fixed < run_state_bytes(m.config, kF32Cache).fixed);
+    CHECK(forward(m, cache_only, ids.data(), 1, 0, logits.data()).find("holds a cache only") != std::string::npos);
+    const SequenceChunk in_other{&cache_only, ids.data(), 3, 0, logits.data(), false};
+    CHECK(forward_batch(m, a, &in_other, 1) == "");
 }
