@@ -12,9 +12,10 @@
 #   7. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
 #      speed, peak RSS, load time, first token (tools/bench_peers.py; needs the peers built by
 #      ../shared/tools/build-peers.sh, PEERS_DIR)
-#   8. server: run --server with 1, 2 and 4 concurrent streams, time to first token and tokens/s,
-#      TinyLlama-1.1B shape in q4_0, beside llama.cpp's llama-server on its GGUF export when
-#      LLAMA_SERVER names it or PEERS_DIR has it (tools/bench_server.py)
+#   8. server: run --server with 1, 4 and 8 concurrent streams (BENCH_SERVER_STREAMS), time to
+#      first token (also of a request arriving while the others generate) and tokens/s, each
+#      shape in q4_0, beside llama.cpp's llama-server on its GGUF export when LLAMA_SERVER names
+#      it or PEERS_DIR has it (tools/bench_server.py)
 # Random-weight models are made here (tools/make_random_model.py) and kept in build/bench
 # (never committed). Choose parts with BENCH_PARTS="core quant quality" (default: all) and
 # shapes with BENCH_SHAPES="tinyllama llama2-7b". Results: stdout and build/bench/results.md.
@@ -185,13 +186,16 @@ if has peers; then
 fi
 
 if has server; then
-    f=$(model tinyllama q4_0) g=$dir/tinyllama.q4_0.gguf
-    [ -f "$g" ] || ./quantize "$f" "$g" -q >&2
-    cache_only "$f"
-    cat "$g" > /dev/null
     peer=${LLAMA_SERVER:-${PEERS_DIR:-$HOME/peers}/llama.cpp/build/bin/llama-server}
     [ -x "$peer" ] || peer=""
-    /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" --streams 1 2 4 \
-        --reps "${BENCH_SERVER_REPS:-3}" | tee -a "$out"
-    echo | tee -a "$out"
+    for shape in $SHAPES; do
+        f=$(model "$shape" q4_0) g=$dir/$shape.q4_0.gguf
+        [ -f "$g" ] || ./quantize "$f" "$g" -q >&2
+        cache_only "$f"
+        cat "$g" > /dev/null
+        # Continuous batching (issue 23): aggregate tok/s at 4 and 8 streams against 1.
+        /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" \
+            --streams ${BENCH_SERVER_STREAMS:-1 4 8} --reps "${BENCH_SERVER_REPS:-3}" | tee -a "$out"
+        echo | tee -a "$out"
+    done
 fi

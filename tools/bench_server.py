@@ -77,6 +77,8 @@ def stream_one(port, prompt, tokens, result):
         if ev.get("usage"):
             usage = ev["usage"].get("completion_tokens")
         for ch in ev.get("choices") or []:
+            if ch.get("finish_reason"):
+                result["finish_reason"] = ch["finish_reason"]
             if ch.get("text"):
                 now = time.time()
                 if first is None and "first_text" in result:
@@ -128,7 +130,7 @@ def late_ttft(port, n, tokens, words, seed):
     for t in threads:
         t.join()
     if late.get("ttft") is None or still < n - 1:
-        raise RuntimeError(f"the late request failed or the others ended first: {late}")
+        raise RuntimeError(f"the late request failed, or {n - 1 - still} of the others ended first: {late}")
     return late["ttft"]
 
 
