@@ -8,7 +8,8 @@
 //    (Q4_K/Q6_K pack more per row than Q4_0/Q8_0). Q4_0 x one token: the 4-row gemv.
 //  - Interleaved Q4_0/Q8_0: the AVX2 GEMM from 4 tokens, as on plain rows. With AVX-512, the
 //    few-token kernel (x86/gemv_avx512.cpp: each record read once for up to 8 tokens, nothing
-//    packed) from 1 token up to 15, the zmm GEMM from 16. Measured with tools/bench_kernels
+//    packed) from 1 token up to 15 (listed again at 4, to take over from the AVX2 GEMM there), the
+//    zmm GEMM from 16. Measured with tools/bench_kernels
 //    (32768 x 2048, all rows, 1 thread, CPU time: GB/s of weights; a shared 2-vCPU Sapphire Rapids
 //    Xeon at load 5-7, best of 5), few-token kernel / the row it replaced / zmm GEMM:
 //      q4_0: 1 token 23.4 / 23.8 (AVX2 rows) / 12.5; 2 tokens 21.9 / 14.5 (AVX2 rows) / 12.5;
@@ -113,6 +114,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512, 4, AVX512(matmul_q4_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
     {M, TYPE_Q4_0, X8, Isa::avx512, 16, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::amx, 32, AMX(matmul_q4_0x8_gemm_amx), nullptr},
     {M, TYPE_Q8_0, X8, Isa::scalar, 1, matmul_q8_0x8_rows_scalar, nullptr},
@@ -121,6 +123,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512, 1, AVX512(matmul_q8_0x8_few_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512, 4, AVX512(matmul_q8_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
     {M, TYPE_Q8_0, X8, Isa::avx512, 16, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::amx, 32, AMX(matmul_q8_0x8_gemm_amx), nullptr},
     {M, TYPE_Q4_K, X8, Isa::scalar, 1, matmul_q4_kx8_rows_scalar, nullptr},
