@@ -6,8 +6,18 @@
 //  - AVX2 GEMMs (x86/gemm_avx2.cpp, gemm_k_avx2.cpp) on plain rows from 4 tokens (Q4_0, Q8_0),
 //    8 (Q4_K), 16 (Q6_K): the break-even batch sizes against the tiles, from tools/bench_kernels
 //    (Q4_K/Q6_K pack more per row than Q4_0/Q8_0). Q4_0 x one token: the 4-row gemv.
-//  - Interleaved Q4_0/Q8_0: the AVX2 GEMM from 4 tokens, as on plain rows; the AVX-512 zmm GEMM
-//    from 8 (below that its 16-row panels cost more than they gain).
+//  - Interleaved Q4_0/Q8_0: the AVX2 GEMM from 4 tokens, as on plain rows. With AVX-512, the
+//    few-token kernel (x86/gemv_avx512.cpp: each record read once for up to 8 tokens, nothing
+//    packed) from 1 token up to 15 (listed again at 4, to take over from the AVX2 GEMM there), the
+//    zmm GEMM from 16. Measured with tools/bench_kernels
+//    (32768 x 2048, all rows, 1 thread, CPU time: GB/s of weights; a shared 2-vCPU Sapphire Rapids
+//    Xeon at load 5-7, best of 5), few-token kernel / the row it replaced / zmm GEMM:
+//      q4_0: 1 token 23.4 / 23.8 (AVX2 rows) / 12.5; 2 tokens 21.9 / 14.5 (AVX2 rows) / 12.5;
+//            4: 16.5 / 10.5 (AVX2 GEMM) / 12.4; 8: 14.0 / 11.9 (zmm GEMM) / 11.9; 12: 8.8 / 7.0; 16: 6.8 / 6.8
+//      q8_0: 1 token 21.8 / 20.8 / 13.0; 2: 23.9 / 8.5 / 14.1; 4: 23.7 / 7.0 / 15.0; 8: 22.6 / 13.3;
+//            12: 13.6 / 10.4; 16: 9.1 / 9.9
+//    From 8 tokens the kernel is bound by vpdpbusd (~200 GMAC/s a thread here), as the GEMM is,
+//    and at 16 the GEMM's register tiles catch up. (Before it, the zmm GEMM ran from 8 tokens.)
 //  - Interleaved Q4_K: the GEMMs from 32 tokens. Below that the passes of up to 4 tokens over
 //    L1-resident chunks of x86/q4_kx8_avx2.cpp are faster: measured on one thread (512 x 4096, a
 //    shared 2-core Xeon, AVX2 code; medians of interleaved runs, noise ~10%), passes / GEMM = 1.56
@@ -103,14 +113,18 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::i8mm, 4, I8MM(matmul_q4_0x8_gemm_i8mm), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
-    {M, TYPE_Q4_0, X8, Isa::avx512, 8, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512, 4, AVX512(matmul_q4_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
+    {M, TYPE_Q4_0, X8, Isa::avx512, 16, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::amx, 32, AMX(matmul_q4_0x8_gemm_amx), nullptr},
     {M, TYPE_Q8_0, X8, Isa::scalar, 1, matmul_q8_0x8_rows_scalar, nullptr},
     {M, TYPE_Q8_0, X8, Isa::neon, 1, NEON(matmul_q8_0x8_rows_neon), nullptr},
     {M, TYPE_Q8_0, X8, Isa::i8mm, 4, I8MM(matmul_q8_0x8_gemm_i8mm), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
-    {M, TYPE_Q8_0, X8, Isa::avx512, 8, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512, 1, AVX512(matmul_q8_0x8_few_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512, 4, AVX512(matmul_q8_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
+    {M, TYPE_Q8_0, X8, Isa::avx512, 16, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::amx, 32, AMX(matmul_q8_0x8_gemm_amx), nullptr},
     {M, TYPE_Q4_K, X8, Isa::scalar, 1, matmul_q4_kx8_rows_scalar, nullptr},
     {M, TYPE_Q4_K, X8, Isa::neon, 1, NEON(matmul_q4_kx8_rows_neon), nullptr},

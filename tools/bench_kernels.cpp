@@ -6,6 +6,9 @@
 //
 // Per weight type, a read-bandwidth baseline first, then per matmul row (both layouts):
 //   1 token, all rows: GB/s of weight bytes, 1 thread and N threads (generation is memory-bound);
+//   F tokens, all rows, 1 thread: GB/s of weight bytes, for each F of HEARTH_BENCH_FEW_TOKENS
+//   (default 2,4,8,16: small batches, e.g. a server's conversations decoded together, are
+//   memory-bound like one token while a kernel reads each weight once for all of them);
 //   8 and G tokens (G = HEARTH_BENCH_GEMM_TOKENS, default 64) on the first 1024 rows: GMAC/s,
 //   1 thread, and G tokens on N threads (the prompt is compute-bound);
 // and a '*' on the figures of the row pick_kernel takes at that token count. 1-thread figures are
@@ -105,7 +108,7 @@ void cell(const KernelRow& row, int n_tokens, double value) {
     std::printf(" %8.2f%c", value, picked ? '*' : ' ');
 }
 
-void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
+void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, const std::vector<int>& few) {
     const uint32_t at = type_vec_dot_type(type);
     const size_t wrb = type_row_bytes(type, cols), arb = type_row_bytes(at, cols);
     // A few distinct rows replicated (content does not change a kernel's speed).
@@ -113,7 +116,9 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
     std::normal_distribution<float> nd(0.f, 0.02f);
     const int distinct = 64;
     std::vector<uint8_t> w(wrb * size_t(rows)), w_x8;
-    std::vector<float> x(size_t(cols) * gemm_tokens);
+    int max_tokens = gemm_tokens;
+    for (int f : few) max_tokens = std::max(max_tokens, f);
+    std::vector<float> x(size_t(cols) * max_tokens);
     for (int r = 0; r < distinct && r < rows; ++r) {
         for (int c = 0; c < cols; c++) x[size_t(c)] = nd(rng);
         type_traits(type)->quantize(x.data(), w.data() + size_t(r) * wrb, cols);
@@ -125,19 +130,21 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
     }
     // Activations as matmul hands them over: fp32 for the float types, else quantized.
     for (float& v : x) v = nd(rng) * 50.f;
-    std::vector<uint8_t> a(arb * size_t(gemm_tokens));
+    std::vector<uint8_t> a(arb * size_t(max_tokens));
     if (at == TYPE_F32)
         std::memcpy(a.data(), x.data(), a.size());
     else
-        for (int t = 0; t < gemm_tokens; t++) type_traits(at)->quantize(&x[size_t(t) * cols], &a[size_t(t) * arb], cols);
-    std::vector<float> out(size_t(rows) * gemm_tokens);
+        for (int t = 0; t < max_tokens; t++) type_traits(at)->quantize(&x[size_t(t) * cols], &a[size_t(t) * arb], cols);
+    std::vector<float> out(size_t(rows) * max_tokens);
 
     const double wbytes = double(wrb) * rows;
     const int rg = std::min(rows, 1024) / 16 * 16;  // rows of the multi-token runs: G tokens x all rows would take long
     std::printf("\n%s  (%d x %d, %.1f MB of weights, %.3f bytes/weight); 1 token: GB/s, %d rows; 8, %d tokens: GMAC/s, %d rows\n",
                 type_name(type), rows, cols, wbytes / 1e6, double(type_block_bytes(type)) / type_block_size(type), rows,
                 gemm_tokens, rg);
-    std::printf("  %-22s %9s %9s %9s %9s %9s\n", "row", "1t 1thr", "1t Nthr", "8t 1thr", "Gt 1thr", "Gt Nthr");
+    std::printf("  %-22s %9s %9s", "row", "1t 1thr", "1t Nthr");
+    for (int f : few) std::printf(" %6dt 1", f);
+    std::printf(" %9s %9s %9s\n", "8t 1thr", "Gt 1thr", "Gt Nthr");
     int n_rows = 0;
     const KernelRow* table = kernel_rows(&n_rows);
     for (int i = 0; i < n_rows; i++) {
@@ -154,6 +161,7 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens) {
         cell(row, 1, double(wrb) * all / best_time([&] { mm(1, 0, all); }, false) / 1e9);
         cell(row, 1,
              double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(1, r0, r1); }); }, true) / 1e9);
+        for (int f : few) cell(row, f, double(wrb) * all / best_time([&] { mm(f, 0, all); }, false) / 1e9);
         cell(row, 8, gmacs(8, best_time([&] { mm(8, 0, rg); }, false)));
         cell(row, gemm_tokens, gmacs(gemm_tokens, best_time([&] { mm(gemm_tokens, 0, rg); }, false)));
         cell(row, gemm_tokens,
@@ -189,6 +197,15 @@ int main(int argc, char** argv) {
     const std::string types = argc > 4 ? argv[4] : "q4_0,q8_0,q4_K,q6_K";
     const char* env_gemm = std::getenv("HEARTH_BENCH_GEMM_TOKENS");
     const int gemm_tokens = env_gemm && std::atoi(env_gemm) > 0 ? std::atoi(env_gemm) : 64;
+    const char* env_few = std::getenv("HEARTH_BENCH_FEW_TOKENS");
+    std::vector<int> few;
+    for (const char* p = env_few ? env_few : "2,4,8,16"; *p;) {
+        char* end = nullptr;
+        const long f = std::strtol(p, &end, 10);
+        if (end == p) break;
+        if (f > 0 && f <= 1024) few.push_back(int(f));
+        p = *end == ',' ? end + 1 : end;
+    }
     if (rows < 16 || cols <= 0 || cols % QK_K != 0 || nth < 1) {
         std::fprintf(stderr, "usage: %s [rows >= 16] [cols (multiple of 256)] [threads] [types]\n", argv[0]);
         return 1;
@@ -210,7 +227,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "no matmul rows for type '%s'\n", name.c_str());
             return 1;
         }
-        bench_type(type, rows, cols, nth, gemm_tokens);
+        bench_type(type, rows, cols, nth, gemm_tokens, few);
     }
     bench_quantizers(cols);
     return 0;

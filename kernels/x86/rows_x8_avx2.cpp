@@ -11,8 +11,9 @@
 //    widened once with madd; the -8 offset is subtracted as the integer 8*sum(q) of the block.
 //  - Q8_0: sign trick, maddubs(|w|, sign(a, w)); pair sums reach 2*128*127 = 32512, so each step
 //    is widened with madd before it is added.
-// Few tokens (2, 3) run the same loop per token over a group that stays in L1 (any count works;
-// the kernel table sends more tokens to the GEMMs). Whole groups only: kernels/matmul.cpp sends
+// Few tokens: each record is loaded, and Q4_0's nibbles unpacked, once per block of up to 4
+// tokens, whose sums stay in registers (any count works: further blocks over the group, then in
+// L1). One token costs what it did when the loop ran per token. Whole groups only: kernels/matmul.cpp sends
 // the plain rows after the last whole group to the plain layout's kernel.
 #include "kernels/x86/x86.h"
 
@@ -20,6 +21,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/x86/avx2_util.h"
@@ -41,48 +43,72 @@ ActTerms* act_terms(size_t n) {
     return buf.data();
 }
 
-// Lane i: dot(row i of the group at g, activation row a), for a group of Block records.
-template <typename Block>
-inline __m256 dot_group(const uint8_t* g, const block_q8_0* a, const ActTerms* at, int nb, size_t pf) {
+// Lane i of res[t]: dot(row i of the group at g, activation row a[t]) for NT tokens, for a group
+// of Block records: each record is loaded (and Q4_0's nibbles unpacked) once for the NT tokens.
+template <typename Block, int NT>
+inline void dot_group(const uint8_t* g, const block_q8_0* const a[NT], const ActTerms* const at[NT], int nb, size_t pf,
+                      __m256 res[NT]) {
     constexpr size_t kRecordBytes = 8 * sizeof(Block);
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; ++b, g += kRecordBytes) {
         prefetch_ahead<(kRecordBytes + 63) / 64 * 64>(g, pf);
-        const int8_t* q = a[b].qs;
-        __m256i s;
+        __m256i s[NT];
         if (sizeof(Block) == sizeof(block_q4_0)) {
-            __m256i w = loadu(g + 16);
-            __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(w, m4), bcast32(q));
-            __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), m4), bcast32(q + 16));
-            for (int k = 1; k < 4; ++k) {
-                w = loadu(g + 16 + 32 * k);
-                lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(w, m4), bcast32(q + 4 * k)));
-                hi = _mm256_add_epi16(
-                    hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), m4), bcast32(q + 16 + 4 * k)));
-            }
-            s = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones), _mm256_set1_epi32(at[b].c8));
-        } else {
-            auto step = [&](int k) {
+            __m256i lo[NT], hi[NT];
+            for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
                 const __m256i w = loadu(g + 16 + 32 * k);
-                return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(bcast32(q + 4 * k), w)),
-                                         ones);
-            };
-            __m256i s0 = step(0), s1 = step(1);
-            for (int k = 2; k < 8; k += 2) {
-                s0 = _mm256_add_epi32(s0, step(k));
-                s1 = _mm256_add_epi32(s1, step(k + 1));
+                const __m256i wl = _mm256_and_si256(w, m4), wh = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
+                for (int t = 0; t < NT; ++t) {
+                    const int8_t* q = a[t][b].qs;
+                    const __m256i pl = _mm256_maddubs_epi16(wl, bcast32(q + 4 * k));
+                    const __m256i ph = _mm256_maddubs_epi16(wh, bcast32(q + 16 + 4 * k));
+                    lo[t] = _mm256_add_epi16(lo[t], pl);
+                    hi[t] = _mm256_add_epi16(hi[t], ph);
+                }
             }
-            s = _mm256_add_epi32(s0, s1);
+            for (int t = 0; t < NT; ++t)
+                s[t] = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_add_epi16(lo[t], hi[t]), ones), _mm256_set1_epi32(at[t][b].c8));
+        } else {
+            for (int t = 0; t < NT; ++t) s[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                const __m256i w = loadu(g + 16 + 32 * k), aw = _mm256_sign_epi8(w, w);
+                for (int t = 0; t < NT; ++t) {
+                    const __m256i p =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast32(a[t][b].qs + 4 * k), w)), ones);
+                    s[t] = _mm256_add_epi32(s[t], p);
+                }
+            }
         }
-        const __m256 d =
-            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g))), _mm256_set1_ps(at[b].d));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
+        for (int t = 0; t < NT; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dw, _mm256_set1_ps(at[t][b].d)), acc[t]);
     }
-    return acc;
+    for (int t = 0; t < NT; ++t) res[t] = acc[t];
 }
 
-// Whole groups of rows [r0, r1) (multiples of 8), tokens one at a time.
+// Tokens [t0, t0 + NT) x one group at g: out[t * os + i].
+template <typename Block, int NT>
+void group_tokens(const uint8_t* g, const char* A, size_t arb, const ActTerms* at_all, int nb, int t0, size_t pf, float* out,
+                  int os) {
+    const block_q8_0* a[NT];
+    const ActTerms* at[NT];
+    for (int t = 0; t < NT; ++t) {
+        a[t] = reinterpret_cast<const block_q8_0*>(A + size_t(t0 + t) * arb);
+        at[t] = at_all + size_t(t0 + t) * nb;
+    }
+    __m256 res[NT];
+    dot_group<Block, NT>(g, a, at, nb, pf, res);
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(out + size_t(t0 + t) * os, res[t]);
+}
+
+// Whole groups of rows [r0, r1) (multiples of 8), tokens kMaxTok at a time (the rest 1..3).
+constexpr int kMaxTok = 4;
+
 template <typename Block>
 void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                  int r1) {
@@ -96,9 +122,14 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
     const size_t pf = prefetch_distance(8 * sizeof(Block));
     for (int r = r0; r < r1; r += 8) {
         const uint8_t* g = W + size_t(r) * wrb;
-        for (int t = 0; t < n_tokens; ++t) {
-            const block_q8_0* a = reinterpret_cast<const block_q8_0*>(A + size_t(t) * arb);
-            _mm256_storeu_ps(out + size_t(t) * os + r, dot_group<Block>(g, a, at + size_t(t) * nb, nb, pf));
+        float* o = out + r;
+        for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
+            switch (std::min(kMaxTok, n_tokens - t0)) {
+                case 1: group_tokens<Block, 1>(g, A, arb, at, nb, t0, pf, o, os); break;
+                case 2: group_tokens<Block, 2>(g, A, arb, at, nb, t0, pf, o, os); break;
+                case 3: group_tokens<Block, 3>(g, A, arb, at, nb, t0, pf, o, os); break;
+                default: group_tokens<Block, 4>(g, A, arb, at, nb, t0, pf, o, os); break;
+            }
         }
     }
 }
