@@ -142,8 +142,12 @@ def bench(name, cmd, port, streams, args):
         wait_ready(port, proc)
         round_of(port, 1, 8, 8, 999)  # warm-up: pages of the model in, threads started
         rounds = [round_of(port, streams, args.tokens, args.prompt_words, rep) for rep in range(args.reps)]
-        late = [late_ttft(port, streams, args.tokens, args.prompt_words, 100 + rep) for rep in range(args.reps)] \
-            if streams > 1 else []
+        late, late_note = [], ""
+        for rep in range(args.reps if streams > 1 else 0):
+            try:
+                late.append(late_ttft(port, streams, args.tokens, args.prompt_words, 100 + rep))
+            except RuntimeError as e:  # the column says so; the round's figures stand
+                late_note = f" (a round failed: {e})"
     except Exception as e:
         proc.kill()
         proc.wait()
@@ -159,7 +163,7 @@ def bench(name, cmd, port, streams, args):
     ttft = statistics.median(r[0] for r in rounds)
     per = statistics.median(r[1] for r in rounds)
     total = statistics.median(r[2] for r in rounds)
-    late_ms = f"{statistics.median(late) * 1000:.0f}" if late else "-"
+    late_ms = (f"{statistics.median(late) * 1000:.0f}" if late else "-") + late_note
     return f"| {name} | {streams} | {ttft * 1000:.0f} | {late_ms} | {per:.1f} | {total:.1f} |"
 
 

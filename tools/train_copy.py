@@ -143,10 +143,12 @@ def main():
     ap.add_argument("--ctx", type=int, default=192)
     ap.add_argument("--max-pos", type=int, default=512)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--random-passages", type=float, default=0.5, help="share of windows whose passage is random ids")
     ap.add_argument("--lr", type=float, default=5e-3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--save-every", type=int, default=0, help="write the checkpoint every N steps too")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -164,11 +166,16 @@ def main():
 
     def window():
         n = args.ctx
-        L = rng.randint(16, 96)  # with --ctx 192 a long passage's repeat may be cut short
+        L = rng.randint(16, max(16, min(96, (n - 8) // 2)))
         gap = rng.randint(0, max(0, n - 1 - 2 * L - 8))
         lead = rng.randint(0, max(0, n - 1 - 2 * L - gap))
-        passage_at = rng.randint(0, len(ids) - L - 1)
-        passage = ids[passage_at : passage_at + L]
+        if rng.random() < args.random_passages:
+            # Ids at random: nothing but the earlier occurrence predicts the repeat, so these
+            # windows teach copying (the induction head) far sooner than text alone does.
+            passage = [rng.randint(3, args.vocab - 1) for _ in range(L)]
+        else:
+            passage_at = rng.randint(0, len(ids) - L - 1)
+            passage = ids[passage_at : passage_at + L]
         at = rng.randint(0, len(ids) - n - 1)
         text = ids[at : at + n]
         w = text[:lead] + passage + text[lead : lead + gap] + passage
@@ -192,6 +199,8 @@ def main():
         opt.step()
         if step % 25 == 0 or step == args.steps - 1:
             print("step %d loss %.3f lr %.4f %.0f s" % (step, loss.item(), lr, time.time() - t0), flush=True)
+        if args.save_every and (step + 1) % args.save_every == 0:  # to try the model while it trains
+            write_llama2c_legacy(os.path.join(args.out, "copy.bin"), model, args)
     write_llama2c_legacy(os.path.join(args.out, "copy.bin"), model, args)
     print("wrote", os.path.join(args.out, "copy.bin"), flush=True)
 
