@@ -281,11 +281,11 @@ bench: deps
 
 build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(filter %.cpp %.o,$^) -o $@
+	$(CXX) $(CXXFLAGS) $(filter %.cpp %.o,$^) -o $@ $(OPENMP_LIBS)
 
 build/membw: tools/membw.cpp base/platform.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@
+	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@ $(OPENMP_LIBS)
 
 # Fuzzing (docs/robustness.md): every parser has a libFuzzer target in tests/fuzz/, built with
 # Debian's clang, AddressSanitizer and UndefinedBehaviorSanitizer against the whole library.
