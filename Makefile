@@ -168,7 +168,6 @@ build/aarch64/plain/%.o: %.cpp Makefile
 build/aarch64/i8mm/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) -O2 $(AARCH64_MARCH_i8mm) $(AARCH64_FLAGS) -c $< -o $@
-build/aarch64/plain/tests/%.o build/aarch64/i8mm/tests/%.o: AARCH64_FLAGS += -O1
 build/aarch64/common/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) -O1 $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) $(AARCH64_LIB_CFLAGS) -c $< -o $@
