@@ -5,13 +5,35 @@
 #   make bench  speed and memory bandwidth figures (docs/benchmarks.md)
 
 CXX      ?= g++
+UNAME_S  := $(shell uname -s)
+ifeq ($(UNAME_S),Darwin)
+# macOS (untested: README, "Build on your machine"). Apple clang has no OpenMP runtime of its
+# own: the preprocessor flag, and Homebrew's libomp, which is keg-only (not on the default
+# paths). Nothing is linked statically there, and libedit is the system's (no libedit.pc).
+LIBOMP_PREFIX := $(shell brew --prefix libomp 2>/dev/null)
+OPENMP_FLAGS := -Xpreprocessor -fopenmp $(if $(LIBOMP_PREFIX),-I$(LIBOMP_PREFIX)/include)
+OPENMP_LIBS := $(if $(LIBOMP_PREFIX),-L$(LIBOMP_PREFIX)/lib) -lomp
+CXXFLAGS ?= -O3 $(if $(filter arm64,$(shell uname -m)),-mcpu=native,-march=native)
+else
+OPENMP_FLAGS := -fopenmp
+OPENMP_LIBS :=
 CXXFLAGS ?= -O3 -march=native
-# hearth's own headers are included by their path from the repository root: "model/forward.h".
-override CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP -I.
+endif
+
+# The libraries by pkg-config where it knows them (each of Debian's -dev packages ships a .pc;
+# Homebrew's too, with the include and lib paths of its prefix), else by their plain -l names.
+# $(call pc,PKG_CONFIG,MODULE,--libs or --cflags,FALLBACK)
+PKG_CONFIG ?= pkg-config
+pc = $(if $(shell $(1) --exists $(2) 2>/dev/null && echo y),$(shell $(1) $(3) $(2)),$(4))
 # What each program links beyond its objects: the model library needs SentencePiece, and
 # for byte-level BPE PCRE2 (the pre-tokenizer's Unicode regexes) and utf8proc (NFC); only
 # run's terminal chat needs libedit, and only the pseudo-terminal test needs -lutil (forkpty).
-MODEL_LIBS := -lsentencepiece -lpcre2-8 -lutf8proc -lpthread
+MODEL_LIBS := $(call pc,$(PKG_CONFIG),sentencepiece,--libs,-lsentencepiece) $(call pc,$(PKG_CONFIG),libpcre2-8,--libs,-lpcre2-8) \
+              $(call pc,$(PKG_CONFIG),libutf8proc,--libs,-lutf8proc) -lpthread $(OPENMP_LIBS)
+EDIT_LIBS := $(call pc,$(PKG_CONFIG),libedit,--libs,-ledit)
+LIB_CFLAGS := $(foreach m,sentencepiece libpcre2-8 libutf8proc libedit,$(call pc,$(PKG_CONFIG),$(m),--cflags,))
+# hearth's own headers are included by their path from the repository root: "model/forward.h".
+override CXXFLAGS += -std=c++17 $(OPENMP_FLAGS) -ffp-contract=off -Wall -Wextra -MMD -MP -I. $(LIB_CFLAGS)
 
 # The cross toolchain for the NEON kernels; their tests run under qemu-user.
 AARCH64_CXX ?= aarch64-linux-gnu-g++
@@ -38,8 +60,8 @@ FRONTEND_OBJS := $(patsubst %.cpp,build/%.o,$(FRONTEND_SRCS))
 # is pure, and the unit tests and the fuzz targets link it.
 SERVER_SRCS := $(wildcard server/*.cpp)
 SERVER_OBJS := $(patsubst %.cpp,build/%.o,$(SERVER_SRCS))
-HTTPLIB_FLAGS := -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
-SERVER_LIBS := -lcpp-httplib
+HTTPLIB_FLAGS := $(call pc,$(PKG_CONFIG),cpp-httplib,--cflags,-DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT)
+SERVER_LIBS := $(call pc,$(PKG_CONFIG),cpp-httplib,--libs,-lcpp-httplib)
 
 # Tests that need only the kernels: built for the host and for aarch64.
 KERNEL_TEST_SRCS := $(wildcard tests/kernels/*.cpp)
@@ -49,6 +71,8 @@ KERNEL_TEST_HDRS := $(wildcard tests/kernels/*.h)
 TEST_SRCS := tests/test_main.cpp $(filter-out tests/kernels/%,$(wildcard tests/*/test_*.cpp))
 
 .PHONY: all deps demo test test-host test-neon bench fuzz clean
+# $$* in prerequisites (the aarch64 builds' rules).
+.SECONDEXPANSION:
 all: run quantize
 
 build/%.o: %.cpp Makefile
@@ -61,7 +85,7 @@ build/tests/%.o: tests/%.cpp Makefile
 	$(CXX) $(CXXFLAGS) -O1 -c $< -o $@
 
 run: build/run.o $(FRONTEND_OBJS) $(SERVER_OBJS) $(LIB_OBJS)
-	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -ledit $(SERVER_LIBS)
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) $(EDIT_LIBS) $(SERVER_LIBS)
 
 # The chat page is compiled into run: the HTML inside a C++ raw string literal.
 build/server/chat_page.inc: server/chat_page.html
@@ -84,7 +108,7 @@ build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) build/server/re
 
 build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $^ -o $@
+	$(CXX) $(CXXFLAGS) $^ -o $@ $(OPENMP_LIBS)
 
 # The same tests, run and quantize again with AddressSanitizer and UndefinedBehaviorSanitizer
 # (build/asan/). The unit tests then drive build/asan/run and build/asan/quantize
@@ -93,21 +117,21 @@ build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNE
 # tests' objects of the plain build with the sanitized library: what is under test is
 # instrumented, and the tests' own code (a third of the build's time when it was compiled
 # twice, sanitized) is not. -g1: line tables for the reports, at less cost than -g.
-ASAN_FLAGS := -O1 -g1 -march=native -std=c++17 -fopenmp -ffp-contract=off -fno-omit-frame-pointer -I. \
+ASAN_FLAGS := -O1 -g1 -march=native -std=c++17 $(OPENMP_FLAGS) -ffp-contract=off -fno-omit-frame-pointer -I. $(LIB_CFLAGS) \
               -fsanitize=address,undefined -fno-sanitize-recover=all -MMD -MP
 ASAN_LIB_OBJS := $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 build/asan/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(ASAN_FLAGS) -c $< -o $@
 build/asan/run: build/asan/run.o $(patsubst %.cpp,build/asan/%.o,$(FRONTEND_SRCS) $(SERVER_SRCS)) $(ASAN_LIB_OBJS)
-	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -ledit $(SERVER_LIBS)
+	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) $(EDIT_LIBS) $(SERVER_LIBS)
 ASAN_CONVERT_OBJS := $(patsubst %.cpp,build/asan/%.o,$(CONVERT_SRCS))
 build/asan/quantize: build/asan/quantize.o build/asan/cli/options.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
 build/asan/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) build/asan/server/request.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
 	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
 build/asan/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS)) $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
-	$(CXX) $(ASAN_FLAGS) $^ -o $@
+	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(OPENMP_LIBS)
 # The fuzz targets (tests/fuzz/), built with g++ and the sanitizers into one binary that runs
 # each committed seed and crash reproducer through its target once (tests/fuzz/replay_main.cpp);
 # `make fuzz` (clang, libFuzzer) is the fuzzing itself.
@@ -125,24 +149,75 @@ build/asan/fuzz_replay: tests/fuzz/replay_main.cpp $(patsubst %,build/asan/fuzz/
 ASAN_UNIT_TEST_EXCLUDE := '--test-case-exclude=parity:*,kv cache:*,families: q8_0 and q4_0*,bpe hostile: real text never meets*,bpe: GGUF round trip*,bpe: quantize a Hugging Face folder*,bpe: Llama-3 and Qwen3 folders*,bpe: encode equals the reference*,gguf: a converted checkpoint keeps*,quantize: quantized default models stay close*,gguf: logits of each file*'
 ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests build/asan/fuzz_replay
 
-# Two aarch64 builds: with dotprod and i8mm (the SMMLA GEMMs, kernels/arm/gemm_neon_i8mm.cpp),
-# run on a CPU model that has them (max), and without either, run on one that lacks them
-# (cortex-a53). The first build holds the dotprod kernels to their references too: the kernel
-# table test runs every row the CPU can, the NEON rows beside the i8mm ones.
-AARCH64_FLAGS := -O2 -std=c++17 -fopenmp -ffp-contract=off -static -Wall -Wextra -I.
-build/aarch64/kernel_tests_i8mm: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
+# aarch64 under qemu-user, in two builds: with dotprod and i8mm (the SMMLA GEMMs,
+# kernels/arm/gemm_neon_i8mm.cpp), run on a CPU model that has them (max), and without either,
+# run on one that lacks them (cortex-a53). Two, because SDOT is chosen when the kernels are
+# compiled (HEARTH_ISA_DOTPROD, kernels/isa.h), not at run time: only the i8mm rows are asked
+# of the CPU (kernels/table.cpp), so a +dotprod build must not run on a CPU without it. The
+# kernels (-O2, and their tests) are compiled once per build; everything else (-O1: it is
+# checked, not timed) once, the same objects in both. Each build's kernel tests, run and
+# quantize link those objects: the first build holds the dotprod kernels to their references
+# too (the kernel table test runs every row the CPU can, the NEON rows beside the i8mm ones),
+# and tests/aarch64/run_e2e.sh compares run's greedy ids and quantize's files with the host's.
+AARCH64_FLAGS := -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP -I.
+AARCH64_MARCH_plain := -march=armv8-a
+AARCH64_MARCH_i8mm := -march=armv8.2-a+dotprod+i8mm
+build/aarch64/plain/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
-	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8.2-a+dotprod+i8mm $(filter %.cpp,$^) -o $@
-build/aarch64/kernel_tests_plain: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
+	$(AARCH64_CXX) -O2 $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) -c $< -o $@
+build/aarch64/i8mm/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
-	$(AARCH64_CXX) $(AARCH64_FLAGS) -march=armv8-a $(filter %.cpp,$^) -o $@
+	$(AARCH64_CXX) -O2 $(AARCH64_MARCH_i8mm) $(AARCH64_FLAGS) -c $< -o $@
+build/aarch64/common/%.o: %.cpp Makefile
+	@mkdir -p $(dir $@)
+	$(AARCH64_CXX) -O1 $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) $(AARCH64_LIB_CFLAGS) -c $< -o $@
+# The kernel tests alone need no library: linked statically, as before the programs were built.
+build/aarch64/kernel_tests_%: $(patsubst %.cpp,build/aarch64/$$*/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS)) build/aarch64/common/base/platform.o
+	$(AARCH64_CXX) -fopenmp -static $^ -o $@
 
+# run and quantize for aarch64 link Debian's arm64 libraries (multiarch: make deps installs them
+# with apt-get, and their .pc files are found by pointing pkg-config at their folder), dynamically:
+# qemu-aarch64 runs the arm64 loader, /lib/ld-linux-aarch64.so.1, which finds them in
+# /usr/lib/aarch64-linux-gnu. SentencePiece's packages are not multiarch (the amd64 and arm64 ones
+# cannot both be installed): make deps unpacks the arm64 ones into AARCH64_SENTENCEPIECE, which
+# the programs find by their rpath. Without the libraries, the end-to-end test says it skipped.
+AARCH64_PKG_CONFIG ?= env PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig $(PKG_CONFIG)
+AARCH64_SENTENCEPIECE ?= /opt/hearth-arm64/usr/lib/aarch64-linux-gnu
+AARCH64_LIBS_FOUND := $(and $(wildcard $(AARCH64_SENTENCEPIECE)/libsentencepiece.so),$(shell $(AARCH64_PKG_CONFIG) --exists libpcre2-8 libutf8proc libedit cpp-httplib 2>/dev/null && echo y))
+AARCH64_LIB_CFLAGS := $(foreach m,libpcre2-8 libutf8proc libedit,$(call pc,$(AARCH64_PKG_CONFIG),$(m),--cflags,))
+AARCH64_MODEL_LIBS := -L$(AARCH64_SENTENCEPIECE) -Wl,-rpath,$(AARCH64_SENTENCEPIECE) -lsentencepiece \
+                      $(call pc,$(AARCH64_PKG_CONFIG),libpcre2-8,--libs,-lpcre2-8) $(call pc,$(AARCH64_PKG_CONFIG),libutf8proc,--libs,-lutf8proc) -lpthread
+build/aarch64/common/server/server.o: build/server/chat_page.inc
+build/aarch64/common/server/server.o build/aarch64/common/server/connection.o: AARCH64_LIB_CFLAGS += \
+    $(call pc,$(AARCH64_PKG_CONFIG),cpp-httplib,--cflags,-DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT)
+AARCH64_COMMON_SRCS := $(MODEL_SRCS) $(FRONTEND_SRCS) $(SERVER_SRCS) run.cpp
+build/aarch64/run_%: $(patsubst %.cpp,build/aarch64/common/%.o,$(AARCH64_COMMON_SRCS)) $(patsubst %.cpp,build/aarch64/$$*/%.o,$(KERNEL_SRCS))
+	$(AARCH64_CXX) -fopenmp $^ -o $@ $(AARCH64_MODEL_LIBS) $(call pc,$(AARCH64_PKG_CONFIG),libedit,--libs,-ledit) \
+		$(call pc,$(AARCH64_PKG_CONFIG),cpp-httplib,--libs,-lcpp-httplib)
+# quantize computes nothing the CPU's extensions change (its quantizers are the scalar
+# references): one build, run on both CPUs.
+build/aarch64/quantize: $(patsubst %.cpp,build/aarch64/common/%.o,$(MODEL_SRCS) $(CONVERT_SRCS) cli/options.cpp quantize.cpp) \
+                        $(patsubst %.cpp,build/aarch64/plain/%.o,$(KERNEL_SRCS))
+	$(AARCH64_CXX) -fopenmp $^ -o $@ $(AARCH64_MODEL_LIBS)
+AARCH64_KERNEL_TESTS := build/aarch64/kernel_tests_i8mm build/aarch64/kernel_tests_plain
+# Their objects are made by pattern rules through $$*: kept, not deleted as intermediate files.
+.SECONDARY: $(foreach b,plain i8mm,$(patsubst %.cpp,build/aarch64/$(b)/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))) \
+            $(patsubst %.cpp,build/aarch64/common/%.o,$(AARCH64_COMMON_SRCS) $(CONVERT_SRCS) quantize.cpp)
+ifneq ($(AARCH64_LIBS_FOUND),)
+AARCH64_E2E_BINS := build/aarch64/run_i8mm build/aarch64/run_plain build/aarch64/quantize
+endif
+
+# clang++, where it is installed (make deps installs it), for two builds that make test has
+# anyway: the plain AVX2 kernel tests below and the AVX-VNNI check after them. So the default
+# make test keeps the code clang-clean (its warnings, its intrinsics headers, its libomp) at no
+# cost in time, with g++ building everything else; `make CXX=clang++ test` builds it all with clang.
+CLANG_CXX := $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
 # With VNNI on the host (AVX512-VNNI or AVX-VNNI), the native build's GEMM tiles use it
 # (kernels/x86/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
 HOST_VNNI := $(shell $(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) -dM -E -x c++ /dev/null 2>/dev/null | grep -cE '__AVX512VNNI__|__AVXVNNI__')
 build/tests/kernel_tests_avx2: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
-	$(CXX) -O2 -march=haswell -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -I. $(filter %.cpp,$^) -o $@
+	$(CLANG_CXX) -O2 -march=haswell -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -I. $(filter %.cpp,$^) -o $@
 ifneq ($(HOST_VNNI),0)
 AVX2_TEST_BIN := build/tests/kernel_tests_avx2
 AVX2_TEST_RUN := "host, plain AVX2 build (no VNNI): kernel tests" "build/tests/kernel_tests_avx2"
@@ -152,10 +227,11 @@ endif
 # kernels/x86/gemm_avx512.cpp, and the tile GEMMs, kernels/x86/gemm_amx.cpp: one
 # -march=sapphirerapids check covers both), the kernels and their tests are checked
 # by the compiler (-fsyntax-only: every error and warning, without the time code generation
-# takes). On a CPU that has them, the native build compiles and runs them.
+# takes; the first with clang, the second with g++). On a CPU that has them, the native build
+# compiles and runs them.
 build/tests/kernels_other_x86.checked: $(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS) $(KERNEL_HDRS) $(KERNEL_TEST_HDRS)
 	@mkdir -p $(dir $@)
-	$(CXX) -fsyntax-only -march=alderlake -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -Werror -I. $(filter %.cpp,$^)
+	$(CLANG_CXX) -fsyntax-only -march=alderlake -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -Werror -I. $(filter %.cpp,$^)
 	$(CXX) -fsyntax-only -march=sapphirerapids -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -Werror -I. $(filter %.cpp,$^)
 	@touch $@
 ifneq ($(filter x86_64,$(shell uname -m)),)
@@ -183,7 +259,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all build/tests/unit_tests build/tests/kernel_tests $(GGUF_MINI) $(BPE_TOKENIZERS) \
-		build/aarch64/kernel_tests_i8mm build/aarch64/kernel_tests_plain $(AVX2_TEST_BIN) $(ALDERLAKE_TEST_BIN) $(ASAN_BINS)
+		$(AARCH64_KERNEL_TESTS) $(AARCH64_E2E_BINS) $(AVX2_TEST_BIN) $(ALDERLAKE_TEST_BIN) $(ASAN_BINS)
 	@tools/run_tests.sh \
 		"the code follows .clang-format (clang-format 14)" "tools/check_format.sh" \
 		"host: unit tests" "build/tests/unit_tests" \
@@ -193,7 +269,9 @@ test: deps
 		"host, AddressSanitizer + UBSan: kernel tests" "build/asan/kernel_tests" \
 		"host, AddressSanitizer + UBSan: the fuzz targets' seeds and crash reproducers" "build/asan/fuzz_replay" \
 		"aarch64 with dotprod and i8mm (qemu -cpu max): kernel tests" "$(QEMU_AARCH64) -cpu max build/aarch64/kernel_tests_i8mm" \
-		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain"
+		"aarch64 without dotprod (qemu -cpu cortex-a53): kernel tests" "$(QEMU_AARCH64) -cpu cortex-a53 build/aarch64/kernel_tests_plain" \
+		"aarch64 end to end (qemu -cpu max and cortex-a53): run's greedy ids and quantize's files against the host's" \
+			"env QEMU_AARCH64=$(QEMU_AARCH64) tests/aarch64/run_e2e.sh"
 
 bench: deps
 	@tools/install_deps.sh --bench
@@ -202,16 +280,16 @@ bench: deps
 
 build/bench_kernels: tools/bench_kernels.cpp $(patsubst %.cpp,build/%.o,$(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(filter %.cpp %.o,$^) -o $@
+	$(CXX) $(CXXFLAGS) $(filter %.cpp %.o,$^) -o $@ $(OPENMP_LIBS)
 
 build/membw: tools/membw.cpp base/platform.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@
+	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@ $(OPENMP_LIBS)
 
 # Fuzzing (docs/robustness.md): every parser has a libFuzzer target in tests/fuzz/, built with
 # Debian's clang, AddressSanitizer and UndefinedBehaviorSanitizer against the whole library.
 FUZZ_CXX ?= clang++
-FUZZ_FLAGS := -g -O1 -march=native -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I.
+FUZZ_FLAGS := -g -O1 -march=native -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. $(LIB_CFLAGS)
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_LIB_OBJS := $(patsubst %.cpp,build/fuzz/obj/%.o,$(KERNEL_SRCS) $(MODEL_SRCS) $(CONVERT_SRCS) server/request.cpp)
 build/fuzz/obj/%.o: %.cpp Makefile

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +41,7 @@ struct Options {
     std::string model_path;
     std::string prompt, prompt_file, prompt_ids;
     int n_predict = 256;
-    bool ignore_eos = false, print_ids = false, tokenize = false;
+    bool ignore_eos = false, print_ids = false, print_margins = false, tokenize = false;
     int n_ctx = 0;  // 0: the model's, at most 4096 (512 for --perplexity)
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
@@ -84,6 +85,9 @@ CommandLine command_line(Options& o) {
                  {"-n", "--n-predict", "N", &o.n_predict, "tokens to generate at most; stops earlier at EOS", 0, 1 << 30},
                  {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
                  {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
+                 {"", "--print-margins", "", &o.print_margins,
+                  "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit and the runner-up's, "
+                  "to tell a near-tie from a difference when two builds disagree"},
                  {"", "--tokenize", "", &o.tokenize,
                   "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
                   "comma-separated on one line as llama.cpp's llama-tokenize --ids does, and exit"},
@@ -256,6 +260,19 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
         else
             std::fputs(text.c_str(), stdout);
         std::fflush(stdout);
+        if (o.print_margins) {
+            // The logits id was chosen from (padding ids masked): the largest and the second.
+            float top1 = -INFINITY, top2 = -INFINITY;
+            for (float l : logits) {
+                if (l > top1) {
+                    top2 = top1;
+                    top1 = l;
+                } else if (l > top2) {
+                    top2 = l;
+                }
+            }
+            std::fprintf(stderr, "run: margin: id %d logit %.9g runner-up %.9g\n", id, top1, top2);
+        }
     };
     const auto t_gen = Clock::now();
     const GenerationEnd end = gen.generate(state, tokens, logits, o.n_predict, cb);
@@ -385,6 +402,9 @@ int main(int argc, char** argv) {
     if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
     if (o.chat && (prompt_given || ids_given)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
     std::string err;
+    // The logits the callback sees are the step's own only without drafts (model/generate.cpp).
+    if (o.print_margins && (o.sampler.temperature > 0 || o.draft != 0))
+        return fail("--print-margins needs --temp 0 and --draft 0");
     if (!(err = kv_cache_type_from_name(o.cache_type_k, &o.cache_types.k)).empty()) return fail("--cache-type-k: " + err);
     if (!(err = kv_cache_type_from_name(o.cache_type_v, &o.cache_types.v)).empty()) return fail("--cache-type-v: " + err);
     if (o.model_path.empty()) o.model_path = default_model_path();

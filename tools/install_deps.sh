@@ -22,8 +22,10 @@ if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>
     exit 1
 fi
 PKGS="g++ make xz-utils libsentencepiece-dev libpcre2-dev libutf8proc-dev libedit-dev doctest-dev nlohmann-json3-dev g++-aarch64-linux-gnu qemu-user"
-# make test checks the code's format with clang-format 14 (tools/check_format.sh).
-PKGS="$PKGS clang-format"
+# make test checks the code's format with clang-format 14 (tools/check_format.sh), and builds
+# one set of kernel tests with clang (and its OpenMP, libomp) to keep the code clang-clean;
+# the Makefile asks pkg-config for the libraries' flags.
+PKGS="$PKGS clang-format clang libomp-dev pkg-config"
 # run --server: cpp-httplib (its -dev package brings the OpenSSL, zlib and brotli headers its
 # header needs).
 PKGS="$PKGS libcpp-httplib-dev"
@@ -36,6 +38,25 @@ elif [ "${1:-}" = "--fuzz" ]; then
 elif [ "${1:-}" = "--bench" ]; then
     PKGS="$PKGS python3-numpy util-linux-extra"
 fi
+# The aarch64 end-to-end test (tests/aarch64/run_e2e.sh) links run and quantize for arm64
+# against Debian's arm64 libraries, installed beside the host's (multiarch: dpkg's foreign
+# architecture arm64). Debian's archive serves arm64 from the same address; Ubuntu's does not
+# (ports.ubuntu.com), so elsewhere it is done only where arm64 is already a foreign architecture.
+ARM64_PKGS="libc6:arm64 libstdc++6:arm64 libgomp1:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libedit-dev:arm64 libcpp-httplib-dev:arm64"
+arm64=""
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+    if dpkg --print-foreign-architectures | grep -qx arm64; then
+        arm64=yes
+    elif grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+        arm64=add
+    else
+        echo "note: arm64 is not a foreign architecture here (dpkg --add-architecture arm64, with arm64 sources):" \
+            "the aarch64 end-to-end test will say it skipped"
+    fi
+fi
+[ -n "$arm64" ] && PKGS="$PKGS $ARM64_PKGS"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -46,10 +67,20 @@ command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -n "$missing" ]; then
     echo "installing:$missing"
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    [ "$arm64" = add ] && $SUDO dpkg --add-architecture arm64
     $SUDO apt-get update -q
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+# SentencePiece's packages are not multiarch (the arm64 one would replace the amd64 one): the
+# arm64 library is unpacked from its packages into a folder of its own, which the Makefile's
+# arm64 run and quantize link and find at run time (AARCH64_SENTENCEPIECE, their rpath).
+ARM64_SP=/opt/hearth-arm64
+if [ -n "$arm64" ] && [ ! -e $ARM64_SP/usr/lib/aarch64-linux-gnu/libsentencepiece.so ]; then
+    echo "unpacking libsentencepiece0:arm64 and libsentencepiece-dev:arm64 into $ARM64_SP"
+    debs=$(mktemp -d)
+    (cd "$debs" && apt-get download libsentencepiece0:arm64 libsentencepiece-dev:arm64)
+    for deb in "$debs"/*.deb; do $SUDO dpkg-deb -x "$deb" $ARM64_SP; done
+    rm -rf "$debs"
 fi
 if [ ! -d tests/server/node_modules ] || [ tests/server/package-lock.json -nt tests/server/node_modules ]; then
     echo "installing tests/server's npm packages (npm ci)"

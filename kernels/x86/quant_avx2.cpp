@@ -30,12 +30,6 @@ namespace {
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 
-inline float hsum128(__m128 s) {
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 inline float hmax(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -53,9 +47,6 @@ inline __m256i unpack_nibbles16(const uint8_t* qs) {
 inline __m256 dot_us(__m256i xu, __m256i ys) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(xu, ys), _mm256_set1_epi16(1)));
 }
-
-// Signed x signed bytes (y != -128).
-inline __m256 dot_ss(__m256i x, __m256i y) { return dot_us(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)); }
 
 // x * s clamped to [-127, 127], rounded half-to-even, as int32 (matches the scalar quantizers).
 inline __m256i quant_lane(__m256 x, __m256 s) {
@@ -82,19 +73,6 @@ inline __m256i bcast_i16(__m256i v, int j) {
 inline __m256i q6k_chunk_scales(__m128i sc8, int c) {
     const __m128i shuf = _mm_set_epi64x(0x0101010101010101LL * (2 * c + 1), 0x0101010101010101LL * (2 * c));
     return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
-}
-
-struct Q6Bits {
-    __m256i q[4];  // chunks 0..3 of a 128-element half, values 0..63
-};
-
-inline void q6k_unpack_half(const uint8_t* ql, const uint8_t* qh, Q6Bits& o) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    const __m256i l0 = loadu(ql), l1 = loadu(ql + 32), h = loadu(qh);
-    o.q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
-    o.q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
-    o.q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
-    o.q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
 }
 
 // Scratch for per-call activation tables (one per thread).
