@@ -30,8 +30,11 @@
 #if defined(HEARTH_ISA_AVX512)
 
 // GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
-// (cvtepi32_ps, castsi256_si512) may be used uninitialized.
+// (cvtepi32_ps, castsi256_si512) may be used uninitialized. (clang has no such warning, and
+// would warn of the unknown name.)
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
