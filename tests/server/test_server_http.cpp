@@ -608,10 +608,12 @@ TEST_CASE("server http: /tokenize and /detokenize agree with run --tokenize") {
 }
 
 TEST_CASE("server http: a client that goes away mid-stream frees its slot; a full queue is 503; SIGTERM ends streams") {
-    Server s("-np 1 -c 4096 --timeout 5");
+    Server s("-np 1 -c 32768 --timeout 5");
     REQUIRE(s.ready());
     const int p = s.port();
-    // Without the disconnect this would generate until the context is full (~4000 tokens).
+    // Without the disconnect this would generate until the context is full (~32000 tokens: with
+    // drafts the default model runs at thousands of tokens a second, and 4000 were over before
+    // the queue below had filled).
     const std::string endless = json{{"prompt", "ROMEO:"}, {"stream", true}, {"ignore_eos", true}, {"temperature", 0}}.dump();
     const auto t_open = Clock::now();
     int fd = open_stream(p, "/v1/completions", endless, 3);
