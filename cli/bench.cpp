@@ -13,14 +13,18 @@ static double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTypes cache_types, BenchResult* out) {
+std::string bench_model(const Model& m, int n_pp, int n_tg, int n_seqs, int reps, KvCacheTypes cache_types, BenchResult* out) {
     const ModelConfig& c = m.config;
-    RunState s;
-    std::string err = make_run_state(c, std::max(std::max(n_pp, n_tg), 1), &s, cache_types);
+    if (n_seqs < 1 || n_seqs > kMaxBatch) return "the number of sequences must be 1 to " + std::to_string(kMaxBatch);
+    // Sequence 0's state holds the activations of every batch; the others hold a cache only.
+    std::vector<RunState> states(n_seqs);
+    std::string err = make_run_state(c, std::max(std::max(n_pp, n_tg), 1), &states[0], cache_types);
+    for (int i = 1; i < n_seqs && err.empty(); i++) err = make_run_state(c, std::max(n_tg, 1), &states[i], cache_types, 0);
     if (!err.empty()) return err;
-    std::vector<float> logits(c.vocab_size);
+    RunState& s = states[0];
+    std::vector<float> logits(size_t(c.vocab_size) * n_seqs);
     // Fixed pseudo-random ids: the speed does not depend on which tokens they are.
-    std::vector<int> tokens(std::max(n_pp, n_tg));
+    std::vector<int> tokens(std::max(n_pp, n_tg) + n_seqs);
     for (size_t i = 0; i < tokens.size(); i++) tokens[i] = int((i * 2654435761u + 17) % uint32_t(c.vocab_size));
 
     auto now = [] { return std::chrono::steady_clock::now(); };
@@ -29,6 +33,7 @@ std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTyp
     if (!(err = forward(m, s, tokens.data(), 1, 0, logits.data())).empty()) return err;
 
     std::vector<double> pp, tg;
+    std::vector<SequenceChunk> step(n_seqs);
     for (int r = 0; r < reps; r++) {
         if (n_pp > 0) {
             auto t0 = now();
@@ -37,9 +42,13 @@ std::string bench_model(const Model& m, int n_pp, int n_tg, int reps, KvCacheTyp
         }
         if (n_tg > 0) {
             auto t0 = now();
-            for (int i = 0; i < n_tg; i++)
-                if (!(err = forward(m, s, &tokens[i], 1, i, logits.data())).empty()) return err;
-            tg.push_back(n_tg / secs(t0, now()));
+            for (int i = 0; i < n_tg; i++) {
+                // Each sequence its own token and its own logits, as generating slots have.
+                for (int q = 0; q < n_seqs; q++)
+                    step[q] = {&states[q], &tokens[i + q], 1, i, &logits[size_t(q) * c.vocab_size], false};
+                if (!(err = forward_batch(m, s, step.data(), n_seqs)).empty()) return err;
+            }
+            tg.push_back(double(n_tg) * n_seqs / secs(t0, now()));
         }
     }
     out->pp_tok_s = pp.empty() ? 0 : median(pp);

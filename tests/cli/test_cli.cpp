@@ -1,5 +1,6 @@
 // ./run and ./quantize as a user meets them: help, defaults, and a clear one-line error
 // with a non-zero exit for every kind of bad input.
+#include <cstdio>
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -154,6 +155,22 @@ TEST_CASE("cli: generation stops when the context is full, and says so") {
     for (char c : r.out) ids += c == ',';
     CHECK(ids == 6);  // 4 prompt + 6 generated = 10 positions
     CHECK(r.err.find("context") != std::string::npos);
+}
+
+TEST_CASE("cli: --bench-seqs measures several sequences generated together") {
+    CommandResult r =
+        run_command("./run models/tiny-shakespeare.hearth --bench --bench-pp 0 --bench-tg 6 --bench-seqs 3 --bench-reps 1 -t 1");
+    CHECK(r.exit_code == 0);
+    double all = 0, per = 0;
+    const size_t at = r.out.find("tg6 x 3 sequences: ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(r.out.c_str() + at, "tg6 x 3 sequences: %lf tok/s in all, %lf per sequence", &all, &per) == 2);
+    CHECK(all > 0);
+    CHECK(per == doctest::Approx(all / 3).epsilon(0.01));
+    // More sequences than a batch holds are refused.
+    r = run_command("./run models/tiny-shakespeare.hearth --bench --bench-seqs 65");
+    CHECK(r.exit_code != 0);
+    CHECK(count_lines(r.err) == 1);
 }
 
 TEST_CASE("cli: the same seed samples the same text, and timing goes to stderr") {
