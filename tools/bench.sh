@@ -12,7 +12,8 @@
 #   7. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
 #      speed, peak RSS, load time, first token (tools/bench_peers.py; needs the peers built by
 #      ../shared/tools/build-peers.sh, PEERS_DIR)
-#   8. server: run --server with 1, 4 and 8 concurrent streams (BENCH_SERVER_STREAMS), time to
+#   8. server: the engine's batched generation (run --bench-seqs 1, 4, 8), then run --server
+#      with 1, 4 and 8 concurrent streams (BENCH_SERVER_STREAMS), time to
 #      first token (also of a request arriving while the others generate) and tokens/s, each
 #      shape in q4_0, beside llama.cpp's llama-server on its GGUF export when LLAMA_SERVER names
 #      it or PEERS_DIR has it (tools/bench_server.py)
@@ -189,11 +190,24 @@ if has server; then
     peer=${LLAMA_SERVER:-${PEERS_DIR:-$HOME/peers}/llama.cpp/build/bin/llama-server}
     [ -x "$peer" ] || peer=""
     for shape in $SHAPES; do
-        f=$(model "$shape" q4_0) g=$dir/$shape.q4_0.gguf
+        f=$(model "$shape" q4_0) g=$dir/$shape.q4_0.gguf tg_batch=128
+        [ "$shape" = llama2-7b ] && tg_batch=64
         [ -f "$g" ] || ./quantize "$f" "$g" -q >&2
         cache_only "$f"
         cat "$g" > /dev/null
-        # Continuous batching (issue 23): aggregate tok/s at 4 and 8 streams against 1.
+        # Continuous batching (issue 23): aggregate tok/s at 4 and 8 streams against 1. First the
+        # engine alone (run --bench-seqs: N sequences' tokens per forward_batch call, no HTTP,
+        # no prompts), then the server.
+        echo "| $shape q4_0, engine alone | sequences | tg$tg_batch tok/s in all | per sequence | in all / 1 sequence |" | tee -a "$out"
+        echo "|---|---|---|---|---|" | tee -a "$out"
+        one=""
+        for n in ${BENCH_SERVER_STREAMS:-1 4 8}; do
+            v=$(./run "$f" --bench --bench-pp 0 --bench-tg $tg_batch --bench-seqs "$n" --bench-reps "$REPS" -t 2 |
+                sed -nE 's/^tg.*: ([0-9.]+) tok\/s.*/\1/p')
+            [ "$n" = 1 ] && one=$v
+            echo "| | $n | $v | $(awk -v a="$v" -v n="$n" 'BEGIN { printf "%.2f", a / n }') | $(awk -v a="$v" -v b="$one" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |" | tee -a "$out"
+        done
+        echo | tee -a "$out"
         /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" \
             --streams ${BENCH_SERVER_STREAMS:-1 4 8} --reps "${BENCH_SERVER_REPS:-3}" | tee -a "$out"
         echo | tee -a "$out"

@@ -12,7 +12,9 @@ with its own prompt of about --prompt-words words (so no slot reuses another's c
 temperature 0 and ignore_eos, so every stream generates exactly --tokens tokens. Per stream:
 time to first token (from sending the request to the first text) and generation speed (tokens
 after the first over the time after the first). The table gives the median TTFT, the mean
-per-stream speed and the total generated tokens over the wall time of the round (all streams),
+per-stream speed, the total generated tokens over the wall time of the round (all streams, the
+prompts' reading included), and the decoding rate of all streams together while all of them
+generate (their tokens between the last stream's first text and the first stream's last),
 medians over --reps rounds. With N > 1 streams, also the TTFT of a request that arrives while
 N - 1 others generate (continuous batching: it should be near the idle server's, the 1-stream
 row's). Standard library only.
@@ -68,6 +70,7 @@ def stream_one(port, prompt, tokens, result):
         return
     first = last = None
     chunks = 0
+    times = []  # when each piece of text came
     usage = None
     for raw in r:
         line = raw.decode("utf-8", "replace").strip()
@@ -86,9 +89,11 @@ def stream_one(port, prompt, tokens, result):
                 first = first or now
                 last = now
                 chunks += 1
+                times.append(now)
     n = usage if usage else chunks
     result.update(ttft=(first - t0) if first else None, tokens=n,
-                  speed=(n - 1) / (last - first) if first and last and last > first else None, end=time.time())
+                  speed=(n - 1) / (last - first) if first and last and last > first else None, end=time.time(),
+                  times=times)
 
 
 def round_of(port, n, tokens, words, seed):
@@ -105,8 +110,14 @@ def round_of(port, n, tokens, words, seed):
     for r in results:
         if "error" in r or r.get("ttft") is None:
             raise RuntimeError(f"a stream failed: {r}")
+    # While all n generate: from the last stream's first text to the first stream's last, the
+    # pieces of text of all streams (one per token, nearly: a piece may wait for the rest of a
+    # UTF-8 character) over that time. This is the decoding rate the batching gives, without
+    # the prompts' reading, which the wall-time figure includes.
+    start, stop = max(r["times"][0] for r in results), min(r["times"][-1] for r in results)
+    steady = sum(sum(1 for t in r["times"] if start < t <= stop) for r in results) / (stop - start) if stop > start else None
     return (statistics.median(r["ttft"] for r in results), statistics.mean(r["speed"] for r in results),
-            sum(r["tokens"] for r in results) / wall)
+            sum(r["tokens"] for r in results) / wall, steady)
 
 
 def prompt_of(seed, i, words):
@@ -152,7 +163,7 @@ def bench(name, cmd, port, streams, args):
         proc.kill()
         proc.wait()
         tail = (err[0] if err else b"")[-400:].decode("utf-8", "replace")
-        return f"| {name} | {streams} | failed: {e} {tail!r} | | | |"
+        return f"| {name} | {streams} | failed: {e} {tail!r} | | | | |"
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -163,8 +174,10 @@ def bench(name, cmd, port, streams, args):
     ttft = statistics.median(r[0] for r in rounds)
     per = statistics.median(r[1] for r in rounds)
     total = statistics.median(r[2] for r in rounds)
+    steady = [r[3] for r in rounds if r[3]]
+    steady = f"{statistics.median(steady):.1f}" if steady else "-"
     late_ms = (f"{statistics.median(late) * 1000:.0f}" if late else "-") + late_note
-    return f"| {name} | {streams} | {ttft * 1000:.0f} | {late_ms} | {per:.1f} | {total:.1f} |"
+    return f"| {name} | {streams} | {ttft * 1000:.0f} | {late_ms} | {per:.1f} | {total:.1f} | {steady} |"
 
 
 def main():
@@ -185,8 +198,8 @@ def main():
           f"words, {args.tokens} tokens per stream (ignore_eos, temperature 0), medians of {args.reps} rounds")
     print()
     print("| server | streams | time to first token, ms (median) | ... of one more arriving while they generate, ms | "
-          "tok/s per stream | tok/s in all |")
-    print("|---|---|---|---|---|---|")
+          "tok/s per stream | tok/s in all (wall time) | tok/s in all while all generate |")
+    print("|---|---|---|---|---|---|---|")
     sys.stdout.flush()
     for n in args.streams:
         port = free_port()
