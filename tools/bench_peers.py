@@ -48,9 +48,10 @@ def model(shape, mix):
     hf = os.path.join(DIR, f"{shape}-hf")
     hearth = os.path.join(DIR, f"{shape}.{mix}.hearth")
     gguf = os.path.join(DIR, f"{shape}.{mix}.gguf")
-    if not os.path.exists(os.path.join(hf, "model.safetensors")):
-        subprocess.run([sys.executable, os.path.join(ROOT, "tools/make_random_model.py"), hf, "--shape", shape], check=True)
     if not os.path.exists(hearth):
+        # The folder only to make the hearth file: a 7B's is 13 GB, deleted once its files are made.
+        if not os.path.exists(os.path.join(hf, "model.safetensors")):
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools/make_random_model.py"), hf, "--shape", shape], check=True)
         subprocess.run([os.path.join(ROOT, "quantize"), hf, hearth, mix, "-q"], check=True)
     if not os.path.exists(gguf):
         subprocess.run([os.path.join(ROOT, "quantize"), hearth, gguf, "-q"], check=True)

@@ -2,20 +2,26 @@
 """Train a tiny Llama that copies: a fixture for prompt-lookup drafts (issue 23).
 
 The default model (tools/train_tiny.py) barely repeats a passage it was shown, so drafts
-taken from the prompt are seldom right with it. This trains a 2-layer Llama on windows of
-tiny-shakespeare in which a passage comes back later (as in quoting, or editing a text),
-so that it learns to continue a repeat from the earlier occurrence (an induction head),
-and writes it as a llama2.c legacy checkpoint with the default model's tokenizer:
+taken from the prompt are seldom right with it. This trains a 2-layer Llama to continue a
+repeat from the earlier occurrence (an induction head), as real models do when they quote
+or edit a text, and writes it as a llama2.c legacy checkpoint with the default model's
+tokenizer:
 
   1. the text's ids come from the default model's tokenizer (`./run --tokenize -f`), whose
      SentencePiece model is tests/data/tiny-shakespeare-tokenizer.model;
-  2. each training window is [BOS] + text + passage + text + the same passage + text,
-     with passages of 16..96 ids from elsewhere in the text;
-  3. the model: dim 64, 2 layers, 2 heads of 32, hidden 192, vocab 1024 (172k parameters),
-     tied embeddings, adjacent-pair RoPE (llama2.c's and hearth's order), AdamW, 400 steps
-     of 8 windows of 192 ids: about 17 minutes on the shared 2-core machine;
-  4. OUT/copy.bin (llama2.c legacy); then
+  2. the first --copy-steps steps see only random ids repeated to the window's end: the
+     copying is learned there, as a sudden drop of the loss (from ~6.3 to ~2 near step 300);
+     in windows of text with one repeat alone it was not learned in 2000 steps;
+  3. then windows of [BOS] + text + passage + text + the same passage + text, passages of
+     16..60 ids, half of them random ids and half from elsewhere in the text;
+  4. the model: dim 64, 2 layers, 2 heads of 32, hidden 192, vocab 1024 (172k parameters),
+     tied embeddings, adjacent-pair RoPE (llama2.c's and hearth's order), AdamW;
+  5. OUT/copy.bin (llama2.c legacy), and the copy rate measured on the trained model: the
+     share of a repeated text passage's ids it predicts; then
      ./quantize OUT/copy.bin MODEL.hearth --tokenizer tests/data/tiny-shakespeare-tokenizer.model
+
+With libopenblas0-pthread (make deps' --reference) a step of the defaults takes ~0.3 s on a
+2-core machine: 2000 steps in about 10 minutes.
 
 Usage:  /usr/bin/python3 tools/train_copy.py [--steps N] [--out DIR]   (python3-torch)
 """
@@ -29,9 +35,14 @@ import subprocess
 import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# Debian's torch calls whatever libblas.so.3 is installed (libopenblas0-pthread by make deps'
+# --reference; the reference BLAS without it, ~40x slower) and does not set its threads: left
+# alone, OpenBLAS starts one per core beside torch's own, and on a shared 2-core machine a
+# step took 5 s instead of 0.15. torch.set_num_threads below does the threading.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -129,6 +140,23 @@ def write_llama2c_legacy(path, model, args):
         put(f, angles.sin())
 
 
+def read_llama2c_legacy(path, model, args):
+    """The weights write_llama2c_legacy wrote, back into model (for --evaluate)."""
+    with open(path, "rb") as f:
+        head = struct.unpack("<7i", f.read(28))
+        if head != (args.dim, args.hidden, args.layers, args.heads, args.heads, args.vocab, args.max_pos):
+            sys.exit(f"train_copy: {path} has the shape {head}, not the options' shape")
+
+        def get(t):
+            t.data.copy_(torch.frombuffer(bytearray(f.read(4 * t.numel())), dtype=torch.float32).view_as(t))
+
+        get(model.emb.weight)
+        for name in ["attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3"]:
+            for b in model.blocks:
+                get(getattr(b, name).weight)
+        get(model.norm.weight)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
@@ -140,15 +168,17 @@ def main():
     ap.add_argument("--hidden", type=int, default=192)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=2)
-    ap.add_argument("--ctx", type=int, default=192)
+    ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--max-pos", type=int, default=512)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--copy-steps", type=int, default=600, help="first steps on repeated random ids only")
     ap.add_argument("--random-passages", type=float, default=0.5, help="share of windows whose passage is random ids")
     ap.add_argument("--lr", type=float, default=5e-3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--save-every", type=int, default=0, help="write the checkpoint every N steps too")
+    ap.add_argument("--evaluate", metavar="FILE", help="no training: the copy rate of this file (written by this script)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -182,15 +212,29 @@ def main():
         w += text[lead + gap : lead + gap + n]
         return [bos] + w[: n]
 
+    def repeats():
+        # Random ids repeated to the window's end: only copying predicts them, and a 2-layer
+        # model learns to (an induction head) within a few hundred steps of these, where in
+        # windows of text with one repeat it had not after 2000 (the copying is a sudden drop
+        # of the loss, from ~6.3 to ~2, here near step 300 of batch 32).
+        L = rng.randint(8, 40)
+        passage = [rng.randint(3, args.vocab - 1) for _ in range(L)]
+        w = [bos]
+        while len(w) < args.ctx + 1:
+            w += passage
+        return w[: args.ctx + 1]
+
     model = Llama(args.vocab, args.dim, args.hidden, args.layers, args.heads, args.max_pos)
     print("params: %d" % sum(p.numel() for p in model.parameters()), flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.95))
     t0 = time.time()
-    for step in range(args.steps):
+    if args.evaluate:
+        read_llama2c_legacy(args.evaluate, model, args)
+    for step in range(0 if args.evaluate else args.steps):
         lr = args.lr * min(1.0, (step + 1) / 30) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
         for g in opt.param_groups:
             g["lr"] = lr
-        batch = torch.tensor([window() for _ in range(args.batch)])
+        batch = torch.tensor([repeats() if step < args.copy_steps else window() for _ in range(args.batch)])
         logits = model(batch[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, args.vocab), batch[:, 1:].reshape(-1))
         opt.zero_grad()
@@ -201,8 +245,29 @@ def main():
             print("step %d loss %.3f lr %.4f %.0f s" % (step, loss.item(), lr, time.time() - t0), flush=True)
         if args.save_every and (step + 1) % args.save_every == 0:  # to try the model while it trains
             write_llama2c_legacy(os.path.join(args.out, "copy.bin"), model, args)
-    write_llama2c_legacy(os.path.join(args.out, "copy.bin"), model, args)
-    print("wrote", os.path.join(args.out, "copy.bin"), flush=True)
+    if not args.evaluate:
+        write_llama2c_legacy(os.path.join(args.out, "copy.bin"), model, args)
+        print("wrote", os.path.join(args.out, "copy.bin"), flush=True)
+
+    # The copy rate: in windows of text where a passage of 48 ids comes back, the share of the
+    # repeat's ids (after its first) that the model's most likely next id gets right, given
+    # the true ids before it. Passages from the text only, none of random ids.
+    model.eval()
+    test_rng = random.Random(args.seed + 1000)
+    hits = total = 0
+    with torch.no_grad():
+        for _ in range(200):
+            L, lead, gap = 48, 16, 16
+            at = test_rng.randint(0, len(ids) - L - lead - gap - 1)
+            passage = ids[at + lead : at + lead + L]
+            w = [bos] + ids[at : at + lead] + passage + ids[at + lead + L : at + lead + L + gap] + passage
+            pred = model(torch.tensor([w[:-1]]))[0].argmax(-1).tolist()
+            start = len(w) - L  # index in w of the repeat's first id
+            for i in range(start + 1, len(w)):
+                hits += pred[i - 1] == w[i]
+                total += 1
+    print("copy rate: %.1f%% of a repeated passage's ids predicted (greedy, 200 passages of 48 ids)" % (100.0 * hits / total),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -269,6 +269,32 @@ TEST_CASE("draft generation: greedy ids equal those without drafts, and drafts a
     CHECK(copy.forward_calls < long(copy.ids.size()) * 3 / 4);
 }
 
+TEST_CASE("draft generation: on a model that copies, a repeated passage comes from drafts, with the ids of no drafts") {
+    // tests/data/copy-model.hearth: 2 layers, 172k parameters, trained by tools/train_copy.py
+    // (--steps 2000, its defaults) to continue a passage it has seen (98% of a repeated
+    // passage's ids, measured in PyTorch by the script), then `quantize copy.bin
+    // copy-model.hearth --tokenizer tests/data/tiny-shakespeare-tokenizer.model`.
+    DefaultModel m("tests/data/copy-model.hearth");
+    const std::string passage =
+        "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun. Arise, fair "
+        "sun, and kill the envious moon, who is already sick and pale with grief, that thou her maid art far more fair "
+        "than she.";
+    const std::string prompt = passage + "\nROMEO: But soft, what light";
+    const Generated plain = m.generate(prompt, 0, 60);
+    CAPTURE(plain.text);
+    // It copies: the passage goes on as it did the first time.
+    CHECK(plain.text.find("through yonder window breaks? It is the east") <= 1);  // after a space or not
+    for (int n : {4, 8}) {
+        CAPTURE(n);
+        const Generated d = m.generate(prompt, n, 60);
+        CHECK(d.ids == plain.ids);
+        CHECK(d.end == plain.end);
+        // Most tokens came from drafts: under half of them needed a forward call of their own.
+        CHECK(d.drafts.accepted > long(d.ids.size()) / 2);
+        CHECK(d.forward_calls < long(d.ids.size()) / 2);
+    }
+}
+
 TEST_CASE("draft generation: max_tokens, a full context, an end id and an interruption end where they do without drafts") {
     DefaultModel m;
     for (int n : {2, 8}) {
