@@ -70,7 +70,9 @@ void push_text(Job& job, const std::string& text) {
         std::lock_guard<std::mutex> lk(job.m);
         job.pieces.push_back(text);
     }
-    job.cv.notify_all();
+    // A reply that is not streamed is sent whole at the end (finish_job wakes its thread):
+    // waking that thread for every token would take a core from the step's threads for nothing.
+    if (job.req.stream) job.cv.notify_all();
 }
 
 void finish_job(Job& job, const std::string& reason, const ApiError& error = {}) {
