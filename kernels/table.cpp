@@ -105,6 +105,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q6_K, R, Isa::scalar, 1, matmul_q6_k_rows_scalar, nullptr},
     {M, TYPE_Q6_K, R, Isa::neon, 1, NEON(matmul_q6_k_rows_neon), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx2, 1, AVX2(matmul_q6_k_rows_avx2), nullptr},
+    {M, TYPE_Q6_K, R, Isa::avx512, 1, AVX512(matmul_q6_k_few_avx512), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx2, 16, AVX2(matmul_q6_k_gemm_avx2), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx512, 16, AVX512(matmul_q6_k_gemm_avx512), nullptr},
     // Rows interleaved by 8 (kernels/rows_x8.h).
