@@ -26,8 +26,9 @@
 //    kernel / the AVX2 row kernel it replaced:
 //      1 token 26.3 / 21.5; 2: 21.4 / 16.2; 4: 16.4 / 9.6; 8: 10.2 / 4.2; 12: 6.4 / 2.9;
 //      16: 4.0 / 2.1 (zmm GEMM 3.9, AVX2 GEMM 3.6)
-//    8 tokens cost 2.6x one token (the row kernel 5x): from 2 tokens it is bound by vpdpbusd and
-//    the per-token float work, not by memory. In an 8-token pass of TinyLlama Q4_0 (run
+//    8 tokens cost 2.6x one token (the row kernel 5x): from 2 tokens it is bound by compute, not
+//    memory (8 tokens: ~100 GMAC/s, vpdpbusd plus per token and block a convert, multiply and fma,
+//    and the decode and lane transpose of each block on the shuffle port). In an 8-token pass of TinyLlama Q4_0 (run
 //    --perplexity -c 8, 2 threads, perf) the output matmul went from 19% of the samples to 9%.
 //  - Interleaved Q4_K: the GEMMs from 32 tokens. Below that the passes of up to 4 tokens over
 //    L1-resident chunks of x86/q4_kx8_avx2.cpp are faster: measured on one thread (512 x 4096, a
