@@ -1,10 +1,9 @@
 // Few-token matmul of Q6_K plain rows x Q8_K activations, AVX-512 (VNNI) on zmm: generation
-// (1 token) and small batches (the server's conversations decoded together), memory-bound like one
-// token. The output matrix of quantized models is Q6_K, and the AVX2 row kernel's cost grew ~3x
-// from 1 to 8 tokens.
+// (1 token) and small batches (the server's conversations decoded together). The output matrix of
+// quantized models is Q6_K, and the AVX2 row kernel's cost grew ~3x from 1 to 8 tokens.
 //
 // One row at a time, each super-block decoded once per block of up to kMaxTok tokens, straight
-// from the row (nothing packed, the activations read where they are):
+// from the row (the weights are not repacked; only the activations are rearranged, once per call):
 //  - The 6-bit quants (0..63, unsigned) decode to 4 zmm in element order: for half h, the 64 ql
 //    bytes give elements 128h + 0..63 (low nibbles) and 128h + 64..127 (high nibbles), each with
 //    two bits of qh[32h .. 32h+31], read unshifted for the first 32 bytes and shifted by 2 for the
