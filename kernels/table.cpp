@@ -18,6 +18,18 @@
 //            12: 13.6 / 10.4; 16: 9.1 / 9.9
 //    From 8 tokens the kernel is bound by vpdpbusd (~200 GMAC/s a thread here), as the GEMM is,
 //    and at 16 the GEMM's register tiles catch up. (Before it, the zmm GEMM ran from 8 tokens.)
+//  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
+//    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
+//    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
+//    all rows, 1 thread, CPU time: GB/s of weights; the shared 2-vCPU Xeon at load 2.2-2.5, best
+//    of 5; a run under heavier load from others gave about half of every figure), few-token
+//    kernel / the AVX2 row kernel it replaced:
+//      1 token 26.3 / 21.5; 2: 21.4 / 16.2; 4: 16.4 / 9.6; 8: 10.2 / 4.2; 12: 6.4 / 2.9;
+//      16: 4.0 / 2.1 (zmm GEMM 3.9, AVX2 GEMM 3.6)
+//    8 tokens cost 2.6x one token (the row kernel 5x): from 2 tokens it is bound by compute, not
+//    memory (8 tokens: ~100 GMAC/s, vpdpbusd plus per token and block a convert, multiply and fma,
+//    and the decode and lane transpose of each block on the shuffle port). In an 8-token pass of TinyLlama Q4_0 (run
+//    --perplexity -c 8, 2 threads, perf) the output matmul went from 19% of the samples to 9%.
 //  - Interleaved Q4_K: the GEMMs from 32 tokens. Below that the passes of up to 4 tokens over
 //    L1-resident chunks of x86/q4_kx8_avx2.cpp are faster: measured on one thread (512 x 4096, a
 //    shared 2-core Xeon, AVX2 code; medians of interleaved runs, noise ~10%), passes / GEMM = 1.56
@@ -105,6 +117,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q6_K, R, Isa::scalar, 1, matmul_q6_k_rows_scalar, nullptr},
     {M, TYPE_Q6_K, R, Isa::neon, 1, NEON(matmul_q6_k_rows_neon), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx2, 1, AVX2(matmul_q6_k_rows_avx2), nullptr},
+    {M, TYPE_Q6_K, R, Isa::avx512, 1, AVX512(matmul_q6_k_few_avx512), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx2, 16, AVX2(matmul_q6_k_gemm_avx2), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx512, 16, AVX512(matmul_q6_k_gemm_avx512), nullptr},
     // Rows interleaved by 8 (kernels/rows_x8.h).

@@ -26,6 +26,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <strings.h>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -222,7 +223,7 @@ int main(int argc, char** argv) {
         uint32_t type = 0;
         bool found = false;
         for (const TypeTraits& t : kTypeTraits)
-            if (name == t.name) type = t.id, found = true;
+            if (strcasecmp(name.c_str(), t.name) == 0) type = t.id, found = true;  // q6_k as q6_K
         if (!found || !pick_kernel(KernelOp::matmul, type, Layout::rows, 1)) {
             std::fprintf(stderr, "no matmul rows for type '%s'\n", name.c_str());
             return 1;

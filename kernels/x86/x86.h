@@ -45,6 +45,9 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)
 // groups per pass, each record read once per block of up to 8 tokens, nothing packed.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_few_avx512)
+// Few tokens on plain Q6_K rows (x86/gemv_q6_k_avx512.cpp): a row at a time, each super-block
+// decoded once per block of up to 8 tokens.
+HEARTH_DECLARE_MATMUL(matmul_q6_k_few_avx512)
 
 // AMX tiles, TDPBSSD (x86/gemm_amx.cpp; HEARTH_ISA_AMX): 16 tokens x 16 rows (two interleaved
 // groups) per tile, the float side on zmm. Each call configures the tiles on its own thread.

@@ -153,7 +153,7 @@ std::vector<int> block_counts(uint32_t type) {
     return type_block_size(type) == QK_K ? std::vector<int>{1, 5, 9} : std::vector<int>{1, 3, 33, 70};
 }
 
-void check_matmul_row(const KernelRow& row) {
+void check_matmul_row(const KernelRow& row, const std::vector<int>& tokens = {}) {
     const bool x8 = row.layout == Layout::rows_x8;
     struct Range {
         int r0, r1;
@@ -171,7 +171,7 @@ void check_matmul_row(const KernelRow& row) {
     for (int nb : block_counts(row.type)) {
         const int cols = nb * type_block_size(row.type);
         for (const Shape& s : shapes) {
-            for (int n_tokens : token_counts(row.min_tokens)) {
+            for (int n_tokens : tokens.empty() ? token_counts(row.min_tokens) : tokens) {
                 // The biggest products only on the smaller rows: the aarch64 builds run under qemu.
                 if (n_tokens > 20 && nb == block_counts(row.type).back() && s.rows > 13) continue;
                 const Problem& p = problem(row.type, s.rows, cols, n_tokens);
@@ -300,6 +300,25 @@ TEST_CASE("kernel table: every row this build and CPU run equals its type's scal
     }
     MESSAGE(tested << " of " << n << " kernel table rows tested on this build (" << std::string(HEARTH_ISA_NAME) << ")");
     CHECK(tested > 0);
+}
+
+// The few-token kernels on plain Q6_K rows (x86/gemv_q6_k_avx512.cpp) handle up to 8 tokens per
+// pass, as templates on the count: every count the picker sends them (1..15), and 16, each.
+TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1..16 tokens") {
+    int n = 0, tested = 0;
+    const KernelRow* rows = kernel_rows(&n);
+    std::vector<int> tokens;
+    for (int t = 1; t <= 16; t++) tokens.push_back(t);
+    for (int i = 0; i < n; i++) {
+        const KernelRow& row = rows[i];
+        if (row.op != KernelOp::matmul || row.type != TYPE_Q6_K || row.layout != Layout::rows || row.isa == Isa::scalar ||
+            row.min_tokens != 1 || !kernel_row_available(row))
+            continue;
+        CAPTURE(describe(row));
+        check_matmul_row(row, tokens);
+        tested++;
+    }
+    MESSAGE(tested << " Q6_K row kernels from 1 token tested at 1..16 tokens");
 }
 
 // The AMX rows (x86/gemm_amx.cpp) are listed on every build; where they cannot run they are named

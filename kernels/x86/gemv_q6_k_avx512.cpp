@@ -1,0 +1,150 @@
+// Few-token matmul of Q6_K plain rows x Q8_K activations, AVX-512 (VNNI) on zmm: generation
+// (1 token) and small batches (the server's conversations decoded together). The output matrix of
+// quantized models is Q6_K, and the AVX2 row kernel's cost grew ~3x from 1 to 8 tokens.
+//
+// One row at a time, each super-block decoded once per block of up to kMaxTok tokens, straight
+// from the row (the weights are not repacked; only the activations are rearranged, once per call):
+//  - The 6-bit quants (0..63, unsigned) decode to 4 zmm in element order: for half h, the 64 ql
+//    bytes give elements 128h + 0..63 (low nibbles) and 128h + 64..127 (high nibbles), each with
+//    two bits of qh[32h .. 32h+31], read unshifted for the first 32 bytes and shifted by 2 for the
+//    second 32 (x86 form of the layout in kernels/quant_types.h).
+//  - The four vectors are transposed by 32-bit lanes within each 128-bit chunk, so that lane l of
+//    all four holds 16 elements of one sub-block; the activations are rearranged to match once per
+//    call (struct Act). Per token, four vpdpbusd (u8 quants x s8 activations, no saturation) sum
+//    each lane's whole sub-block into one int32 vector, whose starting value is the -32 offset
+//    (-32 * the sub-block's bsum). An earlier form (vpmaddubsw + vpdpwssd with the scales per
+//    vector, natural order) took two multiply uops per 64 products, and ran 8 tokens at 7.2 GB/s
+//    of weights instead of ~10 (bench_kernels, 1 thread).
+//  - The scales apply in float, once per token and block: sc * d is exact in float, then x the
+//    token's d. The integer sub-block sums are the scalar kernel's exactly; the float side differs
+//    in rounding only.
+//  - Tokens beyond kMaxTok run in further passes over the same row, then in L1.
+#include "kernels/x86/x86.h"
+
+#if defined(HEARTH_ISA_AVX512)
+
+// GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
+// may be used uninitialized (_mm512_reduce_add_ps: -Wuninitialized). (clang has no such warning,
+// and would warn of the unknown name.)
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/prefetch.h"
+#include "kernels/quant_types.h"
+
+namespace hearth {
+
+namespace {
+
+inline __m512i loadu512(const void* p) { return _mm512_loadu_si512(p); }
+
+constexpr int kMaxTok = 8;  // tokens per pass: 8 int32 sums + 8 float accumulators + the weights
+
+// A token's Q8_K block, rearranged for the lane order of the decoded weights (see row_tokens):
+// the byte 4l + k of vector j is element 64 (l % 4) + 16 (l / 4) + 4j + k; lane l's sub-block is
+// 4 (l % 4) + l / 4, whose -32 * bsum starts the lane's int32 sum.
+struct alignas(64) Act {
+    int8_t q[QK_K];
+    int32_t off[16];
+    float d;
+};
+
+inline int lane_subblock(int l) { return 4 * (l % 4) + l / 4; }
+
+uint8_t* act_buf(size_t bytes) {
+    thread_local std::vector<uint8_t> buf;
+    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+    return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+}
+
+void pack_act(const block_q8_K& a, Act& o) {
+    for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 16; ++l)
+            for (int k = 0; k < 4; ++k) o.q[64 * j + 4 * l + k] = a.qs[64 * (l % 4) + 16 * (l / 4) + 4 * j + k];
+    for (int l = 0; l < 16; ++l) o.off[l] = -32 * a.bsums[lane_subblock(l)];
+    o.d = a.d;
+}
+
+// Row w (nb super-blocks) x the NT tokens whose packed blocks start at a[t]: out[t * os].
+// The decoded quants in element order N0..N3 (64 each) are transposed by 32-bit lanes within each
+// 128-bit chunk, so that lane l of all four vectors holds 16 elements of one sub-block: vpdpbusd
+// (4 products a lane, no saturation) then sums a whole sub-block per lane over the four, and the
+// scales apply once per token and block, in float (scale * d exact in float; then x the token's d).
+template <int NT>
+void row_tokens(const block_q6_K* w, const Act* const* a, int nb, float* out, size_t os) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    alignas(16) int8_t perm[16];
+    for (int l = 0; l < 16; ++l) perm[l] = int8_t(lane_subblock(l));
+    const __m128i sperm = _mm_load_si128(reinterpret_cast<const __m128i*>(perm));
+    const size_t pf = prefetch_distance(sizeof(block_q6_K));
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; ++b) {
+        const block_q6_K& x = w[b];
+        prefetch_ahead<sizeof(block_q6_K)>(&x, pf);
+        const __m512i h = loadu512(x.qh);
+        const __m512i h2 = _mm512_srli_epi16(h, 2);
+        __m512i n[4];
+        for (int half = 0; half < 2; ++half) {
+            const __m512i l = loadu512(x.ql + 64 * half);
+            // qh[32 half .. +31] as is (first 32 bytes) and >> 2 (last 32).
+            const __m512i qh = half == 0 ? _mm512_shuffle_i64x2(h, h2, _MM_SHUFFLE(1, 0, 1, 0))
+                                         : _mm512_shuffle_i64x2(h, h2, _MM_SHUFFLE(3, 2, 3, 2));
+            n[2 * half] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m30));
+            n[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), _mm512_and_si512(qh, m30));
+        }
+        const __m512i t0 = _mm512_unpacklo_epi32(n[0], n[1]), t1 = _mm512_unpackhi_epi32(n[0], n[1]);
+        const __m512i t2 = _mm512_unpacklo_epi32(n[2], n[3]), t3 = _mm512_unpackhi_epi32(n[2], n[3]);
+        const __m512i q[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2), _mm512_unpacklo_epi64(t1, t3),
+                              _mm512_unpackhi_epi64(t1, t3)};
+        const __m128i sc8 = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)), sperm);
+        const __m512 scd = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)), _mm512_set1_ps(_cvtsh_ss(x.d)));
+        for (int t = 0; t < NT; ++t) {
+            const Act& y = a[t][b];
+            __m512i si = _mm512_load_si512(y.off);
+            for (int j = 0; j < 4; ++j) si = _mm512_dpbusd_epi32(si, q[j], _mm512_load_si512(y.q + 64 * j));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(si), _mm512_mul_ps(scd, _mm512_set1_ps(y.d)), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; ++t) out[size_t(t) * os] = _mm512_reduce_add_ps(acc[t]);
+}
+
+using RowFn = void (*)(const block_q6_K*, const Act* const*, int, float*, size_t);
+constexpr RowFn kRow[kMaxTok] = {row_tokens<1>, row_tokens<2>, row_tokens<3>, row_tokens<4>,
+                                 row_tokens<5>, row_tokens<6>, row_tokens<7>, row_tokens<8>};
+
+}  // namespace
+
+void matmul_q6_k_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                            float* out, int out_stride, int r0, int r1) {
+    if (r0 >= r1 || n_tokens <= 0) return;
+    const int nb = n_cols / QK_K;
+    const char* Wc = static_cast<const char*>(W);
+    const char* Ac = static_cast<const char*>(A);
+    Act* acts = reinterpret_cast<Act*>(act_buf(size_t(n_tokens) * size_t(nb) * sizeof(Act)));
+    for (int t = 0; t < n_tokens; ++t) {
+        const block_q8_K* ar = reinterpret_cast<const block_q8_K*>(Ac + size_t(t) * a_row_bytes);
+        for (int b = 0; b < nb; ++b) pack_act(ar[b], acts[size_t(t) * size_t(nb) + size_t(b)]);
+    }
+    for (int r = r0; r < r1; ++r) {
+        const block_q6_K* w = reinterpret_cast<const block_q6_K*>(Wc + size_t(r) * w_row_bytes);
+        for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
+            const int nt = std::min(kMaxTok, n_tokens - t0);
+            const Act* a[kMaxTok];
+            for (int t = 0; t < nt; ++t) a[t] = acts + size_t(t0 + t) * size_t(nb);
+            kRow[nt - 1](w, a, nb, out + size_t(t0) * size_t(out_stride) + r, size_t(out_stride));
+        }
+    }
+}
+
+}  // namespace hearth
+
+#endif  // HEARTH_ISA_AVX512
