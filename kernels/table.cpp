@@ -131,6 +131,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, X8, Isa::i8mm, 4, I8MM(matmul_q4_kx8_gemm_i8mm), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 1, AVX2(matmul_q4_kx8_rows_avx2), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 32, AVX2(matmul_q4_kx8_gemm_avx2), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx512, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
 };
 constexpr int kNumRows = int(sizeof kRows / sizeof kRows[0]);

@@ -45,6 +45,9 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)
 // groups per pass, each record read once per block of up to 8 tokens, nothing packed.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_few_avx512)
+// The same for interleaved Q4_K x Q8_K (x86/gemv_q4_k_avx512.cpp): sub-block scales applied per
+// token and chunk, the mins by their activation sums.
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_few_avx512)
 
 // AMX tiles, TDPBSSD (x86/gemm_amx.cpp; HEARTH_ISA_AMX): 16 tokens x 16 rows (two interleaved
 // groups) per tile, the float side on zmm. Each call configures the tiles on its own thread.
