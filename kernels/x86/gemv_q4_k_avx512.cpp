@@ -13,17 +13,19 @@
 //    rows: no horizontal sums, and 16 outputs per token are stored at once.
 //  - Sub-block scales: the record's packed 6-bit scales hold one row per 32-bit lane, so all 16
 //    rows' scales and mins are unpacked once per record by a few and/shift/or ops (as
-//    q4k_unpack_scales_x8 in avx2_util.h does for 8), each sub-block's scale widened to an int32
-//    per lane. A token's sub-block sum (32 products, |sum| <= 32 * 15 * 128 = 61440: too wide
-//    for the int16 of vpmaddwd) is multiplied by it with vpmulld and added to the token's
-//    super-block sum (<= 8 * 61440 * 63 < 2^25).
+//    q4k_unpack_scales_x8 in avx2_util.h does for 8), each sub-block's scale then a float per
+//    lane. A token's sub-block sum (32 products, |sum| <= 32 * 15 * 128 = 61440: too wide for the
+//    int16 of vpmaddwd) is converted and multiplied by it in one FMA into the token's float sum
+//    of the super-block. Each product is exact (< 2^22) and the sum of 8 nearly so (< 2^25). The
+//    integer alternative (vpmulld, 2 uops, and an add, per sub-block and token) ran 4-7% slower
+//    at 8 and 16 tokens (bench_kernels, 1 thread; one quiet pair of runs, the machine shared).
 //  - Mins: sum_j m_j * (bsums[2j] + bsums[2j+1]) per row, four vpdpwssd of the rows' mins as
 //    int16 pairs against the token's sub-block sums paired to match, again broadcast from memory
 //    (|sum| <= 256 * 128 * 63 < 2^21).
 //  - Then acc += (d * d_a) * sum - (dmin * d_a) * min_sum, the 16 rows' d and dmin one load
-//    each. The integer sums are the scalar kernels' exactly; only the float operations differ.
+//    each. The sub-block sums are the scalar kernels' exactly; only the float operations differ.
 //  - Registers: up to kOnePassTok tokens, one pass over a chunk's 8 steps keeps both halves'
-//    sums (2 per token); more tokens (up to 8: 8 sub-block sums, 8 super-block sums, 8 float
+//    sums (2 per token); more tokens (up to 8: 8 sub-block sums, 8 super-block sums, 8
 //    accumulators) take the low nibbles, then the high nibbles in a second pass over the same
 //    256 bytes (now in L1), so that everything stays in the 32 zmm registers.
 //  - Tokens beyond kMaxTok run in further blocks of tokens over the same 16 rows' chunk of
@@ -143,7 +145,7 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
             prefetch_ahead<kRecLines>(nbp, o);
         }
         // The 16 rows' scales and mins (byte j of a lane: sub-block j of sc_lo / mn_lo, 4 + j of
-        // sc_hi / mn_hi), each sub-block's scale as an int32 per lane, read by the chunk loop.
+        // sc_hi / mn_hi); each sub-block's scale as a float per lane, read by the chunk loop.
         const __m512i u0 = join(ga + kScalesOffset, gb + kScalesOffset),
                       u1 = join(ga + kScalesOffset + 32, gb + kScalesOffset + 32),
                       u2 = join(ga + kScalesOffset + 64, gb + kScalesOffset + 64);
@@ -151,13 +153,13 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
                       sc_hi = _mm512_or_si512(_mm512_and_si512(u2, m4), _mm512_and_si512(_mm512_srli_epi16(u0, 2), m30));
         const __m512i mn_lo = _mm512_and_si512(u1, m6), mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(u2, 4), m4),
                                                                                 _mm512_and_si512(_mm512_srli_epi16(u1, 2), m30));
-        __m512i scale[8];
+        __m512 scale[8];
         for (int j = 0; j < 4; ++j) {
-            scale[j] = _mm512_and_si512(_mm512_srli_epi32(sc_lo, 8 * j), byte0);
-            scale[4 + j] = _mm512_and_si512(_mm512_srli_epi32(sc_hi, 8 * j), byte0);
+            scale[j] = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sc_lo, 8 * j), byte0));
+            scale[4 + j] = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sc_hi, 8 * j), byte0));
         }
-        __m512i isum[NT];
-        for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
+        __m512 fsum[NT];
+        for (int t = 0; t < NT; ++t) fsum[t] = _mm512_setzero_ps();
         const uint8_t *qa = ga + kQsOffset, *qb = gb + kQsOffset;
         const int8_t* q = act->q[0];
         for (int c = 0; c < 4; ++c, qa += 256, qb += 256, q += 64) {
@@ -172,9 +174,10 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
                         hi[t] = dpbusd_bcast(hi[t], wh, q + QK_K * t + 32 + 4 * k);
                     }
                 }
-                for (int t = 0; t < NT; ++t)
-                    isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], scale[2 * c]),
-                                                                         _mm512_mullo_epi32(hi[t], scale[2 * c + 1])));
+                for (int t = 0; t < NT; ++t) {
+                    fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo[t]), scale[2 * c], fsum[t]);
+                    fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi[t]), scale[2 * c + 1], fsum[t]);
+                }
             } else {
                 for (int h = 0; h < 2; ++h) {
                     __m512i s[NT];
@@ -184,7 +187,7 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
                         const __m512i wn = _mm512_and_si512(h ? _mm512_srli_epi16(w, 4) : w, m4);
                         for (int t = 0; t < NT; ++t) s[t] = dpbusd_bcast(s[t], wn, q + QK_K * t + 32 * h + 4 * k);
                     }
-                    for (int t = 0; t < NT; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], scale[2 * c + h]));
+                    for (int t = 0; t < NT; ++t) fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), scale[2 * c + h], fsum[t]);
                 }
             }
         }
@@ -198,7 +201,7 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
             msum = dpwssd_bcast(msum, mn46, &act->sum_pairs[t][2]);
             msum = dpwssd_bcast(msum, mn57, &act->sum_pairs[t][3]);
             const __m512 da = _mm512_set1_ps(act->d[t]);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, da), acc[t]);
+            acc[t] = _mm512_fmadd_ps(fsum[t], _mm512_mul_ps(d, da), acc[t]);
             acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, da), acc[t]);
         }
     }
@@ -243,7 +246,10 @@ using Kernels = decltype(token_kernels(std::make_integer_sequence<int, kMaxTok>(
 // A chunk's activations of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in
 // L1 for all the pairs, and a pair's chunk of weights (18 KB) for all the token blocks. Each
 // pair's chunk adds its partial sums to the output after the first.
-constexpr int kChunk = 8;
+#ifndef HEARTH_Q4K_FEW_CHUNK  // tuning override for tools/bench_kernels builds
+#define HEARTH_Q4K_FEW_CHUNK 8
+#endif
+constexpr int kChunk = HEARTH_Q4K_FEW_CHUNK;
 
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                 int r1) {
