@@ -70,6 +70,9 @@ constexpr size_t kScalesOffset = 32, kQsOffset = 128;  // within a record (kerne
 // The activations of a block of NT tokens, per super-block: each token's 256 quants, its scale,
 // and its sub-block sums s_j = bsums[2j] + bsums[2j+1] (|s_j| <= 32 * 128, an int16), paired as
 // the mins are: (s0, s2), (s1, s3), (s4, s6), (s5, s7), the first of each pair in the low int16.
+// Copied once per call (a few hundred bytes per token and super-block, against 2304 of weights
+// per pair of groups), so that every broadcast of a block's tokens is one base register plus a
+// constant displacement, as in gemv_avx512.cpp.
 template <int NT>
 struct Acts {
     int8_t q[NT][QK_K];
