@@ -30,7 +30,19 @@
 //    memory (8 tokens: ~100 GMAC/s, vpdpbusd plus per token and block a convert, multiply and fma,
 //    and the decode and lane transpose of each block on the shuffle port). In an 8-token pass of TinyLlama Q4_0 (run
 //    --perplexity -c 8, 2 threads, perf) the output matmul went from 19% of the samples to 9%.
-//  - Interleaved Q4_K: the GEMMs from 32 tokens. Below that the passes of up to 4 tokens over
+//  - Interleaved Q4_K: the GEMMs from 32 tokens. With AVX-512, below that the few-token kernel
+//    (x86/gemv_q4_k_avx512.cpp: gemv_avx512.cpp's design, each record read once for up to 8
+//    tokens) from 1 token. Measured with tools/bench_kernels (32768 x 2048, all rows, 1 thread,
+//    CPU time: GB/s of weights; the shared 2-vCPU Xeon at load 1.3-3, best of 3 runs), few-token
+//    kernel / the AVX2 rows it replaced / zmm GEMM:
+//      q4_K: 1 token 27.1 / 25.8 / 11.1; 2: 25.2 / 19.7 / 10.7; 4: 19.4 / 12.1 / 10.8;
+//            8: 12.2 / 6.1 / 10.5; 16: 6.1 / 3.0 / 6.4; 24: 4.2 / 2.0 / 4.5; 31: 3.3 / 1.4 / 3.55
+//    From memory (65536 x 5632, 207 MB; one thread reads 11.8 GB/s), two runs: 1 token 13.7, 12.7
+//    / 12.9, 12.5; 2 tokens 13.5, 11.9 / 12.0, 12.5; 8 tokens 9.9, 8.9 / 5.6, 5.6. From 8 tokens
+//    it is compute-bound (~190 GMAC/s), and from 16 the zmm GEMM is 4-10% faster (it
+//    unpacks a chunk's nibbles once for all its tiles; here every block of 8 tokens does, and
+//    scales each sub-block per token): a threshold of 16 for it would take that; the GEMMs stay
+//    from 32 for now. Without AVX-512, below 32 the passes of up to 4 tokens over
 //    L1-resident chunks of x86/q4_kx8_avx2.cpp are faster: measured on one thread (512 x 4096, a
 //    shared 2-core Xeon, AVX2 code; medians of interleaved runs, noise ~10%), passes / GEMM = 1.56
 //    at 8 tokens, 1.18 at 16, 0.97 at 32, 0.95 at 64. (8 is the crossover for plain Q4_K, whose
@@ -144,6 +156,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, X8, Isa::i8mm, 4, I8MM(matmul_q4_kx8_gemm_i8mm), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 1, AVX2(matmul_q4_kx8_rows_avx2), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 32, AVX2(matmul_q4_kx8_gemm_avx2), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx512, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
 };
 constexpr int kNumRows = int(sizeof kRows / sizeof kRows[0]);

@@ -114,7 +114,7 @@ TEST_CASE("x8 types: every build has kernels for them, its best ones") {
         CHECK(matmul_supports(k.plain, Layout::rows_x8));
         CHECK(kernel_layout(k.plain) == Layout::rows_x8);
         // One token: this build's best ISA (AVX2, else NEON, else the scalar twin), or AVX-512 where
-        // the table has a one-token AVX-512 row for the type (Q4_0, Q8_0) and the CPU has AVX-512.
+        // the table has a one-token AVX-512 row for the type (Q4_0, Q8_0, Q4_K) and the CPU has AVX-512.
         const KernelRow* one = pick_kernel(KernelOp::matmul, k.plain, Layout::rows_x8, 1);
         REQUIRE(one);
         Isa best = std::string(HEARTH_ISA_NAME).rfind("avx2", 0) == 0   ? Isa::avx2
@@ -261,6 +261,51 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
                     const int os = rows + 3;
                     const std::vector<double> mag = magnitudes(zc.plain, plain, a, rows, cols, n_tokens);
                     check_ranges_against_twin(zc.plain, zc.zmm, zc.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag,
+                                              rows, nb);
+                }
+            }
+        }
+    }
+}
+#endif
+
+#if defined(HEARTH_ISA_AVX512)
+// The few-token kernels (kernels/x86/gemv_avx512.cpp, gemv_q4_k_avx512.cpp) called directly, for
+// every token count they are picked at (1..31) and past it: blocks of 8 tokens and every
+// remainder (Q4_K: one pass over each chunk up to 4 tokens, two from 5), 16-row pairs and an odd
+// last group paired with itself, column chunks (64 blocks, 8 Q4_K super-blocks) and their tails,
+// row ranges that start at a group after the first; against the scalar twin within rounding.
+TEST_CASE("x8 few-token (AVX-512 VNNI, zmm) equals the scalar twin within rounding: tokens 1..33, groups, blocks, ranges") {
+    struct FewCase {
+        uint32_t plain;
+        matmul_rows_fn few, twin;
+    };
+    const FewCase cases[] = {{TYPE_Q4_K, matmul_q4_kx8_few_avx512, matmul_q4_kx8_rows_scalar},
+                             {TYPE_Q4_0, matmul_q4_0x8_few_avx512, matmul_q4_0x8_rows_scalar},
+                             {TYPE_Q8_0, matmul_q8_0x8_few_avx512, matmul_q8_0x8_rows_scalar}};
+    for (const FewCase& fc : cases) {
+        const bool k_type = fc.plain == TYPE_Q4_K;
+        for (int nb : k_type ? std::vector<int>{1, 3, 8, 9, 19} : std::vector<int>{1, 3, 64, 65}) {
+            const int cols = nb * type_block_size(fc.plain);
+            for (int groups : {1, 2, 3, 5}) {
+                const int rows = 8 * groups + 5;  // a plain tail the kernel must leave alone
+                const Bytes plain = random_weights(fc.plain, rows, cols, uint32_t(37 * nb + groups));
+                Bytes x8(plain.size());
+                repack_rows_to_x8(fc.plain, plain.data(), x8.data(), rows, cols);
+                const size_t wrb = type_row_bytes(fc.plain, cols), arb = type_row_bytes(type_vec_dot_type(fc.plain), cols);
+                std::vector<Ranges> range_sets = {{{0, 8 * groups}}};
+                if (groups > 1) range_sets.push_back({{8, 8 * groups}});
+                if (groups > 2) range_sets.push_back({{0, 8}, {16, 8 * groups}});
+                for (int n_tokens = 1; n_tokens <= 33; n_tokens++) {
+                    if (n_tokens > 9 && n_tokens % 4 != 1 && (groups > 2 || nb > 9)) continue;  // keep the run short
+                    CAPTURE(fc.plain);
+                    CAPTURE(nb);
+                    CAPTURE(groups);
+                    CAPTURE(n_tokens);
+                    const Bytes a = random_acts(fc.plain, n_tokens, cols, uint32_t(900 + n_tokens + cols));
+                    const int os = rows + 3;
+                    const std::vector<double> mag = magnitudes(fc.plain, plain, a, rows, cols, n_tokens);
+                    check_ranges_against_twin(fc.plain, fc.few, fc.twin, x8, wrb, a, arb, cols, n_tokens, os, range_sets, mag,
                                               rows, nb);
                 }
             }

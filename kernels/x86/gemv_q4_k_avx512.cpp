@@ -1,0 +1,305 @@
+// Few-token matmul of Q4_K rows interleaved by 8 (kernels/rows_x8.h) x Q8_K activations, AVX-512
+// VNNI on zmm: generation (1 token) and small batches (the server's conversations decoded
+// together), which are memory-bound like one token. The design of x86/gemv_avx512.cpp (Q4_0,
+// Q8_0) for Q4_K's super-blocks:
+//  - A pass reads two groups of 8 rows (16 rows) record by record, each 1152-byte record exactly
+//    once per block of up to kMaxTok tokens, straight from the interleaved layout (nothing
+//    repacked): the 32-byte step k of chunk c of both groups' record b is joined into one zmm (row
+//    i of the first group in lanes 0..7, of the second in 8..15; 4 quant bytes of one row per
+//    32-bit lane), its nibbles unpacked once, and one vpdpbusd per token and nibble half adds the
+//    step's products into the token's int32 sums of that sub-block (low nibbles: sub-block 2c,
+//    activation bytes 64c + 4k ..; high nibbles: 2c + 1, 64c + 32 + 4k ..), the token's 4
+//    activation bytes taken by an embedded {1to16} broadcast from memory. No lane ever mixes
+//    rows: no horizontal sums, and 16 outputs per token are stored at once.
+//  - Sub-block scales: the record's packed 6-bit scales hold one row per 32-bit lane, so all 16
+//    rows' scales and mins are unpacked once per record by a few and/shift/or ops (as
+//    q4k_unpack_scales_x8 in avx2_util.h does for 8), each sub-block's scale then a float per
+//    lane. A token's sub-block sum (32 products, |sum| <= 32 * 15 * 128 = 61440: too wide for the
+//    int16 of vpmaddwd) is converted and multiplied by it in one FMA into the token's float sum
+//    of the super-block. Each product is exact (< 2^22) and the sum of 8 nearly so (< 2^25). The
+//    integer alternative (vpmulld, 2 uops, and an add, per sub-block and token) ran 4-7% slower
+//    at 8 and 16 tokens (bench_kernels, 1 thread; one quiet pair of runs, the machine shared).
+//  - Mins: sum_j m_j * (bsums[2j] + bsums[2j+1]) per row, four vpdpwssd of the rows' mins as
+//    int16 pairs against the token's sub-block sums paired to match, again broadcast from memory
+//    (|sum| <= 256 * 128 * 63 < 2^21).
+//  - Then acc += (d * d_a) * sum - (dmin * d_a) * min_sum, the 16 rows' d and dmin one load
+//    each. The sub-block sums are the scalar kernels' exactly; only the float operations differ.
+//  - Registers: up to kOnePassTok tokens, one pass over a chunk's 8 steps keeps both halves'
+//    sums (2 per token); more tokens (up to 8: 8 sub-block sums, 8 super-block sums, 8
+//    accumulators) take the low nibbles, then the high nibbles in a second pass over the same
+//    256 bytes (now in L1), so that everything stays in the 32 zmm registers.
+//  - Tokens beyond kMaxTok run in further blocks of tokens over the same 16 rows' chunk of
+//    columns (kChunk super-blocks), whose records are then in L1/L2.
+//  - Weights are prefetched one record per super-block ahead of use in both streams, a distance
+//    of ~kPrefetchBytes per stream; near the end of a pair's chunk the requests move on to the
+//    next pair's records, so that each pair's start is in flight before it is reached.
+//  - An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
+// Whole groups only: kernels/matmul.cpp sends the plain rows after the last whole group to the
+// plain layout's kernel.
+#include "kernels/x86/x86.h"
+
+#if defined(HEARTH_ISA_AVX512)
+
+// GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
+// (cvtepi32_ps, castsi256_si512) may be used uninitialized. (clang has no such warning, and
+// would warn of the unknown name.)
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "kernels/prefetch.h"
+#include "kernels/quant_types.h"
+
+namespace hearth {
+
+namespace {
+
+constexpr int kMaxTok = 8;                             // tokens per register block
+constexpr int kOnePassTok = 4;                         // up to this many tokens per block, one pass over each chunk
+constexpr size_t kRec = 8 * sizeof(block_q4_K);        // 1152 bytes: one group's super-block
+constexpr size_t kScalesOffset = 32, kQsOffset = 128;  // within a record (kernels/rows_x8.h)
+
+// The activations of a block of NT tokens, per super-block: each token's 256 quants, its scale,
+// and its sub-block sums s_j = bsums[2j] + bsums[2j+1] (|s_j| <= 32 * 128, an int16), paired as
+// the mins are: (s0, s2), (s1, s3), (s4, s6), (s5, s7), the first of each pair in the low int16.
+// Copied once per call (a few hundred bytes per token and super-block, against 2304 of weights
+// per pair of groups), so that every broadcast of a block's tokens is one base register plus a
+// constant displacement, as in gemv_avx512.cpp.
+template <int NT>
+struct Acts {
+    int8_t q[NT][QK_K];
+    float d[NT];
+    int32_t sum_pairs[NT][4];
+};
+
+uint8_t* act_buf(size_t bytes) {
+    thread_local std::vector<uint8_t> buf;
+    if (buf.size() < bytes) buf.resize(bytes);
+    return buf.data();
+}
+
+inline __m512i join(const uint8_t* a, const uint8_t* b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))),
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), 1);
+}
+inline __m512 join_ph(const uint8_t* a, const uint8_t* b) {
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
+}
+
+// acc + dpbusd(w, the 4 bytes at p in every lane), the broadcast embedded in the instruction
+// ({1to16}; GCC 12 does not fold _mm512_set1_epi32 of a load into vpdpbusd). AT&T syntax.
+inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
+    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+    return acc;
+}
+// acc + dpwssd(w, the int16 pair at p in every lane): the same for the mins.
+inline __m512i dpwssd_bcast(__m512i acc, __m512i w, const int32_t* p) {
+    asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
+    return acc;
+}
+
+// Tokens [t0, t0 + NT) of A, nb super-blocks each, into out[b].
+template <int NT>
+void pack_acts(const char* A, size_t arb, int nb, int t0, Acts<NT>* out) {
+    auto pair = [](int32_t lo, int32_t hi) { return int32_t(uint32_t(lo & 0xFFFF) | uint32_t(hi) << 16); };
+    for (int i = 0; i < NT; ++i) {
+        const block_q8_K* a = reinterpret_cast<const block_q8_K*>(A + size_t(t0 + i) * arb);
+        for (int b = 0; b < nb; ++b) {
+            std::memcpy(out[b].q[i], a[b].qs, QK_K);
+            out[b].d[i] = a[b].d;
+            int32_t s[8];
+            for (int j = 0; j < 8; ++j) s[j] = a[b].bsums[2 * j] + a[b].bsums[2 * j + 1];
+            out[b].sum_pairs[i][0] = pair(s[0], s[2]);
+            out[b].sum_pairs[i][1] = pair(s[1], s[3]);
+            out[b].sum_pairs[i][2] = pair(s[4], s[6]);
+            out[b].sum_pairs[i][3] = pair(s[5], s[7]);
+        }
+    }
+}
+
+// The 16 rows of the groups at ga and gb (nb records each) x NT tokens: out[t * os + i] for the
+// rows i set in keep. (na, nbp): the next pair's groups, prefetched near the end (or null).
+template <int NT>
+void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const Acts<NT>* act,
+                 float* out, size_t os, __mmask16 keep, bool add) {
+    constexpr size_t kRecLines = (kRec + 63) / 64 * 64;
+    constexpr int kAhead = int((kPrefetchBytes + kRec - 1) / kRec);  // records ahead, per stream
+    constexpr bool kOnePass = NT <= kOnePassTok;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i byte0 = _mm512_set1_epi32(0xFF), low_byte = _mm512_set1_epi16(0x00FF);
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; ++b, ga += kRec, gb += kRec, ++act) {
+        if (b + kAhead < nb) {
+            prefetch_ahead<kRecLines>(ga, kAhead * kRec);
+            prefetch_ahead<kRecLines>(gb, kAhead * kRec);
+        } else if (na) {
+            const size_t o = size_t(b + kAhead - nb) * kRec;
+            prefetch_ahead<kRecLines>(na, o);
+            prefetch_ahead<kRecLines>(nbp, o);
+        }
+        // The 16 rows' scales and mins (byte j of a lane: sub-block j of sc_lo / mn_lo, 4 + j of
+        // sc_hi / mn_hi); each sub-block's scale as a float per lane, read by the chunk loop.
+        const __m512i u0 = join(ga + kScalesOffset, gb + kScalesOffset),
+                      u1 = join(ga + kScalesOffset + 32, gb + kScalesOffset + 32),
+                      u2 = join(ga + kScalesOffset + 64, gb + kScalesOffset + 64);
+        const __m512i sc_lo = _mm512_and_si512(u0, m6),
+                      sc_hi = _mm512_or_si512(_mm512_and_si512(u2, m4), _mm512_and_si512(_mm512_srli_epi16(u0, 2), m30));
+        const __m512i mn_lo = _mm512_and_si512(u1, m6), mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(u2, 4), m4),
+                                                                                _mm512_and_si512(_mm512_srli_epi16(u1, 2), m30));
+        __m512 scale[8];
+        for (int j = 0; j < 4; ++j) {
+            scale[j] = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sc_lo, 8 * j), byte0));
+            scale[4 + j] = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sc_hi, 8 * j), byte0));
+        }
+        __m512 fsum[NT];
+        for (int t = 0; t < NT; ++t) fsum[t] = _mm512_setzero_ps();
+        const uint8_t *qa = ga + kQsOffset, *qb = gb + kQsOffset;
+        const int8_t* q = act->q[0];
+        for (int c = 0; c < 4; ++c, qa += 256, qb += 256, q += 64) {
+            if (kOnePass) {
+                __m512i lo[NT], hi[NT];
+                for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+                for (int k = 0; k < 8; ++k) {
+                    const __m512i w = join(qa + 32 * k, qb + 32 * k);
+                    const __m512i wl = _mm512_and_si512(w, m4), wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+                    for (int t = 0; t < NT; ++t) {
+                        lo[t] = dpbusd_bcast(lo[t], wl, q + QK_K * t + 4 * k);
+                        hi[t] = dpbusd_bcast(hi[t], wh, q + QK_K * t + 32 + 4 * k);
+                    }
+                }
+                for (int t = 0; t < NT; ++t) {
+                    fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo[t]), scale[2 * c], fsum[t]);
+                    fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi[t]), scale[2 * c + 1], fsum[t]);
+                }
+            } else {
+                for (int h = 0; h < 2; ++h) {
+                    __m512i s[NT];
+                    for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
+                    for (int k = 0; k < 8; ++k) {
+                        const __m512i w = join(qa + 32 * k, qb + 32 * k);
+                        const __m512i wn = _mm512_and_si512(h ? _mm512_srli_epi16(w, 4) : w, m4);
+                        for (int t = 0; t < NT; ++t) s[t] = dpbusd_bcast(s[t], wn, q + QK_K * t + 32 * h + 4 * k);
+                    }
+                    for (int t = 0; t < NT; ++t) fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), scale[2 * c + h], fsum[t]);
+                }
+            }
+        }
+        // Mins as int16 pairs (m0, m2), (m1, m3), (m4, m6), (m5, m7): the order of sum_pairs.
+        const __m512i mn02 = _mm512_and_si512(mn_lo, low_byte), mn13 = _mm512_srli_epi16(mn_lo, 8);
+        const __m512i mn46 = _mm512_and_si512(mn_hi, low_byte), mn57 = _mm512_srli_epi16(mn_hi, 8);
+        const __m512 d = join_ph(ga, gb), dmin = join_ph(ga + 16, gb + 16);
+        for (int t = 0; t < NT; ++t) {
+            __m512i msum = dpwssd_bcast(_mm512_setzero_si512(), mn02, &act->sum_pairs[t][0]);
+            msum = dpwssd_bcast(msum, mn13, &act->sum_pairs[t][1]);
+            msum = dpwssd_bcast(msum, mn46, &act->sum_pairs[t][2]);
+            msum = dpwssd_bcast(msum, mn57, &act->sum_pairs[t][3]);
+            const __m512 da = _mm512_set1_ps(act->d[t]);
+            acc[t] = _mm512_fmadd_ps(fsum[t], _mm512_mul_ps(d, da), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, da), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; ++t) {
+        float* o = out + size_t(t) * os;
+        _mm512_mask_storeu_ps(o, keep, add ? _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(keep, o)) : acc[t]);
+    }
+}
+
+template <int NT>
+void pack_tokens(const char* A, size_t arb, int nb, int t0, uint8_t* buf) {
+    pack_acts<NT>(A, arb, nb, t0, reinterpret_cast<Acts<NT>*>(buf));
+}
+
+template <int NT>
+void run_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const uint8_t* buf,
+                float* out, size_t os, __mmask16 keep, bool add) {
+    pair_tokens<NT>(ga, gb, na, nbp, nb, reinterpret_cast<const Acts<NT>*>(buf), out, os, keep, add);
+}
+
+// The instantiations for 1..kMaxTok tokens, indexed by the token count - 1.
+template <int... I>
+struct TokenKernels {
+    using Pack = void (*)(const char*, size_t, int, int, uint8_t*);
+    using Run = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, int, const uint8_t*, float*, size_t,
+                         __mmask16, bool);
+    static constexpr Pack pack[sizeof...(I)] = {pack_tokens<I + 1>...};
+    static constexpr Run run[sizeof...(I)] = {run_tokens<I + 1>...};
+};
+template <int... I>
+constexpr typename TokenKernels<I...>::Pack TokenKernels<I...>::pack[];
+template <int... I>
+constexpr typename TokenKernels<I...>::Run TokenKernels<I...>::run[];
+
+template <int... I>
+TokenKernels<I...> token_kernels(std::integer_sequence<int, I...>);
+using Kernels = decltype(token_kernels(std::make_integer_sequence<int, kMaxTok>()));
+
+// Whole groups of rows [r0, r1), any number of tokens: chunks of kChunk super-blocks (columns),
+// in each the pairs of groups, and in each pair blocks of up to kMaxTok tokens (the activations
+// of token block j start at kMaxTok * j * nb * 276 bytes: every block before the last is full).
+// A chunk's activations of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in
+// L1 for all the pairs, and a pair's chunk of weights (18 KB) for all the token blocks. Each
+// pair's chunk adds its partial sums to the output after the first.
+#ifndef HEARTH_Q4K_FEW_CHUNK  // tuning override for tools/bench_kernels builds
+#define HEARTH_Q4K_FEW_CHUNK 8
+#endif
+constexpr int kChunk = HEARTH_Q4K_FEW_CHUNK;
+
+void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+                int r1) {
+    if (r0 >= r1 || n_tokens <= 0) return;
+    const int nb = n_cols / QK_K;
+    constexpr size_t kTokBytes = sizeof(Acts<1>);  // 276 bytes per token and super-block
+    static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * kTokBytes, "Acts<NT> is NT times Acts<1>");
+    uint8_t* buf = act_buf(size_t(n_tokens) * size_t(nb) * kTokBytes);
+    for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
+        const int nt = std::min(kMaxTok, n_tokens - t0);
+        Kernels::pack[nt - 1](static_cast<const char*>(A), arb, nb, t0, buf + size_t(t0) * size_t(nb) * kTokBytes);
+    }
+    const uint8_t* Wc = static_cast<const uint8_t*>(W);
+    const size_t group_bytes = 8 * wrb;
+    // The second group of the pair at row r (itself for an odd last group).
+    auto second = [&](const uint8_t* ga, int r) { return r + 8 < r1 ? ga + group_bytes : ga; };
+    for (int kb = 0; kb < nb; kb += kChunk) {
+        const int kn = std::min(kChunk, nb - kb);
+        for (int r = r0; r < r1; r += 16) {
+            const uint8_t* ga = Wc + size_t(r) * wrb + size_t(kb) * kRec;
+            const uint8_t* gb = second(ga, r);
+            const __mmask16 keep = gb != ga ? __mmask16(0xFFFF) : __mmask16(0x00FF);
+            // Prefetched near the chunk's end: the next pair's chunk, or the first pair's next chunk.
+            const uint8_t *na = nullptr, *nbp = nullptr;
+            if (r + 16 < r1) {
+                na = ga + 2 * group_bytes;
+                nbp = second(na, r + 16);
+            } else if (kb + kn < nb) {
+                na = Wc + size_t(r0) * wrb + size_t(kb + kn) * kRec;
+                nbp = second(na, r0);
+            }
+            for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
+                const int nt = std::min(kMaxTok, n_tokens - t0);
+                Kernels::run[nt - 1](ga, gb, na, nbp, kn, buf + (size_t(t0) * size_t(nb) + size_t(nt) * size_t(kb)) * kTokBytes,
+                                     out + size_t(t0) * size_t(os) + r, size_t(os), keep, kb > 0);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void matmul_q4_kx8_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                              float* out, int out_stride, int r0, int r1) {
+    few_tokens(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+}  // namespace hearth
+
+#endif  // HEARTH_ISA_AVX512
