@@ -45,6 +45,7 @@
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/x86/few_tokens_avx512.h"
 #include "kernels/x86/avx2_util.h"
 
 namespace hearth {
@@ -65,12 +66,6 @@ struct Acts {
     float d[NT];
     int32_t neg_term[NT];
 };
-
-uint8_t* act_buf(size_t bytes) {
-    thread_local std::vector<uint8_t> buf;
-    if (buf.size() < bytes) buf.resize(bytes);
-    return buf.data();
-}
 
 inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m512i join(const uint8_t* a, const uint8_t* b) {
@@ -193,55 +188,18 @@ TokenKernels<WBlock, I...> token_kernels(std::integer_sequence<int, I...>);
 template <typename WBlock>
 using Kernels = decltype(token_kernels<WBlock>(std::make_integer_sequence<int, kMaxTok>()));
 
-// Whole groups of rows [r0, r1), any number of tokens: chunks of kChunk blocks (columns), in
-// each the pairs of groups, and in each pair blocks of up to kMaxTok tokens (the activations of
-// token block j start at kMaxTok * j * nb * 40 bytes: every block before the last is full). The
-// chunks keep the activations a pass reads in L1 (64 blocks x 8 tokens x 40 bytes = 20 KB) for
+// Whole groups of rows, any number of tokens (the driver, few_tokens_avx512.h). The chunks keep the activations a pass reads in L1 (64 blocks x 8 tokens x 40 bytes = 20 KB) for
 // all the pairs: with the whole of a 5632-column row (TinyLlama's ffn_down, 56 KB of them) 8
-// tokens ran at 9.8 GB/s of weights instead of 13.7 (bench_kernels, 1 thread). Each pair's
-// chunk adds its partial sums to the output after the first.
+// tokens ran at 9.8 GB/s of weights instead of 13.7 (bench_kernels, 1 thread).
 constexpr int kChunk = 64;
 
 template <typename WBlock>
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                 int r1) {
-    if (r0 >= r1 || n_tokens <= 0) return;
-    using K = Kernels<WBlock>;
-    constexpr size_t kRec = 8 * sizeof(WBlock);
-    const int nb = n_cols / QK8_0;
-    constexpr size_t kTokBytes = sizeof(Acts<1>);  // 40 bytes per token and block
-    static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * kTokBytes, "Acts<NT> is NT times Acts<1>");
-    uint8_t* buf = act_buf(size_t(n_tokens) * size_t(nb) * kTokBytes);
-    for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
-        const int nt = std::min(kMaxTok, n_tokens - t0);
-        K::pack[nt - 1](static_cast<const char*>(A), arb, nb, t0, buf + size_t(t0) * size_t(nb) * kTokBytes);
-    }
-    const uint8_t* Wc = static_cast<const uint8_t*>(W);
-    const size_t group_bytes = 8 * wrb;
-    // The second group of the pair at row r (itself for an odd last group).
-    auto second = [&](const uint8_t* ga, int r) { return r + 8 < r1 ? ga + group_bytes : ga; };
-    for (int kb = 0; kb < nb; kb += kChunk) {
-        const int kn = std::min(kChunk, nb - kb);
-        for (int r = r0; r < r1; r += 16) {
-            const uint8_t* ga = Wc + size_t(r) * wrb + size_t(kb) * kRec;
-            const uint8_t* gb = second(ga, r);
-            const __mmask16 keep = gb != ga ? __mmask16(0xFFFF) : __mmask16(0x00FF);
-            // Prefetched near the chunk's end: the next pair's chunk, or the first pair's next chunk.
-            const uint8_t *na = nullptr, *nbp = nullptr;
-            if (r + 16 < r1) {
-                na = ga + 2 * group_bytes;
-                nbp = second(na, r + 16);
-            } else if (kb + kn < nb) {
-                na = Wc + size_t(r0) * wrb + size_t(kb + kn) * kRec;
-                nbp = second(na, r0);
-            }
-            for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
-                const int nt = std::min(kMaxTok, n_tokens - t0);
-                K::run[nt - 1](ga, gb, na, nbp, kn, buf + (size_t(t0) * size_t(nb) + size_t(nt) * size_t(kb)) * kTokBytes,
-                               out + size_t(t0) * size_t(os) + r, size_t(os), keep, kb > 0);
-            }
-        }
-    }
+    static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
+    // 40 bytes per token and block
+    few_tokens_x8<Kernels<WBlock>, kMaxTok, kChunk, 8 * sizeof(WBlock), sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK8_0, n_tokens,
+                                                                                         out, os, r0, r1);
 }
 
 }  // namespace

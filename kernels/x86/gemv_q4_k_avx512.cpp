@@ -57,6 +57,7 @@
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/x86/few_tokens_avx512.h"
 
 namespace hearth {
 
@@ -79,12 +80,6 @@ struct Acts {
     float d[NT];
     int32_t sum_pairs[NT][4];
 };
-
-uint8_t* act_buf(size_t bytes) {
-    thread_local std::vector<uint8_t> buf;
-    if (buf.size() < bytes) buf.resize(bytes);
-    return buf.data();
-}
 
 inline __m512i join(const uint8_t* a, const uint8_t* b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))),
@@ -243,12 +238,9 @@ template <int... I>
 TokenKernels<I...> token_kernels(std::integer_sequence<int, I...>);
 using Kernels = decltype(token_kernels(std::make_integer_sequence<int, kMaxTok>()));
 
-// Whole groups of rows [r0, r1), any number of tokens: chunks of kChunk super-blocks (columns),
-// in each the pairs of groups, and in each pair blocks of up to kMaxTok tokens (the activations
-// of token block j start at kMaxTok * j * nb * 276 bytes: every block before the last is full).
-// A chunk's activations of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in
-// L1 for all the pairs, and a pair's chunk of weights (18 KB) for all the token blocks. Each
-// pair's chunk adds its partial sums to the output after the first.
+// Whole groups of rows, any number of tokens (the driver, few_tokens_avx512.h), in chunks of
+// kChunk super-blocks. A chunk's activations of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in
+// L1 for all the pairs, and a pair's chunk of weights (18 KB) for all the token blocks.
 #ifndef HEARTH_Q4K_FEW_CHUNK  // tuning override for tools/bench_kernels builds
 #define HEARTH_Q4K_FEW_CHUNK 8
 #endif
@@ -256,41 +248,9 @@ constexpr int kChunk = HEARTH_Q4K_FEW_CHUNK;
 
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                 int r1) {
-    if (r0 >= r1 || n_tokens <= 0) return;
-    const int nb = n_cols / QK_K;
-    constexpr size_t kTokBytes = sizeof(Acts<1>);  // 276 bytes per token and super-block
-    static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * kTokBytes, "Acts<NT> is NT times Acts<1>");
-    uint8_t* buf = act_buf(size_t(n_tokens) * size_t(nb) * kTokBytes);
-    for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
-        const int nt = std::min(kMaxTok, n_tokens - t0);
-        Kernels::pack[nt - 1](static_cast<const char*>(A), arb, nb, t0, buf + size_t(t0) * size_t(nb) * kTokBytes);
-    }
-    const uint8_t* Wc = static_cast<const uint8_t*>(W);
-    const size_t group_bytes = 8 * wrb;
-    // The second group of the pair at row r (itself for an odd last group).
-    auto second = [&](const uint8_t* ga, int r) { return r + 8 < r1 ? ga + group_bytes : ga; };
-    for (int kb = 0; kb < nb; kb += kChunk) {
-        const int kn = std::min(kChunk, nb - kb);
-        for (int r = r0; r < r1; r += 16) {
-            const uint8_t* ga = Wc + size_t(r) * wrb + size_t(kb) * kRec;
-            const uint8_t* gb = second(ga, r);
-            const __mmask16 keep = gb != ga ? __mmask16(0xFFFF) : __mmask16(0x00FF);
-            // Prefetched near the chunk's end: the next pair's chunk, or the first pair's next chunk.
-            const uint8_t *na = nullptr, *nbp = nullptr;
-            if (r + 16 < r1) {
-                na = ga + 2 * group_bytes;
-                nbp = second(na, r + 16);
-            } else if (kb + kn < nb) {
-                na = Wc + size_t(r0) * wrb + size_t(kb + kn) * kRec;
-                nbp = second(na, r0);
-            }
-            for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
-                const int nt = std::min(kMaxTok, n_tokens - t0);
-                Kernels::run[nt - 1](ga, gb, na, nbp, kn, buf + (size_t(t0) * size_t(nb) + size_t(nt) * size_t(kb)) * kTokBytes,
-                                     out + size_t(t0) * size_t(os) + r, size_t(os), keep, kb > 0);
-            }
-        }
-    }
+    static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
+    // 276 bytes per token and super-block
+    few_tokens_x8<Kernels, kMaxTok, kChunk, kRec, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out, os, r0, r1);
 }
 
 }  // namespace
