@@ -40,12 +40,7 @@
 
 #if defined(HEARTH_ISA_AVX512)
 
-// GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
-// (cvtepi32_ps, castsi256_si512) may be used uninitialized. (clang has no such warning, and
-// would warn of the unknown name.)
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "kernels/x86/avx512_gcc_warnings.h"
 
 #include <immintrin.h>
 

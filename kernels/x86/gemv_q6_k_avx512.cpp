@@ -23,11 +23,9 @@
 
 #if defined(HEARTH_ISA_AVX512)
 
-// GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
-// may be used uninitialized (_mm512_reduce_add_ps: -Wuninitialized). (clang has no such warning,
-// and would warn of the unknown name.)
+#include "kernels/x86/avx512_gcc_warnings.h"
+// The same false warning, as -Wuninitialized, from _mm512_reduce_add_ps.
 #if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
@@ -39,6 +37,7 @@
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/x86/few_tokens_avx512.h"
 
 namespace hearth {
 
@@ -58,12 +57,6 @@ struct alignas(64) Act {
 };
 
 inline int lane_subblock(int l) { return 4 * (l % 4) + l / 4; }
-
-uint8_t* act_buf(size_t bytes) {
-    thread_local std::vector<uint8_t> buf;
-    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-    return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
-}
 
 void pack_act(const block_q8_K& a, Act& o) {
     for (int j = 0; j < 4; ++j)
@@ -129,7 +122,7 @@ void matmul_q6_k_few_avx512(const void* W, size_t w_row_bytes, const void* A, si
     const int nb = n_cols / QK_K;
     const char* Wc = static_cast<const char*>(W);
     const char* Ac = static_cast<const char*>(A);
-    Act* acts = reinterpret_cast<Act*>(act_buf(size_t(n_tokens) * size_t(nb) * sizeof(Act)));
+    Act* acts = reinterpret_cast<Act*>(few_tokens_act_buf(size_t(n_tokens) * size_t(nb) * sizeof(Act)));
     for (int t = 0; t < n_tokens; ++t) {
         const block_q8_K* ar = reinterpret_cast<const block_q8_K*>(Ac + size_t(t) * a_row_bytes);
         for (int b = 0; b < nb; ++b) pack_act(ar[b], acts[size_t(t) * size_t(nb) + size_t(b)]);

@@ -1,0 +1,9 @@
+// Included by the AVX-512 kernel files, inside their ISA guard and before <immintrin.h>.
+// GCC 12 warns, wrongly, that the _mm512_undefined_* operands inside its own AVX-512 intrinsics
+// (cvtepi32_ps, castsi256_si512) may be used uninitialized. A diagnostic pragma holds to the end
+// of the file that includes this. (clang has no such warning, and would warn of the unknown name.)
+#pragma once
+
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
