@@ -197,15 +197,27 @@ if has server; then
         cat "$g" > /dev/null
         # Continuous batching (issue 23): aggregate tok/s at 4 and 8 streams against 1. First the
         # engine alone (run --bench-seqs: N sequences' tokens per forward_batch call, no HTTP,
-        # no prompts), then the server.
-        echo "| $shape q4_0, engine alone | sequences | tg$tg_batch tok/s in all | per sequence | in all / 1 sequence |" | tee -a "$out"
-        echo "|---|---|---|---|---|" | tee -a "$out"
+        # no prompts), then the server. The sequence counts are alternated, REPS rounds of one
+        # run each, and the medians compared: this host's speed drifts by a quarter within
+        # minutes, and one run per count measured 3.7x at 8 sequences where an A/B minutes
+        # before had 5.4x.
+        streams=${BENCH_SERVER_STREAMS:-1 4 8}
+        declare -A runs=()
+        for ((i = 0; i < REPS; i++)); do
+            for n in $streams; do
+                v=$(./run "$f" --bench --bench-pp 0 --bench-tg $tg_batch --bench-seqs "$n" --bench-reps 1 -t 2 |
+                    sed -nE 's/^tg.*: ([0-9.]+) tok\/s.*/\1/p')
+                runs[$n]="${runs[$n]:-} $v"
+            done
+        done
+        median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+        echo "| $shape q4_0, engine alone ($REPS rounds, counts alternated) | sequences | tg$tg_batch tok/s in all, median | runs | per sequence | in all / 1 sequence |" | tee -a "$out"
+        echo "|---|---|---|---|---|---|" | tee -a "$out"
         one=""
-        for n in ${BENCH_SERVER_STREAMS:-1 4 8}; do
-            v=$(./run "$f" --bench --bench-pp 0 --bench-tg $tg_batch --bench-seqs "$n" --bench-reps "$REPS" -t 2 |
-                sed -nE 's/^tg.*: ([0-9.]+) tok\/s.*/\1/p')
+        for n in $streams; do
+            v=$(echo "${runs[$n]}" | median)
             [ "$n" = 1 ] && one=$v
-            echo "| | $n | $v | $(awk -v a="$v" -v n="$n" 'BEGIN { printf "%.2f", a / n }') | $(awk -v a="$v" -v b="$one" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |" | tee -a "$out"
+            echo "| | $n | $v |${runs[$n]} | $(awk -v a="$v" -v n="$n" 'BEGIN { printf "%.2f", a / n }') | $(awk -v a="$v" -v b="$one" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |" | tee -a "$out"
         done
         echo | tee -a "$out"
         /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" \
