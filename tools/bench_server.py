@@ -23,6 +23,7 @@ import argparse
 import http.client
 import json
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -193,6 +194,7 @@ def main():
     ap.add_argument("--ctx", type=int, default=1024, help="context per slot")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--hearth-args", default="", help="more options for hearth's server, e.g. '--draft 0'")
     args = ap.parse_args()
 
     print(f"server: {os.path.basename(args.model)}, {args.threads} threads, -c {args.ctx} per slot, prompts of ~{args.prompt_words} "
@@ -205,7 +207,8 @@ def main():
     for n in args.streams:
         port = free_port()
         cmd = [args.run, args.model, "--server", "--port", str(port), "-np", str(n), "-c", str(n * args.ctx), "-t", str(args.threads)]
-        print(bench("hearth", cmd, port, n, args), flush=True)
+        cmd += shlex.split(args.hearth_args)
+        print(bench("hearth " + args.hearth_args if args.hearth_args else "hearth", cmd, port, n, args), flush=True)
         if args.llama_server and args.gguf:
             port = free_port()
             cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-np", str(n),
