@@ -352,18 +352,27 @@ private:
             if (s.job) (reading_prompt(s) ? reading : generating).push_back(&s);
         }
         first_ = (first_ + 1) % slots_.size();
+        // Drafted tokens are checked for free only while the pass is memory-bound, up to
+        // kDraftStepTokens tokens in all (the few-token kernels' range, kernels/table.cpp). With
+        // more slots generating the step is compute-bound, and rejected drafts cost real time: at
+        // 8 streams they took 15-20% of the aggregate (docs/benchmarks.md, "Continuous
+        // batching"). So the slots draft only within what the step has left below that.
+        constexpr int kDraftStepTokens = 8;
+        int draft_budget = std::max(0, kDraftStepTokens - int(generating.size()));
         for (size_t i = 0; i < generating.size() && room > 0; i++) {
             Slot& s = *generating[i];
             const int after = int(std::min<size_t>(generating.size() - i - 1, size_t(room - 1)));
             SequenceChunk c;
             GenerationEnd end;
-            if (!s.gen->begin_step(s.state, s.cache, s.logits, s.job->max_tokens, s.cb, &end, &c, room - after)) {
+            if (!s.gen->begin_step(s.state, s.cache, s.logits, s.job->max_tokens, s.cb, &end, &c,
+                                   std::min(room - after, 1 + draft_budget))) {
                 end_generation(s, end);
                 continue;
             }
             chunks.push_back(c);
             owners.push_back(&s);
             room -= c.n;
+            draft_budget -= c.n - 1;
         }
         std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->order < b->order; });
         for (Slot* s : reading) {
