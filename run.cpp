@@ -125,7 +125,8 @@ CommandLine command_line(Options& o) {
                   "guess up to N tokens at a step from earlier text (what followed the last 2-4 tokens where they "
                   "occurred before) and check them in the same forward pass: faster when the output repeats the "
                   "prompt, and the same ids as without (greedy, or sampled with the same seed); drafting backs off "
-                  "while guesses are rejected. 0 = off",
+                  "while guesses are rejected, and the server drafts only while a step has fewer than 8 tokens "
+                  "in all. 0 = off",
                   0, 64},
              }},
             {"perplexity (instead of generating)",
