@@ -31,6 +31,14 @@ out=$dir/results.md
 
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 
+# The median of the values after the first argument, printed with that printf format (the
+# lower of the two middle values for an even count).
+median() {
+    local fmt=$1
+    shift
+    printf '%s\n' "$@" | sort -g | awk -v f="$fmt" '{ a[NR] = $1 } END { printf f, a[int((NR + 1) / 2)] }'
+}
+
 # A hearth file of the given shape and type, made once.
 model() {
     local shape=$1 type=$2 f="$dir/$1.$2.hearth"
@@ -150,15 +158,13 @@ if has tokenize; then
             t2=$(date +%s.%N); ./run "$f" --tokenize -p x > /dev/null; t3=$(date +%s.%N)
             times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')") loads+=("$(awk -v a="$t2" -v b="$t3" 'BEGIN { print b - a }')")
         done
-        med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}'; }
-        echo "| $n | $tokens | $(med "${times[@]}") | $(med "${loads[@]}") |" | tee -a "$out"
+        echo "| $n | $tokens | $(median %.2f "${times[@]}") | $(median %.2f "${loads[@]}") |" | tee -a "$out"
     done
     echo | tee -a "$out"
 fi
 
 if has layout; then
     reps=${BENCH_LAYOUT_REPS:-7}
-    med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]}'; }
     echo "| TinyLlama-1.1B shape, 2 threads | pp512 stored | pp512 repacked | tg128 stored | tg128 repacked | stored / repacked, pp and tg |" | tee -a "$out"
     echo "|---|---|---|---|---|---|" | tee -a "$out"
     for type in q4_0 q8_0 q4_k_m; do
@@ -176,7 +182,7 @@ if has layout; then
                 if [ $which = stored ]; then sp+=("$p") st+=("$t"); else rp+=("$p") rt+=("$t"); fi
             done
         done
-        a=$(med "${sp[@]}") b=$(med "${rp[@]}") c=$(med "${st[@]}") d=$(med "${rt[@]}")
+        a=$(median %.1f "${sp[@]}") b=$(median %.1f "${rp[@]}") c=$(median %.1f "${st[@]}") d=$(median %.1f "${rt[@]}")
         echo "| $type | $a | $b | $c | $d | $(awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN { printf "%.2f, %.2f", a / b, c / d }') |" | tee -a "$out"
     done
     echo | tee -a "$out"
@@ -210,12 +216,11 @@ if has server; then
                 runs[$n]="${runs[$n]:-} $v"
             done
         done
-        median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
         echo "| $shape q4_0, engine alone ($REPS rounds, counts alternated) | sequences | tg$tg_batch tok/s in all, median | runs | per sequence | in all / 1 sequence |" | tee -a "$out"
         echo "|---|---|---|---|---|---|" | tee -a "$out"
         one=""
         for n in $streams; do
-            v=$(echo "${runs[$n]}" | median)
+            v=$(median %s ${runs[$n]})
             [ "$n" = 1 ] && one=$v
             echo "| | $n | $v |${runs[$n]} | $(awk -v a="$v" -v n="$n" 'BEGIN { printf "%.2f", a / n }') | $(awk -v a="$v" -v b="$one" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |" | tee -a "$out"
         done
