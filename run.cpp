@@ -48,7 +48,7 @@ struct Options {
     int draft = 4;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
     std::string perplexity_file;
     bool bench = false;
-    int bench_pp = 512, bench_tg = 128, bench_seqs = 1, bench_reps = 3;
+    BenchSpec bench_spec;
     bool chat = false;
     ChatOptions chat_options;  // --template, --system, --verbose; the rest is copied in
     // -ctk / -ctv as given, and as types once checked; the defaults are KvCacheTypes's.
@@ -140,13 +140,17 @@ CommandLine command_line(Options& o) {
                  {"", "--bench", "", &o.bench,
                   "print prompt processing (ppN) and generation (tgN) speed in tok/s, medians of --bench-reps runs, and "
                   "the weight bandwidth of tg"},
-                 {"", "--bench-pp", "N", &o.bench_pp, "prompt tokens evaluated in one batch", 0, 1 << 20},
-                 {"", "--bench-tg", "N", &o.bench_tg, "tokens generated one by one", 0, 1 << 20},
-                 {"", "--bench-seqs", "N", &o.bench_seqs,
+                 {"", "--bench-pp", "N", &o.bench_spec.n_pp, "prompt tokens evaluated in one batch", 0, 1 << 20},
+                 {"", "--bench-tg", "N", &o.bench_spec.n_tg, "tokens generated one by one", 0, 1 << 20},
+                 {"", "--bench-depth", "N", &o.bench_spec.depth,
+                  "positions already in each sequence's cache before pp and tg (as llama-bench's -d): attention reads "
+                  "them for every token, as a reply does after its prompt",
+                  0, 1 << 20},
+                 {"", "--bench-seqs", "N", &o.bench_spec.n_seqs,
                   "sequences generated together, one token of each per pass over the weights (as the server batches its "
                   "slots); tg counts all of their tokens",
                   1, kMaxBatch},
-                 {"", "--bench-reps", "N", &o.bench_reps, "repetitions", 1, 1 << 20},
+                 {"", "--bench-reps", "N", &o.bench_spec.reps, "repetitions", 1, 1 << 20},
              }},
             {"chat (instead of a single prompt)",
              {
@@ -337,17 +341,22 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
 }
 
 int bench(const Model& model, const Options& o) {
+    BenchSpec spec = o.bench_spec;
+    spec.cache_types = o.cache_types;
     BenchResult b;
-    std::string err = bench_model(model, o.bench_pp, o.bench_tg, o.bench_seqs, o.bench_reps, o.cache_types, &b);
+    std::string err = bench_model(model, spec, &b);
     if (!err.empty()) return fail(err);
     std::printf("model: %s, %.1f MB of weights per generated token, %d threads, KV cache %s/%s\n", o.model_path.c_str(),
                 b.bytes_per_token / 1e6, o.threads, type_name(o.cache_types.k), type_name(o.cache_types.v));
-    if (o.bench_pp > 0) std::printf("pp%d: %.2f tok/s\n", o.bench_pp, b.pp_tok_s);
-    if (o.bench_tg > 0 && o.bench_seqs == 1)
-        std::printf("tg%d: %.2f tok/s (%.2f GB/s of weights)\n", o.bench_tg, b.tg_tok_s, b.tg_tok_s * b.bytes_per_token / 1e9);
-    else if (o.bench_tg > 0)
-        std::printf("tg%d x %d sequences: %.2f tok/s in all, %.2f per sequence\n", o.bench_tg, o.bench_seqs, b.tg_tok_s,
-                    b.tg_tok_s / o.bench_seqs);
+    // After a depth, the rows are named as llama-bench names them: pp512 @ d256.
+    const std::string at = spec.depth ? " @ d" + std::to_string(spec.depth) : "";
+    if (spec.n_pp > 0) std::printf("pp%d%s: %.2f tok/s\n", spec.n_pp, at.c_str(), b.pp_tok_s);
+    if (spec.n_tg > 0 && spec.n_seqs == 1)
+        std::printf("tg%d%s: %.2f tok/s (%.2f GB/s of weights)\n", spec.n_tg, at.c_str(), b.tg_tok_s,
+                    b.tg_tok_s * b.bytes_per_token / 1e9);
+    else if (spec.n_tg > 0)
+        std::printf("tg%d%s x %d sequences: %.2f tok/s in all, %.2f per sequence\n", spec.n_tg, at.c_str(), spec.n_seqs,
+                    b.tg_tok_s, b.tg_tok_s / spec.n_seqs);
     return 0;
 }
 
@@ -454,7 +463,8 @@ int main(int argc, char** argv) {
 
     // The context each mode will allocate, checked against the machine before it is.
     const int n_ctx = o.chat || !(perplexity_given || o.bench) ? context_length(o, model.config)
-                      : o.bench ? std::max({o.bench_pp, o.bench_tg, 1}) + (o.bench_seqs - 1) * std::max(o.bench_tg, 1)
+                      : o.bench                                ? bench_context(o.bench_spec) +
+                                      (o.bench_spec.n_seqs - 1) * (o.bench_spec.depth + std::max(o.bench_spec.n_tg, 1))
                                 : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
     if (!(err = check_context_memory(model.config, n_ctx, o.cache_types)).empty()) return fail(err);
 

@@ -1,7 +1,10 @@
 // Prompt-processing and generation speed, measured as llama-bench does: ppN evaluates N
-// random tokens in one batch from an empty cache; tgN generates N tokens one at a time. With
-// n_seqs > 1, tgN advances n_seqs sequences together, one token of each per forward_batch call
-// (as the server's slots are batched), each with its own KV cache, and counts all their tokens.
+// random tokens in one batch; tgN generates N tokens one at a time. With n_seqs > 1, tgN
+// advances n_seqs sequences together, one token of each per forward_batch call (as the server's
+// slots are batched), each with its own KV cache, and counts all their tokens. With depth > 0
+// (llama-bench's -d) every sequence's cache first holds depth evaluated positions, and both
+// parts start after them: attention then reads that much cache for every token, as a
+// conversation's replies do after its prompt.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,7 +20,18 @@ struct BenchResult {
     uint64_t bytes_per_token = 0;  // weight bytes one generated token reads
 };
 
-// "" on success. n_pp or n_tg may be 0 to skip that part; 1 <= n_seqs <= kMaxBatch.
-std::string bench_model(const Model& m, int n_pp, int n_tg, int n_seqs, int reps, KvCacheTypes cache_types, BenchResult* out);
+struct BenchSpec {
+    int n_pp = 512, n_tg = 128;  // either may be 0 to skip that part
+    int n_seqs = 1;              // 1 to kMaxBatch
+    int depth = 0;               // cached positions before both parts
+    int reps = 3;
+    KvCacheTypes cache_types;
+};
+
+// The positions each sequence's cache needs for spec (sequence 0's; the others need depth + n_tg).
+int bench_context(const BenchSpec& spec);
+
+// "" on success.
+std::string bench_model(const Model& m, const BenchSpec& spec, BenchResult* out);
 
 }  // namespace hearth

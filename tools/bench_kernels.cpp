@@ -6,9 +6,11 @@
 //
 // Per weight type, a read-bandwidth baseline first, then per matmul row (both layouts):
 //   1 token, all rows: GB/s of weight bytes, 1 thread and N threads (generation is memory-bound);
-//   F tokens, all rows, 1 thread: GB/s of weight bytes, for each F of HEARTH_BENCH_FEW_TOKENS
-//   (default 2,4,8,16: small batches, e.g. a server's conversations decoded together, are
-//   memory-bound like one token while a kernel reads each weight once for all of them);
+//   F tokens, all rows, 1 thread and N threads: GB/s of weight bytes, for each F of
+//   HEARTH_BENCH_FEW_TOKENS (default 2,4,8,16: small batches, e.g. a server's conversations
+//   decoded together, are memory-bound like one token while a kernel reads each weight once for
+//   all of them; on N threads from a matrix larger than the LLC, whether a kernel's compute
+//   and its reads from memory overlap);
 //   8 and G tokens (G = HEARTH_BENCH_GEMM_TOKENS, default 64) on the first 1024 rows: GMAC/s,
 //   1 thread, and G tokens on N threads (the prompt is compute-bound);
 // and a '*' on the figures of the row pick_kernel takes at that token count. 1-thread figures are
@@ -144,7 +146,7 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
                 type_name(type), rows, cols, wbytes / 1e6, double(type_block_bytes(type)) / type_block_size(type), rows,
                 gemm_tokens, rg);
     std::printf("  %-22s %9s %9s", "row", "1t 1thr", "1t Nthr");
-    for (int f : few) std::printf(" %6dt 1", f);
+    for (int f : few) std::printf(" %6dt 1 %6dt N", f, f);
     std::printf(" %9s %9s %9s\n", "8t 1thr", "Gt 1thr", "Gt Nthr");
     int n_rows = 0;
     const KernelRow* table = kernel_rows(&n_rows);
@@ -162,7 +164,12 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
         cell(row, 1, double(wrb) * all / best_time([&] { mm(1, 0, all); }, false) / 1e9);
         cell(row, 1,
              double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(1, r0, r1); }); }, true) / 1e9);
-        for (int f : few) cell(row, f, double(wrb) * all / best_time([&] { mm(f, 0, all); }, false) / 1e9);
+        for (int f : few) {
+            cell(row, f, double(wrb) * all / best_time([&] { mm(f, 0, all); }, false) / 1e9);
+            cell(row, f,
+                 double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(f, r0, r1); }); }, true) /
+                     1e9);
+        }
         cell(row, 8, gmacs(8, best_time([&] { mm(8, 0, rg); }, false)));
         cell(row, gemm_tokens, gmacs(gemm_tokens, best_time([&] { mm(gemm_tokens, 0, rg); }, false)));
         cell(row, gemm_tokens,

@@ -173,6 +173,22 @@ TEST_CASE("cli: --bench-seqs measures several sequences generated together") {
     CHECK(count_lines(r.err) == 1);
 }
 
+TEST_CASE("cli: --bench-depth starts both parts after that many cached positions") {
+    CommandResult r = run_command(
+        "./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 4 --bench-seqs 2 --bench-depth 70 --bench-reps 1 -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("pp8 @ d70: ") != std::string::npos);
+    CHECK(r.out.find("tg4 @ d70 x 2 sequences: ") != std::string::npos);
+    // Without a depth the rows keep their names.
+    r = run_command("./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("pp8: ") != std::string::npos);
+    CHECK(r.out.find("tg4: ") != std::string::npos);
+    r = run_command("./run models/tiny-shakespeare.hearth --bench --bench-depth -1");
+    CHECK(r.exit_code != 0);
+    CHECK(count_lines(r.err) == 1);
+}
+
 TEST_CASE("cli: the same seed samples the same text, and timing goes to stderr") {
     make_cli_model();
     std::string cmd = "./run " + kModel + " -p 'To be' -n 20 --temp 1 --seed 5 --ignore-eos --print-ids";
