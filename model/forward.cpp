@@ -88,6 +88,16 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
     return "";
 }
 
+// The cached rows of one layer's kv head, position 0 first (row_bytes: one position of all the
+// heads, k_row_bytes or v_row_bytes). A head's rows are contiguous, so that attention reads them
+// as one stream. Stored position-major instead ([layer][position][all heads]), a head's 256 bytes
+// (head_dim 128, f16) came every 8 KB, a stride the hardware prefetchers do not follow: every
+// line was a miss to memory, and with 8 sequences at positions 140-204, Llama-2-7B decoded 24%
+// slower than at position 0 (docs/benchmarks.md, "Attention at depth").
+static uint8_t* cache_rows(uint8_t* cache, const ModelConfig& c, const RunState& s, size_t row_bytes, int layer, int kvh) {
+    return cache + (size_t(layer) * c.n_kv_heads + kvh) * s.n_ctx * (row_bytes / c.n_kv_heads);
+}
+
 static void matmul_tensor(float* out, const TensorView& w, const float* x, int n_tokens) {
     matmul(out, w.type, w.layout, w.data, int(w.rows()), int(w.cols()), x, n_tokens);
 }
@@ -125,8 +135,6 @@ static void attention(const ModelConfig& c, RunState& w, RunState& s, int row0, 
     const AttnKernels& kk = *attn_kernels(s.cache_types.k);
     const AttnKernels& vk = *attn_kernels(s.cache_types.v);
     const size_t k_head_bytes = s.k_row_bytes / c.n_kv_heads, v_head_bytes = s.v_row_bytes / c.n_kv_heads;
-    const uint8_t* k_cache = s.key_cache.get() + size_t(layer) * s.n_ctx * s.k_row_bytes;
-    const uint8_t* v_cache = s.value_cache.get() + size_t(layer) * s.n_ctx * s.v_row_bytes;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(threads, omp_get_max_threads()))
     for (int task = 0; task < c.n_kv_heads * per_head; task++) {
         // The last tokens' tasks first: they see the most positions. Sizes differ by one at most.
@@ -145,8 +153,8 @@ static void attention(const ModelConfig& c, RunState& w, RunState& s, int row0, 
         // score of position k0 + j is scores[i][j].
         auto first_seen = [&](int n_seen) { return c.sliding_window > 0 ? std::max(0, n_seen - c.sliding_window) : 0; };
         const int n_keys = pos + (r0 + nr - 1) / group + 1, k0 = first_seen(pos + r0 / group + 1);
-        kk.scores(q, nr, hd, k_cache + size_t(k0) * s.k_row_bytes + kvh * k_head_bytes, s.k_row_bytes, n_keys - k0, scores,
-                  s.n_ctx, scratch);
+        const uint8_t* keys = cache_rows(s.key_cache.get(), c, s, s.k_row_bytes, layer, kvh) + size_t(k0) * k_head_bytes;
+        kk.scores(q, nr, hd, keys, k_head_bytes, n_keys - k0, scores, s.n_ctx, scratch);
         for (int i = 0; i < nr; i++) {
             float* row = scores + size_t(i) * s.n_ctx;
             const int n_seen = pos + (r0 + i) / group + 1 - k0;  // from k0: this token, everything before it
@@ -155,8 +163,8 @@ static void attention(const ModelConfig& c, RunState& w, RunState& s, int row0, 
             softmax(row + first, n_seen - first);
             std::fill(row + n_seen, row + n_keys - k0, 0.0f);
         }
-        vk.values(scores, s.n_ctx, nr, v_cache + size_t(k0) * s.v_row_bytes + kvh * v_head_bytes, s.v_row_bytes, n_keys - k0, hd,
-                  out, hd, scratch);
+        const uint8_t* values = cache_rows(s.value_cache.get(), c, s, s.v_row_bytes, layer, kvh) + size_t(k0) * v_head_bytes;
+        vk.values(scores, s.n_ctx, nr, values, v_head_bytes, n_keys - k0, hd, out, hd, scratch);
         for (int i = 0; i < nr; i++) std::memcpy(&w.xb2[q_offset(r0 + i)], out + i * hd, sizeof(float) * hd);
     }
 }
@@ -191,13 +199,16 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
         }
         for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i].n, i++) {
             RunState& s = *seqs[i].state;
-            uint8_t* k_cache = s.key_cache.get() + size_t(l) * s.n_ctx * s.k_row_bytes;
-            uint8_t* v_cache = s.value_cache.get() + size_t(l) * s.n_ctx * s.v_row_bytes;
+            const size_t k_head_bytes = s.k_row_bytes / c.n_kv_heads, v_head_bytes = s.v_row_bytes / c.n_kv_heads;
             for (int t = 0, r = row0, pos = seqs[i].pos; t < seqs[i].n; t++, r++) {
                 rope(&w.q[size_t(r) * q_dim], c.n_heads, s.rope, pos + t);
                 rope(&w.k[size_t(r) * kv_dim], c.n_kv_heads, s.rope, pos + t);
-                kv_cache_store_row(s.cache_types.k, &w.k[size_t(r) * kv_dim], k_cache + size_t(pos + t) * s.k_row_bytes, kv_dim);
-                kv_cache_store_row(s.cache_types.v, &w.v[size_t(r) * kv_dim], v_cache + size_t(pos + t) * s.v_row_bytes, kv_dim);
+                for (int h = 0; h < c.n_kv_heads; h++) {
+                    uint8_t* k_row = cache_rows(s.key_cache.get(), c, s, s.k_row_bytes, l, h) + size_t(pos + t) * k_head_bytes;
+                    uint8_t* v_row = cache_rows(s.value_cache.get(), c, s, s.v_row_bytes, l, h) + size_t(pos + t) * v_head_bytes;
+                    kv_cache_store_row(s.cache_types.k, &w.k[size_t(r) * kv_dim + size_t(h) * hd], k_row, hd);
+                    kv_cache_store_row(s.cache_types.v, &w.v[size_t(r) * kv_dim + size_t(h) * hd], v_row, hd);
+                }
             }
             attention(c, w, s, row0, l, seqs[i].n, seqs[i].pos);
         }
