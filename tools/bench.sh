@@ -12,7 +12,8 @@
 #   7. peers: hearth beside llama.cpp and ik_llama.cpp on the same weights, in the same run:
 #      speed, peak RSS, load time, first token (tools/bench_peers.py; needs the peers built by
 #      ../shared/tools/build-peers.sh, PEERS_DIR)
-#   8. server: the engine's batched generation (run --bench-seqs 1, 4, 8), then run --server
+#   8. server: the engine's batched generation (run --bench-seqs 1, 4, 8 after BENCH_DEPTH
+#      cached positions, 128), then run --server
 #      with 1, 4 and 8 concurrent streams (BENCH_SERVER_STREAMS), time to
 #      first token (also of a request arriving while the others generate) and tokens/s, each
 #      shape in q4_0, beside llama.cpp's llama-server on its GGUF export when LLAMA_SERVER names
@@ -207,16 +208,19 @@ if has server; then
         # run each, and the medians compared: this host's speed drifts by a quarter within
         # minutes, and one run per count measured 3.7x at 8 sequences where an A/B minutes
         # before had 5.4x.
-        streams=${BENCH_SERVER_STREAMS:-1 4 8}
+        # The engine's sequences start after BENCH_DEPTH cached positions (default 128), as the
+        # server's replies come after its ~100-word prompts: attention then reads that much cache
+        # for every token, which on the 7B (32 kv heads) is ~0.7 GB a step at 8 sequences.
+        streams=${BENCH_SERVER_STREAMS:-1 4 8} depth=${BENCH_DEPTH:-128}
         declare -A runs=()
         for ((i = 0; i < REPS; i++)); do
             for n in $streams; do
-                v=$(./run "$f" --bench --bench-pp 0 --bench-tg $tg_batch --bench-seqs "$n" --bench-reps 1 -t 2 |
+                v=$(./run "$f" --bench --bench-pp 0 --bench-tg $tg_batch --bench-seqs "$n" --bench-depth "$depth" --bench-reps 1 -t 2 |
                     sed -nE 's/^tg.*: ([0-9.]+) tok\/s.*/\1/p')
                 runs[$n]="${runs[$n]:-} $v"
             done
         done
-        echo "| $shape q4_0, engine alone ($REPS rounds, counts alternated) | sequences | tg$tg_batch tok/s in all, median | runs | per sequence | in all / 1 sequence |" | tee -a "$out"
+        echo "| $shape q4_0, engine alone ($REPS rounds, counts alternated) | sequences | tg$tg_batch @ d$depth tok/s in all, median | runs | per sequence | in all / 1 sequence |" | tee -a "$out"
         echo "|---|---|---|---|---|---|" | tee -a "$out"
         one=""
         for n in $streams; do
