@@ -463,9 +463,8 @@ int main(int argc, char** argv) {
 
     // The context each mode will allocate, checked against the machine before it is.
     const int n_ctx = o.chat || !(perplexity_given || o.bench) ? context_length(o, model.config)
-                      : o.bench                                ? bench_context(o.bench_spec) +
-                                      (o.bench_spec.n_seqs - 1) * (o.bench_spec.depth + std::max(o.bench_spec.n_tg, 1))
-                                : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
+                      : o.bench                                ? bench_positions(o.bench_spec)
+                                                               : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
     if (!(err = check_context_memory(model.config, n_ctx, o.cache_types)).empty()) return fail(err);
 
     if (o.chat) {

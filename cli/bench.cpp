@@ -13,7 +13,13 @@ static double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-int bench_context(const BenchSpec& spec) { return spec.depth + std::max({spec.n_pp, spec.n_tg, 1}); }
+int bench_context(const BenchSpec& spec, int seq) { return spec.depth + std::max({seq == 0 ? spec.n_pp : 0, spec.n_tg, 1}); }
+
+int bench_positions(const BenchSpec& spec) {
+    int all = 0;
+    for (int q = 0; q < spec.n_seqs; q++) all += bench_context(spec, q);
+    return all;
+}
 
 std::string bench_model(const Model& m, const BenchSpec& spec, BenchResult* out) {
     const ModelConfig& c = m.config;
@@ -22,9 +28,9 @@ std::string bench_model(const Model& m, const BenchSpec& spec, BenchResult* out)
     if (n_pp < 0 || n_tg < 0 || depth < 0 || spec.reps < 1) return "bench sizes must be 0 or more, and reps 1 or more";
     // Sequence 0's state holds the activations of every batch; the others hold a cache only.
     std::vector<RunState> states(n_seqs);
-    std::string err = make_run_state(c, bench_context(spec), &states[0], spec.cache_types);
+    std::string err = make_run_state(c, bench_context(spec, 0), &states[0], spec.cache_types);
     for (int i = 1; i < n_seqs && err.empty(); i++)
-        err = make_run_state(c, depth + std::max(n_tg, 1), &states[i], spec.cache_types, 0);
+        err = make_run_state(c, bench_context(spec, i), &states[i], spec.cache_types, 0);
     if (!err.empty()) return err;
     RunState& s = states[0];
     std::vector<float> logits(size_t(c.vocab_size) * n_seqs);

@@ -28,8 +28,11 @@ struct BenchSpec {
     KvCacheTypes cache_types;
 };
 
-// The positions each sequence's cache needs for spec (sequence 0's; the others need depth + n_tg).
-int bench_context(const BenchSpec& spec);
+// The positions sequence `seq`'s cache needs for spec: sequence 0 evaluates pp and tg, the
+// others tg only.
+int bench_context(const BenchSpec& spec, int seq);
+// All the sequences' caches together: what the bench allocates, checked before it does.
+int bench_positions(const BenchSpec& spec);
 
 // "" on success.
 std::string bench_model(const Model& m, const BenchSpec& spec, BenchResult* out);

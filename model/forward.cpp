@@ -88,14 +88,15 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
     return "";
 }
 
-// The cached rows of one layer's kv head, position 0 first (row_bytes: one position of all the
-// heads, k_row_bytes or v_row_bytes). A head's rows are contiguous, so that attention reads them
+// The cached row of one layer's kv head at position pos (head_bytes: one head's row, k_row_bytes
+// or v_row_bytes / n_kv_heads). A head's rows are contiguous, so that attention reads them
 // as one stream. Stored position-major instead ([layer][position][all heads]), a head's 256 bytes
 // (head_dim 128, f16) came every 8 KB, a stride the hardware prefetchers do not follow: every
 // line was a miss to memory, and with 8 sequences at positions 140-204, Llama-2-7B decoded 24%
 // slower than at position 0 (docs/benchmarks.md, "Attention at depth").
-static uint8_t* cache_rows(uint8_t* cache, const ModelConfig& c, const RunState& s, size_t row_bytes, int layer, int kvh) {
-    return cache + (size_t(layer) * c.n_kv_heads + kvh) * s.n_ctx * (row_bytes / c.n_kv_heads);
+static uint8_t* cache_row(uint8_t* cache, const ModelConfig& c, const RunState& s, size_t head_bytes, int layer, int kvh,
+                          int pos) {
+    return cache + ((size_t(layer) * c.n_kv_heads + kvh) * s.n_ctx + pos) * head_bytes;
 }
 
 static void matmul_tensor(float* out, const TensorView& w, const float* x, int n_tokens) {
@@ -153,7 +154,7 @@ static void attention(const ModelConfig& c, RunState& w, RunState& s, int row0, 
         // score of position k0 + j is scores[i][j].
         auto first_seen = [&](int n_seen) { return c.sliding_window > 0 ? std::max(0, n_seen - c.sliding_window) : 0; };
         const int n_keys = pos + (r0 + nr - 1) / group + 1, k0 = first_seen(pos + r0 / group + 1);
-        const uint8_t* keys = cache_rows(s.key_cache.get(), c, s, s.k_row_bytes, layer, kvh) + size_t(k0) * k_head_bytes;
+        const uint8_t* keys = cache_row(s.key_cache.get(), c, s, k_head_bytes, layer, kvh, k0);
         kk.scores(q, nr, hd, keys, k_head_bytes, n_keys - k0, scores, s.n_ctx, scratch);
         for (int i = 0; i < nr; i++) {
             float* row = scores + size_t(i) * s.n_ctx;
@@ -163,7 +164,7 @@ static void attention(const ModelConfig& c, RunState& w, RunState& s, int row0, 
             softmax(row + first, n_seen - first);
             std::fill(row + n_seen, row + n_keys - k0, 0.0f);
         }
-        const uint8_t* values = cache_rows(s.value_cache.get(), c, s, s.v_row_bytes, layer, kvh) + size_t(k0) * v_head_bytes;
+        const uint8_t* values = cache_row(s.value_cache.get(), c, s, v_head_bytes, layer, kvh, k0);
         vk.values(scores, s.n_ctx, nr, values, v_head_bytes, n_keys - k0, hd, out, hd, scratch);
         for (int i = 0; i < nr; i++) std::memcpy(&w.xb2[q_offset(r0 + i)], out + i * hd, sizeof(float) * hd);
     }
@@ -204,10 +205,10 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
                 rope(&w.q[size_t(r) * q_dim], c.n_heads, s.rope, pos + t);
                 rope(&w.k[size_t(r) * kv_dim], c.n_kv_heads, s.rope, pos + t);
                 for (int h = 0; h < c.n_kv_heads; h++) {
-                    uint8_t* k_row = cache_rows(s.key_cache.get(), c, s, s.k_row_bytes, l, h) + size_t(pos + t) * k_head_bytes;
-                    uint8_t* v_row = cache_rows(s.value_cache.get(), c, s, s.v_row_bytes, l, h) + size_t(pos + t) * v_head_bytes;
-                    kv_cache_store_row(s.cache_types.k, &w.k[size_t(r) * kv_dim + size_t(h) * hd], k_row, hd);
-                    kv_cache_store_row(s.cache_types.v, &w.v[size_t(r) * kv_dim + size_t(h) * hd], v_row, hd);
+                    kv_cache_store_row(s.cache_types.k, &w.k[size_t(r) * kv_dim + size_t(h) * hd],
+                                       cache_row(s.key_cache.get(), c, s, k_head_bytes, l, h, pos + t), hd);
+                    kv_cache_store_row(s.cache_types.v, &w.v[size_t(r) * kv_dim + size_t(h) * hd],
+                                       cache_row(s.value_cache.get(), c, s, v_head_bytes, l, h, pos + t), hd);
                 }
             }
             attention(c, w, s, row0, l, seqs[i].n, seqs[i].pos);

@@ -40,7 +40,7 @@ struct RunState {
     // rows and their outputs [attention rows][head_dim], the kernels' scratch.
     std::vector<float> att_q, att_out, att_scratch;
     std::unique_ptr<float[]> att;  // uninitialised, as the cache: touched as far as the context has come
-    // [layer][kv head][position][head_dim] in the cache types (cache_rows, forward.cpp): one
+    // [layer][kv head][position][head_dim] in the cache types (cache_row, forward.cpp): one
     // head's rows are contiguous. Left uninitialised so that positions not yet reached cost no
     // memory (past the page each head's rows have begun).
     std::unique_ptr<uint8_t[]> key_cache, value_cache;

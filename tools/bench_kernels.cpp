@@ -161,14 +161,17 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
         };
         auto gmacs = [&](int n_tokens, double t) { return double(rg) * cols * n_tokens / t / 1e9; };
         std::printf("  %-22s", describe(row).c_str());
-        cell(row, 1, double(wrb) * all / best_time([&] { mm(1, 0, all); }, false) / 1e9);
-        cell(row, 1,
-             double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(1, r0, r1); }); }, true) / 1e9);
+        // GB/s of weights, all rows x n_tokens, on 1 thread (CPU time) and on nth (wall time).
+        auto gbs_1thr = [&](int n_tokens) { return double(wrb) * all / best_time([&] { mm(n_tokens, 0, all); }, false) / 1e9; };
+        auto gbs_nthr = [&](int n_tokens) {
+            return double(wrb) * all /
+                   best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(n_tokens, r0, r1); }); }, true) / 1e9;
+        };
+        cell(row, 1, gbs_1thr(1));
+        cell(row, 1, gbs_nthr(1));
         for (int f : few) {
-            cell(row, f, double(wrb) * all / best_time([&] { mm(f, 0, all); }, false) / 1e9);
-            cell(row, f,
-                 double(wrb) * all / best_time([&] { parallel_rows(all, nth, [&](int r0, int r1) { mm(f, r0, r1); }); }, true) /
-                     1e9);
+            cell(row, f, gbs_1thr(f));
+            cell(row, f, gbs_nthr(f));
         }
         cell(row, 8, gmacs(8, best_time([&] { mm(8, 0, rg); }, false)));
         cell(row, gemm_tokens, gmacs(gemm_tokens, best_time([&] { mm(gemm_tokens, 0, rg); }, false)));
