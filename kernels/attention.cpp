@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
 #include "kernels/table.h"
 
+#if defined(HEARTH_ISA_AVX512)
+#include "kernels/x86/avx512_gcc_warnings.h"
+#endif
 #if defined(HEARTH_ISA_AVX2)
 #include "kernels/x86/avx2_util.h"
 #endif
@@ -77,18 +81,29 @@ HEARTH_DEFINE_ATTN_SCALAR(f16, TYPE_F16)
 HEARTH_DEFINE_ATTN_SCALAR(q8_0, TYPE_Q8_0)
 
 // ---------------------------------------------------------------------------------------
-// SIMD: one generic implementation over a vector of W floats (Isa below: AVX2's 8, NEON's 4).
-// An Isa provides V, W, zero, load, store, bcast (all lanes = *p), fma (a * b + c), transpose
-// (W vectors of W lanes), hsums (lane i = the sum of vector i), in_register, set1, load_i8 (W
-// int8 codes as floats), and load_row<T>(row, d): W values of a cached row from dim d, where
-// d is a multiple of W and d + W <= head_dim (never across a q8_0 block: 32 is a multiple of W).
+// SIMD: one generic implementation over a vector of W floats (Isa below: AVX-512's 16, AVX2's
+// 8, NEON's 4). An Isa provides V, W, zero, load, store, bcast (all lanes = *p), fma (a * b +
+// c), transpose (W vectors of W lanes), hsums (lane i = the sum of vector i), in_register,
+// set1, load_i8 (W int8 codes as floats), load_row<T>(row, d): W values of a cached row from
+// dim d, where d is a multiple of W and d + W <= head_dim (never across a q8_0 block: 32 is a
+// multiple of W), and its tiles' query rows: kScoreRows (a scores tile: kScoreRows x 16
+// accumulators) and kValueRows (a values tile: kValueRows x 32 accumulators), as many as its
+// registers hold beside the operands.
 // ---------------------------------------------------------------------------------------
 #define HEARTH_UNROLL _Pragma("GCC unroll 16")
-constexpr int kTile = 16;  // positions per scores tile, dims per values tile
-constexpr int kRows = 6;   // query rows per scores tile: 6 x 16 accumulators fit AVX2's 16 registers
-// Values: tiles of 3 query rows x 32 dims, 12 AVX2 accumulators (24 NEON), whose loads per
-// FMA stay low also for one or two query rows.
-constexpr int kValueRows = 3, kValueDims = 32;
+constexpr int kTile = 16;       // positions per scores tile
+constexpr int kValueDims = 32;  // dims per values tile
+
+// f(std::integral_constant<int, m>()) for 1 <= m <= Max: a tile's row count as a template argument.
+template <int Max, int M = 1, class F>
+static inline void with_rows(int m, F&& f) {
+    if constexpr (M >= Max) {
+        f(std::integral_constant<int, Max>());
+    } else {
+        if (m == M) return f(std::integral_constant<int, M>());
+        with_rows<Max, M + 1>(m, f);
+    }
+}
 
 // The keys of positions [0, n) transposed into kt[d * stride + p]; positions n..stride-1
 // (stride a multiple of kTile) are zero.
@@ -195,19 +210,13 @@ static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k
     for (int p0 = 0; p0 < n_k; p0 += block) {
         const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
         pack_keys<Isa, T>(static_cast<const char*>(k) + p0 * k_row_bytes, k_row_bytes, n, hd, scratch, stride);
-        for (int r0 = 0; r0 < n_q; r0 += kRows) {
+        for (int r0 = 0; r0 < n_q; r0 += Isa::kScoreRows) {
             const float* qr = q + size_t(r0) * hd;
             for (int j = 0; j < n; j += kTile) {
                 float* sr = s + size_t(r0) * s_stride + p0 + j;
                 const int nv = std::min(kTile, n - j);
-                switch (std::min(kRows, n_q - r0)) {
-                    case 1: scores_tile<Isa, 1>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
-                    case 2: scores_tile<Isa, 2>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
-                    case 3: scores_tile<Isa, 3>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
-                    case 4: scores_tile<Isa, 4>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
-                    case 5: scores_tile<Isa, 5>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
-                    default: scores_tile<Isa, 6>(qr, hd, scratch + j, stride, sr, s_stride, nv); break;
-                }
+                with_rows<Isa::kScoreRows>(
+                    n_q - r0, [&](auto rows) { scores_tile<Isa, rows()>(qr, hd, scratch + j, stride, sr, s_stride, nv); });
             }
         }
     }
@@ -239,14 +248,12 @@ static inline void values_tile(const float* w, int w_stride, const char* v, size
 template <class Isa, uint32_t T, int NV>
 static void values_cols(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int i0, int n, float* out,
                         int out_stride, bool first) {
-    for (int r0 = 0; r0 < n_q; r0 += kValueRows) {
+    for (int r0 = 0; r0 < n_q; r0 += Isa::kValueRows) {
         const float* wr = w + size_t(r0) * w_stride;
         float* o = out + size_t(r0) * out_stride + i0;
-        switch (std::min(kValueRows, n_q - r0)) {
-            case 1: values_tile<Isa, T, 1, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
-            case 2: values_tile<Isa, T, 2, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
-            default: values_tile<Isa, T, 3, NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first); break;
-        }
+        with_rows<Isa::kValueRows>(n_q - r0, [&](auto rows) {
+            values_tile<Isa, T, rows(), NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first);
+        });
     }
 }
 
@@ -267,8 +274,9 @@ static void values_block(const float* w, int w_stride, int n_q, const char* v, s
         }
 }
 
-// f32 values are read where they are, and so are the others for few query rows; else a block
-// of positions is converted into scratch once for all the rows.
+// f32 values are read where they are, and so are the others when one tile holds all the query
+// rows (each value is then converted once either way); else a block of positions is converted
+// into scratch once for all the tiles. Both give the same bits: the conversion is the same.
 template <class Isa, uint32_t T>
 static void values_simd(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, float* out,
                         int out_stride, float* scratch) {
@@ -277,7 +285,7 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
     for (int p0 = 0; p0 < n_v; p0 += block) {
         const int n = std::min(block, n_v - p0);
         const char* rows = static_cast<const char*>(v) + p0 * v_row_bytes;
-        if (T == TYPE_F32 || n_q < kAttnFewRows) {
+        if (T == TYPE_F32 || n_q <= Isa::kValueRows) {
             values_block<Isa, T>(w + p0, w_stride, n_q, rows, v_row_bytes, n, hd, out, out_stride, p0 == 0);
             continue;
         }
@@ -306,6 +314,9 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
 struct Avx2 {
     using V = __m256;
     static constexpr int W = 8;
+    // Scores: 6 x 2 accumulators; values: 3 x 4 (of 16 registers), whose loads per FMA stay
+    // low also for one or two query rows.
+    static constexpr int kScoreRows = 6, kValueRows = 3;
     static V zero() { return _mm256_setzero_ps(); }
     static V load(const float* p) { return _mm256_loadu_ps(p); }
     static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
@@ -350,10 +361,90 @@ HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, avx2, Avx2)
 HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, avx2, Avx2)
 #endif
 
+#if defined(HEARTH_ISA_AVX512)
+struct Avx512 {
+    using V = __m512;
+    static constexpr int W = 16;
+    // Scores: 8 x 1 accumulators, a GQA group of 8 heads in one tile; values: 8 x 2 (of 32
+    // registers), so a group of up to 8 reads its f16 values in place.
+    static constexpr int kScoreRows = 8, kValueRows = 8;
+    static V zero() { return _mm512_setzero_ps(); }
+    static V load(const float* p) { return _mm512_loadu_ps(p); }
+    static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+    static V bcast(const float* p) { return _mm512_set1_ps(*p); }
+    static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static V in_register(V v) {
+        __asm__("" : "+v"(v));
+        return v;
+    }
+    // Lane i = the sum of v[i]'s lanes, in four halving steps: 256-bit halves, 128-bit
+    // quarters, then pairs and single lanes within the quarters. Fed in the order below, the
+    // steps leave the sums in lane order.
+    static V hsums(const V in[16]) {
+        V v[16];
+        for (int i = 0; i < 16; i++) v[i] = in[(i % 4) * 4 + i / 4];
+        V a[8], b[4], c[2];
+        for (int i = 0; i < 8; i++)  // [v0 lanes 0-7 + 8-15 | v1 likewise]
+            a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                                 _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+        for (int i = 0; i < 4; i++)  // quarter j: 4 partial sums of one vector
+            b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88),
+                                 _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
+        for (int i = 0; i < 2; i++)
+            c[i] =
+                _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x88), _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xDD));
+        return _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+    }
+    static void transpose(V v[16]) {
+        V t[16], u[16];
+        for (int i = 0; i < 16; i += 2) {  // 2 x 2 blocks of floats
+            t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+            t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+        }
+        for (int i = 0; i < 16; i += 4) {  // 4 x 4 blocks within each 128-bit quarter
+            const __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
+            const __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
+            u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+            u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+            u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+            u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+        }
+        for (int h = 0; h < 16; h += 8)  // the quarters: even ones of two rows of 4 x 4 blocks, then odd
+            for (int i = 0; i < 4; i++) {
+                t[h + i] = _mm512_shuffle_f32x4(u[h + i], u[h + i + 4], 0x88);
+                t[h + i + 4] = _mm512_shuffle_f32x4(u[h + i], u[h + i + 4], 0xDD);
+            }
+        for (int i = 0; i < 8; i++) {
+            v[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+            v[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+        }
+    }
+    template <uint32_t T>
+    static V load_row(const char* row, int d) {
+        if constexpr (T == TYPE_F32) {
+            return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + d);
+        } else if constexpr (T == TYPE_F16) {
+            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * d)));
+        } else {
+            const block_q8_0* b = reinterpret_cast<const block_q8_0*>(row) + d / QK8_0;
+            return _mm512_mul_ps(load_i8(b->qs + d % QK8_0), _mm512_set1_ps(_cvtsh_ss(b->d)));
+        }
+    }
+    static V load_i8(const int8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
+    static V set1(float x) { return _mm512_set1_ps(x); }
+};
+HEARTH_DEFINE_ATTN_SIMD(f32, TYPE_F32, avx512, Avx512)
+HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, avx512, Avx512)
+HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, avx512, Avx512)
+#endif
+
 #if defined(HEARTH_ISA_NEON)
 struct Neon {
     using V = float32x4_t;
     static constexpr int W = 4;
+    static constexpr int kScoreRows = 6, kValueRows = 3;  // 24 and 24 accumulators of 32 registers
     static V zero() { return vdupq_n_f32(0.0f); }
     static V load(const float* p) { return vld1q_f32(p); }
     static void store(float* p, V v) { vst1q_f32(p, v); }
@@ -393,7 +484,10 @@ HEARTH_DEFINE_ATTN_SIMD(f16, TYPE_F16, neon, Neon)
 HEARTH_DEFINE_ATTN_SIMD(q8_0, TYPE_Q8_0, neon, Neon)
 #endif
 
-#if defined(HEARTH_ISA_AVX2)
+#if defined(HEARTH_ISA_AVX512)
+#define HEARTH_ATTN_BEST(type) \
+    { attn_scores_##type##_avx512, attn_values_##type##_avx512 }
+#elif defined(HEARTH_ISA_AVX2)
 #define HEARTH_ATTN_BEST(type) \
     { attn_scores_##type##_avx2, attn_values_##type##_avx2 }
 #elif defined(HEARTH_ISA_NEON)

@@ -5,7 +5,8 @@
 //   HEARTH_ISA_AVX2      AVX2 + FMA + F16C (x86/)
 //   HEARTH_ISA_AVX_VNNI  ... and u8 x s8 dot products on ymm (AVX512-VNNI with VL, or AVX-VNNI):
 //                        the AVX2 GEMM tiles use them (x86/avx2_util.h), no rows of their own
-//   HEARTH_ISA_AVX512    AVX512F + BW + VL + VNNI: the zmm GEMMs (x86/gemm_avx512.cpp)
+//   HEARTH_ISA_AVX512    AVX512F + BW + VL + VNNI: the zmm GEMMs (x86/gemm_avx512.cpp) and
+//                        the zmm attention kernels (kernels/attention.cpp)
 //   HEARTH_ISA_AMX       ... and AMX-TILE + AMX-INT8: the tile GEMMs (x86/gemm_amx.cpp; their
 //                        float side is AVX-512). Usable only once the OS grants the tiles' state
 //                        (kernels/table.cpp asks, base/platform.h)

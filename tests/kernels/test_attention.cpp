@@ -75,7 +75,11 @@ std::vector<Kernels> versions(uint32_t t) {
         v.push_back({#type "_scalar", attn_scores_##type##_scalar, attn_values_##type##_scalar}); \
         HEARTH_SIMD_VERSIONS(type)                                                                \
     }
-#if defined(HEARTH_ISA_AVX2)
+#if defined(HEARTH_ISA_AVX512)
+#define HEARTH_SIMD_VERSIONS(type)                                                      \
+    v.push_back({#type "_avx2", attn_scores_##type##_avx2, attn_values_##type##_avx2}); \
+    v.push_back({#type "_avx512", attn_scores_##type##_avx512, attn_values_##type##_avx512});
+#elif defined(HEARTH_ISA_AVX2)
 #define HEARTH_SIMD_VERSIONS(type) v.push_back({#type "_avx2", attn_scores_##type##_avx2, attn_values_##type##_avx2});
 #elif defined(HEARTH_ISA_NEON)
 #define HEARTH_SIMD_VERSIONS(type) v.push_back({#type "_neon", attn_scores_##type##_neon, attn_values_##type##_neon});
@@ -157,7 +161,7 @@ TEST_CASE("attention values: every version equals the weighted sum, for query gr
     for (uint32_t t : kTypes) {
         for (int hd : {4, 8, 12, 16, 32, 40, 64, 128, 256}) {
             if (t == TYPE_Q8_0 && hd % QK8_0 != 0) continue;
-            for (int n_q : {1, 3, 6, 7, 13}) {
+            for (int n_q : {1, 3, 6, 7, 8, 9, 13}) {
                 for (int n_v : {1, 5, 16, 33, 70, 300}) {
                     const int heads = 2, head = 1;
                     const Cache c = make_cache(t, n_v, heads, hd, uint32_t(hd * 100 + n_v));
