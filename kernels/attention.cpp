@@ -94,6 +94,20 @@ HEARTH_DEFINE_ATTN_SCALAR(q8_0, TYPE_Q8_0)
 constexpr int kTile = 16;       // positions per scores tile
 constexpr int kValueDims = 32;  // dims per values tile
 
+// The cache a step reads was last read a whole step earlier, since when the weights have gone
+// through the caches: its rows come from L3 or memory, and a head's rows (a few KB) are too few
+// for the hardware prefetchers to reach their distance. So the kernels ask for the rows they
+// read kAheadRows positions ahead: the bytes of dims [d0, d1) of the row at `row`.
+constexpr int kAheadRows = 32;
+template <uint32_t T>
+static inline size_t row_offset(int d) {
+    return T == TYPE_Q8_0 ? size_t(d / QK8_0) * sizeof(block_q8_0) : size_t(d) * (T == TYPE_F32 ? 4 : 2);
+}
+template <uint32_t T>
+static inline void prefetch_dims(const char* row, int d0, int d1) {
+    for (size_t o = row_offset<T>(d0) / 64 * 64; o < row_offset<T>(d1); o += 64) __builtin_prefetch(row + o, 0, 3);
+}
+
 // f(std::integral_constant<int, m>()) for 1 <= m <= Max: a tile's row count as a template argument.
 template <int Max, int M = 1, class F>
 static inline void with_rows(int m, F&& f) {
@@ -106,13 +120,14 @@ static inline void with_rows(int m, F&& f) {
 }
 
 // The keys of positions [0, n) transposed into kt[d * stride + p]; positions n..stride-1
-// (stride a multiple of kTile) are zero.
+// (stride a multiple of kTile) are zero. Rows [0, n_pf) exist, for the prefetches (n_pf >= n).
 template <class Isa, uint32_t T>
-static void pack_keys(const char* k, size_t row_bytes, int n, int hd, float* kt, int stride) {
+static void pack_keys(const char* k, size_t row_bytes, int n, int n_pf, int hd, float* kt, int stride) {
     using V = typename Isa::V;
     constexpr int W = Isa::W;
     for (int p0 = 0; p0 < stride; p0 += W) {
         const int rows = std::min(W, n - p0);  // <= 0 past the keys: a zero-padded group
+        for (int i = p0 + kAheadRows; i < std::min(p0 + kAheadRows + W, n_pf); i++) prefetch_dims<T>(k + i * row_bytes, 0, hd);
         int d = 0;
         for (; d + W <= hd; d += W) {
             V v[W];
@@ -165,6 +180,9 @@ static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k
         float* sr = s + size_t(r) * s_stride;
         int p = 0;
         for (; p + W <= n_k; p += W) {
+            if (r == 0)
+                for (int i = p + kAheadRows; i < std::min(p + kAheadRows + W, n_k); i++)
+                    prefetch_dims<T>(k + i * k_row_bytes, 0, hd);
             V acc[W];
             HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] = Isa::zero();
             if constexpr (T == TYPE_Q8_0) {
@@ -209,7 +227,7 @@ static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k
     const int block = block_positions(hd);
     for (int p0 = 0; p0 < n_k; p0 += block) {
         const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
-        pack_keys<Isa, T>(static_cast<const char*>(k) + p0 * k_row_bytes, k_row_bytes, n, hd, scratch, stride);
+        pack_keys<Isa, T>(static_cast<const char*>(k) + p0 * k_row_bytes, k_row_bytes, n, n_k - p0, hd, scratch, stride);
         for (int r0 = 0; r0 < n_q; r0 += Isa::kScoreRows) {
             const float* qr = q + size_t(r0) * hd;
             for (int j = 0; j < n; j += kTile) {
@@ -224,15 +242,17 @@ static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k
 
 // out[r][0..NV*W) (+)= sum over p < n of w[r][p] * (row p)[i0..], for M query rows; rows are
 // of type T (f32 for the converted scratch). `first`: out starts at zero, else the block adds
-// to what earlier blocks left there.
+// to what earlier blocks left there. Rows [0, n_pf) at v are prefetched kAheadRows ahead, whole
+// (hd dims): the first tile over the rows asks for them, the others find them (n_pf 0).
 template <class Isa, uint32_t T, int M, int NV>
-static inline void values_tile(const float* w, int w_stride, const char* v, size_t row_bytes, int i0, int n, float* out,
-                               int out_stride, bool first) {
+static inline void values_tile(const float* w, int w_stride, const char* v, size_t row_bytes, int i0, int n, int n_pf, int hd,
+                               float* out, int out_stride, bool first) {
     using V = typename Isa::V;
     V acc[M][NV];
     HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] =
         first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
     for (int p = 0; p < n; p++) {
+        if (p + kAheadRows < n_pf) prefetch_dims<T>(v + (p + kAheadRows) * row_bytes, 0, hd);
         // M weights, then one vector of the value row at a time: M * NV + M + 1 registers.
         V wb[M];
         HEARTH_UNROLL for (int r = 0; r < M; r++) wb[r] = Isa::bcast(w + size_t(r) * w_stride + p);
@@ -246,26 +266,28 @@ static inline void values_tile(const float* w, int w_stride, const char* v, size
 }
 
 template <class Isa, uint32_t T, int NV>
-static void values_cols(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int i0, int n, float* out,
-                        int out_stride, bool first) {
+static void values_cols(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int i0, int n, int n_pf, int hd,
+                        float* out, int out_stride, bool first) {
     for (int r0 = 0; r0 < n_q; r0 += Isa::kValueRows) {
         const float* wr = w + size_t(r0) * w_stride;
         float* o = out + size_t(r0) * out_stride + i0;
         with_rows<Isa::kValueRows>(n_q - r0, [&](auto rows) {
-            values_tile<Isa, T, rows(), NV>(wr, w_stride, v, row_bytes, i0, n, o, out_stride, first);
+            values_tile<Isa, T, rows(), NV>(wr, w_stride, v, row_bytes, i0, n, r0 == 0 ? n_pf : 0, hd, o, out_stride, first);
         });
     }
 }
 
-// The n value rows at v (type T) weighted into out, every dim.
+// The n value rows at v (type T) weighted into out, every dim; rows [0, n_pf) exist, for the
+// prefetches (0: none, as for the scratch).
 template <class Isa, uint32_t T>
-static void values_block(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int n, int hd, float* out,
-                         int out_stride, bool first) {
+static void values_block(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int n, int n_pf, int hd,
+                         float* out, int out_stride, bool first) {
     constexpr int W = Isa::W;
     int i = 0;
     for (; i + kValueDims <= hd; i += kValueDims)
-        values_cols<Isa, T, kValueDims / W>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
-    for (; i + W <= hd; i += W) values_cols<Isa, T, 1>(w, w_stride, n_q, v, row_bytes, i, n, out, out_stride, first);
+        values_cols<Isa, T, kValueDims / W>(w, w_stride, n_q, v, row_bytes, i, n, i == 0 ? n_pf : 0, hd, out, out_stride, first);
+    for (; i + W <= hd; i += W)
+        values_cols<Isa, T, 1>(w, w_stride, n_q, v, row_bytes, i, n, i == 0 ? n_pf : 0, hd, out, out_stride, first);
     for (; i < hd; i++)  // dims past the last whole vector (head_dim not a multiple of W)
         for (int r = 0; r < n_q; r++) {
             float sum = first ? 0.0f : out[size_t(r) * out_stride + i];
@@ -286,17 +308,18 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
         const int n = std::min(block, n_v - p0);
         const char* rows = static_cast<const char*>(v) + p0 * v_row_bytes;
         if (T == TYPE_F32 || n_q <= Isa::kValueRows) {
-            values_block<Isa, T>(w + p0, w_stride, n_q, rows, v_row_bytes, n, hd, out, out_stride, p0 == 0);
+            values_block<Isa, T>(w + p0, w_stride, n_q, rows, v_row_bytes, n, n_v - p0, hd, out, out_stride, p0 == 0);
             continue;
         }
         for (int p = 0; p < n; p++) {
+            if (p + kAheadRows < n_v - p0) prefetch_dims<T>(rows + (p + kAheadRows) * v_row_bytes, 0, hd);
             int d = 0;
             for (; d + W <= hd; d += W)
                 Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
             for (; d < hd; d++) scratch[size_t(p) * hd + d] = cache_value<T>(rows + p * v_row_bytes, d);
         }
-        values_block<Isa, TYPE_F32>(w + p0, w_stride, n_q, reinterpret_cast<const char*>(scratch), sizeof(float) * hd, n, hd, out,
-                                    out_stride, p0 == 0);
+        values_block<Isa, TYPE_F32>(w + p0, w_stride, n_q, reinterpret_cast<const char*>(scratch), sizeof(float) * hd, n, 0, hd,
+                                    out, out_stride, p0 == 0);
     }
 }
 
