@@ -39,16 +39,36 @@ static inline float cache_value(const void* row, int d) {
     }
 }
 
+// Tiled keys (kv_keys_tiled): dim d of the positions of tile t, kAttnKeyTile elements.
+template <uint32_t T>
+constexpr bool kTiledKeys = T == TYPE_F32 || T == TYPE_F16;
+template <uint32_t T>
+constexpr size_t kElemBytes = T == TYPE_F32 ? 4 : 2;
+template <uint32_t T>
+static inline size_t key_dim_bytes() {
+    return kAttnKeyTile * kElemBytes<T>;
+}
+// Key (position p, dim d) of a kv head's keys, as fp32, in either layout.
+template <uint32_t T>
+static inline float key_value(const void* keys, int hd, int p, int d) {
+    const char* k = static_cast<const char*>(keys);
+    if constexpr (kTiledKeys<T>) {
+        const int t = p / kAttnKeyTile, i = p % kAttnKeyTile;
+        return cache_value<T>(k + (size_t(t) * hd + d) * key_dim_bytes<T>(), i);
+    } else {
+        return cache_value<T>(k + size_t(p) * type_row_bytes(T, hd), d);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Scalar twins: the formulas, summed in order in fp32.
 // ---------------------------------------------------------------------------------------
 template <uint32_t T>
-static void scores_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride) {
+static void scores_scalar(const float* q, int n_q, int hd, const void* keys, int k0, int n_k, float* s, int s_stride) {
     for (int r = 0; r < n_q; r++)
         for (int p = 0; p < n_k; p++) {
-            const void* row = static_cast<const char*>(k) + p * k_row_bytes;
             float sum = 0.0f;
-            for (int d = 0; d < hd; d++) sum += q[r * hd + d] * cache_value<T>(row, d);
+            for (int d = 0; d < hd; d++) sum += q[r * hd + d] * key_value<T>(keys, hd, k0 + p, d);
             s[size_t(r) * s_stride + p] = sum;
         }
 }
@@ -67,14 +87,14 @@ static void values_scalar(const float* w, int w_stride, int n_q, const void* v, 
     }
 }
 
-#define HEARTH_DEFINE_ATTN_SCALAR(name, T)                                                                                      \
-    void attn_scores_##name##_scalar(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s,     \
-                                     int s_stride, float*) {                                                                    \
-        scores_scalar<T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride);                                                         \
-    }                                                                                                                           \
-    void attn_values_##name##_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, \
-                                     float* out, int out_stride, float*) {                                                      \
-        values_scalar<T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride);                                           \
+#define HEARTH_DEFINE_ATTN_SCALAR(name, T)                                                                                       \
+    void attn_scores_##name##_scalar(const float* q, int n_q, int hd, const void* keys, int k0, int n_k, float* s, int s_stride, \
+                                     float*) {                                                                                   \
+        scores_scalar<T>(q, n_q, hd, keys, k0, n_k, s, s_stride);                                                                \
+    }                                                                                                                            \
+    void attn_values_##name##_scalar(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd,  \
+                                     float* out, int out_stride, float*) {                                                       \
+        values_scalar<T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride);                                            \
     }
 HEARTH_DEFINE_ATTN_SCALAR(f32, TYPE_F32)
 HEARTH_DEFINE_ATTN_SCALAR(f16, TYPE_F16)
@@ -141,30 +161,35 @@ static void pack_keys(const char* k, size_t row_bytes, int n, int n_pf, int hd, 
     }
 }
 
-// s[r][j] = dot(q row r, key j) for M query rows and the kTile keys at kt (row stride kts);
-// only the first n_valid columns are stored.
-template <class Isa, int M>
-static inline void scores_tile(const float* q, int hd, const float* kt, int kts, float* s, int s_stride, int n_valid) {
+// s[r][j - lo] = dot(q row r, key j) for M query rows and the keys j in [lo, hi) of the kTile
+// at kt: dim d of the tile's keys is kTile values of type T at kt + d * d_bytes (tiled keys, or
+// keys transposed into fp32 scratch). pf: a later tile's keys to prefetch (or null).
+template <class Isa, uint32_t T, int M>
+static inline void scores_tile(const float* q, int hd, const char* kt, size_t d_bytes, const char* pf, float* s, int s_stride,
+                               int lo, int hi) {
     using V = typename Isa::V;
     constexpr int NV = kTile / Isa::W;
     // Every loop over the tile is unrolled, so that the accumulators live in registers only.
     V acc[M][NV];
     HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = Isa::zero();
     for (int d = 0; d < hd; d++) {
+        if (pf) __builtin_prefetch(pf + d * d_bytes, 0, 3);
         V kv[NV];
-        HEARTH_UNROLL for (int j = 0; j < NV; j++) kv[j] = Isa::in_register(Isa::load(kt + size_t(d) * kts + j * Isa::W));
+        HEARTH_UNROLL for (int j = 0; j < NV; j++) kv[j] =
+            Isa::in_register(Isa::template load_row<T>(kt + d * d_bytes, j * Isa::W));
         HEARTH_UNROLL for (int r = 0; r < M; r++) {
             const V qb = Isa::bcast(q + r * hd + d);
             HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = Isa::fma(qb, kv[j], acc[r][j]);
         }
     }
+    const bool whole = lo == 0 && hi == kTile;
     float tmp[M][kTile];
-    float* out = n_valid == kTile ? s : &tmp[0][0];
-    const int out_stride = n_valid == kTile ? s_stride : kTile;
+    float* out = whole ? s : &tmp[0][0];
+    const int out_stride = whole ? s_stride : kTile;
     HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++)
         Isa::store(out + size_t(r) * out_stride + j * Isa::W, acc[r][j]);
-    if (n_valid < kTile)
-        for (int r = 0; r < M; r++) std::memcpy(s + size_t(r) * s_stride, tmp[r], sizeof(float) * n_valid);
+    if (!whole)
+        for (int r = 0; r < M; r++) std::memcpy(s + size_t(r) * s_stride, tmp[r] + lo, sizeof(float) * (hi - lo));
 }
 
 // Few query rows (generation with few heads per group): transposing or converting the keys
@@ -220,21 +245,49 @@ static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k
     }
 }
 
+// Tiled keys are read in place, a tile at a time, for every query row; the tile two ahead is
+// prefetched by the first rows' pass (a step's cache comes from L3 or memory, kAheadRows).
 template <class Isa, uint32_t T>
-static void scores_simd(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s, int s_stride,
-                        float* scratch) {
-    if (n_q < kAttnFewRows) return scores_dots<Isa, T>(q, n_q, hd, static_cast<const char*>(k), k_row_bytes, n_k, s, s_stride);
-    const int block = block_positions(hd);
-    for (int p0 = 0; p0 < n_k; p0 += block) {
-        const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
-        pack_keys<Isa, T>(static_cast<const char*>(k) + p0 * k_row_bytes, k_row_bytes, n, n_k - p0, hd, scratch, stride);
+static void scores_tiled(const float* q, int n_q, int hd, const char* keys, int k0, int n_k, float* s, int s_stride) {
+    const size_t d_bytes = key_dim_bytes<T>(), tile_bytes = d_bytes * hd;
+    const int t0 = k0 / kTile, t1 = (k0 + n_k - 1) / kTile;
+    for (int t = t0; t <= t1; t++) {
+        const int lo = std::max(k0 - t * kTile, 0), hi = std::min(k0 + n_k - t * kTile, kTile);
+        const char* kt = keys + t * tile_bytes;
+        const char* pf = t + 2 <= t1 ? kt + 2 * tile_bytes : nullptr;
         for (int r0 = 0; r0 < n_q; r0 += Isa::kScoreRows) {
-            const float* qr = q + size_t(r0) * hd;
-            for (int j = 0; j < n; j += kTile) {
-                float* sr = s + size_t(r0) * s_stride + p0 + j;
-                const int nv = std::min(kTile, n - j);
-                with_rows<Isa::kScoreRows>(
-                    n_q - r0, [&](auto rows) { scores_tile<Isa, rows()>(qr, hd, scratch + j, stride, sr, s_stride, nv); });
+            float* sr = s + size_t(r0) * s_stride + (t * kTile + lo - k0);
+            with_rows<Isa::kScoreRows>(n_q - r0, [&](auto rows) {
+                scores_tile<Isa, T, rows()>(q + size_t(r0) * hd, hd, kt, d_bytes, r0 == 0 ? pf : nullptr, sr, s_stride, lo, hi);
+            });
+        }
+    }
+}
+
+template <class Isa, uint32_t T>
+static void scores_simd(const float* q, int n_q, int hd, const void* keys, int k0, int n_k, float* s, int s_stride,
+                        float* scratch) {
+    if (n_k <= 0) return;
+    if constexpr (kTiledKeys<T>) {
+        return scores_tiled<Isa, T>(q, n_q, hd, static_cast<const char*>(keys), k0, n_k, s, s_stride);
+    } else {
+        const size_t k_row_bytes = type_row_bytes(T, hd);
+        const char* k = static_cast<const char*>(keys) + size_t(k0) * k_row_bytes;
+        if (n_q < kAttnFewRows) return scores_dots<Isa, T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride);
+        const int block = block_positions(hd);
+        for (int p0 = 0; p0 < n_k; p0 += block) {
+            const int n = std::min(block, n_k - p0), stride = (n + kTile - 1) / kTile * kTile;
+            pack_keys<Isa, T>(k + p0 * k_row_bytes, k_row_bytes, n, n_k - p0, hd, scratch, stride);
+            for (int r0 = 0; r0 < n_q; r0 += Isa::kScoreRows) {
+                const float* qr = q + size_t(r0) * hd;
+                for (int j = 0; j < n; j += kTile) {
+                    float* sr = s + size_t(r0) * s_stride + p0 + j;
+                    const int nv = std::min(kTile, n - j);
+                    with_rows<Isa::kScoreRows>(n_q - r0, [&](auto rows) {
+                        scores_tile<Isa, TYPE_F32, rows()>(qr, hd, reinterpret_cast<const char*>(scratch + j),
+                                                           sizeof(float) * stride, nullptr, sr, s_stride, 0, nv);
+                    });
+                }
             }
         }
     }
@@ -323,14 +376,14 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
     }
 }
 
-#define HEARTH_DEFINE_ATTN_SIMD(name, T, isa, Isa)                                                                             \
-    void attn_scores_##name##_##isa(const float* q, int n_q, int hd, const void* k, size_t k_row_bytes, int n_k, float* s,     \
-                                    int s_stride, float* scratch) {                                                            \
-        scores_simd<Isa, T>(q, n_q, hd, k, k_row_bytes, n_k, s, s_stride, scratch);                                            \
-    }                                                                                                                          \
-    void attn_values_##name##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd, \
-                                    float* out, int out_stride, float* scratch) {                                              \
-        values_simd<Isa, T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride, scratch);                              \
+#define HEARTH_DEFINE_ATTN_SIMD(name, T, isa, Isa)                                                                              \
+    void attn_scores_##name##_##isa(const float* q, int n_q, int hd, const void* keys, int k0, int n_k, float* s, int s_stride, \
+                                    float* scratch) {                                                                           \
+        scores_simd<Isa, T>(q, n_q, hd, keys, k0, n_k, s, s_stride, scratch);                                                   \
+    }                                                                                                                           \
+    void attn_values_##name##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int hd,  \
+                                    float* out, int out_stride, float* scratch) {                                               \
+        values_simd<Isa, T>(w, w_stride, n_q, v, v_row_bytes, n_v, hd, out, out_stride, scratch);                               \
     }
 
 #if defined(HEARTH_ISA_AVX2)
@@ -528,6 +581,22 @@ const AttnKernels* attn_kernels(uint32_t t) {
         case TYPE_F16: return &f16;
         case TYPE_Q8_0: return &q8_0;
         default: return nullptr;
+    }
+}
+
+void kv_cache_store_key(uint32_t t, const float* x, void* keys, int pos, int hd) {
+    char* k = static_cast<char*>(keys);
+    const int tile = pos / kAttnKeyTile, i = pos % kAttnKeyTile;
+    switch (t) {
+        case TYPE_F32:
+            for (int d = 0; d < hd; d++)
+                reinterpret_cast<float*>(k + (size_t(tile) * hd + d) * key_dim_bytes<TYPE_F32>())[i] = x[d];
+            break;
+        case TYPE_F16:
+            for (int d = 0; d < hd; d++)
+                reinterpret_cast<uint16_t*>(k + (size_t(tile) * hd + d) * key_dim_bytes<TYPE_F16>())[i] = fp32_to_fp16(x[d]);
+            break;
+        default: kv_cache_store_row(t, x, k + size_t(pos) * type_row_bytes(t, hd), hd); break;
     }
 }
 

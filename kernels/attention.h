@@ -5,16 +5,22 @@
 //
 // A cached row: row p of the kv head starts at (const char*)cache + p * row_bytes and holds
 // head_dim values of the cache type; q8_0 rows are head_dim / 32 blocks (head_dim a multiple of
-// 32). Each kernel has a scalar twin (_scalar) that computes the same sums in the plain order;
-// tests/kernels/test_attention.cpp holds the SIMD versions to them, and them to a double formula.
+// 32). Values are always rows. f32 and f16 keys are tiles instead (kv_keys_tiled): a kv head's
+// keys are tiles of kAttnKeyTile positions, each [dim][position in the tile], so that 16
+// positions of one dim are one vector. Each kernel has a scalar twin (_scalar) that computes
+// the same sums in the plain order; tests/kernels/test_attention.cpp holds the SIMD versions to
+// them, and them to a double formula.
 //
-// How the SIMD versions work: keys are converted to fp32 a block of positions at a time and
-// transposed into scratch ([dim][position]), so that a tile of query rows x 16 positions is a
-// sum of outer products — no horizontal sums — with the block in L1 for all the query rows.
-// Values are converted a block at a time too (f32 values are read in place), and a tile of
-// query rows x 16 dims accumulates weight * value row. For q8_0 the keys are dequantized,
-// not the query quantized: the scores keep the query's fp32 precision (the only rounding is the
-// cache's), and the conversion is shared by all the query rows of the call.
+// How the SIMD versions work: a tile of query rows x 16 positions of scores is a sum of outer
+// products (query dim x the tile's keys of that dim) — no horizontal sums. Tiled keys are read
+// in place; q8_0 keys are converted to fp32 a block of positions at a time and transposed into
+// scratch (for fewer than kAttnFewRows rows, dot products read the rows in place). Until keys
+// were tiled, f16 keys went that way too, and the transposition was half the time of the
+// scores. Values are converted a block at a time (read in place when one tile holds all the
+// query rows, and f32 always), and a tile of query rows x 32 dims accumulates weight * value
+// row. For q8_0 the keys are dequantized, not the query quantized: the scores keep the query's
+// fp32 precision (the only rounding is the cache's), and the conversion is shared by all the
+// query rows of the call.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,9 +30,14 @@
 
 namespace hearth {
 
-// scores: s[r * s_stride + p] = dot(q + r * head_dim, key row p), for r < n_q, p < n_k.
-using attn_scores_fn = void (*)(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k, float* s,
-                                int s_stride, float* scratch);
+// Positions per key tile, and whether a cache type's keys are tiled (else rows, as values).
+constexpr int kAttnKeyTile = 16;
+constexpr bool kv_keys_tiled(uint32_t t) { return t == TYPE_F32 || t == TYPE_F16; }
+
+// scores: s[r * s_stride + p] = dot(q + r * head_dim, key k0 + p), for r < n_q, p < n_k; keys:
+// the kv head's keys from position 0 (tiles or rows, by type).
+using attn_scores_fn = void (*)(const float* q, int n_q, int head_dim, const void* keys, int k0, int n_k, float* s, int s_stride,
+                                float* scratch);
 // values: out[r * out_stride + i] = sum over p < n_v of w[r * w_stride + p] * (value row p)[i],
 // for r < n_q, i < head_dim; out is overwritten.
 using attn_values_fn = void (*)(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v, int head_dim,
@@ -35,16 +46,17 @@ using attn_values_fn = void (*)(const float* w, int w_stride, int n_q, const voi
 // Floats of scratch one call needs (per thread); the scalar twins need none.
 size_t attn_scratch_floats(int head_dim);
 
-// A call with fewer query rows than this reads the keys in place, summing each score in a
-// different order (SIMD versions). A row's results depend on nothing else: not on the other
-// rows of its call nor on the blocks; so a caller whose calls are all on one side of this
-// count for a given input computes the same bits however it splits the rows (threads).
+// With rows of keys (q8_0), a call with fewer query rows than this reads the keys in place,
+// summing each score in a different order (SIMD versions); tiled keys have one order for any
+// count. A row's results depend on nothing else: not on the other rows of its call nor on the
+// blocks; so a caller whose calls are all on one side of this count for a given input
+// computes the same bits however it splits the rows (threads).
 constexpr int kAttnFewRows = 4;
 
-#define HEARTH_DECLARE_ATTN(type, isa)                                                                                           \
-    void attn_scores_##type##_##isa(const float* q, int n_q, int head_dim, const void* k, size_t k_row_bytes, int n_k, float* s, \
-                                    int s_stride, float* scratch);                                                               \
-    void attn_values_##type##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,           \
+#define HEARTH_DECLARE_ATTN(type, isa)                                                                                  \
+    void attn_scores_##type##_##isa(const float* q, int n_q, int head_dim, const void* keys, int k0, int n_k, float* s, \
+                                    int s_stride, float* scratch);                                                      \
+    void attn_values_##type##_##isa(const float* w, int w_stride, int n_q, const void* v, size_t v_row_bytes, int n_v,  \
                                     int head_dim, float* out, int out_stride, float* scratch);
 HEARTH_DECLARE_ATTN(f32, scalar)
 HEARTH_DECLARE_ATTN(f16, scalar)
@@ -76,7 +88,10 @@ struct AttnKernels {
 // The fastest kernels built in for cache type t; nullptr unless kv_cache_type_ok(t).
 const AttnKernels* attn_kernels(uint32_t t);
 
-// Writes n fp32 values (one position's keys or values, all kv heads) as a cache row of type t.
+// Writes n fp32 values (one position's values, all kv heads) as a cache row of type t.
 void kv_cache_store_row(uint32_t t, const float* x, void* row, int n);
+// Writes one kv head's key at position pos (head_dim fp32 values) into the head's keys, of
+// type t, from position 0: into its tile, or as a row. A head's keys hold whole tiles.
+void kv_cache_store_key(uint32_t t, const float* x, void* keys, int pos, int head_dim);
 
 }  // namespace hearth

@@ -50,6 +50,9 @@ RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types, int max_
     return {(activations + attention) * sizeof(float), cache + per_position_floats * sizeof(float)};
 }
 
+// Positions a kv head's rows take in the cache: n_ctx in whole key tiles (cache_row).
+static size_t cache_stride(const RunState& s) { return (size_t(s.n_ctx) + kAttnKeyTile - 1) / kAttnKeyTile * kAttnKeyTile; }
+
 std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCacheTypes types, int max_batch) {
     if (n_ctx < 1) return "context length must be at least 1";
     if (max_batch < 0) return "max_batch must be 0 or more";
@@ -81,7 +84,7 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
         return no_memory;
     }
     s->att.reset(new (std::nothrow) float[threads * kAttnRows * size_t(n_ctx)]);
-    const size_t positions = size_t(c.n_layers) * n_ctx;
+    const size_t positions = size_t(c.n_layers) * cache_stride(*s);
     s->key_cache.reset(new (std::nothrow) uint8_t[positions * s->k_row_bytes]);
     s->value_cache.reset(new (std::nothrow) uint8_t[positions * s->v_row_bytes]);
     if (!s->att || !s->key_cache || !s->value_cache) return no_memory;
@@ -94,9 +97,11 @@ std::string make_run_state(const ModelConfig& c, int n_ctx, RunState* s, KvCache
 // (head_dim 128, f16) came every 8 KB, a stride the hardware prefetchers do not follow: every
 // line was a miss to memory, and with 8 sequences at positions 140-204, Llama-2-7B decoded 24%
 // slower than at position 0 (docs/benchmarks.md, "Attention at depth").
+// Keys are tiles of kAttnKeyTile positions (kernels/attention.h), so a head holds n_ctx
+// rounded up to whole tiles.
 static uint8_t* cache_row(uint8_t* cache, const ModelConfig& c, const RunState& s, size_t head_bytes, int layer, int kvh,
                           int pos) {
-    return cache + ((size_t(layer) * c.n_kv_heads + kvh) * s.n_ctx + pos) * head_bytes;
+    return cache + ((size_t(layer) * c.n_kv_heads + kvh) * cache_stride(s) + pos) * head_bytes;
 }
 
 static void matmul_tensor(float* out, const TensorView& w, const float* x, int n_tokens) {
@@ -154,8 +159,8 @@ static void attention(const ModelConfig& c, RunState& w, RunState& s, int row0, 
         // score of position k0 + j is scores[i][j].
         auto first_seen = [&](int n_seen) { return c.sliding_window > 0 ? std::max(0, n_seen - c.sliding_window) : 0; };
         const int n_keys = pos + (r0 + nr - 1) / group + 1, k0 = first_seen(pos + r0 / group + 1);
-        const uint8_t* keys = cache_row(s.key_cache.get(), c, s, k_head_bytes, layer, kvh, k0);
-        kk.scores(q, nr, hd, keys, k_head_bytes, n_keys - k0, scores, s.n_ctx, scratch);
+        const uint8_t* keys = cache_row(s.key_cache.get(), c, s, k_head_bytes, layer, kvh, 0);
+        kk.scores(q, nr, hd, keys, k0, n_keys - k0, scores, s.n_ctx, scratch);
         for (int i = 0; i < nr; i++) {
             float* row = scores + size_t(i) * s.n_ctx;
             const int n_seen = pos + (r0 + i) / group + 1 - k0;  // from k0: this token, everything before it
@@ -205,8 +210,8 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
                 rope(&w.q[size_t(r) * q_dim], c.n_heads, s.rope, pos + t);
                 rope(&w.k[size_t(r) * kv_dim], c.n_kv_heads, s.rope, pos + t);
                 for (int h = 0; h < c.n_kv_heads; h++) {
-                    kv_cache_store_row(s.cache_types.k, &w.k[size_t(r) * kv_dim + size_t(h) * hd],
-                                       cache_row(s.key_cache.get(), c, s, k_head_bytes, l, h, pos + t), hd);
+                    kv_cache_store_key(s.cache_types.k, &w.k[size_t(r) * kv_dim + size_t(h) * hd],
+                                       cache_row(s.key_cache.get(), c, s, k_head_bytes, l, h, 0), pos + t, hd);
                     kv_cache_store_row(s.cache_types.v, &w.v[size_t(r) * kv_dim + size_t(h) * hd],
                                        cache_row(s.value_cache.get(), c, s, v_head_bytes, l, h, pos + t), hd);
                 }

@@ -41,7 +41,8 @@ struct RunState {
     std::vector<float> att_q, att_out, att_scratch;
     std::unique_ptr<float[]> att;  // uninitialised, as the cache: touched as far as the context has come
     // [layer][kv head][position][head_dim] in the cache types (cache_row, forward.cpp): one
-    // head's rows are contiguous. Left uninitialised so that positions not yet reached cost no
+    // head's rows are contiguous; f32 and f16 keys are tiles of 16 positions within them
+    // (kernels/attention.h). Left uninitialised so that positions not yet reached cost no
     // memory (past the page each head's rows have begun).
     std::unique_ptr<uint8_t[]> key_cache, value_cache;
     // forward_batch's logits when several sequences want some: [rows][vocab], grown on demand.

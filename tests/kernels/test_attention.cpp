@@ -61,6 +61,31 @@ Cache make_cache(uint32_t t, int n, int heads, int hd, uint32_t seed) {
     return c;
 }
 
+// One kv head's keys at positions [0, n) as the cache holds them (kv_cache_store_key: tiles or
+// rows, in whole tiles; positions past n left as 0xFF bytes, NaN in every type, which no score
+// may read), and their values as the cache types give them back: fp32 [position][hd].
+struct Keys {
+    std::vector<uint8_t> bytes;
+    std::vector<float> values;
+};
+
+Keys make_keys(uint32_t t, int n, int hd, uint32_t seed) {
+    const size_t positions = size_t(n + kAttnKeyTile - 1) / kAttnKeyTile * kAttnKeyTile;
+    Keys k{std::vector<uint8_t>(type_row_bytes(t, hd) * positions, 0xFF), normal(size_t(n) * hd, seed)};
+    std::vector<uint8_t> row(type_row_bytes(t, hd));
+    for (int p = 0; p < n; p++) {
+        float* x = &k.values[size_t(p) * hd];
+        kv_cache_store_key(t, x, k.bytes.data(), p, hd);
+        if (t == TYPE_F16) {
+            for (int d = 0; d < hd; d++) x[d] = fp16_to_fp32(fp32_to_fp16(x[d]));
+        } else if (t == TYPE_Q8_0) {
+            quantize_row_q8_0_scalar(x, row.data(), hd);
+            dequantize_row_q8_0(row.data(), x, hd);
+        }
+    }
+    return k;
+}
+
 struct Kernels {
     std::string name;
     attn_scores_fn scores;
@@ -115,43 +140,41 @@ TEST_CASE("attention scores: every version equals the formula, for query groups 
         for (int hd : {4, 8, 12, 16, 32, 64, 128, 256}) {
             if (t == TYPE_Q8_0 && hd % QK8_0 != 0) continue;  // the cache refuses such heads
             for (int n_q : {1, 2, 5, 6, 7, 8, 13}) {
-                for (int n_k : {1, 3, 16, 17, 70, 300}) {
-                    const int heads = 3, head = 1;  // the kernels read the middle head of each row
-                    const Cache c = make_cache(t, n_k, heads, hd, uint32_t(hd * 1000 + n_k));
-                    const std::vector<float> q = normal(size_t(n_q) * hd, uint32_t(n_q * 7 + hd));
-                    const uint8_t* k = c.bytes.data() + type_row_bytes(t, hd) * head;
-                    const int s_stride = n_k + 5;
-                    std::vector<float> scratch(attn_scratch_floats(hd), NAN);
-                    std::vector<double> exact(size_t(n_q) * n_k), mag(size_t(n_q) * n_k);  // the formula, in double
-                    for (int r = 0; r < n_q; r++)
-                        for (int p = 0; p < n_k; p++)
-                            for (int d = 0; d < hd; d++) {
-                                const double term =
-                                    double(q[size_t(r) * hd + d]) * c.values[size_t(p) * heads * hd + head * hd + d];
-                                exact[size_t(r) * n_k + p] += term, mag[size_t(r) * n_k + p] += std::fabs(term);
-                            }
-                    std::vector<float> ref;
-                    for (const Kernels& kern : versions(t)) {
-                        std::vector<float> s(size_t(n_q) * s_stride, -7.0f);
-                        kern.scores(q.data(), n_q, hd, k, c.row_bytes, n_k, s.data(), s_stride, scratch.data());
-                        if (ref.empty()) ref = s;  // the scalar twin's, for the SIMD versions
-                        Failures f;
+                for (int n_k : {1, 3, 16, 17, 70, 300})
+                    for (int k0 : {0, 7, 16}) {  // the first position read (a sliding window's)
+                        const Keys c = make_keys(t, k0 + n_k, hd, uint32_t(hd * 1000 + n_k + k0));
+                        const std::vector<float> q = normal(size_t(n_q) * hd, uint32_t(n_q * 7 + hd));
+                        const int s_stride = n_k + 5;
+                        std::vector<float> scratch(attn_scratch_floats(hd), NAN);
+                        std::vector<double> exact(size_t(n_q) * n_k), mag(size_t(n_q) * n_k);  // the formula, in double
                         for (int r = 0; r < n_q; r++)
-                            for (int p = 0; p < s_stride; p++) {
-                                const float got = s[size_t(r) * s_stride + p];
-                                if (p >= n_k) {
-                                    f.add(got != -7.0f, r, p);  // nothing written past the keys
-                                    continue;
+                            for (int p = 0; p < n_k; p++)
+                                for (int d = 0; d < hd; d++) {
+                                    const double term = double(q[size_t(r) * hd + d]) * c.values[size_t(k0 + p) * hd + d];
+                                    exact[size_t(r) * n_k + p] += term, mag[size_t(r) * n_k + p] += std::fabs(term);
                                 }
-                                const double e = exact[size_t(r) * n_k + p], bound = sum_bound(hd, mag[size_t(r) * n_k + p]);
-                                f.add(!(std::fabs(got - e) <= bound), r, p);
-                                f.add(!(std::fabs(got - ref[size_t(r) * s_stride + p]) <= 2 * bound), r, p);
-                            }
-                        INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_k
-                                       << " keys; first wrong: row " << f.row << ", position " << f.col);
-                        CHECK(f.count == 0);
+                        std::vector<float> ref;
+                        for (const Kernels& kern : versions(t)) {
+                            std::vector<float> s(size_t(n_q) * s_stride, -7.0f);
+                            kern.scores(q.data(), n_q, hd, c.bytes.data(), k0, n_k, s.data(), s_stride, scratch.data());
+                            if (ref.empty()) ref = s;  // the scalar twin's, for the SIMD versions
+                            Failures f;
+                            for (int r = 0; r < n_q; r++)
+                                for (int p = 0; p < s_stride; p++) {
+                                    const float got = s[size_t(r) * s_stride + p];
+                                    if (p >= n_k) {
+                                        f.add(got != -7.0f, r, p);  // nothing written past the keys
+                                        continue;
+                                    }
+                                    const double e = exact[size_t(r) * n_k + p], bound = sum_bound(hd, mag[size_t(r) * n_k + p]);
+                                    f.add(!(std::fabs(got - e) <= bound), r, p);
+                                    f.add(!(std::fabs(got - ref[size_t(r) * s_stride + p]) <= 2 * bound), r, p);
+                                }
+                            INFO(kern.name << ": head_dim " << hd << ", " << n_q << " query rows, " << n_k << " keys from " << k0
+                                           << "; first wrong: row " << f.row << ", position " << f.col);
+                            CHECK(f.count == 0);
+                        }
                     }
-                }
             }
         }
     }
@@ -212,6 +235,39 @@ TEST_CASE("attention kernels: the chosen ones are built for the three cache type
     for (uint32_t t : {TYPE_Q4_0, TYPE_BF16, TYPE_Q4_K}) {
         CHECK(attn_kernels(t) == nullptr);
         CHECK(!kv_cache_type_ok(t));
+    }
+}
+
+TEST_CASE("kv_cache_store_key: f32 and f16 keys in tiles of 16 positions, [dim][position], q8_0 keys in rows") {
+    const int hd = 64, n = 40;
+    const std::vector<float> x = normal(size_t(n) * hd, 5);
+    for (uint32_t t : kTypes) {
+        CHECK(kv_keys_tiled(t) == (t != TYPE_Q8_0));
+        std::vector<uint8_t> keys(type_row_bytes(t, hd) * 48, 0xFF), row(type_row_bytes(t, hd));
+        for (int p = 0; p < n; p++) kv_cache_store_key(t, &x[size_t(p) * hd], keys.data(), p, hd);
+        Failures f;
+        for (int p = 0; p < n; p++) {
+            const float* xp = &x[size_t(p) * hd];
+            if (t == TYPE_Q8_0) {  // row p as kv_cache_store_row writes it
+                kv_cache_store_row(t, xp, row.data(), hd);
+                f.add(std::memcmp(row.data(), &keys[row.size() * p], row.size()) != 0, p, 0);
+                continue;
+            }
+            for (int d = 0; d < hd; d++) {
+                const size_t e = (size_t(p / 16) * hd + d) * 16 + p % 16;  // element of the tiles
+                if (t == TYPE_F32) {
+                    float got;
+                    std::memcpy(&got, &keys[4 * e], 4);
+                    f.add(got != xp[d], p, d);
+                } else {
+                    uint16_t got;
+                    std::memcpy(&got, &keys[2 * e], 2);
+                    f.add(got != fp32_to_fp16(xp[d]), p, d);
+                }
+            }
+        }
+        INFO("type " << t << ": first wrong: position " << f.row << ", dim " << f.col);
+        CHECK(f.count == 0);
     }
 }
 
