@@ -43,7 +43,7 @@ static inline float cache_value(const void* row, int d) {
 template <uint32_t T>
 constexpr bool kTiledKeys = T == TYPE_F32 || T == TYPE_F16;
 template <uint32_t T>
-constexpr size_t kElemBytes = T == TYPE_F32 ? 4 : 2;
+constexpr size_t kElemBytes = T == TYPE_F32 ? 4 : 2;  // of f32 and f16 caches (q8_0's are blocks)
 template <uint32_t T>
 static inline size_t key_dim_bytes() {
     return kAttnKeyTile * kElemBytes<T>;
@@ -121,7 +121,7 @@ constexpr int kValueDims = 32;  // dims per values tile
 constexpr int kAheadRows = 32;
 template <uint32_t T>
 static inline size_t row_offset(int d) {
-    return T == TYPE_Q8_0 ? size_t(d / QK8_0) * sizeof(block_q8_0) : size_t(d) * (T == TYPE_F32 ? 4 : 2);
+    return T == TYPE_Q8_0 ? size_t(d / QK8_0) * sizeof(block_q8_0) : size_t(d) * kElemBytes<T>;
 }
 template <uint32_t T>
 static inline void prefetch_dims(const char* row, int d0, int d1) {
@@ -192,9 +192,10 @@ static inline void scores_tile(const float* q, int hd, const char* kt, size_t d_
         for (int r = 0; r < M; r++) std::memcpy(s + size_t(r) * s_stride, tmp[r] + lo, sizeof(float) * (hi - lo));
 }
 
-// Few query rows (generation with few heads per group): transposing or converting the keys
-// would cost more than the dot products themselves, so each query row takes W keys at a time straight from
-// the cache, and one transposing reduction (Isa::hsums) turns W accumulators into W scores.
+// Rows of keys (q8_0) and few query rows (generation with few heads per group): transposing or
+// converting the keys would cost more than the dot products themselves, so each query row takes
+// W keys at a time straight from the cache, and one transposing reduction (Isa::hsums) turns W
+// accumulators into W scores.
 template <class Isa, uint32_t T>
 static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k_row_bytes, int n_k, float* s, int s_stride) {
     using V = typename Isa::V;
