@@ -39,22 +39,23 @@ static inline float cache_value(const void* row, int d) {
     }
 }
 
-// Tiled keys (kv_keys_tiled): dim d of the positions of tile t, kAttnKeyTile elements.
+// Tiled keys (kv_keys_tiled): the bytes of one dim of a tile (kAttnKeyTile elements), and
+// where dim d of tile t of a head's keys starts.
 template <uint32_t T>
-constexpr bool kTiledKeys = T == TYPE_F32 || T == TYPE_F16;
-template <uint32_t T>
-constexpr size_t kElemBytes = T == TYPE_F32 ? 4 : 2;  // of f32 and f16 caches (q8_0's are blocks)
-template <uint32_t T>
-static inline size_t key_dim_bytes() {
-    return kAttnKeyTile * kElemBytes<T>;
+constexpr size_t key_dim_bytes() {
+    return type_row_bytes(T, kAttnKeyTile);
+}
+template <uint32_t T, class Byte>
+static inline Byte* key_tile_dim(Byte* keys, int hd, int t, int d) {
+    return keys + (size_t(t) * hd + d) * key_dim_bytes<T>();
 }
 // Key (position p, dim d) of a kv head's keys, as fp32, in either layout.
 template <uint32_t T>
 static inline float key_value(const void* keys, int hd, int p, int d) {
     const char* k = static_cast<const char*>(keys);
-    if constexpr (kTiledKeys<T>) {
+    if constexpr (kv_keys_tiled(T)) {
         const int t = p / kAttnKeyTile, i = p % kAttnKeyTile;
-        return cache_value<T>(k + (size_t(t) * hd + d) * key_dim_bytes<T>(), i);
+        return cache_value<T>(key_tile_dim<T>(k, hd, t, d), i);
     } else {
         return cache_value<T>(k + size_t(p) * type_row_bytes(T, hd), d);
     }
@@ -117,15 +118,11 @@ constexpr int kValueDims = 32;  // dims per values tile
 // The cache a step reads was last read a whole step earlier, since when the weights have gone
 // through the caches: its rows come from L3 or memory, and a head's rows (a few KB) are too few
 // for the hardware prefetchers to reach their distance. So the kernels ask for the rows they
-// read kAheadRows positions ahead: the bytes of dims [d0, d1) of the row at `row`.
+// read kAheadRows positions ahead: every line of the row of hd values at `row`.
 constexpr int kAheadRows = 32;
 template <uint32_t T>
-static inline size_t row_offset(int d) {
-    return T == TYPE_Q8_0 ? size_t(d / QK8_0) * sizeof(block_q8_0) : size_t(d) * kElemBytes<T>;
-}
-template <uint32_t T>
-static inline void prefetch_dims(const char* row, int d0, int d1) {
-    for (size_t o = row_offset<T>(d0) / 64 * 64; o < row_offset<T>(d1); o += 64) __builtin_prefetch(row + o, 0, 3);
+static inline void prefetch_row(const char* row, int hd) {
+    for (size_t o = 0; o < type_row_bytes(T, hd); o += 64) __builtin_prefetch(row + o, 0, 3);
 }
 
 // f(std::integral_constant<int, m>()) for 1 <= m <= Max: a tile's row count as a template argument.
@@ -147,7 +144,7 @@ static void pack_keys(const char* k, size_t row_bytes, int n, int n_pf, int hd, 
     constexpr int W = Isa::W;
     for (int p0 = 0; p0 < stride; p0 += W) {
         const int rows = std::min(W, n - p0);  // <= 0 past the keys: a zero-padded group
-        for (int i = p0 + kAheadRows; i < std::min(p0 + kAheadRows + W, n_pf); i++) prefetch_dims<T>(k + i * row_bytes, 0, hd);
+        for (int i = p0 + kAheadRows; i < std::min(p0 + kAheadRows + W, n_pf); i++) prefetch_row<T>(k + i * row_bytes, hd);
         int d = 0;
         for (; d + W <= hd; d += W) {
             V v[W];
@@ -207,8 +204,7 @@ static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k
         int p = 0;
         for (; p + W <= n_k; p += W) {
             if (r == 0)
-                for (int i = p + kAheadRows; i < std::min(p + kAheadRows + W, n_k); i++)
-                    prefetch_dims<T>(k + i * k_row_bytes, 0, hd);
+                for (int i = p + kAheadRows; i < std::min(p + kAheadRows + W, n_k); i++) prefetch_row<T>(k + i * k_row_bytes, hd);
             V acc[W];
             HEARTH_UNROLL for (int i = 0; i < W; i++) acc[i] = Isa::zero();
             if constexpr (T == TYPE_Q8_0) {
@@ -248,13 +244,14 @@ static void scores_dots(const float* q, int n_q, int hd, const char* k, size_t k
 
 // Tiled keys are read in place, a tile at a time, for every query row; the tile two ahead is
 // prefetched by the first rows' pass (a step's cache comes from L3 or memory, kAheadRows).
+static_assert(kTile == kAttnKeyTile, "a scores tile reads one key tile");
 template <class Isa, uint32_t T>
 static void scores_tiled(const float* q, int n_q, int hd, const char* keys, int k0, int n_k, float* s, int s_stride) {
     const size_t d_bytes = key_dim_bytes<T>(), tile_bytes = d_bytes * hd;
     const int t0 = k0 / kTile, t1 = (k0 + n_k - 1) / kTile;
     for (int t = t0; t <= t1; t++) {
         const int lo = std::max(k0 - t * kTile, 0), hi = std::min(k0 + n_k - t * kTile, kTile);
-        const char* kt = keys + t * tile_bytes;
+        const char* kt = key_tile_dim<T>(keys, hd, t, 0);
         const char* pf = t + 2 <= t1 ? kt + 2 * tile_bytes : nullptr;
         for (int r0 = 0; r0 < n_q; r0 += Isa::kScoreRows) {
             float* sr = s + size_t(r0) * s_stride + (t * kTile + lo - k0);
@@ -269,7 +266,7 @@ template <class Isa, uint32_t T>
 static void scores_simd(const float* q, int n_q, int hd, const void* keys, int k0, int n_k, float* s, int s_stride,
                         float* scratch) {
     if (n_k <= 0) return;
-    if constexpr (kTiledKeys<T>) {
+    if constexpr (kv_keys_tiled(T)) {
         return scores_tiled<Isa, T>(q, n_q, hd, static_cast<const char*>(keys), k0, n_k, s, s_stride);
     } else {
         const size_t k_row_bytes = type_row_bytes(T, hd);
@@ -306,7 +303,7 @@ static inline void values_tile(const float* w, int w_stride, const char* v, size
     HEARTH_UNROLL for (int r = 0; r < M; r++) HEARTH_UNROLL for (int j = 0; j < NV; j++) acc[r][j] =
         first ? Isa::zero() : Isa::load(out + size_t(r) * out_stride + j * Isa::W);
     for (int p = 0; p < n; p++) {
-        if (p + kAheadRows < n_pf) prefetch_dims<T>(v + (p + kAheadRows) * row_bytes, 0, hd);
+        if (p + kAheadRows < n_pf) prefetch_row<T>(v + (p + kAheadRows) * row_bytes, hd);
         // M weights, then one vector of the value row at a time: M * NV + M + 1 registers.
         V wb[M];
         HEARTH_UNROLL for (int r = 0; r < M; r++) wb[r] = Isa::bcast(w + size_t(r) * w_stride + p);
@@ -366,7 +363,7 @@ static void values_simd(const float* w, int w_stride, int n_q, const void* v, si
             continue;
         }
         for (int p = 0; p < n; p++) {
-            if (p + kAheadRows < n_v - p0) prefetch_dims<T>(rows + (p + kAheadRows) * v_row_bytes, 0, hd);
+            if (p + kAheadRows < n_v - p0) prefetch_row<T>(rows + (p + kAheadRows) * v_row_bytes, hd);
             int d = 0;
             for (; d + W <= hd; d += W)
                 Isa::store(scratch + size_t(p) * hd + d, Isa::template load_row<T>(rows + p * v_row_bytes, d));
@@ -590,12 +587,11 @@ void kv_cache_store_key(uint32_t t, const float* x, void* keys, int pos, int hd)
     const int tile = pos / kAttnKeyTile, i = pos % kAttnKeyTile;
     switch (t) {
         case TYPE_F32:
-            for (int d = 0; d < hd; d++)
-                reinterpret_cast<float*>(k + (size_t(tile) * hd + d) * key_dim_bytes<TYPE_F32>())[i] = x[d];
+            for (int d = 0; d < hd; d++) reinterpret_cast<float*>(key_tile_dim<TYPE_F32>(k, hd, tile, d))[i] = x[d];
             break;
         case TYPE_F16:
             for (int d = 0; d < hd; d++)
-                reinterpret_cast<uint16_t*>(k + (size_t(tile) * hd + d) * key_dim_bytes<TYPE_F16>())[i] = fp32_to_fp16(x[d]);
+                reinterpret_cast<uint16_t*>(key_tile_dim<TYPE_F16>(k, hd, tile, d))[i] = fp32_to_fp16(x[d]);
             break;
         default: kv_cache_store_row(t, x, k + size_t(pos) * type_row_bytes(t, hd), hd); break;
     }
