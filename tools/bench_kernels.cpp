@@ -11,6 +11,7 @@
 //   decoded together, are memory-bound like one token while a kernel reads each weight once for
 //   all of them; on N threads from a matrix larger than the LLC, whether a kernel's compute
 //   and its reads from memory overlap);
+//   (HEARTH_BENCH_ROWS=TEXT: only the rows whose name contains TEXT, e.g. "x8 amx")
 //   8 and G tokens (G = HEARTH_BENCH_GEMM_TOKENS, default 64) on the first 1024 rows: GMAC/s,
 //   1 thread, and G tokens on N threads (the prompt is compute-bound);
 // and a '*' on the figures of the row pick_kernel takes at that token count. 1-thread figures are
@@ -153,6 +154,7 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
     for (int i = 0; i < n_rows; i++) {
         const KernelRow& row = table[i];
         if (row.op != KernelOp::matmul || row.type != type || !kernel_row_available(row)) continue;
+        if (const char* only = std::getenv("HEARTH_BENCH_ROWS"); only && describe(row).find(only) == std::string::npos) continue;
         const bool x8 = row.layout == Layout::rows_x8;
         const uint8_t* W = x8 ? w_x8.data() : w.data();
         const int all = x8 ? rows / 8 * 8 : rows;  // interleaved kernels take whole groups
