@@ -4,6 +4,8 @@
 //
 //   build/bench_kernels [rows=8192] [cols=8192] [threads=all] [types, e.g. q4_0,q8_0 (default q4_0,q8_0,q4_K,q6_K)]
 //
+// HEARTH_BENCH_ROWS=TEXT times only the rows whose name contains TEXT (e.g. "x8 avx512").
+//
 // Per weight type, a read-bandwidth baseline first, then per matmul row (both layouts):
 //   1 token, all rows: GB/s of weight bytes, 1 thread and N threads (generation is memory-bound);
 //   F tokens, all rows, 1 thread and N threads: GB/s of weight bytes, for each F of
@@ -11,7 +13,6 @@
 //   decoded together, are memory-bound like one token while a kernel reads each weight once for
 //   all of them; on N threads from a matrix larger than the LLC, whether a kernel's compute
 //   and its reads from memory overlap);
-//   (HEARTH_BENCH_ROWS=TEXT: only the rows whose name contains TEXT, e.g. "x8 amx")
 //   8 and G tokens (G = HEARTH_BENCH_GEMM_TOKENS, default 64) on the first 1024 rows: GMAC/s,
 //   1 thread, and G tokens on N threads (the prompt is compute-bound);
 // and a '*' on the figures of the row pick_kernel takes at that token count. 1-thread figures are
