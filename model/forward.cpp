@@ -47,7 +47,9 @@ RunStateBytes run_state_bytes(const ModelConfig& c, KvCacheTypes types, int max_
     const uint64_t cache = uint64_t(c.n_layers) * (type_row_bytes(types.k, kv_dim) + type_row_bytes(types.v, kv_dim));
     const uint64_t per_position_floats = hd                      // RoPE cos and sin
                                          + threads * kAttnRows;  // attention scores
-    return {(activations + attention) * sizeof(float), cache + per_position_floats * sizeof(float)};
+    // The cache holds n_ctx rounded up to whole key tiles (cache_stride): up to kAttnKeyTile - 1
+    // positions more, counted in the fixed part.
+    return {(activations + attention) * sizeof(float) + (kAttnKeyTile - 1) * cache, cache + per_position_floats * sizeof(float)};
 }
 
 // Positions a kv head's rows take in the cache: n_ctx in whole key tiles (cache_row).

@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include "kernels/attention.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "tests/test_helpers.h"
@@ -65,7 +66,8 @@ TEST_CASE("kv cache: run_state_bytes counts each type's bytes, and positions not
     const uint64_t kv_dim = uint64_t(c.n_kv_heads) * c.head_dim, layers = c.n_layers;
     const RunStateBytes f32 = run_state_bytes(c, {TYPE_F32, TYPE_F32}), f16 = run_state_bytes(c, {TYPE_F16, TYPE_F16});
     const RunStateBytes q8k = run_state_bytes(c, {TYPE_Q8_0, TYPE_F32});
-    CHECK(f32.fixed == f16.fixed);
+    // The cache rounds n_ctx up to whole key tiles: up to kAttnKeyTile - 1 positions more, in fixed.
+    CHECK(f32.fixed - f16.fixed == (kAttnKeyTile - 1) * layers * 2 * kv_dim * 2);
     CHECK(f32.per_position - f16.per_position == layers * 2 * kv_dim * 2);                   // 4 bytes -> 2, keys and values
     CHECK(f32.per_position - q8k.per_position == layers * (kv_dim * 4 - kv_dim / 32 * 34));  // keys only
     CHECK(run_state_bytes(c).per_position == f16.per_position);                              // f16 is the default
