@@ -6,8 +6,9 @@ file and its GGUF export) with the same -np, -c per slot and threads.
 
     tools/bench_server.py --model M.hearth [--gguf M.gguf] [--streams 1 2 4] [--tokens 128]
 
-Each configuration gets a fresh server (-np N, -c N x --ctx, -t --threads) on a free loopback
-port. After a warm-up request, N clients each stream one /v1/completions request at once, each
+Each configuration gets its own server (-np N, -c N x --ctx, -t --threads) on a free loopback
+port; all are started at once and the rounds go through them in turn (bench_all). After a
+warm-up request, N clients each stream one /v1/completions request at once, each
 with its own prompt of about --prompt-words words (so no slot reuses another's cache),
 temperature 0 and ignore_eos, so every stream generates exactly --tokens tokens. Per stream:
 time to first token (from sending the request to the first text) and generation speed (tokens
@@ -35,12 +36,17 @@ WORDS = ("the fire in the hearth burns low and warm while a small model writes o
          "on every core of an old laptop in the quiet of the night").split()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def free_port(taken=set()):
+    """A loopback port free now and not given out before (the servers started earlier may not
+    have bound theirs yet)."""
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in taken:
+            taken.add(port)
+            return port
 
 
 def wait_ready(port, proc, seconds=600):
@@ -147,39 +153,70 @@ def late_ttft(port, n, tokens, words, seed):
     return late["ttft"]
 
 
-def bench(name, cmd, port, streams, args):
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = []
-    threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True).start()
-    try:
-        wait_ready(port, proc)
-        round_of(port, 1, 8, 8, 999)  # warm-up: pages of the model in, threads started
-        rounds = [round_of(port, streams, args.tokens, args.prompt_words, rep) for rep in range(args.reps)]
-        late, late_note = [], ""
-        for rep in range(args.reps if streams > 1 else 0):
+class Server:
+    """One server under test: a configuration (name, -np) and its process, started with the others."""
+
+    def __init__(self, name, streams, cmd, port):
+        self.name, self.streams, self.cmd, self.port = name, streams, cmd, port
+        self.rounds, self.late, self.late_note, self.failed = [], [], "", ""
+        self.err = []
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        threading.Thread(target=lambda: self.err.append(self.proc.stderr.read()), daemon=True).start()
+
+    def fail(self, e):
+        self.failed = f"{e} {(self.err[0] if self.err else b'')[-400:].decode('utf-8', 'replace')!r}"
+        self.stop()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
             try:
-                late.append(late_ttft(port, streams, args.tokens, args.prompt_words, 100 + rep))
-            except RuntimeError as e:  # the column says so; the round's figures stand
-                late_note = f" (a round failed: {e})"
-    except Exception as e:
-        proc.kill()
-        proc.wait()
-        tail = (err[0] if err else b"")[-400:].decode("utf-8", "replace")
-        return f"| {name} | {streams} | failed: {e} {tail!r} | | | | |"
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
+                self.proc.wait(30)
             except subprocess.TimeoutExpired:
-                proc.kill()
-    ttft = statistics.median(r[0] for r in rounds)
-    per = statistics.median(r[1] for r in rounds)
-    total = statistics.median(r[2] for r in rounds)
-    steady = [r[3] for r in rounds if r[3]]
-    steady = f"{statistics.median(steady):.1f}" if steady else "-"
-    late_ms = (f"{statistics.median(late) * 1000:.0f}" if late else "-") + late_note
-    return f"| {name} | {streams} | {ttft * 1000:.0f} | {late_ms} | {per:.1f} | {total:.1f} | {steady} |"
+                self.proc.kill()
+                self.proc.wait()
+
+    def row(self):
+        if self.failed or not self.rounds:
+            return f"| {self.name} | {self.streams} | failed: {self.failed or 'no round ran'} | | | | |"
+        r = self.rounds
+        ttft, per, total = (statistics.median(x[i] for x in r) for i in range(3))
+        steady = [x[3] for x in r if x[3]]
+        steady = f"{statistics.median(steady):.1f}" if steady else "-"
+        late_ms = (f"{statistics.median(self.late) * 1000:.0f}" if self.late else "-") + self.late_note
+        return f"| {self.name} | {self.streams} | {ttft * 1000:.0f} | {late_ms} | {per:.1f} | {total:.1f} | {steady} |"
+
+
+def bench_all(servers, args):
+    """All servers run at once, idle but one: the rounds go through them in turn (rep by rep,
+    in an order that rotates), so that every configuration meets the same phases of a shared
+    machine, whose speed drifts within minutes, and the ratios between rows compare rounds run
+    side by side. The late-request rounds follow, in turn the same way."""
+    for sv in servers:
+        try:
+            wait_ready(sv.port, sv.proc)
+            round_of(sv.port, 1, 8, 8, 999)  # warm-up: pages of the model in, threads started
+        except Exception as e:
+            sv.fail(e)
+    live = [sv for sv in servers if not sv.failed]
+    for rep in range(args.reps):
+        for sv in live[rep % len(live):] + live[:rep % len(live)] if live else []:
+            if sv.failed:
+                continue
+            try:
+                sv.rounds.append(round_of(sv.port, sv.streams, args.tokens, args.prompt_words, rep))
+            except Exception as e:
+                sv.fail(e)
+    for rep in range(args.reps):
+        for sv in live:
+            if sv.failed or sv.streams < 2:
+                continue
+            try:
+                sv.late.append(late_ttft(sv.port, sv.streams, args.tokens, args.prompt_words, 100 + rep))
+            except RuntimeError as e:  # the column says so; the rounds' figures stand
+                sv.late_note = f" (a round failed: {e})"
+    for sv in servers:
+        sv.stop()
 
 
 def main():
@@ -198,22 +235,31 @@ def main():
     args = ap.parse_args()
 
     print(f"server: {os.path.basename(args.model)}, {args.threads} threads, -c {args.ctx} per slot, prompts of ~{args.prompt_words} "
-          f"words, {args.tokens} tokens per stream (ignore_eos, temperature 0), medians of {args.reps} rounds")
+          f"words, {args.tokens} tokens per stream (ignore_eos, temperature 0), medians of {args.reps} rounds, "
+          f"the servers' rounds alternated")
     print()
     print("| server | streams | time to first token, ms (median) | ... of one more arriving while they generate, ms | "
           "tok/s per stream | tok/s in all (wall time) | tok/s in all while all generate |")
     print("|---|---|---|---|---|---|---|")
     sys.stdout.flush()
-    for n in args.streams:
-        port = free_port()
-        cmd = [args.run, args.model, "--server", "--port", str(port), "-np", str(n), "-c", str(n * args.ctx), "-t", str(args.threads)]
-        cmd += shlex.split(args.hearth_args)
-        print(bench("hearth " + args.hearth_args if args.hearth_args else "hearth", cmd, port, n, args), flush=True)
-        if args.llama_server and args.gguf:
+    servers = []
+    try:
+        for n in args.streams:
             port = free_port()
-            cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-np", str(n),
-                   "-c", str(n * args.ctx), "-t", str(args.threads), "-tb", str(args.threads)]
-            print(bench("llama-server", cmd, port, n, args), flush=True)
+            cmd = [args.run, args.model, "--server", "--port", str(port), "-np", str(n), "-c", str(n * args.ctx),
+                   "-t", str(args.threads)] + shlex.split(args.hearth_args)
+            servers.append(Server("hearth " + args.hearth_args if args.hearth_args else "hearth", n, cmd, port))
+            if args.llama_server and args.gguf:
+                port = free_port()
+                cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-np", str(n),
+                       "-c", str(n * args.ctx), "-t", str(args.threads), "-tb", str(args.threads)]
+                servers.append(Server("llama-server", n, cmd, port))
+        bench_all(servers, args)
+    finally:
+        for sv in servers:
+            sv.stop()
+    for sv in servers:
+        print(sv.row(), flush=True)
     if not (args.llama_server and args.gguf):
         print()
         print("llama-server: not run (set LLAMA_SERVER to its binary, built by ../shared/tools/build-peers.sh, and give --gguf)")
