@@ -51,8 +51,8 @@ struct RunState {
 
 // Bytes make_run_state allocates for a context of n_ctx positions, at most: the KV cache, the
 // RoPE table and the buffers, so that a program can check them against the machine's memory
-// before anything large is allocated. It is fixed + per_position * n_ctx (fixed counts the
-// positions by which the cache rounds n_ctx up to whole key tiles, at most).
+// before anything large is allocated. It is fixed + per_position * n_ctx; fixed includes the
+// kAttnKeyTile - 1 positions by which the cache may round n_ctx up to whole key tiles.
 struct RunStateBytes {
     uint64_t fixed, per_position;
     uint64_t total(int n_ctx) const { return fixed + per_position * uint64_t(n_ctx); }
