@@ -71,6 +71,7 @@ def stream_one(port, prompt, tokens, result):
     t0 = time.time()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    result["connection"] = c  # late_ttft closes it to cancel the stream
     r = c.getresponse()
     if r.status != 200:
         result["error"] = f"HTTP {r.status}: {r.read()[:200]!r}"
@@ -79,24 +80,29 @@ def stream_one(port, prompt, tokens, result):
     chunks = 0
     times = []  # when each piece of text came
     usage = None
-    for raw in r:
-        line = raw.decode("utf-8", "replace").strip()
-        if not line.startswith("data: ") or line == "data: [DONE]":
-            continue
-        ev = json.loads(line[6:])
-        if ev.get("usage"):
-            usage = ev["usage"].get("completion_tokens")
-        for ch in ev.get("choices") or []:
-            if ch.get("finish_reason"):
-                result["finish_reason"] = ch["finish_reason"]
-            if ch.get("text"):
-                now = time.time()
-                if first is None and "first_text" in result:
-                    result["first_text"].set()
-                first = first or now
-                last = now
-                chunks += 1
-                times.append(now)
+    try:
+        for raw in r:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            ev = json.loads(line[6:])
+            if ev.get("usage"):
+                usage = ev["usage"].get("completion_tokens")
+            for ch in ev.get("choices") or []:
+                if ch.get("finish_reason"):
+                    result["finish_reason"] = ch["finish_reason"]
+                if ch.get("text"):
+                    now = time.time()
+                    if first is None and "first_text" in result:
+                        result["first_text"].set()
+                    first = first or now
+                    last = now
+                    chunks += 1
+                    times.append(now)
+    except (OSError, ValueError, http.client.HTTPException):
+        if result.get("cancelled"):  # late_ttft closed the connection: the stream's figures are not used
+            return
+        raise
     n = usage if usage else chunks
     result.update(ttft=(first - t0) if first else None, tokens=n,
                   speed=(n - 1) / (last - first) if first and last and last > first else None, end=time.time(),
@@ -145,10 +151,18 @@ def late_ttft(port, n, tokens, words, seed):
     late = {}
     stream_one(port, prompt_of(seed, n - 1, words), tokens, late)
     still = sum(1 for r in busy if "end" not in r)
+    # The others need not finish their long replies: closing their connections cancels them.
+    for r in busy:
+        if "end" not in r:
+            r["cancelled"] = True
+            try:
+                r["connection"].sock.shutdown(socket.SHUT_RDWR)
+            except (AttributeError, OSError):
+                pass
     for t in threads:
         t.join()
     if late.get("ttft") is None or still < n - 1:
-        brief = {k: v for k, v in late.items() if k != "times"}
+        brief = {k: v for k, v in late.items() if k not in ("times", "connection")}
         raise RuntimeError(f"the late request failed, or {n - 1 - still} of the others ended first: {brief}")
     return late["ttft"]
 
