@@ -7,8 +7,8 @@ file and its GGUF export) with the same -np, -c per slot and threads.
     tools/bench_server.py --model M.hearth [--gguf M.gguf] [--streams 1 2 4] [--tokens 128]
 
 Each configuration gets its own server (-np N, -c N x --ctx, -t --threads) on a free loopback
-port; all are started at once and the rounds go through them in turn (bench_all). After a
-warm-up request, N clients each stream one /v1/completions request at once, each
+port; hearth's are started at once and their rounds go through them in turn (bench_all), then
+llama-server's one at a time (main). After a warm-up request, N clients each stream one /v1/completions request at once, each
 with its own prompt of about --prompt-words words (so no slot reuses another's cache),
 temperature 0 and ignore_eos, so every stream generates exactly --tokens tokens. Per stream:
 time to first token (from sending the request to the first text) and generation speed (tokens
@@ -250,30 +250,42 @@ def main():
 
     print(f"server: {os.path.basename(args.model)}, {args.threads} threads, -c {args.ctx} per slot, prompts of ~{args.prompt_words} "
           f"words, {args.tokens} tokens per stream (ignore_eos, temperature 0), medians of {args.reps} rounds, "
-          f"the servers' rounds alternated")
+          f"hearth's servers' rounds alternated")
     print()
     print("| server | streams | time to first token, ms (median) | ... of one more arriving while they generate, ms | "
           "tok/s per stream | tok/s in all (wall time) | tok/s in all while all generate |")
     print("|---|---|---|---|---|---|---|")
     sys.stdout.flush()
-    servers = []
-    try:
+    # hearth's servers share the model file's pages, so all of them are up at once and their
+    # rounds alternated. llama-server copies the weights into its own memory (its CPU repacking):
+    # three 7B copies at once left too little page cache for hearth's file, which then was read
+    # from disk at every token. So its configurations run one at a time, after hearth's.
+    groups = [[]]
+    for n in args.streams:
+        port = free_port()
+        cmd = [args.run, args.model, "--server", "--port", str(port), "-np", str(n), "-c", str(n * args.ctx),
+               "-t", str(args.threads)] + shlex.split(args.hearth_args)
+        groups[0].append(("hearth " + args.hearth_args if args.hearth_args else "hearth", n, cmd, port))
+    if args.llama_server and args.gguf:
         for n in args.streams:
             port = free_port()
-            cmd = [args.run, args.model, "--server", "--port", str(port), "-np", str(n), "-c", str(n * args.ctx),
-                   "-t", str(args.threads)] + shlex.split(args.hearth_args)
-            servers.append(Server("hearth " + args.hearth_args if args.hearth_args else "hearth", n, cmd, port))
-            if args.llama_server and args.gguf:
-                port = free_port()
-                cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-np", str(n),
-                       "-c", str(n * args.ctx), "-t", str(args.threads), "-tb", str(args.threads)]
-                servers.append(Server("llama-server", n, cmd, port))
-        bench_all(servers, args)
-    finally:
+            cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-np", str(n),
+                   "-c", str(n * args.ctx), "-t", str(args.threads), "-tb", str(args.threads)]
+            groups.append([("llama-server", n, cmd, port)])
+    rows = {}
+    for group in groups:
+        servers = []
+        try:
+            for name, n, cmd, port in group:
+                servers.append(Server(name, n, cmd, port))
+            bench_all(servers, args)
+        finally:
+            for sv in servers:
+                sv.stop()
         for sv in servers:
-            sv.stop()
-    for sv in servers:
-        print(sv.row(), flush=True)
+            rows[(sv.streams, sv.name.startswith("llama"))] = sv.row()
+    for key in sorted(rows):
+        print(rows[key], flush=True)
     if not (args.llama_server and args.gguf):
         print()
         print("llama-server: not run (set LLAMA_SERVER to its binary, built by ../shared/tools/build-peers.sh, and give --gguf)")
