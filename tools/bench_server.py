@@ -229,8 +229,6 @@ def bench_all(servers, args):
                 sv.late.append(late_ttft(sv.port, sv.streams, args.tokens, args.prompt_words, 100 + rep))
             except Exception as e:  # the column says so; the rounds' figures stand
                 sv.late_note = f" (a round failed: {e})"
-    for sv in servers:
-        sv.stop()
 
 
 def main():
