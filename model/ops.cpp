@@ -7,10 +7,18 @@
 namespace hearth {
 
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
+    // The sum of squares in 16 interleaved partial sums, added up at the end: independent chains
+    // that the compiler makes one vector. One chain of 2048 dependent adds (TinyLlama's dim) took
+    // ~3 us, and a batch of 8 tokens pays it 8 times per norm.
+    float part[16] = {};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) part[j] += x[i + j] * x[i + j];
     float ss = 0.0f;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    for (int j = 0; j < 16; j++) ss += part[j];
+    for (; i < n; i++) ss += x[i] * x[i];
     float scale = 1.0f / std::sqrt(ss / float(n) + eps);
-    for (int i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
+    for (i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
 }
 
 void softmax(float* x, int n) { softmax_f32(x, n); }
