@@ -49,6 +49,7 @@ public:
 private:
     SamplerParams params_;
     Rng rng_;
+    std::vector<Candidate> candidates_;  // sample's, reused
 };
 
 }  // namespace hearth
