@@ -23,32 +23,46 @@ int Sampler::argmax(const float* logits, int vocab) {
 }
 
 // As llama.cpp and the CTRL paper: a seen token's positive logit is divided by the
-// penalty, a negative one multiplied, so either way it becomes less likely.
-void Sampler::apply_repeat_penalty(std::vector<Candidate>& c, const std::vector<int>& recent, int last_n, float penalty) {
+// penalty, a negative one multiplied, so either way it becomes less likely. Each id once,
+// however often it occurs in the last last_n.
+void Sampler::apply_repeat_penalty(float* logits, int vocab, const std::vector<int>& recent, int last_n, float penalty) {
     if (penalty == 1.0f || last_n <= 0 || recent.empty()) return;
     std::unordered_set<int> seen(recent.end() - std::min<size_t>(recent.size(), size_t(last_n)), recent.end());
-    for (Candidate& x : c)
-        if (seen.count(x.id)) x.logit = x.logit > 0 ? x.logit / penalty : x.logit * penalty;
+    for (int id : seen)
+        if (id >= 0 && id < vocab) logits[id] = logits[id] > 0 ? logits[id] / penalty : logits[id] * penalty;
 }
 
-static void sort_by_logit(std::vector<Candidate>& c) {
-    std::sort(c.begin(), c.end(),
-              [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
+// Highest logit first, the lower id first on ties: the order every step keeps.
+static bool ranks_before(const Candidate& a, const Candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
 
-void Sampler::keep_top_k(std::vector<Candidate>& c, int k) {
-    if (k <= 0 || size_t(k) >= c.size()) {
-        sort_by_logit(c);
+// One pass over the logits with the k best so far in a heap whose top is the worst of them, so
+// that nearly every id costs one comparison; sorting all 32000 candidates (or partially) for
+// every token cost ~0.1 ms, paid per slot per step by the server.
+void Sampler::top_k(const float* logits, int vocab, int k, std::vector<Candidate>& c) {
+    c.clear();
+    if (k <= 0 || k >= vocab) {
+        for (int i = 0; i < vocab; i++) c.push_back({i, logits[i], 0.0f});
+        std::sort(c.begin(), c.end(), ranks_before);
         return;
     }
-    std::partial_sort(c.begin(), c.begin() + k, c.end(), [](const Candidate& a, const Candidate& b) {
-        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-    });
-    c.resize(k);
+    for (int i = 0; i < vocab; i++) {
+        const Candidate x{i, logits[i], 0.0f};
+        if (int(c.size()) < k) {
+            c.push_back(x);
+            std::push_heap(c.begin(), c.end(), ranks_before);
+        } else if (ranks_before(x, c.front())) {
+            std::pop_heap(c.begin(), c.end(), ranks_before);
+            c.back() = x;
+            std::push_heap(c.begin(), c.end(), ranks_before);
+        }
+    }
+    std::sort_heap(c.begin(), c.end(), ranks_before);
 }
 
 void Sampler::softmax_with_temperature(std::vector<Candidate>& c, float temperature) {
-    sort_by_logit(c);
+    std::sort(c.begin(), c.end(), ranks_before);
     float max = c[0].logit, sum = 0.0f;
     for (Candidate& x : c) {
         x.p = std::exp((x.logit - max) / temperature);
@@ -82,21 +96,15 @@ void Sampler::keep_min_p(std::vector<Candidate>& c, float min_p) {
 }
 
 int Sampler::sample(const float* logits, int vocab, const std::vector<int>& recent) {
-    // The candidates' buffer is kept between calls: a fresh one per token (384 KB for a 32000-id
-    // vocabulary) went back to the system each time and came back as page faults, about 1% of
-    // a server step of 8 slots.
-    std::vector<Candidate>& c = candidates_;
-    c.resize(size_t(vocab));
-    for (int i = 0; i < vocab; i++) c[i] = {i, logits[i], 0.0f};
-    apply_repeat_penalty(c, recent, params_.repeat_last_n, params_.repeat_penalty);
-    if (params_.temperature <= 0.0f) {
-        return std::max_element(c.begin(), c.end(),
-                                [](const Candidate& a, const Candidate& b) {
-                                    return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
-                                })
-            ->id;
+    const float* v = logits;
+    if (params_.repeat_penalty != 1.0f && params_.repeat_last_n > 0 && !recent.empty()) {
+        penalized_.assign(logits, logits + vocab);
+        apply_repeat_penalty(penalized_.data(), vocab, recent, params_.repeat_last_n, params_.repeat_penalty);
+        v = penalized_.data();
     }
-    keep_top_k(c, params_.top_k);
+    if (params_.temperature <= 0.0f) return argmax(v, vocab);
+    std::vector<Candidate>& c = candidates_;  // kept between calls: no allocation per token
+    top_k(v, vocab, params_.top_k, c);
     // top-p and min-p act on the distribution before temperature, as in llama.cpp.
     softmax_with_temperature(c, 1.0f);
     keep_top_p(c, params_.top_p);

@@ -39,8 +39,9 @@ public:
 
     // The steps, public so tests can check each one's effect on a distribution.
     // Each keeps `c` sorted by logit, highest first (after top_k/top_p/min_p/softmax).
-    static void apply_repeat_penalty(std::vector<Candidate>& c, const std::vector<int>& recent, int last_n, float penalty);
-    static void keep_top_k(std::vector<Candidate>& c, int k);
+    static void apply_repeat_penalty(float* logits, int vocab, const std::vector<int>& recent, int last_n, float penalty);
+    // c = the k highest logits as candidates, sorted (all of them when k <= 0 or k >= vocab).
+    static void top_k(const float* logits, int vocab, int k, std::vector<Candidate>& c);
     static void softmax_with_temperature(std::vector<Candidate>& c, float temperature);  // fills p, sorts
     static void keep_top_p(std::vector<Candidate>& c, float top_p);                      // needs p
     static void keep_min_p(std::vector<Candidate>& c, float min_p);                      // needs p
@@ -49,7 +50,8 @@ public:
 private:
     SamplerParams params_;
     Rng rng_;
-    std::vector<Candidate> candidates_;  // sample's, reused
+    std::vector<Candidate> candidates_;  // sample's buffers, reused
+    std::vector<float> penalized_;
 };
 
 }  // namespace hearth

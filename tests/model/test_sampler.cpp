@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <random>
 #include <vector>
 
 #include "model/sampler.h"
@@ -26,14 +28,34 @@ TEST_CASE("temperature 0 is greedy: the highest logit, lowest id on ties") {
 }
 
 TEST_CASE("top-k keeps exactly the k highest logits") {
-    auto c = candidates({0.5f, 2.0f, -1.0f, 3.0f, 1.0f});
-    Sampler::keep_top_k(c, 2);
+    std::vector<float> logits = {0.5f, 2.0f, -1.0f, 3.0f, 1.0f};
+    std::vector<Candidate> c;
+    Sampler::top_k(logits.data(), 5, 2, c);
     REQUIRE(c.size() == 2);
     CHECK(c[0].id == 3);
     CHECK(c[1].id == 1);
-    auto all = candidates({0.5f, 2.0f});
-    Sampler::keep_top_k(all, 0);  // 0 = off
-    CHECK(all.size() == 2);
+    Sampler::top_k(logits.data(), 2, 0, c);  // 0 = off: all, sorted
+    REQUIRE(c.size() == 2);
+    CHECK(c[0].id == 1);
+    CHECK(c[1].id == 0);
+}
+
+TEST_CASE("top-k is the first k of all the logits sorted, lower id first on ties") {
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> level(0, 40);  // few distinct values: many ties
+    for (int vocab : {1, 7, 100, 5000})
+        for (int k : {1, 2, 40, vocab - 1, vocab, vocab + 3}) {
+            std::vector<float> logits(vocab);
+            for (float& l : logits) l = 0.25f * float(level(rng)) - 5.0f;
+            std::vector<int> order(vocab);
+            for (int i = 0; i < vocab; i++) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+            std::vector<Candidate> c;
+            Sampler::top_k(logits.data(), vocab, k, c);
+            const int want = k <= 0 || k >= vocab ? vocab : k;
+            REQUIRE(int(c.size()) == want);
+            for (int i = 0; i < want; i++) CHECK(c[i].id == order[i]);
+        }
 }
 
 TEST_CASE("softmax with temperature gives exp(l/T) / sum exp(l/T)") {
@@ -80,12 +102,23 @@ TEST_CASE("min-p drops tokens below min_p times the top probability") {
 }
 
 TEST_CASE("repetition penalty divides positive and multiplies negative logits of recent tokens") {
-    auto c = candidates({2.0f, -2.0f, 1.0f, 4.0f});
-    Sampler::apply_repeat_penalty(c, {0, 1, 3}, 2, 2.0f);  // only the last 2 (1 and 3) count
-    CHECK(c[0].logit == 2.0f);
-    CHECK(c[1].logit == -4.0f);
-    CHECK(c[2].logit == 1.0f);
-    CHECK(c[3].logit == 2.0f);
+    std::vector<float> l = {2.0f, -2.0f, 1.0f, 4.0f};
+    Sampler::apply_repeat_penalty(l.data(), 4, {0, 1, 3, 3}, 3, 2.0f);  // only the last 3 (1, 3, 3) count, 3 once
+    CHECK(l[0] == 2.0f);
+    CHECK(l[1] == -4.0f);
+    CHECK(l[2] == 1.0f);
+    CHECK(l[3] == 2.0f);
+}
+
+TEST_CASE("greedy with a repetition penalty takes the best logit after the penalty") {
+    SamplerParams p;
+    p.temperature = 0.0f;
+    p.repeat_penalty = 2.0f;
+    Sampler s(p);
+    std::vector<float> logits = {1.0f, 3.0f, 2.0f};
+    CHECK(s.sample(logits.data(), 3, {}) == 1);
+    CHECK(s.sample(logits.data(), 3, {1}) == 2);  // 3 / 2 < 2
+    CHECK(logits[1] == 3.0f);                     // the caller's logits are left alone
 }
 
 // Pearson's chi-square statistic of observed counts against expected probabilities.
