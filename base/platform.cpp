@@ -59,6 +59,11 @@ static bool read_number(const std::string& path, uint64_t* out) {
     return bool(f >> *out);
 }
 
+size_t l1_data_cache_bytes() {
+    const long n = sysconf(_SC_LEVEL1_DCACHE_SIZE);  // glibc reads it from CPUID
+    return n > 0 ? size_t(n) : 0;
+}
+
 uint64_t available_memory_bytes() {
     uint64_t available = 0;
     std::ifstream meminfo("/proc/meminfo");
@@ -119,6 +124,12 @@ int physical_core_count() {
     return hardware_threads();
 }
 
+size_t l1_data_cache_bytes() {
+    int64_t n = 0;
+    size_t size = sizeof n;
+    return sysctlbyname("hw.l1dcachesize", &n, &size, nullptr, 0) == 0 && n > 0 ? size_t(n) : 0;
+}
+
 uint64_t available_memory_bytes() {
     vm_statistics64_data_t vm;
     mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
@@ -158,6 +169,8 @@ int physical_core_count() {
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? int(n) : hardware_threads();
 }
+
+size_t l1_data_cache_bytes() { return 0; }
 
 uint64_t available_memory_bytes() { return 0; }
 std::string executable_path() { return ""; }

@@ -17,6 +17,9 @@ int physical_core_count();
 // cgroup (a container) limits the process more. 0 when it cannot be told.
 uint64_t available_memory_bytes();
 
+// The first-level data cache of one core, in bytes; 0 when it cannot be told.
+size_t l1_data_cache_bytes();
+
 // The path of the running program, "" when it cannot be told.
 std::string executable_path();
 

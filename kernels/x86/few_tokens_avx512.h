@@ -1,7 +1,7 @@
 // The driver the few-token kernels on interleaved rows share (x86/gemv_avx512.cpp for Q4_0
 // and Q8_0, x86/gemv_q4_k_avx512.cpp for Q4_K): the activations copied once per call into
 // blocks of up to kMaxTok tokens, then whole groups of rows [r0, r1), any number of tokens, in
-// chunks of kChunk weight blocks (columns), in each chunk the pairs of groups, and in each pair
+// chunks of `chunk` weight blocks (columns), in each chunk the pairs of groups, and in each pair
 // the blocks of tokens. The activations of token block j start at kMaxTok * j * nb * kTokBytes
 // bytes (every block before the last is full). Each pair's chunk adds its partial sums to the
 // output after the first. What differs per type is K, the kernels by token count:
@@ -28,9 +28,9 @@ inline uint8_t* few_tokens_act_buf(size_t bytes) {
     return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
 }
 
-template <class K, int kMaxTok, int kChunk, size_t kRec, size_t kTokBytes>
-void few_tokens_x8(const void* W, size_t wrb, const void* A, size_t arb, int nb, int n_tokens, float* out, int os, int r0,
-                   int r1) {
+template <class K, int kMaxTok, size_t kRec, size_t kTokBytes>
+void few_tokens_x8(const void* W, size_t wrb, const void* A, size_t arb, int nb, int n_tokens, float* out, int os, int r0, int r1,
+                   int chunk) {
     if (r0 >= r1 || n_tokens <= 0) return;
     uint8_t* buf = few_tokens_act_buf(size_t(n_tokens) * size_t(nb) * kTokBytes);
     for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
@@ -41,8 +41,8 @@ void few_tokens_x8(const void* W, size_t wrb, const void* A, size_t arb, int nb,
     const size_t group_bytes = 8 * wrb;
     // The second group of the pair at row r (itself for an odd last group).
     auto second = [&](const uint8_t* ga, int r) { return r + 8 < r1 ? ga + group_bytes : ga; };
-    for (int kb = 0; kb < nb; kb += kChunk) {
-        const int kn = std::min(kChunk, nb - kb);
+    for (int kb = 0; kb < nb; kb += chunk) {
+        const int kn = std::min(chunk, nb - kb);
         for (int r = r0; r < r1; r += 16) {
             const uint8_t* ga = Wc + size_t(r) * wrb + size_t(kb) * kRec;
             const uint8_t* gb = second(ga, r);

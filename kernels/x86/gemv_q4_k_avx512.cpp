@@ -245,7 +245,7 @@ void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols
                 int r1) {
     static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
     // 276 bytes per token and super-block
-    few_tokens_x8<Kernels, kMaxTok, kChunk, kRec, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out, os, r0, r1);
+    few_tokens_x8<Kernels, kMaxTok, kRec, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out, os, r0, r1, kChunk);
 }
 
 }  // namespace

@@ -147,7 +147,8 @@ std::vector<int> token_counts(int min_tokens) {
 }
 
 // Rows of one block, of a few, and past the 32-block (4-super-block) chunks of the SIMD kernels
-// (and the 64-block chunks of x86/gemv_avx512.cpp, the 8-super-block ones of gemv_q4_k_avx512.cpp).
+// (and the 64-block chunks of x86/gemv_avx512.cpp where the L1 is below 48 KB, the 8-super-block
+// ones of gemv_q4_k_avx512.cpp; test_x8_kernels.cpp calls those with more).
 std::vector<int> block_counts(uint32_t type) {
     if (is_float_type(type)) return {7, 64, 173};
     return type_block_size(type) == QK_K ? std::vector<int>{1, 5, 9} : std::vector<int>{1, 3, 33, 70};

@@ -273,7 +273,8 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: t
 // The few-token kernels (kernels/x86/gemv_avx512.cpp, gemv_q4_k_avx512.cpp) called directly, for
 // every token count they are picked at (1..31) and past it: blocks of 8 tokens and every
 // remainder (Q4_K: one pass over each chunk up to 4 tokens, two from 5), 16-row pairs and an odd
-// last group paired with itself, column chunks (64 blocks, 8 Q4_K super-blocks) and their tails,
+// last group paired with itself, column chunks (64 or 128 blocks by the L1's size, 8 Q4_K
+// super-blocks) and their tails,
 // row ranges that start at a group after the first; against the scalar twin within rounding.
 TEST_CASE("x8 few-token (AVX-512 VNNI, zmm) equals the scalar twin within rounding: tokens 1..33, groups, blocks, ranges") {
     struct FewCase {
@@ -285,7 +286,7 @@ TEST_CASE("x8 few-token (AVX-512 VNNI, zmm) equals the scalar twin within roundi
                              {TYPE_Q8_0, matmul_q8_0x8_few_avx512, matmul_q8_0x8_rows_scalar}};
     for (const FewCase& fc : cases) {
         const bool k_type = fc.plain == TYPE_Q4_K;
-        for (int nb : k_type ? std::vector<int>{1, 3, 8, 9, 19} : std::vector<int>{1, 3, 64, 65}) {
+        for (int nb : k_type ? std::vector<int>{1, 3, 8, 9, 19} : std::vector<int>{1, 3, 64, 65, 129}) {
             const int cols = nb * type_block_size(fc.plain);
             for (int groups : {1, 2, 3, 5}) {
                 const int rows = 8 * groups + 5;  // a plain tail the kernel must leave alone
