@@ -22,11 +22,15 @@ int Sampler::argmax(const float* logits, int vocab) {
     return best;
 }
 
+static bool repeat_penalty_applies(const std::vector<int>& recent, int last_n, float penalty) {
+    return penalty != 1.0f && last_n > 0 && !recent.empty();
+}
+
 // As llama.cpp and the CTRL paper: a seen token's positive logit is divided by the
 // penalty, a negative one multiplied, so either way it becomes less likely. Each id once,
 // however often it occurs in the last last_n.
 void Sampler::apply_repeat_penalty(float* logits, int vocab, const std::vector<int>& recent, int last_n, float penalty) {
-    if (penalty == 1.0f || last_n <= 0 || recent.empty()) return;
+    if (!repeat_penalty_applies(recent, last_n, penalty)) return;
     std::unordered_set<int> seen(recent.end() - std::min<size_t>(recent.size(), size_t(last_n)), recent.end());
     for (int id : seen)
         if (id >= 0 && id < vocab) logits[id] = logits[id] > 0 ? logits[id] / penalty : logits[id] * penalty;
@@ -97,7 +101,7 @@ void Sampler::keep_min_p(std::vector<Candidate>& c, float min_p) {
 
 int Sampler::sample(const float* logits, int vocab, const std::vector<int>& recent) {
     const float* v = logits;
-    if (params_.repeat_penalty != 1.0f && params_.repeat_last_n > 0 && !recent.empty()) {
+    if (repeat_penalty_applies(recent, params_.repeat_last_n, params_.repeat_penalty)) {  // on a copy: logits are the caller's
         penalized_.assign(logits, logits + vocab);
         apply_repeat_penalty(penalized_.data(), vocab, recent, params_.repeat_last_n, params_.repeat_penalty);
         v = penalized_.data();
