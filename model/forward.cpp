@@ -139,8 +139,13 @@ struct AttnSeq {
     int row0, n, pos, per_head;  // its rows in w, its tokens and first position, tasks per kv head
 };
 
+// The sets of attention buffers make_run_state gave s: one per thread it may run on.
+static int attention_buffer_sets(const ModelConfig& c, const RunState& s) {
+    return int(s.att_q.size() / (size_t(kAttnRows) * c.head_dim));
+}
+
 static int attention_tasks_per_head(const ModelConfig& c, const RunState& s, int n) {
-    const int rows = n * (c.n_heads / c.n_kv_heads), threads = int(s.att_q.size() / (size_t(kAttnRows) * c.head_dim));
+    const int rows = n * (c.n_heads / c.n_kv_heads), threads = attention_buffer_sets(c, s);
     return std::max((rows + kAttnRows - 1) / kAttnRows,
                     std::min((threads + c.n_kv_heads - 1) / c.n_kv_heads, std::max(1, rows / kAttnFewRows)));
 }
@@ -192,7 +197,7 @@ static void attention(const ModelConfig& c, RunState& w, const AttnSeq* seqs, in
     for (int i = 0; i < n_seqs; i++) {
         total += c.n_kv_heads * seqs[i].per_head;
         rows += seqs[i].n;
-        threads = std::min(threads, int(seqs[i].s->att_q.size() / (size_t(kAttnRows) * hd)));  // the buffers' sets
+        threads = std::min(threads, attention_buffer_sets(c, *seqs[i].s));
     }
 #pragma omp parallel num_threads(threads)
     {

@@ -11,14 +11,14 @@ port; hearth's are started at once and their rounds go through them in turn (ben
 llama-server's run one at a time (main). After a warm-up request, N clients each stream one
 /v1/completions request at once, each with its own prompt of about --prompt-words words (so no
 slot reuses another's cache), temperature 0 and ignore_eos, so every stream generates exactly
---tokens tokens. Per stream: time to first token (from sending the request to the first
-text) and generation speed (tokens after the first over the time after the first). The table gives the median TTFT, the mean
-per-stream speed, the total generated tokens over the wall time of the round (all streams, the
-prompts' reading included), and the decoding rate of all streams together while all of them
-generate (their tokens between the last stream's first text and the first stream's last),
-medians over --reps rounds. With N > 1 streams, also the TTFT of a request that arrives while
-N - 1 others generate (continuous batching: it should be near the idle server's, the 1-stream
-row's). Standard library only.
+--tokens tokens. Per stream: time to first token (from sending the request to the first text)
+and generation speed (tokens after the first over the time after the first). The table gives the
+median TTFT, the mean per-stream speed, the total generated tokens over the wall time of the
+round (all streams, the prompts' reading included), and the decoding rate of all streams
+together while all of them generate (their tokens between the last stream's first text and the
+first stream's last), medians over --reps rounds. With N > 1 streams, also the TTFT of a request
+that arrives while N - 1 others generate (continuous batching: it should be near the idle
+server's, the 1-stream row's). Standard library only.
 """
 import argparse
 import http.client
