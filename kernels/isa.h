@@ -7,9 +7,11 @@
 //                        the AVX2 GEMM tiles use them (x86/avx2_util.h), no rows of their own
 //   HEARTH_ISA_AVX512    AVX512F + BW + VL + VNNI: the zmm GEMMs (x86/gemm_avx512.cpp) and
 //                        the zmm attention kernels (kernels/attention.cpp)
-//   HEARTH_ISA_AMX       ... and AMX-TILE + AMX-INT8: the tile GEMMs (x86/gemm_amx.cpp; their
-//                        float side is AVX-512). Usable only once the OS grants the tiles' state
-//                        (kernels/table.cpp asks, base/platform.h)
+//   HEARTH_ISA_AMX       ... and AMX-TILE + AMX-INT8, and AVX512-VBMI (every CPU with AMX has
+//                        it): the tile GEMMs (x86/gemm_amx.cpp; their float side is AVX-512,
+//                        and the Q4_K one packs its weights with a byte permute). Usable only
+//                        once the OS grants the tiles' state (kernels/table.cpp asks,
+//                        base/platform.h)
 //   HEARTH_ISA_NEON      AArch64 Advanced SIMD (arm/)
 //   HEARTH_ISA_DOTPROD   ... and SDOT: the NEON kernels use it inside, no rows of their own
 //   HEARTH_ISA_I8MM      ... and SMMLA: the GEMMs of arm/gemm_neon_i8mm.cpp
@@ -23,7 +25,7 @@
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define HEARTH_ISA_AVX512 1
-#if defined(__AMX_INT8__) && defined(__AMX_TILE__)
+#if defined(__AMX_INT8__) && defined(__AMX_TILE__) && defined(__AVX512VBMI__)
 #define HEARTH_ISA_AMX 1
 #endif
 #endif

@@ -51,6 +51,8 @@
 //    are padded); measured against the zmm GEMM on one thread (1024 x 2048, a shared, loaded
 //    2-vCPU Xeon; best of 40 alternated calls, noise ~10%): AMX / zmm = 0.6 at 8 tokens, 0.8-1.07
 //    at 16, 0.93 at 24, 1.06-1.15 at 32, 1.1-1.2 at 64 and 128 (docs/benchmarks.md, "AMX prompt GEMM").
+//    Interleaved Q4_K from 32 too: AMX / zmm 0.95-1.16 at 32 tokens, 1.4-2.4 at 64 (bench_kernels,
+//    three runs; docs/benchmarks.md, "Q4_K on AMX tiles").
 //  - NEON i8mm (SMMLA) GEMMs from 4 tokens: a guess, not measured (there is no ARM CPU here).
 #include "kernels/table.h"
 
@@ -158,6 +160,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, X8, Isa::avx2, 32, AVX2(matmul_q4_kx8_gemm_avx2), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::amx, 32, AMX(matmul_q4_kx8_gemm_amx), nullptr},
 };
 constexpr int kNumRows = int(sizeof kRows / sizeof kRows[0]);
 
@@ -177,15 +180,15 @@ bool cpu_has(Isa isa) {
             return ok;
         }
         case Isa::amx: {
-            // AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), the AVX-512 of the float side,
-            // and the OS's permission to use the tiles, asked once. HEARTH_NO_AMX=1 turns the rows
-            // off (to compare with the AVX-512 rows on the same machine).
+            // AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), the AVX-512 of the float side
+            // and VBMI (kernels/isa.h), and the OS's permission to use the tiles, asked once.
+            // HEARTH_NO_AMX=1 turns the rows off (to compare with the AVX-512 rows on the same machine).
             static const bool ok = [] {
                 unsigned a = 0, b = 0, c = 0, d = 0;
                 if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
                 const char* off = std::getenv("HEARTH_NO_AMX");
                 if (off && *off && std::strcmp(off, "0") != 0) return false;
-                return cpu_has(Isa::avx512) && x86_request_amx_permission();
+                return cpu_has(Isa::avx512) && __builtin_cpu_supports("avx512vbmi") && x86_request_amx_permission();
             }();
             return ok;
         }

@@ -1,6 +1,7 @@
 // GEMM on AMX tiles (prompt processing): interleaved Q4_0 / Q8_0 weights (kernels/rows_x8.h) x
-// Q8_0 activations, the contract of x86/gemm_avx512.cpp's GEMMs (the same rows, activations and
-// outputs), with the integer products on the tile unit.
+// Q8_0 activations, and interleaved Q4_K x Q8_K (its own section below), the contract of
+// x86/gemm_avx512.cpp's GEMMs (the same rows, activations and outputs), with the integer
+// products on the tile unit.
 //
 // One TDPBSSD multiplies a tile of 16 tokens x 32 activation bytes (one Q8_0 block of each token,
 // signed) by a tile of 8 rows of 64 bytes, each row a step of 4 elements of 16 weight rows (the
@@ -19,8 +20,9 @@
 // Signed x signed: no offset term (the zmm GEMM's neg_term). A block's sum is at most
 // 32 * 128 * 128 = 2^19 in magnitude; the integer sums are the scalar kernels' exactly.
 //
-// Tile registers (one configuration, loaded by every call on its thread: kernels run inside
-// matmul's parallel region, and AMX state is per thread; released on return):
+// Tile registers (Q4_0 / Q8_0; each format has one configuration, loaded by every call on its
+// thread: kernels run inside matmul's parallel region, and AMX state is per thread; released on
+// return):
 //   tmm0, tmm1  C: 16 tokens x 16 rows int32 (blocks b even, odd)
 //   tmm2, tmm3  A: 16 tokens x 32 activation bytes
 //   tmm4, tmm5  B: 8 steps x 64 bytes (16 rows x 4 elements)
@@ -42,6 +44,8 @@
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/gemm_x8_avx512.h"
 
 namespace hearth {
 
@@ -66,7 +70,7 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 
-TileConfig make_config() {
+TileConfig make_config_q8_0() {
     TileConfig c{};
     c.palette = 1;
     for (int i = 0; i < 2; ++i) c.rows[i] = kTile, c.colsb[i] = 16 * 4;  // C
@@ -74,15 +78,6 @@ TileConfig make_config() {
     for (int i = 4; i < 6; ++i) c.rows[i] = 8, c.colsb[i] = 64;          // B: 32 / 4 steps
     return c;
 }
-
-// The tiles are configured for the duration of one kernel call on its thread.
-struct TileScope {
-    TileScope() {
-        static const TileConfig config = make_config();
-        _tile_loadconfig(&config);
-    }
-    ~TileScope() { _tile_release(); }
-};
 
 // One block of a 16-row panel: the B tile (step j: elements 4j..4j+3 of row i of the first group
 // at 4i, of the second at 32 + 4i; signed) and the 16 rows' scales.
@@ -107,9 +102,6 @@ ActBlock* act_buf(size_t n) {
     if (buf.size() < n) buf.resize(n);
     return buf.data();
 }
-
-inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 
 // Pack kn records of the group pair (ga, gb) (record b of each at + b * 8 * sizeof(WBlock)).
 template <typename WBlock>
@@ -209,68 +201,216 @@ void tile(const PanelBlock* pw, const ActBlock* ab, int kn, ChunkPrefetch& next,
 }
 #undef HEARTH_AMX_DOTS
 
-// Interleaved weights of WBlock (Q4_0 or Q8_0), rows [r0, r1) in whole groups of 8.
-template <typename WBlock>
-void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
-    if (r0 >= r1 || n_tokens <= 0) return;
-    constexpr size_t kRec = 8 * sizeof(WBlock);
-    const TileScope tiles;
-    const int nb = n_cols / 32;
-    const uint8_t* Wc = static_cast<const uint8_t*>(W);
-    const size_t group_bytes = 8 * wrb;
-    PanelBlock* pw = packed_buf();
-    ActBlock* acts = act_buf(size_t((kTokBlock + kTile - 1) / kTile) * size_t(nb));
-    for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
-        const int te = std::min(n_tokens, t0 + kTokBlock);
-        pack_acts(static_cast<const char*>(A), arb, nb, t0, te, acts);
-        const int n_tiles = (te - t0 + kTile - 1) / kTile;
-        for (int r = r0; r < r1; r += 16) {
-            const int nr = std::min(16, r1 - r);  // 16, or 8: an odd last group, paired with itself
-            const uint8_t* ga = Wc + size_t(r) * wrb;
-            const uint8_t* gb = nr == 16 ? ga + group_bytes : ga;
-            const __mmask16 keep = nr == 16 ? __mmask16(0xFFFF) : __mmask16(0x00FF);
-            for (int kb = 0; kb < nb; kb += kChunk) {
-                const int kn = std::min(kChunk, nb - kb);
-                pack_x8_pair<WBlock>(ga + size_t(kb) * kRec, gb + size_t(kb) * kRec, kn, pw);
-                // The chunk packed next, fetched while the tiles compute on this one (as in
-                // gemm_avx512.cpp): the same groups' next records, or the next panel's first.
-                const uint8_t *na = nullptr, *nbp = nullptr;
-                size_t bytes = 0;
-                if (kb + kn < nb) {
-                    na = ga + size_t(kb + kn) * kRec;
-                    nbp = gb + size_t(kb + kn) * kRec;
-                    bytes = size_t(std::min(kChunk, nb - kb - kn)) * kRec;
-                } else if (r + 16 < r1) {
-                    na = ga + 2 * group_bytes;
-                    nbp = na + group_bytes;
-                    bytes = size_t(std::min(kChunk, nb)) * kRec;
-                }
-                ChunkPrefetch next = ChunkPrefetch::over(na, nbp, (bytes + 63) / 64, size_t(n_tiles) * size_t(kn));
-                for (int t = t0; t < te; t += kTile) {
-                    __m512 res[kTile];
-                    tile(pw, acts + size_t(t - t0) / kTile * size_t(nb) + kb, kn, next, res);
-                    const int nt = std::min(kTile, te - t);
-                    for (int i = 0; i < nt; ++i) {
-                        float* o = out + size_t(t + i) * size_t(os) + r;
-                        const __m512 v = kb == 0 ? res[i] : _mm512_add_ps(res[i], _mm512_maskz_loadu_ps(keep, o));
-                        _mm512_mask_storeu_ps(o, keep, v);
-                    }
-                }
-            }
+// ---- Q4_K (interleaved, kernels/rows_x8.h) x Q8_K ----
+//
+// Q4_K's sub-block scales are 6-bit integers under one float per super-block, so unlike Q4_0's a
+// super-block's products can stay integers: sum_k a_k * q_k * sc(k) over its 256 columns, where
+// sc(k) is the scale of k's sub-block. q * sc does not fit a byte (15 * 63), but with sc = 8 sh +
+// sl (sh, sl < 8) both q * sh and q * sl do (<= 105): one B tile of each per 64 columns, taken
+// from a 128-byte table of s * q by one byte permute, and the super-block's int32 sum is
+// 8 * C_hi + C_lo, with K a full 64 bytes per TDPBSSD and one store of C per super-block (and
+// tile of 16 tokens), not one per 32 columns as Q4_0's. The mins and the float side are the zmm
+// GEMM's (x86/gemm_avx512.cpp): sum_j m_j * (activation sum of sub-block j) by 4 vpdpwssd, then
+// (d * isum - dmin * msum) * d8 per super-block and token. The integer sums are the scalar
+// kernels' exactly (|C_hi| <= 256 * 128 * 105 < 2^22).
+//
+// Tile registers (the Q4_K configuration):
+//   tmm0, tmm1  C_hi, C_lo of even super-blocks; tmm2, tmm3 of odd ones: 16 tokens x 16 rows int32
+//   tmm4        A: 16 tokens x 64 activation bytes (columns 64c .. 64c + 63)
+//   tmm5, tmm6  B_hi, B_lo: 16 steps x 64 bytes (16 rows x 4 columns)
+
+#ifndef HEARTH_AMX_CHUNK_K
+#define HEARTH_AMX_CHUNK_K 2
+#endif
+constexpr int kChunkK = HEARTH_AMX_CHUNK_K;  // super-blocks per packed chunk: 2 * 8.4 KB
+
+TileConfig make_config_q4k() {
+    TileConfig c{};
+    c.palette = 1;
+    for (int i = 0; i < 7; ++i) c.rows[i] = 16, c.colsb[i] = 64;
+    return c;
+}
+
+// One super-block of a 16-row panel. Step r of chunk c (columns 64c .. 64c + 63): for r < 8 the
+// low nibbles of the record's step r (sub-block 2c), for r >= 8 the high nibbles of step r - 8
+// (sub-block 2c + 1), as kernels/rows_x8.h lays them out, times the sub-block scale's upper
+// (hi) or lower (lo) 3 bits.
+struct alignas(64) PanelQ4KTiles {
+    int8_t hi[4][16][64];
+    int8_t lo[4][16][64];
+    Q4kMinsScales16 m;
+};
+
+// One super-block of a tile of 16 tokens: its q rows are the A tiles (token t's 256 quants at row t).
+using ActSuperTiles = ActQ8KTile<kTile>;
+
+// s * q at 16 s + q, for s < 8 and q < 16: the permute's table.
+struct TimesTable {
+    alignas(64) int8_t v[128];
+    TimesTable() {
+        for (int i = 0; i < 128; ++i) v[i] = int8_t((i >> 4) * (i & 15));
+    }
+};
+
+// The 4 bytes of each 32-bit lane all set to its byte j (a _mm256_shuffle_epi8 control).
+inline __m256i lane_byte_to_all(int j) {
+    return _mm256_add_epi32(_mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404, 0x08080808, 0x0C0C0C0C),
+                            _mm256_set1_epi32(0x01010101 * j));
+}
+
+// Super-block records ra and rb (the group pair's) into p.
+void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4KTiles& p) {
+    static const TimesTable times;
+    const __m512i t0 = _mm512_load_si512(times.v), t1 = _mm512_load_si512(times.v + 64);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m38 = _mm512_set1_epi8(0x38), m07 = _mm512_set1_epi8(0x07);
+    const Q4kScalesX8 sa = q4k_unpack_scales_x8(ra + 32), sb = q4k_unpack_scales_x8(rb + 32);
+    __m512i hi_of[8], lo_of[8];  // sub-block j: the table's row (16 sh, 16 sl) in every byte of a row's lane
+    for (int j = 0; j < 8; ++j) {
+        const __m256i ctl = lane_byte_to_all(j % 4);
+        const __m512i sc =
+            join(_mm256_shuffle_epi8(j < 4 ? sa.sc_lo : sa.sc_hi, ctl), _mm256_shuffle_epi8(j < 4 ? sb.sc_lo : sb.sc_hi, ctl));
+        hi_of[j] = _mm512_slli_epi16(_mm512_and_si512(sc, m38), 1);
+        lo_of[j] = _mm512_slli_epi16(_mm512_and_si512(sc, m07), 4);
+    }
+    for (int c = 0; c < 4; ++c)
+        for (int k = 0; k < 8; ++k) {
+            const __m512i bits = join(loadu256(ra + 128 + 256 * c + 32 * k), loadu256(rb + 128 + 256 * c + 32 * k));
+            const __m512i q0 = _mm512_and_si512(bits, m4), q1 = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+            _mm512_store_si512(p.hi[c][k], _mm512_permutex2var_epi8(t0, _mm512_or_si512(q0, hi_of[2 * c]), t1));
+            _mm512_store_si512(p.hi[c][8 + k], _mm512_permutex2var_epi8(t0, _mm512_or_si512(q1, hi_of[2 * c + 1]), t1));
+            _mm512_store_si512(p.lo[c][k], _mm512_permutex2var_epi8(t0, _mm512_or_si512(q0, lo_of[2 * c]), t1));
+            _mm512_store_si512(p.lo[c][8 + k], _mm512_permutex2var_epi8(t0, _mm512_or_si512(q1, lo_of[2 * c + 1]), t1));
         }
+    pack_q4k_mins_and_scales(ra, rb, sa, sb, p.m);
+}
+
+// acc[t] += token t's super-block sum from its C_hi and C_lo rows (16 rows each).
+inline void scale_add_q4k(const int32_t (*c)[kTile][16], const PanelQ4KTiles& w, const ActSuperTiles& a, __m512 acc[kTile]) {
+    for (int t = 0; t < kTile; ++t) {
+        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(c[0][t]), 3), _mm512_load_si512(c[1][t]));
+        acc[t] = q4k_super_add(acc[t], isum, w.m, a.sub_sums[t], a.d[t]);
     }
 }
+
+// A super-block's products into the tiles CH and CL (literal tile numbers).
+#define HEARTH_AMX_SUPER(CH, CL, w, a)               \
+    do {                                             \
+        _tile_zero(CH);                              \
+        _tile_zero(CL);                              \
+        for (int c_ = 0; c_ < 4; ++c_) {             \
+            _tile_loadd(4, (a).q[0] + 64 * c_, 256); \
+            _tile_loadd(5, (w).hi[c_], 64);          \
+            _tile_dpbssd(CH, 4, 5);                  \
+            _tile_loadd(6, (w).lo[c_], 64);          \
+            _tile_dpbssd(CL, 4, 6);                  \
+        }                                            \
+    } while (0)
+
+// kn super-blocks of the packed chunk pw x the activation tile ab, skewed as tile()'s: the vector
+// unit scales super-block b - 1 while b's tiles are stored and b + 1's products run.
+void tile_q4k(const PanelQ4KTiles* pw, const ActSuperTiles* ab, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
+    alignas(64) int32_t c[2][2][kTile][16];  // [buffer][hi, lo][token][row]
+    __m512 acc[kTile];
+    for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
+    asm volatile("" ::: "memory");  // the packed tiles are in memory (as in tile())
+    HEARTH_AMX_SUPER(0, 1, pw[0], ab[0]);
+    for (int b = 0; b < kn; b += 2) {
+        next.step();
+        if (b + 1 < kn) HEARTH_AMX_SUPER(2, 3, pw[b + 1], ab[b + 1]);
+        _tile_stored(0, c[0][0], 64);
+        _tile_stored(1, c[0][1], 64);
+        if (b > 0) scale_add_q4k(c[1], pw[b - 1], ab[b - 1], acc);
+        if (b + 1 < kn) {
+            next.step();
+            if (b + 2 < kn) HEARTH_AMX_SUPER(0, 1, pw[b + 2], ab[b + 2]);
+            _tile_stored(2, c[1][0], 64);
+            _tile_stored(3, c[1][1], 64);
+            scale_add_q4k(c[0], pw[b], ab[b], acc);
+        }
+    }
+    scale_add_q4k(c[(kn - 1) % 2], pw[kn - 1], ab[kn - 1], acc);
+    for (int t = 0; t < kTile; ++t) res[t] = acc[t];
+}
+#undef HEARTH_AMX_SUPER
+
+// ---- The formats of the driver (x86/gemm_x8_avx512.h) ----
+
+// The tiles are configured for the duration of one kernel call on its thread (the driver holds
+// a Scope): format F's configuration.
+template <typename F>
+struct TileScope {
+    TileScope() {
+        static const TileConfig config = F::tile_config();
+        _tile_loadconfig(&config);
+    }
+    ~TileScope() { _tile_release(); }
+};
+
+// Interleaved Q4_0 / Q8_0 x Q8_0.
+template <typename WBlock>
+struct FormatQ8_0Family {
+    using Packed = PanelBlock;
+    using Act = ActBlock;
+    using Scope = TileScope<FormatQ8_0Family>;
+    static constexpr int kTile = hearth::kTile, kTokBlock = hearth::kTokBlock;
+    static constexpr int kBlockCols = 32, kChunkBlocks = kChunk;
+    static constexpr size_t kRec = 8 * sizeof(WBlock);
+    static TileConfig tile_config() { return make_config_q8_0(); }
+    static Packed* packed() { return packed_buf(); }
+    static Act* acts(size_t n) { return act_buf(n); }
+    static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) { pack_x8_pair<WBlock>(ga, gb, kn, p); }
+    static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
+        pack_acts(A, arb, nb, t0, te, out);
+    }
+    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
+        tile(p, a, kn, next, res);
+    }
+};
+
+// Interleaved Q4_K x Q8_K.
+struct FormatQ4_K {
+    using Packed = PanelQ4KTiles;
+    using Act = ActSuperTiles;
+    using Scope = TileScope<FormatQ4_K>;
+    static constexpr int kTile = hearth::kTile, kTokBlock = hearth::kTokBlock;
+    static constexpr int kBlockCols = QK_K, kChunkBlocks = kChunkK;
+    static constexpr size_t kRec = 8 * sizeof(block_q4_K);
+    static TileConfig tile_config() { return make_config_q4k(); }
+    static Packed* packed() {
+        thread_local PanelQ4KTiles buf[kChunkK];
+        return buf;
+    }
+    static Act* acts(size_t n) {
+        thread_local std::vector<ActSuperTiles> buf;
+        if (buf.size() < n) buf.resize(n);
+        return buf.data();
+    }
+    static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) {
+        for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);
+    }
+    static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
+        pack_acts_q8k(A, arb, nb, t0, te, out);
+    }
+    static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
+        tile_q4k(p, a, kn, next, res);
+    }
+};
 
 }  // namespace
 
 void matmul_q4_0x8_gemm_amx(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                             float* out, int out_stride, int r0, int r1) {
-    gemm_x8<block_q4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8_panels<FormatQ8_0Family<block_q4_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_gemm_amx(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                             float* out, int out_stride, int r0, int r1) {
-    gemm_x8<block_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8_panels<FormatQ8_0Family<block_q8_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_kx8_gemm_amx(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                            float* out, int out_stride, int r0, int r1) {
+    gemm_x8_panels<FormatQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

@@ -35,9 +35,10 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/x86/avx2_util.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/x86/avx2_util.h"
+#include "kernels/x86/gemm_x8_avx512.h"
 
 namespace hearth {
 
@@ -72,9 +73,6 @@ ActBlock* act_buf(size_t n) {
     if (buf.size() < n) buf.resize(n);
     return buf.data();
 }
-
-inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 
 // Pack kn records of the group pair (ga, gb) (record b of each at + b * 8 * sizeof(WBlock)) into p.
 template <typename WBlock>
@@ -166,18 +164,12 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, __
 constexpr int kChunkK = 4;  // super-blocks per packed chunk: 4 * 4992 = 20 KB
 
 struct alignas(64) PanelQ4K16 {
-    uint8_t q[8][8][64];       // [sub-block][step][4*row + e], nibbles 0..15
-    int32_t scale[8][16];      // [sub-block][row]
-    uint32_t min_pair[4][16];  // [k][row]: m_2k | m_2k+1 << 16
-    float d[16];
-    float neg_dmin[16];
+    uint8_t q[8][8][64];   // [sub-block][step][4*row + e], nibbles 0..15
+    int32_t scale[8][16];  // [sub-block][row]
+    Q4kMinsScales16 m;
 };
 
-struct alignas(64) ActSuper {
-    int8_t q[kTile][256];
-    float d[kTile];
-    int16_t sub_sums[kTile][8];  // sums of the 8 sub-blocks of 32 (|.| <= 32*128)
-};
+using ActSuper = ActQ8KTile<kTile>;
 
 PanelQ4K16* packed_buf_k() {
     thread_local PanelQ4K16 buf[kChunkK];
@@ -210,34 +202,7 @@ void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4K16& p) {
         _mm512_store_si512(p.scale[j], join(_mm256_shuffle_epi8(j < 4 ? sa.sc_lo : sa.sc_hi, ctl),
                                             _mm256_shuffle_epi8(j < 4 ? sb.sc_lo : sb.sc_hi, ctl)));
     }
-    for (int k = 0; k < 4; ++k) {  // (m_2k, m_2k+1)
-        const __m256i ctl = lane_bytes_to_int16(2 * k % 4, 2 * k % 4 + 1);
-        _mm512_store_si512(p.min_pair[k], join(_mm256_shuffle_epi8(k < 2 ? sa.mn_lo : sa.mn_hi, ctl),
-                                               _mm256_shuffle_epi8(k < 2 ? sb.mn_lo : sb.mn_hi, ctl)));
-    }
-    auto halves16 = [](const uint8_t* a, const uint8_t* b) {
-        return _mm512_cvtph_ps(
-            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
-                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
-    };
-    _mm512_store_ps(p.d, halves16(ra, rb));
-    _mm512_store_ps(p.neg_dmin, _mm512_sub_ps(_mm512_setzero_ps(), halves16(ra + 16, rb + 16)));
-}
-
-void pack_acts_k(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out) {
-    for (int g = t0; g < te; g += kTile) {
-        const block_q8_K* a[kTile];
-        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const block_q8_K*>(A + size_t(std::min(g + i, te - 1)) * arb);
-        for (int b = 0; b < nsb; ++b, ++out)
-            for (int i = 0; i < kTile; ++i) {
-                const block_q8_K& x = a[i][b];
-                out->d[i] = x.d;
-                std::memcpy(out->q[i], x.qs, 256);
-                const __m256i bs = loadu256(x.bsums);
-                const __m128i s8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-                _mm_store_si128(reinterpret_cast<__m128i*>(out->sub_sums[i]), s8);
-            }
-    }
+    pack_q4k_mins_and_scales(ra, rb, sa, sb, p.m);
 }
 
 void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
@@ -257,32 +222,22 @@ void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, ChunkPrefetch& n
             const __m512i sc = _mm512_load_si512(pw->scale[sb]);
             for (int t = 0; t < kTile; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
         }
-        const __m512 d = _mm512_load_ps(pw->d), neg_dmin = _mm512_load_ps(pw->neg_dmin);
-        for (int t = 0; t < kTile; ++t) {
-            __m512i m = _mm512_setzero_si512();
-            for (int k = 0; k < 4; ++k) {
-                int32_t pair;
-                std::memcpy(&pair, ab->sub_sums[t] + 2 * k, 4);
-                m = _mm512_dpwssd_epi32(m, _mm512_load_si512(pw->min_pair[k]), _mm512_set1_epi32(pair));
-            }
-            const __m512 x = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), d, _mm512_mul_ps(_mm512_cvtepi32_ps(m), neg_dmin));
-            acc[t] = _mm512_fmadd_ps(x, _mm512_set1_ps(ab->d[t]), acc[t]);
-        }
+        for (int t = 0; t < kTile; ++t) acc[t] = q4k_super_add(acc[t], isum[t], pw->m, ab->sub_sums[t], ab->d[t]);
     }
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
 }
 
-// ---- The driver of the interleaved formats ----
-//
-// What the driver needs of a format F: its packed chunk type and activation tile type, the
-// columns per block, the blocks per packed chunk, the bytes per record (one block of 8 rows),
-// and how to pack a chunk of a group pair's records, pack the activations and run a tile.
+// ---- The formats of the driver (x86/gemm_x8_avx512.h) ----
+
+struct NoScope {};
 
 // Interleaved Q4_0 / Q8_0 x Q8_0.
 template <typename WBlock>
 struct FormatQ8_0Family {
     using Packed = uint8_t;  // kPackedBlock bytes per block
     using Act = ActBlock;
+    using Scope = NoScope;
+    static constexpr int kTile = hearth::kTile, kTokBlock = hearth::kTokBlock;
     static constexpr int kBlockCols = 32, kChunkBlocks = kChunk;
     static constexpr size_t kRec = 8 * sizeof(WBlock);
     static Packed* packed() { return packed_buf(); }
@@ -300,6 +255,8 @@ struct FormatQ8_0Family {
 struct FormatQ4_K {
     using Packed = PanelQ4K16;
     using Act = ActSuper;
+    using Scope = NoScope;
+    static constexpr int kTile = hearth::kTile, kTokBlock = hearth::kTokBlock;
     static constexpr int kBlockCols = QK_K, kChunkBlocks = kChunkK;
     static constexpr size_t kRec = 8 * sizeof(block_q4_K);
     static Packed* packed() { return packed_buf_k(); }
@@ -308,62 +265,12 @@ struct FormatQ4_K {
         for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);
     }
     static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
-        pack_acts_k(A, arb, nb, t0, te, out);
+        pack_acts_q8k(A, arb, nb, t0, te, out);
     }
     static void run_tile(const Packed* p, const Act* a, int kn, ChunkPrefetch& next, __m512 res[kTile]) {
         tile_q4k(p, a, kn, next, res);
     }
 };
-
-// Weights of format F, rows [r0, r1) in whole groups of 8.
-template <typename F>
-void gemm_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
-    if (r0 >= r1 || n_tokens <= 0) return;
-    const int nb = n_cols / F::kBlockCols;
-    const uint8_t* Wc = static_cast<const uint8_t*>(W);
-    const size_t group_bytes = 8 * wrb;
-    typename F::Packed* pw = F::packed();
-    typename F::Act* acts = F::acts(size_t((kTokBlock + kTile - 1) / kTile) * size_t(nb));
-    for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
-        const int te = std::min(n_tokens, t0 + kTokBlock);
-        F::pack_activations(static_cast<const char*>(A), arb, nb, t0, te, acts);
-        const int n_tiles = (te - t0 + kTile - 1) / kTile;
-        for (int r = r0; r < r1; r += 16) {
-            const int nr = std::min(16, r1 - r);  // 16, or 8: an odd last group, paired with itself
-            const uint8_t* ga = Wc + size_t(r) * wrb;
-            const uint8_t* gb = nr == 16 ? ga + group_bytes : ga;
-            const __mmask16 keep = nr == 16 ? __mmask16(0xFFFF) : __mmask16(0x00FF);
-            for (int kb = 0; kb < nb; kb += F::kChunkBlocks) {
-                const int kn = std::min(F::kChunkBlocks, nb - kb);
-                F::pack_weights(ga + size_t(kb) * F::kRec, gb + size_t(kb) * F::kRec, kn, pw);
-                // The chunk packed next, fetched while the tiles compute on this one, so that
-                // packing finds it in cache: the same groups' next records, or the next panel's first.
-                const uint8_t *na = nullptr, *nbp = nullptr;
-                size_t bytes = 0;
-                if (kb + kn < nb) {
-                    na = ga + size_t(kb + kn) * F::kRec;
-                    nbp = gb + size_t(kb + kn) * F::kRec;
-                    bytes = size_t(std::min(F::kChunkBlocks, nb - kb - kn)) * F::kRec;
-                } else if (r + 16 < r1) {
-                    na = ga + 2 * group_bytes;
-                    nbp = na + group_bytes;
-                    bytes = size_t(std::min(F::kChunkBlocks, nb)) * F::kRec;
-                }
-                ChunkPrefetch next = ChunkPrefetch::over(na, nbp, (bytes + 63) / 64, size_t(n_tiles) * size_t(kn));
-                for (int t = t0; t < te; t += kTile) {
-                    __m512 res[kTile];
-                    F::run_tile(pw, acts + size_t(t - t0) / kTile * size_t(nb) + kb, kn, next, res);
-                    const int nt = std::min(kTile, te - t);
-                    for (int i = 0; i < nt; ++i) {
-                        float* o = out + size_t(t + i) * size_t(os) + r;
-                        const __m512 v = kb == 0 ? res[i] : _mm512_add_ps(res[i], _mm512_maskz_loadu_ps(keep, o));
-                        _mm512_mask_storeu_ps(o, keep, v);
-                    }
-                }
-            }
-        }
-    }
-}
 
 // ---- Q6_K (plain rows) x Q8_K ----
 //
@@ -519,17 +426,17 @@ void gemm_q6k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, 
 
 void matmul_q4_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                                float* out, int out_stride, int r0, int r1) {
-    gemm_x8<FormatQ8_0Family<block_q4_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8_panels<FormatQ8_0Family<block_q4_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                                float* out, int out_stride, int r0, int r1) {
-    gemm_x8<FormatQ8_0Family<block_q8_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8_panels<FormatQ8_0Family<block_q8_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                                float* out, int out_stride, int r0, int r1) {
-    gemm_x8<FormatQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8_panels<FormatQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

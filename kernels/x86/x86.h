@@ -56,5 +56,6 @@ HEARTH_DECLARE_MATMUL(matmul_q4_kx8_few_avx512)
 // groups) per tile, the float side on zmm. Each call configures the tiles on its own thread.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_amx)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_amx)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_amx)
 
 }  // namespace hearth
