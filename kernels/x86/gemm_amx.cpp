@@ -26,9 +26,8 @@
 //   tmm0, tmm1  C: 16 tokens x 16 rows int32 (blocks b even, odd)
 //   tmm2, tmm3  A: 16 tokens x 32 activation bytes
 //   tmm4, tmm5  B: 8 steps x 64 bytes (16 rows x 4 elements)
-// Loop order as gemm_avx512.cpp's: token blocks (activations packed once per block) -> 16-row
-// panels -> K chunks (packed once per token block, L1-resident) -> tiles of 16 tokens. Fewer
-// tokens than 16 fill the tile with repeats of the last token (not stored).
+// Loop order: gemm_avx512.cpp's, by the same driver (x86/gemm_x8_avx512.h), with tiles of 16
+// tokens. Fewer tokens than 16 fill the tile with repeats of the last token (not stored).
 #include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AMX)

@@ -19,9 +19,10 @@
 //    times the token's (an embedded-broadcast multiply).
 // The integer sums are those of the scalar kernels exactly; only the float operations differ.
 // An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
-// Loop order: token blocks (kTokBlock tokens, activations packed once per block, kept in L2)
-// -> 16-row panels -> K chunks (packed once per token block, L1-resident) -> tiles of kTile
-// tokens; the next chunk's weight lines are prefetched a few per block of every tile (ChunkPrefetch).
+// Loop order (the interleaved formats' driver, x86/gemm_x8_avx512.h, shared with the AMX GEMMs):
+// token blocks (kTokBlock tokens, activations packed once per block, kept in L2) -> 16-row
+// panels -> K chunks (packed once per token block, L1-resident) -> tiles of kTile tokens; the
+// next chunk's weight lines are prefetched a few per block of every tile (ChunkPrefetch).
 #include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX512)
