@@ -227,17 +227,35 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
 #if defined(HEARTH_ISA_AVX512)
 // The zmm GEMM tiles (kernels/x86/gemm_avx512.cpp) called directly, below their token threshold too:
 // 16-row panels and an odd last group paired with itself, K chunks (32 blocks) and their tails,
-// tiles of 8 tokens and every remainder, token blocks of 64 and past them, row ranges that start
+// tiles of 8 tokens and every remainder, token blocks of 128 and past them, row ranges that start
 // at a group after the first; against the scalar twin within the rounding of the float sums
-// (tests/kernels/test_gemm_kernels.cpp's bound: the integer block sums are exact).
-TEST_CASE("x8 GEMM (AVX-512 VNNI, zmm) equals the scalar twin within rounding: tokens, groups, blocks, ranges") {
+// (tests/kernels/test_gemm_kernels.cpp's bound: the integer block sums are exact). The AMX tile
+// GEMMs (kernels/x86/gemm_amx.cpp: tiles of 16 tokens, Q4_K chunks of 2 super-blocks) the same
+// way, where the CPU has AMX and the OS grants the tiles.
+TEST_CASE("x8 GEMM (AVX-512 VNNI zmm, and AMX tiles) equals the scalar twin within rounding: tokens, groups, blocks, ranges") {
     struct ZmmCase {
         uint32_t plain;
         matmul_rows_fn zmm, twin;
     };
-    const ZmmCase cases[] = {{TYPE_Q4_0, matmul_q4_0x8_gemm_avx512, matmul_q4_0x8_rows_scalar},
-                             {TYPE_Q8_0, matmul_q8_0x8_gemm_avx512, matmul_q8_0x8_rows_scalar},
-                             {TYPE_Q4_K, matmul_q4_kx8_gemm_avx512, matmul_q4_kx8_rows_scalar}};
+    std::vector<ZmmCase> cases = {{TYPE_Q4_0, matmul_q4_0x8_gemm_avx512, matmul_q4_0x8_rows_scalar},
+                                  {TYPE_Q8_0, matmul_q8_0x8_gemm_avx512, matmul_q8_0x8_rows_scalar},
+                                  {TYPE_Q4_K, matmul_q4_kx8_gemm_avx512, matmul_q4_kx8_rows_scalar}};
+#if defined(HEARTH_ISA_AMX)
+    bool amx = false;  // one check decides for all the AMX rows (kernels/table.cpp)
+    int n_rows = 0;
+    const KernelRow* rows = kernel_rows(&n_rows);
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i].isa == Isa::amx) amx = kernel_row_available(rows[i]);
+    if (amx) {
+        cases.push_back({TYPE_Q4_0, matmul_q4_0x8_gemm_amx, matmul_q4_0x8_rows_scalar});
+        cases.push_back({TYPE_Q8_0, matmul_q8_0x8_gemm_amx, matmul_q8_0x8_rows_scalar});
+        cases.push_back({TYPE_Q4_K, matmul_q4_kx8_gemm_amx, matmul_q4_kx8_rows_scalar});
+    } else {
+        MESSAGE("x8 GEMM (AMX): not tested (the CPU lacks AMX, or the OS refused the tiles, or HEARTH_NO_AMX is set)");
+    }
+#else
+    MESSAGE("x8 GEMM (AMX): not tested (this build lacks AMX)");
+#endif
     for (const ZmmCase& zc : cases) {
         const bool k_type = zc.plain == TYPE_Q4_K;  // chunks of 4 super-blocks, else of 32 blocks
         for (int nb : k_type ? std::vector<int>{1, 3, 4, 5, 11} : std::vector<int>{1, 3, 32, 33, 70}) {
