@@ -1,6 +1,7 @@
 // What the GEMMs on interleaved rows (kernels/rows_x8.h) of x86/gemm_avx512.cpp (zmm) and
 // x86/gemm_amx.cpp (tiles) share: the driver over token blocks, 16-row panels, packed K chunks and
 // tiles of tokens, and the parts of Q4_K's packing that do not depend on how the products are made.
+// AVX-512 code: included only where HEARTH_ISA_AVX512 is set.
 #pragma once
 
 #include <immintrin.h>
