@@ -105,6 +105,7 @@ const KernelRow kRows[] = {
     // Activation quantizers.
     {Q, TYPE_Q8_0, R, Isa::scalar, 1, nullptr, quantize_row_q8_0_scalar},
     {Q, TYPE_Q8_0, R, Isa::avx2, 1, nullptr, AVX2(quantize_row_q8_0_avx2)},
+    {Q, TYPE_Q8_0, R, Isa::avx512, 1, nullptr, AVX512(quantize_row_q8_0_avx512)},
     {Q, TYPE_Q8_0, R, Isa::neon, 1, nullptr, NEON(quantize_row_q8_0_neon)},
     {Q, TYPE_Q8_K, R, Isa::scalar, 1, nullptr, quantize_row_q8_k_scalar},
     {Q, TYPE_Q8_K, R, Isa::avx2, 1, nullptr, AVX2(quantize_row_q8_k_avx2)},

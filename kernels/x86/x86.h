@@ -35,6 +35,10 @@ HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)
 
+// The Q8_0 activation quantizer on zmm, 16 blocks at a time (x86/quant_avx512.cpp): the bytes of the
+// scalar reference.
+void quantize_row_q8_0_avx512(const float* x, void* y, int64_t n);
+
 // AVX-512 VNNI on zmm (x86/gemm_avx512.cpp): 16 rows (two interleaved groups; Q6_K: plain rows,
 // any range) per panel.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx512)
