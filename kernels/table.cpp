@@ -6,7 +6,15 @@
 //  - AVX2 GEMMs (x86/gemm_avx2.cpp, gemm_k_avx2.cpp) on plain rows from 4 tokens (Q4_0, Q8_0),
 //    8 (Q4_K), 16 (Q6_K): the break-even batch sizes against the tiles, from tools/bench_kernels
 //    (Q4_K/Q6_K pack more per row than Q4_0/Q8_0). Q4_0 x one token: the 4-row gemv.
-//  - Interleaved Q4_0/Q8_0: the AVX2 GEMM from 4 tokens, as on plain rows. With AVX-512, the
+//  - Interleaved Q4_0/Q8_0: the AVX2 GEMM from 4 tokens, as on plain rows; but for Q4_0 in a
+//    build without VNNI, the few-token kernel (x86/few_q4_0x8_avx2.cpp: two tokens to a vector,
+//    nothing packed) from 4 tokens on, prompts included. On the AMD EPYC Zen 3 host (2 vCPUs,
+//    AVX2 only; a shared VM, noise ~10-20%), few-token kernel / GEMM: tools/bench_kernels
+//    (32768 x 2048, 2 threads, GB/s of weights, medians of 3) 4 tokens 15.5 / 11.3, 8: 9.1 / 7.0,
+//    12: 5.9 / 5.2, 16: 4.6 / 4.1, 24: 3.1 / 2.9, 32: 2.3 / 2.0; run --bench (TinyLlama q4_0,
+//    2 threads, medians of alternated runs) 8 sequences 104.6 / 84.9 tok/s, pp16 124 / 109,
+//    pp512 112 / 105; Llama-2-7B q4_0 8 sequences 16.9 / 13.4, pp256 18.1 / 17.4
+//    (docs/benchmarks.md, "A few tokens on AVX2"). With AVX-512, the
 //    few-token kernel (x86/gemv_avx512.cpp: each record read once for up to 8 tokens, nothing
 //    packed) from 1 token up to 15 (listed again at 4, to take over from the AVX2 GEMM there), the
 //    zmm GEMM from 16. Measured with tools/bench_kernels
@@ -65,6 +73,12 @@
 #define AVX2(f) f
 #else
 #define AVX2(f) nullptr
+#endif
+// AVX2 kernels that a VNNI build leaves out: there the GEMM they replace multiplies with vpdpbusd.
+#if defined(HEARTH_ISA_AVX2) && !defined(HEARTH_ISA_AVX_VNNI)
+#define AVX2_NO_VNNI(f) f
+#else
+#define AVX2_NO_VNNI(f) nullptr
 #endif
 #if defined(HEARTH_ISA_AVX512)
 #define AVX512(f) f
@@ -141,6 +155,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::i8mm, 4, I8MM(matmul_q4_0x8_gemm_i8mm), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2_NO_VNNI(matmul_q4_0x8_few_avx2), nullptr},  // over the GEMM, where built
     {M, TYPE_Q4_0, X8, Isa::avx512, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512, 4, AVX512(matmul_q4_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
     {M, TYPE_Q4_0, X8, Isa::avx512, 16, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},

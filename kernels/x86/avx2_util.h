@@ -98,6 +98,7 @@ inline __m256i lane_bytes_to_int16(int lo, int hi) {
 // computes all 32 maddubs of a Q4_0 block first and sums them as a tree, which needs 32 live
 // registers: 54 spills per block with AVX2's 16 ymm registers (18 with AVX-512's 32).
 inline void keep_step_order(__m256i& a, __m256i& b, __m256i& c, __m256i& d) { asm("" : "+x"(a), "+x"(b), "+x"(c), "+x"(d)); }
+inline void keep_step_order(__m256i& a, __m256i& b) { asm("" : "+x"(a), "+x"(b)); }
 
 // A GEMM tile's partial results res[i][0..nr) (token t+i, rows r..r+nr) into out: written for the
 // first K chunk, added for the later ones.

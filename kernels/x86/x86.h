@@ -34,6 +34,8 @@ HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)
+// A few tokens, two to a vector, on interleaved Q4_0 (x86/few_q4_0x8_avx2.cpp); built without VNNI only.
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_avx2)
 
 // The Q8_0 activation quantizer on zmm, 16 blocks at a time (x86/quant_avx512.cpp): the bytes of the
 // scalar reference.

@@ -322,6 +322,32 @@ TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1
     MESSAGE(tested << " Q6_K row kernels from 1 token tested at 1..16 tokens");
 }
 
+// The AVX2 rows on interleaved Q4_0 from 4 tokens (x86/few_q4_0x8_avx2.cpp in builds without
+// VNNI, the GEMM with it): every count from 1 to 17 (the few-token kernel's passes of up to 4
+// pairs, an odd count's repeated last token), and 70, past its first block of 64 tokens (the
+// copied activations of a block stay in L2).
+TEST_CASE("kernel table: the AVX2 interleaved Q4_0 rows from 4 tokens equal the scalar reference at 1..17 and 70 tokens") {
+    int n = 0, tested = 0;
+    const KernelRow* rows = kernel_rows(&n);
+    std::vector<int> tokens;
+    for (int t = 1; t <= 17; t++) tokens.push_back(t);
+    tokens.push_back(70);
+    for (int i = 0; i < n; i++) {
+        const KernelRow& row = rows[i];
+        if (row.op != KernelOp::matmul || row.type != TYPE_Q4_0 || row.layout != Layout::rows_x8 || row.isa != Isa::avx2 ||
+            row.min_tokens != 4)
+            continue;
+        if (!kernel_row_available(row)) {
+            MESSAGE("not tested: " << describe(row) << " (this build or CPU lacks it)");
+            continue;
+        }
+        CAPTURE(describe(row));
+        check_matmul_row(row, tokens);
+        tested++;
+    }
+    MESSAGE(tested << " AVX2 interleaved Q4_0 rows from 4 tokens tested at 1..17 and 70 tokens");
+}
+
 // The AMX rows (x86/gemm_amx.cpp) are listed on every build; where they cannot run they are named
 // as skipped above, and here once more, so that a host without AMX says so plainly.
 TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the OS grants the tiles, or are said to be skipped") {
