@@ -11,9 +11,9 @@
 //    nothing packed) from 4 tokens on, prompts included. On the AMD EPYC Zen 3 host (2 vCPUs,
 //    AVX2 only; a shared VM, noise ~10-20%), few-token kernel / GEMM: tools/bench_kernels
 //    (32768 x 2048, 2 threads, GB/s of weights, medians of 3) 4 tokens 15.5 / 11.3, 8: 9.1 / 7.0,
-//    12: 5.9 / 5.2, 16: 4.6 / 4.1, 24: 3.1 / 2.9, 32: 2.3 / 2.0; run --bench (TinyLlama q4_0,
-//    2 threads, medians of alternated runs) 8 sequences 104.6 / 84.9 tok/s, pp16 124 / 109,
-//    pp512 112 / 105; Llama-2-7B q4_0 8 sequences 16.9 / 13.4, pp256 18.1 / 17.4
+//    12: 5.9 / 5.2, 16: 4.6 / 4.1, 24: 3.1 / 2.9, 32: 2.3 / 2.0; run --bench (2 threads, medians
+//    of 5 (7B: 3) alternated runs, tok/s) TinyLlama q4_0 8 sequences 107.0 / 85.7, 4 sequences
+//    78.9 / 64.9, pp512 117.2 / 110.7; Llama-2-7B q4_0 8 sequences 17.9 / 13.7, pp128 20.0 / 18.1
 //    (docs/benchmarks.md, "A few tokens on AVX2"). With AVX-512, the
 //    few-token kernel (x86/gemv_avx512.cpp: each record read once for up to 8 tokens, nothing
 //    packed) from 1 token up to 15 (listed again at 4, to take over from the AVX2 GEMM there), the
