@@ -1,5 +1,6 @@
 #include "base/platform.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
@@ -94,6 +95,8 @@ bool reexec_self(char** argv) {
 
 void advise_huge_pages(void* p, size_t bytes) { madvise(p, bytes, MADV_HUGEPAGE); }
 
+void drop_file_cache(int fd) { posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); }
+
 bool arm_cpu_has_i8mm() {
 #if defined(__aarch64__) && defined(HWCAP2_I8MM)
     return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
@@ -154,6 +157,7 @@ bool reexec_self(char** argv) {
 }
 
 void advise_huge_pages(void*, size_t) {}
+void drop_file_cache(int) {}
 
 bool arm_cpu_has_i8mm() {
     int n = 0;
@@ -176,6 +180,7 @@ uint64_t available_memory_bytes() { return 0; }
 std::string executable_path() { return ""; }
 bool reexec_self(char**) { return false; }
 void advise_huge_pages(void*, size_t) {}
+void drop_file_cache(int) {}
 bool arm_cpu_has_i8mm() { return true; }
 bool x86_request_amx_permission() { return false; }
 

@@ -31,6 +31,11 @@ bool reexec_self(char** argv);
 // nothing where there are none.
 void advise_huge_pages(void* p, size_t bytes);
 
+// Drops the page cache's copy of an open file's (written and synced) pages, so that the next
+// map of it reads the file afresh: formats/mapped_file.cpp's mapping then gets huge pages.
+// Nothing where the system cannot.
+void drop_file_cache(int fd);
+
 // Whether an AArch64 CPU has the Int8 matrix multiply extension (SMMLA: the i8mm kernels). The
 // build may assume it (-march=...+i8mm) on a CPU that lacks it; true where the system cannot tell.
 bool arm_cpu_has_i8mm();

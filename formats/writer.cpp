@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/platform.h"
 #include "kernels/quant_types.h"
 #include "formats/gguf.h"
 
@@ -254,6 +255,9 @@ std::string CheckpointWriter::commit(const std::function<std::string(const std::
     if (!err.empty()) return err;
     // Every byte on the disk before the name appears: a full disk shows up here, not later.
     if (fflush(f_) != 0 || fsync(fileno(f_)) != 0) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
+    // Written pages sit in the page cache in small pieces; dropped, the file is read afresh when
+    // run maps it, in 2 MB pages (formats/mapped_file.cpp).
+    drop_file_cache(fileno(f_));
     const int closed = fclose(f_);
     f_ = nullptr;
     if (closed != 0) return fail("cannot write " + tmp_path_ + ": " + std::strerror(errno));
