@@ -14,7 +14,7 @@
 //    of a, then 16 of b, copied so once per call) by an in-lane vpshufd, one per maddubs pair
 //    where the GEMM broadcasts once per maddubs;
 //  - the int16 sums of a block go to floats once per (4 rows, 2 tokens) vector.
-// A block of 8 rows x 8 tokens: 64 maddubs, 64 adds, 8 loads and 24 and/shift ops for the
+// A block of 8 rows x 8 tokens: 64 maddubs, 56 adds, 8 loads and 24 and/shift ops for the
 // weights, 32 shuffles and about 60 operations for the scales and the float sums; the GEMM's
 // tiles take about 280, and the packing. Sums as in x86/rows_x8_avx2.cpp: unsigned nibbles x
 // signed activations, |pair sum| <= 2*15*127, 8 of them < 32767; the -8 is the integer 8 * sum(a)
