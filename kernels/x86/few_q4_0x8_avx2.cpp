@@ -29,7 +29,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
@@ -49,12 +48,6 @@ struct alignas(32) PairBlock {
     int32_t c8[8];
 };
 static_assert(sizeof(PairBlock) == 128, "PairBlock layout");
-
-PairBlock* pair_buf(size_t n) {
-    thread_local std::vector<PairBlock> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
-}
 
 // Tokens [t0, te) in pairs (2 tokens each; an odd count's last pair repeats its token), nb blocks
 // per pair.
@@ -165,7 +158,7 @@ void matmul_q4_0x8_few_avx2(const void* W, size_t w_row_bytes, const void* A, si
     const int nb = n_cols / 32;
     const int block_pairs =
         std::max(kMaxPairs, int(std::min<size_t>(32, kActBlockBytes / (size_t(nb) * sizeof(PairBlock)))) / kMaxPairs * kMaxPairs);
-    PairBlock* pairs = pair_buf(size_t(block_pairs) * nb);
+    PairBlock* pairs = reinterpret_cast<PairBlock*>(few_tokens_act_buf(size_t(block_pairs) * size_t(nb) * sizeof(PairBlock)));
     bool keep_b[kMaxPairs];
     const size_t pf = prefetch_distance(8 * sizeof(block_q4_0)), os = size_t(out_stride);
     for (int t0 = 0; t0 < n_tokens; t0 += 2 * block_pairs) {

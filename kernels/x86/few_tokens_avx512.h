@@ -16,17 +16,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "kernels/x86/avx2_util.h"  // few_tokens_act_buf
 
 namespace hearth {
-
-// One buffer per thread for the copied activations of every few-token kernel (Q6_K's of
-// gemv_q6_k_avx512.cpp too), grown to the largest call's; 64-byte aligned, for aligned zmm loads.
-inline uint8_t* few_tokens_act_buf(size_t bytes) {
-    thread_local std::vector<uint8_t> buf;
-    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-    return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
-}
 
 template <class K, int kMaxTok, size_t kRec, size_t kTokBytes>
 void few_tokens_x8(const void* W, size_t wrb, const void* A, size_t arb, int nb, int n_tokens, float* out, int os, int r0, int r1,
