@@ -72,11 +72,11 @@ void pack_pairs(const char* A, size_t arb, int nb, int t0, int te, PairBlock* ou
     }
 }
 
-// One group of 8 rows (records from g, nb blocks) x NP pairs of tokens (nb blocks each, from
-// pairs): out[t * os + i] for the pair's tokens t and the group's rows i. keep_b[p]: the pair's
-// second token is a real one (not an odd count's repeat).
+// One group of 8 rows (records from g, nb blocks) x the nt tokens t0.. in NP pairs (nb blocks
+// each, from pairs; an odd nt's last pair repeats its token): out[t * os + i] for those tokens t
+// and the group's rows i.
 template <int NP>
-void group_pairs(const uint8_t* g, const PairBlock* pairs, int nb, size_t pf, float* out, size_t os, int t0, const bool* keep_b) {
+void group_pairs(const uint8_t* g, const PairBlock* pairs, int nb, size_t pf, float* out, size_t os, int t0, int nt) {
     constexpr size_t kRecordBytes = 8 * sizeof(block_q4_0);
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     // acc[p][h]: rows 4h..4h+3, token a of pair p in the low lane, b in the high.
@@ -141,7 +141,7 @@ void group_pairs(const uint8_t* g, const PairBlock* pairs, int nb, size_t pf, fl
         for (int h = 0; h < 2; ++h) {
             float* o = out + size_t(t0 + 2 * p) * os + 4 * h;
             _mm_storeu_ps(o, _mm_load_ps(acc[p][h]));
-            if (keep_b[p]) _mm_storeu_ps(o + os, _mm_load_ps(acc[p][h] + 4));
+            if (2 * p + 1 < nt) _mm_storeu_ps(o + os, _mm_load_ps(acc[p][h] + 4));
         }
 }
 
@@ -159,7 +159,6 @@ void matmul_q4_0x8_few_avx2(const void* W, size_t w_row_bytes, const void* A, si
     const int block_pairs =
         std::max(kMaxPairs, int(std::min<size_t>(32, kActBlockBytes / (size_t(nb) * sizeof(PairBlock)))) / kMaxPairs * kMaxPairs);
     PairBlock* pairs = reinterpret_cast<PairBlock*>(few_tokens_act_buf(size_t(block_pairs) * size_t(nb) * sizeof(PairBlock)));
-    bool keep_b[kMaxPairs];
     const size_t pf = prefetch_distance(8 * sizeof(block_q4_0)), os = size_t(out_stride);
     for (int t0 = 0; t0 < n_tokens; t0 += 2 * block_pairs) {
         const int te = std::min(n_tokens, t0 + 2 * block_pairs), n_pairs = (te - t0 + 1) / 2;
@@ -167,15 +166,14 @@ void matmul_q4_0x8_few_avx2(const void* W, size_t w_row_bytes, const void* A, si
         for (int r = r0; r < r1; r += 8) {
             const uint8_t* g = static_cast<const uint8_t*>(W) + size_t(r) * w_row_bytes;
             for (int p0 = 0; p0 < n_pairs; p0 += kMaxPairs) {
-                const int np = std::min(kMaxPairs, n_pairs - p0), t = t0 + 2 * p0;
-                for (int p = 0; p < np; ++p) keep_b[p] = t + 2 * p + 1 < te;
+                const int np = std::min(kMaxPairs, n_pairs - p0), t = t0 + 2 * p0, nt = std::min(2 * np, te - t);
                 const PairBlock* pb = pairs + size_t(p0) * nb;
                 float* o = out + r;
                 switch (np) {
-                    case 1: group_pairs<1>(g, pb, nb, pf, o, os, t, keep_b); break;
-                    case 2: group_pairs<2>(g, pb, nb, pf, o, os, t, keep_b); break;
-                    case 3: group_pairs<3>(g, pb, nb, pf, o, os, t, keep_b); break;
-                    default: group_pairs<4>(g, pb, nb, pf, o, os, t, keep_b); break;
+                    case 1: group_pairs<1>(g, pb, nb, pf, o, os, t, nt); break;
+                    case 2: group_pairs<2>(g, pb, nb, pf, o, os, t, nt); break;
+                    case 3: group_pairs<3>(g, pb, nb, pf, o, os, t, nt); break;
+                    default: group_pairs<4>(g, pb, nb, pf, o, os, t, nt); break;
                 }
             }
         }
