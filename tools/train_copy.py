@@ -27,6 +27,7 @@ Usage:  /usr/bin/python3 tools/train_copy.py [--steps N] [--out DIR]   (python3-
 """
 
 import argparse
+import lzma
 import math
 import os
 import random
@@ -159,7 +160,8 @@ def read_llama2c_legacy(path, model, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
+    ap.add_argument("--data", default=os.path.join(REPO, "tests", "data", "tinyshakespeare.txt.xz"),
+                    help="the text (xz or plain) of the windows")
     ap.add_argument("--tokenizer-from", default=os.path.join(REPO, "models", "tiny-shakespeare.hearth"),
                     help="the model whose tokenizer gives the text's ids")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "copy-model"))
@@ -185,6 +187,11 @@ def main():
     rng = random.Random(args.seed)
     os.makedirs(args.out, exist_ok=True)
 
+    if args.data.endswith(".xz"):  # run --tokenize -f reads plain text
+        plain = os.path.join(args.out, os.path.basename(args.data)[:-3])
+        with lzma.open(args.data, "rb") as src, open(plain, "wb") as dst:
+            dst.write(src.read())
+        args.data = plain
     ids_path = os.path.join(args.out, "ids.txt")
     with open(ids_path, "w") as f:
         r = subprocess.run([os.path.join(REPO, "run"), args.tokenizer_from, "--tokenize", "-f", args.data],

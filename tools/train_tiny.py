@@ -3,7 +3,7 @@
 
 Runs end to end on a CPU (PyTorch, float32, 2 threads):
 
-  1. split ../shared/data/tinyshakespeare.txt (beside the repository; --data) by characters: first 90% is the
+  1. split tests/data/tinyshakespeare.txt.xz (--data; xz or plain text) by characters: first 90% is the
      training split, last 10% the held-out validation split (never trained on; the
      tokenizer never sees it either);
   2. train a SentencePiece BPE tokenizer (vocab 1024, Llama-2-like settings) on the
@@ -42,6 +42,7 @@ Usage:  /usr/bin/python3 tools/train_tiny.py [--steps N] [--out DIR] ...
 
 import argparse
 import json
+import lzma
 import math
 import os
 import shutil
@@ -361,7 +362,7 @@ def generate(model, ids, n_new, ctx, temperature=0.0, top_k=0, gen=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
+    ap.add_argument("--data", default=os.path.join(REPO, "tests", "data", "tinyshakespeare.txt.xz"))
     ap.add_argument("--out", default=os.path.join(REPO, "build", "tiny-shakespeare-hf"))
     ap.add_argument("--log", default=os.path.join(REPO, "models", "train_tiny.log"))
     ap.add_argument("--result", default=os.path.join(REPO, "models", "train_tiny_result.json"))
@@ -410,7 +411,7 @@ def main():
     log("matmul 512x512 fp32: %.1f GFLOPS%s" % (gf, "  (LOW: reference BLAS?)" if gf < 8 else ""))
 
     # ---- data split
-    with open(args.data, "r", encoding="utf-8") as f:
+    with (lzma.open if args.data.endswith(".xz") else open)(args.data, "rt", encoding="utf-8") as f:
         text = f.read()
     n_train_chars = int(len(text) * 0.9)
     train_text, val_text = text[:n_train_chars], text[n_train_chars:]
