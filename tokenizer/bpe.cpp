@@ -581,9 +581,23 @@ void StringIds::reset(const std::vector<std::string>* keys, size_t n) {
     mask_ = capacity - 1;
 }
 
-bool StringIds::insert(int id) {
+int StringIds::insert_all(const std::vector<int>& ids) {
+    constexpr size_t kAhead = 16;
+    size_t ring[kAhead];
+    int first_not_added = -1;
+    for (size_t i = 0; i < ids.size() + kAhead; i++) {
+        if (i >= kAhead && !insert(ids[i - kAhead], ring[i % kAhead]) && first_not_added < 0) first_not_added = ids[i - kAhead];
+        if (i < ids.size()) {
+            ring[i % kAhead] = hash((*keys_)[size_t(ids[i])]);
+            prefetch_slot(ring[i % kAhead]);
+        }
+    }
+    return first_not_added;
+}
+
+bool StringIds::insert(int id, size_t hash) {
     const std::string& key = (*keys_)[size_t(id)];
-    for (size_t at = std::hash<std::string_view>()(key) & mask_;; at = (at + 1) & mask_) {
+    for (size_t at = hash & mask_;; at = (at + 1) & mask_) {
         if (slots_[at] < 0) {
             slots_[at] = id;
             return true;
@@ -592,9 +606,9 @@ bool StringIds::insert(int id) {
     }
 }
 
-int StringIds::find(std::string_view s) const {
+int StringIds::find(std::string_view s, size_t hash) const {
     if (slots_.empty()) return -1;
-    for (size_t at = std::hash<std::string_view>()(s) & mask_;; at = (at + 1) & mask_) {
+    for (size_t at = hash & mask_;; at = (at + 1) & mask_) {
         if (slots_[at] < 0) return -1;
         if ((*keys_)[size_t(slots_[at])] == s) return slots_[at];
     }
@@ -635,6 +649,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     StringIds by_spelling;
     by_spelling.reset(&v.tokens, n);
     std::string raw;
+    std::vector<int> normal, spelled_bytes;  // ids, for the tables after the loop
     for (size_t id = 0; id < n; id++) {
         const std::string& t = v.tokens[id];
         if (t.size() > limits::kBpeTokenBytes)
@@ -644,8 +659,8 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 // A token spelled with other characters than the 256 can never be produced;
                 // it decodes to its own text.
                 bytes_[id] = bytes_from_spelling(t, &raw) ? raw : t;
-                if (!by_spelling.insert(int(id))) return "token " + in_quotes(t) + " appears twice";
-                if (!raw.empty()) by_bytes_.insert(int(id));  // a second spelling of the same bytes: the first wins
+                normal.push_back(int(id));
+                if (!raw.empty()) spelled_bytes.push_back(int(id));
                 break;
             case BpeVocab::kControl:
             case BpeVocab::kUserDefined:
@@ -664,6 +679,9 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 return "token " + std::to_string(id) + " has type " + std::to_string(v.types[id]) + " (1, 3, 4 or 5 expected)";
         }
     }
+    const int twice = by_spelling.insert_all(normal);
+    if (twice >= 0) return "token " + in_quotes(v.tokens[size_t(twice)]) + " appears twice";
+    by_bytes_.insert_all(spelled_bytes);  // a second spelling of the same bytes: the first wins
     added_.build(added);
     for (int b = 0; b < 256; b++) {
         const char byte = char(b);
@@ -675,26 +693,60 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     while (capacity < 2 * v.merges.size()) capacity *= 2;
     merges_.assign(capacity, Merge{});
     merges_mask_ = capacity - 1;
+    // Three lookups a merge (its two tokens and their join), 280k merges for Llama-3, and one
+    // insertion: each a cache miss or two in tables of megabytes. So the slots are fetched
+    // kAhead merges ahead and their keys kAhead / 2 ahead, from each merge's hashes kept in a
+    // ring, and a merge goes into its table kAhead merges after its slot was fetched.
+    constexpr size_t kAhead = 16;
+    struct Hashes {
+        size_t h[3];
+    };
+    Hashes ring[kAhead];
+    Merge pending[kAhead];
+    // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
+    auto add_merge = [&](const Merge& m) {
+        for (size_t at = pair_hash(m.pair) & merges_mask_;; at = (at + 1) & merges_mask_)
+            if (merges_[at].pair == m.pair || merges_[at].pair == ~uint64_t(0)) {
+                merges_[at] = m;
+                break;
+            }
+    };
     std::string joined;
+    auto hashes_of = [&](const std::string& m) {  // of left, right, joined; none without a space
+        Hashes r{};
+        const size_t space = m.find(' ');
+        if (space == std::string::npos) return r;
+        joined.assign(m, 0, space);
+        joined.append(m, space + 1, std::string::npos);
+        r = {{StringIds::hash(std::string_view(m).substr(0, space)), StringIds::hash(std::string_view(m).substr(space + 1)),
+              StringIds::hash(joined)}};
+        for (size_t h : r.h) by_spelling.prefetch_slot(h);
+        return r;
+    };
+    for (size_t rank = 0; rank < std::min(kAhead, v.merges.size()); rank++) ring[rank] = hashes_of(v.merges[rank]);
     for (size_t rank = 0; rank < v.merges.size(); rank++) {
         const std::string& m = v.merges[rank];
         const size_t space = m.find(' ');
         if (space == std::string::npos || m.find(' ', space + 1) != std::string::npos)
             return "merge " + std::to_string(rank) + " is not two tokens separated by a space";
+        const Hashes h = ring[rank % kAhead];
+        if (rank + kAhead < v.merges.size()) ring[rank % kAhead] = hashes_of(v.merges[rank + kAhead]);
+        if (rank + kAhead / 2 < v.merges.size())
+            for (size_t k : ring[(rank + kAhead / 2) % kAhead].h) by_spelling.prefetch_key(k);
         joined.assign(m, 0, space);
         joined.append(m, space + 1, std::string::npos);
-        const int a = by_spelling.find(std::string_view(m).substr(0, space)),
-                  b = by_spelling.find(std::string_view(m).substr(space + 1)), result = by_spelling.find(joined);
+        const int a = by_spelling.find(std::string_view(m).substr(0, space), h.h[0]),
+                  b = by_spelling.find(std::string_view(m).substr(space + 1), h.h[1]), result = by_spelling.find(joined, h.h[2]);
         if (a < 0 || b < 0 || result < 0)
             return "merge " + std::to_string(rank) + " " + in_quotes(m) + " names a token the vocabulary lacks";
-        // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
+        // Into the table kAhead merges later, in order, its slot fetched meanwhile.
         const uint64_t pair = uint64_t(uint32_t(a)) << 32 | uint32_t(b);
-        for (size_t at = pair_hash(pair) & merges_mask_;; at = (at + 1) & merges_mask_)
-            if (merges_[at].pair == pair || merges_[at].pair == ~uint64_t(0)) {
-                merges_[at] = {pair, int(rank), result};
-                break;
-            }
+        __builtin_prefetch(&merges_[pair_hash(pair) & merges_mask_]);
+        if (rank >= kAhead) add_merge(pending[rank % kAhead]);
+        pending[rank % kAhead] = {pair, int(rank), result};
     }
+    for (size_t rank = v.merges.size() > kAhead ? v.merges.size() - kAhead : 0; rank < v.merges.size(); rank++)
+        add_merge(pending[rank % kAhead]);
 
     regexes_.clear();
     jit_ = false;

@@ -73,9 +73,24 @@ public:
     // The table for up to n strings of *keys (which must outlive it and not move).
     void reset(const std::vector<std::string>* keys, size_t n);
     // Adds keys[id]; false if an equal string is already there.
-    bool insert(int id);
+    bool insert(int id) { return insert(id, hash((*keys_)[size_t(id)])); }
+    // Adds every keys[id] in order (an equal string already there keeps its id), each slot
+    // fetched some insertions ahead; the first id that was not added, or -1.
+    int insert_all(const std::vector<int>& ids);
     // The id of s, or -1.
-    int find(std::string_view s) const;
+    int find(std::string_view s) const { return find(s, hash(s)); }
+    // The same with s's hash already computed; and for loops of many lookups, whose table and
+    // keys are megabytes (a cache miss each), hints that fetch what the find of a hash reads,
+    // issued some lookups ahead: the slot, then (once the slot is in cache) the key it names.
+    static size_t hash(std::string_view s) { return std::hash<std::string_view>()(s); }
+    int find(std::string_view s, size_t hash) const;
+    bool insert(int id, size_t hash);
+    void prefetch_slot(size_t hash) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
+    }
+    void prefetch_key(size_t hash) const {
+        if (!slots_.empty() && slots_[hash & mask_] >= 0) __builtin_prefetch(&(*keys_)[size_t(slots_[hash & mask_])]);
+    }
 
 private:
     const std::vector<std::string>* keys_ = nullptr;

@@ -319,6 +319,68 @@ TEST_CASE("bpe hostile: more capture groups than the limit are refused at load")
     CHECK(decoded(bpe, ids) == "aaaa hi");
 }
 
+TEST_CASE(
+    "bpe hostile: a token twice and broken merges are refused at load, wherever they are; a repeated merge takes the later rank") {
+    // The 256 bytes (ids 0-255), then 90 filler merges of two digits ("0 1" -> "01", ...),
+    // with "a b" after the 20th and "b c" after the 60th: far more than the lookahead of the
+    // loading loop (tokenizer/bpe.cpp), so that its ring wraps and its last entries are flushed.
+    BpeVocab v = make_vocab({kGpt2SplitRegex}, {}, 0);
+    auto add_merge = [&](const std::string& left, const std::string& right) {
+        v.merges.push_back(left + " " + right);
+        if (std::find(v.tokens.begin(), v.tokens.end(), left + right) == v.tokens.end()) {
+            v.tokens.push_back(left + right);
+            v.types.push_back(BpeVocab::kNormal);
+        }
+    };
+    for (int i = 0; i < 90; i++) {
+        add_merge(std::string(1, char('0' + i / 10)), std::string(1, char('0' + i % 10)));
+        if (i == 20) add_merge("a", "b");
+        if (i == 60) add_merge("b", "c");
+    }
+    const int ab = int(std::find(v.tokens.begin(), v.tokens.end(), "ab") - v.tokens.begin()),
+              bc = int(std::find(v.tokens.begin(), v.tokens.end(), "bc") - v.tokens.begin());
+    BpeTokenizer bpe;
+    REQUIRE(bpe.load(v) == "");
+    // "a b" ranks before "b c": abc is ab + c. Every filler merge is in the table: 0123 is 01 + 23.
+    CHECK(bpe_encoded(bpe, "abc", false, false) == std::vector<int>{ab, 'c'});
+    const int t01 = int(std::find(v.tokens.begin(), v.tokens.end(), "01") - v.tokens.begin()),
+              t23 = int(std::find(v.tokens.begin(), v.tokens.end(), "23") - v.tokens.begin()),
+              t89 = int(std::find(v.tokens.begin(), v.tokens.end(), "89") - v.tokens.begin());
+    CHECK(bpe_encoded(bpe, "0123", false, false) == std::vector<int>{t01, t23});
+    CHECK(bpe_encoded(bpe, "89", false, false) == std::vector<int>{t89});  // the last merge
+
+    // Hugging Face's tokenizers keeps a repeated pair's later rank: "a b" again at the very end
+    // ranks after "b c", and abc becomes a + bc.
+    BpeVocab repeated = v;
+    repeated.merges.push_back("a b");
+    REQUIRE(bpe.load(repeated) == "");
+    CHECK(bpe_encoded(bpe, "abc", false, false) == std::vector<int>{'a', bc});
+
+    // A normal token spelled twice, early or late in the vocabulary.
+    for (size_t copy_of : {size_t(5), size_t('z'), v.tokens.size() - 1}) {
+        BpeVocab twice = v;
+        twice.tokens.push_back(v.tokens[copy_of]);
+        twice.types.push_back(BpeVocab::kNormal);
+        const std::string err = bpe.load(twice);
+        CAPTURE(copy_of);
+        CHECK(err.find("appears twice") != std::string::npos);
+        CHECK(one_line(err));
+    }
+    // A merge without a space, or naming a token the vocabulary lacks: first, in the middle, last.
+    for (const std::string bad : {"ab", "a q", "q a"}) {
+        for (size_t at : {size_t(0), size_t(40), v.merges.size()}) {
+            BpeVocab broken = v;
+            broken.merges.insert(broken.merges.begin() + long(at), bad);
+            const std::string err = bpe.load(broken);
+            CAPTURE(bad);
+            CAPTURE(at);
+            CHECK(err.find("merge " + std::to_string(at) + " ") == 0);
+            CHECK(err.find(bad == "ab" ? "not two tokens" : "names a token the vocabulary lacks") != std::string::npos);
+            CHECK(one_line(err));
+        }
+    }
+}
+
 TEST_CASE("bpe hostile: tokenizer.json and tokenizer_config.json are parsed depth-bounded, and errors name the config") {
     const std::string json = tokenizer_json(make_vocab({kLlama3SplitRegex}));
     const std::string deep = std::string(200000, '[') + std::string(200000, ']');
