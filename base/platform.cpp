@@ -97,6 +97,19 @@ void advise_huge_pages(void* p, size_t bytes) { madvise(p, bytes, MADV_HUGEPAGE)
 
 void drop_file_cache(int fd) { posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); }
 
+bool huge_page_bytes(HugePageBytes* out) {
+    std::ifstream in("/proc/self/smaps_rollup");
+    std::string key;
+    uint64_t kb;
+    bool found = false;
+    *out = {};
+    while (in >> key) {
+        if (key == "FilePmdMapped:" && in >> kb) out->file = kb << 10, found = true;
+        if (key == "AnonHugePages:" && in >> kb) out->anonymous = kb << 10, found = true;
+    }
+    return found;
+}
+
 bool arm_cpu_has_i8mm() {
 #if defined(__aarch64__) && defined(HWCAP2_I8MM)
     return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
@@ -158,6 +171,7 @@ bool reexec_self(char** argv) {
 
 void advise_huge_pages(void*, size_t) {}
 void drop_file_cache(int) {}
+bool huge_page_bytes(HugePageBytes*) { return false; }
 
 bool arm_cpu_has_i8mm() {
     int n = 0;
@@ -181,6 +195,7 @@ std::string executable_path() { return ""; }
 bool reexec_self(char**) { return false; }
 void advise_huge_pages(void*, size_t) {}
 void drop_file_cache(int) {}
+bool huge_page_bytes(HugePageBytes*) { return false; }
 bool arm_cpu_has_i8mm() { return true; }
 bool x86_request_amx_permission() { return false; }
 

@@ -36,6 +36,14 @@ void advise_huge_pages(void* p, size_t bytes);
 // Nothing where the system cannot.
 void drop_file_cache(int fd);
 
+// How much of this process's memory is mapped in huge pages (Linux's /proc/self/smaps_rollup):
+// of files (FilePmdMapped: the weights mapped from a checkpoint) and anonymous (AnonHugePages:
+// weights repacked at load, the caches). false where the system does not say.
+struct HugePageBytes {
+    uint64_t file = 0, anonymous = 0;
+};
+bool huge_page_bytes(HugePageBytes* out);
+
 // Whether an AArch64 CPU has the Int8 matrix multiply extension (SMMLA: the i8mm kernels). The
 // build may assume it (-march=...+i8mm) on a CPU that lacks it; true where the system cannot tell.
 bool arm_cpu_has_i8mm();

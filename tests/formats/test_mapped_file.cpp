@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "base/platform.h"
 #include "formats/mapped_file.h"
 #include "tests/test_helpers.h"
 
@@ -80,4 +81,28 @@ TEST_CASE("mapped file: the map holds the file's bytes, starts at a 2 MB boundar
 #endif
         std::remove(path.c_str());
     }
+}
+
+TEST_CASE("huge_page_bytes: the kernel's count of anonymous memory in 2 MB pages grows by memory allocated in them") {
+#if defined(__linux__)
+    HugePageBytes before, after;
+    REQUIRE(huge_page_bytes(&before));
+    const std::string thp = read_text("/sys/kernel/mm/transparent_hugepage/enabled");
+    if (thp.find("[never]") != std::string::npos || thp.empty()) {
+        MESSAGE("not tested here: transparent huge pages are off (" << thp << ")");
+        return;
+    }
+    AnonymousMemory m;
+    const size_t bytes = size_t(16) << 20;
+    REQUIRE(m.allocate(bytes) == "");
+    for (size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(m.data())[i] = 1;
+    REQUIRE(huge_page_bytes(&after));
+    INFO("AnonHugePages before " << before.anonymous << ", after " << after.anonymous << " (" << thp << ")");
+    // At least one whole 2 MB page of the 16 MB (the kernel may have no free 2 MB piece for some).
+    CHECK(after.anonymous >= before.anonymous + (size_t(2) << 20));
+#else
+    HugePageBytes h;
+    CHECK(!huge_page_bytes(&h));
+    MESSAGE("not tested here: huge pages (Linux only)");
+#endif
 }
