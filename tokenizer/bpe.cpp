@@ -694,15 +694,28 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
     merges_.assign(capacity, Merge{});
     merges_mask_ = capacity - 1;
     // Three lookups a merge (its two tokens and their join), 280k merges for Llama-3, and one
-    // insertion: each a cache miss or two in tables of megabytes. So the slots are fetched
-    // kAhead merges ahead and their keys kAhead / 2 ahead, from each merge's hashes kept in a
-    // ring, and a merge goes into its table kAhead merges after its slot was fetched.
+    // insertion: each a cache miss or two in tables of megabytes. So each merge is split, joined
+    // and hashed kAhead merges ahead, into a ring, its slots fetched then and its keys kAhead / 2
+    // ahead; and it goes into its table kAhead merges after that slot was fetched.
     constexpr size_t kAhead = 16;
-    struct Hashes {
-        size_t h[3];
+    struct Ahead {
+        size_t space;  // npos: none
+        std::string joined;
+        size_t hash[3];  // of left, right, joined
     };
-    Hashes ring[kAhead];
+    Ahead ring[kAhead];
     Merge pending[kAhead];
+    auto look_ahead = [&](size_t rank) {
+        Ahead& e = ring[rank % kAhead];
+        const std::string& m = v.merges[rank];
+        if ((e.space = m.find(' ')) == std::string::npos) return;
+        e.joined.assign(m, 0, e.space);
+        e.joined.append(m, e.space + 1, std::string::npos);
+        e.hash[0] = StringIds::hash(std::string_view(m).substr(0, e.space));
+        e.hash[1] = StringIds::hash(std::string_view(m).substr(e.space + 1));
+        e.hash[2] = StringIds::hash(e.joined);
+        for (size_t h : e.hash) by_spelling.prefetch_slot(h);
+    };
     // As Hugging Face's tokenizers builds its table, a repeated pair takes the later rank.
     auto add_merge = [&](const Merge& m) {
         for (size_t at = pair_hash(m.pair) & merges_mask_;; at = (at + 1) & merges_mask_)
@@ -711,32 +724,17 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 break;
             }
     };
-    std::string joined;
-    auto hashes_of = [&](const std::string& m) {  // of left, right, joined; none without a space
-        Hashes r{};
-        const size_t space = m.find(' ');
-        if (space == std::string::npos) return r;
-        joined.assign(m, 0, space);
-        joined.append(m, space + 1, std::string::npos);
-        r = {{StringIds::hash(std::string_view(m).substr(0, space)), StringIds::hash(std::string_view(m).substr(space + 1)),
-              StringIds::hash(joined)}};
-        for (size_t h : r.h) by_spelling.prefetch_slot(h);
-        return r;
-    };
-    for (size_t rank = 0; rank < std::min(kAhead, v.merges.size()); rank++) ring[rank] = hashes_of(v.merges[rank]);
+    for (size_t rank = 0; rank < std::min(kAhead, v.merges.size()); rank++) look_ahead(rank);
     for (size_t rank = 0; rank < v.merges.size(); rank++) {
         const std::string& m = v.merges[rank];
-        const size_t space = m.find(' ');
-        if (space == std::string::npos || m.find(' ', space + 1) != std::string::npos)
+        const Ahead& e = ring[rank % kAhead];
+        if (e.space == std::string::npos || m.find(' ', e.space + 1) != std::string::npos)
             return "merge " + std::to_string(rank) + " is not two tokens separated by a space";
-        const Hashes h = ring[rank % kAhead];
-        if (rank + kAhead < v.merges.size()) ring[rank % kAhead] = hashes_of(v.merges[rank + kAhead]);
-        if (rank + kAhead / 2 < v.merges.size())
-            for (size_t k : ring[(rank + kAhead / 2) % kAhead].h) by_spelling.prefetch_key(k);
-        joined.assign(m, 0, space);
-        joined.append(m, space + 1, std::string::npos);
-        const int a = by_spelling.find(std::string_view(m).substr(0, space), h.h[0]),
-                  b = by_spelling.find(std::string_view(m).substr(space + 1), h.h[1]), result = by_spelling.find(joined, h.h[2]);
+        if (rank + kAhead / 2 < v.merges.size() && ring[(rank + kAhead / 2) % kAhead].space != std::string::npos)
+            for (size_t h : ring[(rank + kAhead / 2) % kAhead].hash) by_spelling.prefetch_key(h);
+        const int a = by_spelling.find(std::string_view(m).substr(0, e.space), e.hash[0]),
+                  b = by_spelling.find(std::string_view(m).substr(e.space + 1), e.hash[1]),
+                  result = by_spelling.find(e.joined, e.hash[2]);
         if (a < 0 || b < 0 || result < 0)
             return "merge " + std::to_string(rank) + " " + in_quotes(m) + " names a token the vocabulary lacks";
         // Into the table kAhead merges later, in order, its slot fetched meanwhile.
@@ -744,6 +742,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         __builtin_prefetch(&merges_[pair_hash(pair) & merges_mask_]);
         if (rank >= kAhead) add_merge(pending[rank % kAhead]);
         pending[rank % kAhead] = {pair, int(rank), result};
+        if (rank + kAhead < v.merges.size()) look_ahead(rank + kAhead);  // into e's place, now used
     }
     for (size_t rank = v.merges.size() > kAhead ? v.merges.size() - kAhead : 0; rank < v.merges.size(); rank++)
         add_merge(pending[rank % kAhead]);
