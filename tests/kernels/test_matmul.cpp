@@ -66,9 +66,10 @@ std::vector<float> seen_activations(uint32_t type, const std::vector<float>& x, 
 
 TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the bytes mean") {
     const int cols = 512;
-    // Row counts: single rows, non-multiples of 16, and enough rows for several pieces.
-    const std::vector<std::pair<uint32_t, int>> spec = {{TYPE_Q4_K, 37}, {TYPE_Q6_K, 50},   {TYPE_Q8_0, 21},
-                                                        {TYPE_F16, 19},  {TYPE_Q4_0, 1000}, {TYPE_Q4_0, 1}};
+    // Row counts: single rows, non-multiples of 16, and enough rows for several pieces: 2.2 MB of
+    // Q8_0 makes large pieces and then the smaller last ones (kernels/matmul.cpp).
+    const std::vector<std::pair<uint32_t, int>> spec = {{TYPE_Q4_K, 37},   {TYPE_Q6_K, 50}, {TYPE_Q8_0, 21},  {TYPE_F16, 19},
+                                                        {TYPE_Q4_0, 1000}, {TYPE_Q4_0, 1},  {TYPE_Q8_0, 4001}};
     std::vector<Matrix> mats;
     for (size_t j = 0; j < spec.size(); j++) mats.push_back(make_matrix(spec[j].first, spec[j].second, cols, 10 + j));
     for (int n_tokens : {1, 3, 5, 70}) {
