@@ -64,9 +64,10 @@ static bool ends_with(const std::string& s, const char* suffix) {
 
 // For `keep`: the type a tensor hearth cannot compute with becomes. Its values lie on another
 // format's grid, which no 4-6 bit format of run's holds: re-quantized to q6_K, a q5_K tensor
-// gained as much error again (1.7% relative RMS) as quantizing the original weights to q6_K
-// gives, to q4_K a q2_K one 5%. q8_0 adds about 0.4%: keeping the model as it is comes first,
-// and a smaller TYPE is the user's choice (quantize's warning says which tensors).
+// (measured before run computed with q5_K) gained as much error again (1.7% relative RMS) as
+// quantizing the original weights to q6_K gives, to q4_K a q2_K one 5%. q8_0 adds about 0.4%:
+// keeping the model as it is comes first, and a smaller TYPE is the user's choice (quantize's
+// warning says which tensors).
 static uint32_t nearest_storage_type(uint32_t type) {
     if (type == TYPE_BF16) return TYPE_F16;  // as a Hugging Face BF16 folder converts by default
     return type_is_storage(type) ? type : TYPE_Q8_0;
@@ -206,6 +207,9 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
         s.layout = tensor_layout_for(t.name, s.type, format);
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
+        // q5_K is kept from a file as it is; hearth has no quantizer to write it.
+        if (!type_traits(s.type)->quantize && (t.type != s.type || t.hf_rope_heads != 0))
+            return t.name + ": cannot write " + type_name(s.type) + " blocks, only keep them as they are";
         specs.push_back(s);
     }
     // Quantized types run cannot compute with lose a little more in their new type: say which.

@@ -220,7 +220,7 @@ void dequantize_row_iq4_xs(const void* x, float* y, int64_t n);
 // which ISA, is the kernel table's (kernels/table.cpp).
 enum TypeUse : uint8_t {
     USE_NONE = 0,     // known to GGUF only: sized and named, never computed with
-    USE_STORE = 1,    // run computes with it, and a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)
+    USE_STORE = 1,    // run computes with it, and a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k)
     USE_DEQUANT = 2,  // quantize can read it (dequantized and re-quantized), run cannot
     USE_ACT = 3,      // activations only (q8_K)
 };
@@ -247,7 +247,7 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {10, "q2_K", 256, 84, USE_DEQUANT, 0, nullptr, dequantize_row_q2_k, 0},
     {11, "q3_K", 256, 110, USE_DEQUANT, 0, nullptr, dequantize_row_q3_k, 0},
     {12, "q4_K", 256, 144, USE_STORE, 15, quantize_row_q4_k, dequantize_row_q4_k, 4},
-    {13, "q5_K", 256, 176, USE_DEQUANT, 0, nullptr, dequantize_row_q5_k, 0},
+    {13, "q5_K", 256, 176, USE_STORE, 15, nullptr, dequantize_row_q5_k, 0},
     {14, "q6_K", 256, 210, USE_STORE, 15, quantize_row_q6_k, dequantize_row_q6_k, 0},
     {15, "q8_K", 256, 292, USE_ACT, 0, quantize_row_q8_k_scalar, dequantize_row_q8_k, 0},
     {16, "iq2_xxs", 256, 66, USE_NONE, 0, nullptr, nullptr, 0},

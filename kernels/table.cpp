@@ -26,6 +26,10 @@
 //            12: 13.6 / 10.4; 16: 9.1 / 9.9
 //    From 8 tokens the kernel is bound by vpdpbusd (~200 GMAC/s a thread here), as the GEMM is,
 //    and at 16 the GEMM's register tiles catch up. (Before it, the zmm GEMM ran from 8 tokens.)
+//  - Q5_K (GGUF Q5_K_M files; hearth does not write it): Q4_K's kernels with a fifth bit
+//    (x86/quant_avx2.cpp, gemm_k_avx2.cpp, arm/quant_neon.cpp), the GEMM from 8 tokens as Q4_K's.
+//    TinyLlama Q5_K_M from llama-quantize, 2 threads, AMD EPYC (docs/benchmarks.md): pp512 with
+//    the row kernel 50 tok/s, with the GEMM 92.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
 //    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
 //    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
@@ -143,6 +147,10 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, R, Isa::neon, 1, NEON(matmul_q4_k_rows_neon), nullptr},
     {M, TYPE_Q4_K, R, Isa::avx2, 1, AVX2(matmul_q4_k_rows_avx2), nullptr},
     {M, TYPE_Q4_K, R, Isa::avx2, 8, AVX2(matmul_q4_k_gemm_avx2), nullptr},
+    {M, TYPE_Q5_K, R, Isa::scalar, 1, matmul_q5_k_rows_scalar, nullptr},
+    {M, TYPE_Q5_K, R, Isa::neon, 1, NEON(matmul_q5_k_rows_neon), nullptr},
+    {M, TYPE_Q5_K, R, Isa::avx2, 1, AVX2(matmul_q5_k_rows_avx2), nullptr},
+    {M, TYPE_Q5_K, R, Isa::avx2, 8, AVX2(matmul_q5_k_gemm_avx2), nullptr},
     {M, TYPE_Q6_K, R, Isa::scalar, 1, matmul_q6_k_rows_scalar, nullptr},
     {M, TYPE_Q6_K, R, Isa::neon, 1, NEON(matmul_q6_k_rows_neon), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx2, 1, AVX2(matmul_q6_k_rows_avx2), nullptr},

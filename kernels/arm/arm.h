@@ -15,6 +15,7 @@ void quantize_row_q8_k_neon(const float* x, void* y, int64_t n);
 HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_neon)
+HEARTH_DECLARE_MATMUL(matmul_q5_k_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_neon)
 // Interleaved rows, a group's 8 rows in the lanes of two registers (arm/rows_x8_neon.cpp,
 // arm/q4_kx8_neon.cpp).

@@ -1,6 +1,6 @@
 // AArch64 NEON kernels. With dotprod (HEARTH_ISA_DOTPROD) the int8 products use SDOT (vdotq_s32);
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
-// All weights are brought to signed int8 (Q4_0: q-8, Q4_K: 0..15, Q6_K: q-32) so no offset
+// All weights are brought to signed int8 (Q4_0: q-8, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset
 // correction is needed; Q4_K mins use the Q8_K block sums.
 #include "kernels/arm/arm.h"
 #include "kernels/quant.h"
@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/fp16.h"
 
@@ -259,12 +260,21 @@ struct KQ4_0 {
     }
 };
 
-struct KQ4_K {
+// Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant.
+inline int8x16_t q5_k_bit4(uint8x16_t qh, int bit) {
+    return vreinterpretq_s8_u8(vandq_u8(vshlq_u8(qh, vdupq_n_s8(int8_t(4 - bit))), vdupq_n_u8(0x10)));
+}
+
+// Q5_K is Q4_K with bit 4 of each quant in qh (bit 2k of qh[l] for the low nibble of qs[32k + l],
+// bit 2k + 1 for its high nibble): quants 0..31.
+template <typename WBlock>
+struct KQ4_K_or_Q5_K {
+    static constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
     template <int NR, int NT>
     static void tile(const Ctx& c, int r, int t0) {
         static_assert(NR == 1, "one row per tile");
-        const block_q4_K* w = row<block_q4_K>(c.W, c.wrb, r);
+        const WBlock* w = row<WBlock>(c.W, c.wrb, r);
         const block_q8_K* a[NT];
         for (int t = 0; t < NT; ++t) a[t] = row<block_q8_K>(c.A, c.arb, t0 + t);
         float32x4_t acc[1][NT];
@@ -277,9 +287,17 @@ struct KQ4_K {
             const float d4 = f16(w[b].d), dm4 = -f16(w[b].dmin);
             int32x4_t sumi[NT];
             for (int t = 0; t < NT; ++t) sumi[t] = vdupq_n_s32(0);
+            uint8x16_t qh0 = vdupq_n_u8(0), qh1 = qh0;
+            if constexpr (kFifthBit) qh0 = vld1q_u8(w[b].qh), qh1 = vld1q_u8(w[b].qh + 16);
             for (int k = 0; k < 4; ++k) {
                 int8x16_t v[4];
                 q4k_unpack_chunk(w[b].qs + 32 * k, v);
+                if constexpr (kFifthBit) {
+                    v[0] = vorrq_s8(v[0], q5_k_bit4(qh0, 2 * k));
+                    v[1] = vorrq_s8(v[1], q5_k_bit4(qh1, 2 * k));
+                    v[2] = vorrq_s8(v[2], q5_k_bit4(qh0, 2 * k + 1));
+                    v[3] = vorrq_s8(v[3], q5_k_bit4(qh1, 2 * k + 1));
+                }
                 const int32_t sl = sc[2 * k], sh = sc[2 * k + 1];
                 for (int t = 0; t < NT; ++t) {
                     const int8_t* q8 = a[t][b].qs + 64 * k;
@@ -299,6 +317,9 @@ struct KQ4_K {
         store_tile<1, NT>(c, r, t0, acc);
     }
 };
+
+using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
+using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 
 struct KQ6_K {
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
@@ -349,6 +370,11 @@ void matmul_q4_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q4_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     drive<KQ4_K>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_q5_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    drive<KQ5_K>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
 
 void matmul_q6_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

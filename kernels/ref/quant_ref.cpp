@@ -1,5 +1,5 @@
 // Scalar reference: quantizers, dequantizers, dot products and tiled matmul for
-// Q8_0, Q4_0, Q4_K, Q6_K (weights) and Q8_0, Q8_K (activations).
+// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K (weights) and Q8_0, Q8_K (activations).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -215,6 +215,19 @@ inline void q4k_decode(const block_q4_K& b, Q4KDecoded& o) {
         for (int l = 0; l < 32; ++l) {
             o.q[64 * c + l] = b.qs[32 * c + l] & 0xF;
             o.q[64 * c + 32 + l] = b.qs[32 * c + l] >> 4;
+        }
+    o.d = f16(b.d);
+    o.dmin = f16(b.dmin);
+}
+
+// Q5_K: Q4_K's scales and nibbles, and bit 4 of each quant from qh (bit j of qh[l]: element l
+// of sub-block j, as ggml's dequantize_row_q5_K). Its dot is Q4_K's, on quants 0..31.
+inline void q5k_decode(const block_q5_K& b, Q4KDecoded& o) {
+    for (int j = 0; j < 8; ++j) q4k_get_scale_min(j, b.scales, &o.sc[j], &o.m[j]);
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+            o.q[64 * c + l] = uint8_t((b.qs[32 * c + l] & 0xF) | ((b.qh[l] >> (2 * c)) & 1) << 4);
+            o.q[64 * c + 32 + l] = uint8_t((b.qs[32 * c + l] >> 4) | ((b.qh[l] >> (2 * c + 1)) & 1) << 4);
         }
     o.d = f16(b.d);
     o.dmin = f16(b.dmin);
@@ -694,6 +707,14 @@ struct KQ4_K {
     static void decode(const block_q4_K& b, Q4KDecoded& o) { q4k_decode(b, o); }
     static float dot(const Q4KDecoded& w, const block_q8_K& a) { return q4k_dot_decoded(w, a); }
 };
+struct KQ5_K {
+    using WBlock = block_q5_K;
+    using ABlock = block_q8_K;
+    using Decoded = Q4KDecoded;
+    static constexpr int kBlockElems = QK_K;
+    static void decode(const block_q5_K& b, Q4KDecoded& o) { q5k_decode(b, o); }
+    static float dot(const Q4KDecoded& w, const block_q8_K& a) { return q4k_dot_decoded(w, a); }
+};
 struct KQ6_K {
     using WBlock = block_q6_K;
     using ABlock = block_q8_K;
@@ -717,6 +738,11 @@ void matmul_q4_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_q4_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KQ5_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

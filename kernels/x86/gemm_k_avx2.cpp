@@ -1,4 +1,4 @@
-// GEMM for Q4_K / Q6_K weights x Q8_K activations (AVX2 + FMA + F16C, no AVX-512).
+// GEMM for Q4_K / Q5_K / Q6_K weights x Q8_K activations (AVX2 + FMA + F16C, no AVX-512).
 //
 // The scheme of x86/gemm_avx2.cpp, for super-blocks of 256: a panel of 8 weight rows x a
 // chunk of kChunk super-blocks is repacked into a small buffer in row-interleaved order. Per 32
@@ -18,6 +18,9 @@
 //    super-block: <= 256*15*128*63 < 2^25. The min term sum_j m_j * (activation sum of
 //    sub-block j, from the Q8_K bsums) is a madd of (m_2k, m_2k+1) x (sum_2k, sum_2k+1) per pair
 //    of sub-blocks (<= 256*128*63 < 2^21), with its own float factor -dmin*d8.
+//  - Q5_K: Q4_K with q in 0..31 (bit 4 from qh, packed into the same panel). 16 products would
+//    reach 16*31*128 = 63488, so the int16 sums take 4 steps (8 products, <= 31744) at a time.
+//    Per super-block <= 256*31*128*63 < 2^26.
 //  - Q6_K: x = d*sc_g*(q - 32), q in 0..63, int8 sc_g per group of 16. The weights are packed
 //    signed (q - 32 in -32..31) and the activations unsigned (a + 128 in 0..255), so that
 //    sum (a+128)*(q-32) = sum a*(q-32) + 128*sum (q-32): the correction depends on the row
@@ -42,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/x86/avx2_util.h"
@@ -131,7 +135,10 @@ inline void store_steps(__m256i v[8], void* dst) {
 
 // ---- Q4_K ----
 
-void pack_q4k(const block_q4_K* const row[8], int sb, PanelQ4K& p) {
+// Q4_K, or Q5_K: Q4_K's fields and, in qh, bit 4 of each quant (quants 0..31).
+template <typename Block>
+void pack_q4k(const Block* const row[8], int sb, PanelQ4K& p) {
+    constexpr bool kFifthBit = std::is_same<Block, block_q5_K>::value;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int c = 0; c < 4; ++c) {  // qs[32c..32c+31]: sub-block 2c in the low nibbles, 2c+1 in the high
         __m256i lo[8], hi[8];
@@ -139,6 +146,11 @@ void pack_q4k(const block_q4_K* const row[8], int sb, PanelQ4K& p) {
             const __m256i bits = loadu(row[i][sb].qs + 32 * c);
             lo[i] = _mm256_and_si256(bits, m4);
             hi[i] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            if constexpr (kFifthBit) {
+                const __m256i qh = loadu(row[i][sb].qh);
+                lo[i] = _mm256_or_si256(lo[i], q5_k_bit4(qh, 2 * c));
+                hi[i] = _mm256_or_si256(hi[i], q5_k_bit4(qh, 2 * c + 1));
+            }
         }
         store_steps(lo, p.q[2 * c]);
         store_steps(hi, p.q[2 * c + 1]);
@@ -147,7 +159,7 @@ void pack_q4k(const block_q4_K* const row[8], int sb, PanelQ4K& p) {
     // they are the panel's vectors.
     __m256i sc[8], rest[8];
     for (int i = 0; i < 8; ++i) {
-        const block_q4_K& b = row[i][sb];
+        const Block& b = row[i][sb];
         uint32_t u[4];
         q4k_unpack_scales(b.scales, u);
         const __m256i s32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u)));
@@ -188,6 +200,9 @@ void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
 }
 
 // kn packed super-blocks x the activation tile ab: res[t][i] = partial dot of row i with token t.
+// kFifthBit (Q5_K, quants 0..31): a lane of 8 steps would add 16 products up to 31*128, past
+// int16, so each half of a sub-block (8 products, <= 31744) is scaled on its own.
+template <bool kFifthBit>
 void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8]) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
@@ -198,24 +213,27 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
 #if defined(HEARTH_ISA_AVX_VNNI)
             add_scaled_steps_vnni<8, true>(pw->q[s], a, pw->scale[s], i0, i1, i2, i3);
 #else
-            __m256i w = load(pw->q[s][0]);
-            __m256i s0 = _mm256_maddubs_epi16(w, bcast32(a));
-            __m256i s1 = _mm256_maddubs_epi16(w, bcast32(a + 256));
-            __m256i s2 = _mm256_maddubs_epi16(w, bcast32(a + 512));
-            __m256i s3 = _mm256_maddubs_epi16(w, bcast32(a + 768));
-            for (int j = 1; j < 8; ++j) {
-                w = load(pw->q[s][j]);
-                s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w, bcast32(a + 4 * j)));
-                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w, bcast32(a + 256 + 4 * j)));
-                s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(w, bcast32(a + 512 + 4 * j)));
-                s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(w, bcast32(a + 768 + 4 * j)));
-                keep_step_order(s0, s1, s2, s3);
-            }
+            constexpr int kSteps = kFifthBit ? 4 : 8;  // steps summed in int16
             const __m256i sc = load(pw->scale[s]);
-            i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(s0, sc));
-            i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(s1, sc));
-            i2 = _mm256_add_epi32(i2, _mm256_madd_epi16(s2, sc));
-            i3 = _mm256_add_epi32(i3, _mm256_madd_epi16(s3, sc));
+            for (int j0 = 0; j0 < 8; j0 += kSteps) {
+                __m256i w = load(pw->q[s][j0]);
+                __m256i s0 = _mm256_maddubs_epi16(w, bcast32(a + 4 * j0));
+                __m256i s1 = _mm256_maddubs_epi16(w, bcast32(a + 256 + 4 * j0));
+                __m256i s2 = _mm256_maddubs_epi16(w, bcast32(a + 512 + 4 * j0));
+                __m256i s3 = _mm256_maddubs_epi16(w, bcast32(a + 768 + 4 * j0));
+                for (int j = j0 + 1; j < j0 + kSteps; ++j) {
+                    w = load(pw->q[s][j]);
+                    s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w, bcast32(a + 4 * j)));
+                    s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w, bcast32(a + 256 + 4 * j)));
+                    s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(w, bcast32(a + 512 + 4 * j)));
+                    s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(w, bcast32(a + 768 + 4 * j)));
+                    keep_step_order(s0, s1, s2, s3);
+                }
+                i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(s0, sc));
+                i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(s1, sc));
+                i2 = _mm256_add_epi32(i2, _mm256_madd_epi16(s2, sc));
+                i3 = _mm256_add_epi32(i3, _mm256_madd_epi16(s3, sc));
+            }
 #endif
         }
         __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256(), m2 = _mm256_setzero_si256(),
@@ -243,17 +261,23 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
     _mm256_storeu_ps(res[3], acc3);
 }
 
-struct Q4K {
-    using Block = block_q4_K;
+template <typename BlockType>
+struct Q4KOrQ5K {
+    using Block = BlockType;
     using Panel = PanelQ4K;
     static constexpr bool kActsPlus128 = false;
     static void pack(const Block* const row[8], int sb, Panel& p) { pack_q4k(row, sb, p); }
-    static void tile(const Panel* pw, const ActSuper* ab, int kn, float res[kTile][8]) { tile_q4k(pw, ab, kn, res); }
+    static void tile(const Panel* pw, const ActSuper* ab, int kn, float res[kTile][8]) {
+        tile_q4k<std::is_same<Block, block_q5_K>::value>(pw, ab, kn, res);
+    }
     // The next panel's super-block sb (row[] points at this panel's rows, wrb bytes apart).
     static void prefetch_next(const Block* const row[8], int sb, size_t wrb) {
         for (int i = 0; i < 8; ++i) prefetch_ahead<sizeof(Block)>(row[i] + sb, 8 * wrb);
     }
 };
+
+using Q4K = Q4KOrQ5K<block_q4_K>;
+using Q5K = Q4KOrQ5K<block_q5_K>;
 
 // Interleaved Q4_K: whole groups of 8 rows; row[0] is the group, whose record sb is super-block sb
 // of its 8 rows, and the next group follows it.
@@ -444,6 +468,11 @@ void matmul_q4_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q4_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     gemm<Q4KX8>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemm<Q5K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -4,11 +4,11 @@
 //  - Q8_0 x Q8_0 : sign trick, |w| x sign(a, w)  (activations are never -128)
 //  - Q4_0 x Q8_0 : the unsigned nibbles, with the -8 folded into a per-block activation term
 //                  c = -d8*sum(q8) computed once per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
-//  - Q4_K / Q6_K : unsigned 4/6-bit quants x q8, sub-block scales applied with
+//  - Q4_K / Q5_K / Q6_K : unsigned 4/5/6-bit quants x q8, sub-block scales applied with
 //                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K mins
 //                  and Q6_K's -32 offset go through the q8 block sums (bsums).
 // No int16 saturation is possible: max pair sums are 2*128*127 (Q8_0), 2*15*128 (Q4),
-// 2*63*128 (Q6).
+// 2*31*128 (Q5), 2*63*128 (Q6).
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
 #include "kernels/x86/x86.h"
@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/x86/avx2_util.h"
@@ -382,13 +383,17 @@ struct KQ4_0 {
     }
 };
 
-// ---- Q4_K x Q8_K. Table entry: [d8, pad x7, d8*(bsums[2j]+bsums[2j+1]) for j=0..7]. ----
-struct KQ4_K {
+// ---- Q4_K and Q5_K x Q8_K. Table entry: [d8, pad x7, d8*(bsums[2j]+bsums[2j+1]) for j=0..7]. ----
+// Q5_K is Q4_K with bit 4 of each quant in qh (bit 2k of qh[l] for the low nibble of qs[32k + l],
+// bit 2k + 1 for its high nibble): quants 0..31, pair sums at most 2*31*128.
+template <typename WBlock>
+struct KQ4_K_or_Q5_K {
+    static constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
     template <int NR, int NT>
     static void tile(const Ctx& c, const Span& s) {
         static_assert(NR == 1, "one row per tile");
-        const block_q4_K* w = wrow<block_q4_K>(c, s.r);
+        const WBlock* w = wrow<WBlock>(c, s.r);
         const size_t pf = prefetch_distance(c.wrb);
         const int8_t* aq = panel_q(c, s);
         const float* tb = panel_t(c, s);
@@ -397,7 +402,7 @@ struct KQ4_K {
         for (int t = 0; t < NT; ++t) acc[0][t] = A0.v[0][t];
         const __m256i m4 = _mm256_set1_epi8(0x0F);
         for (int b = s.kb; b < s.ke; ++b) {
-            prefetch_ahead<sizeof(block_q4_K)>(&w[b], pf);
+            prefetch_ahead<sizeof(WBlock)>(&w[b], pf);
             uint32_t u[4];
             q4k_unpack_scales(w[b].scales, u);
             const __m256i sc =
@@ -409,10 +414,16 @@ struct KQ4_K {
             const int8_t* ab = aq + size_t(b) * NT * QK_K;
             __m256i sumi[NT];
             for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+            __m256i qh = _mm256_setzero_si256();
+            if constexpr (kFifthBit) qh = loadu(w[b].qh);
             for (int k = 0; k < 4; ++k) {
                 const __m256i bits = loadu(w[b].qs + 32 * k);
-                const __m256i lo = _mm256_and_si256(bits, m4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                __m256i lo = _mm256_and_si256(bits, m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                if constexpr (kFifthBit) {
+                    lo = _mm256_or_si256(lo, q5_k_bit4(qh, 2 * k));
+                    hi = _mm256_or_si256(hi, q5_k_bit4(qh, 2 * k + 1));
+                }
                 const __m256i sl = bcast_i16(sc, 2 * k), sh = bcast_i16(sc, 2 * k + 1);
                 for (int t = 0; t < NT; ++t) {
                     const int8_t* q8 = ab + QK_K * t + 64 * k;
@@ -442,6 +453,8 @@ struct KQ4_K {
         });
     }
 };
+using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
+using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 
 // ---- Q6_K x Q8_K. Table entry: [d8, pad x7, bsums as 16 x int16]. ----
 struct KQ6_K {
@@ -532,6 +545,11 @@ void matmul_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q4_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     matmul<KQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    matmul<KQ5_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -3,6 +3,7 @@
 // reference on gguf-py's dequantization (tests/reference/gguf_llama.py) and llama.cpp's ids.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -49,11 +50,13 @@ static std::vector<float> prompt_logits(const Model& m, const std::vector<int>& 
 struct Reference {
     std::vector<int> prompt_ids, greedy_ids, sample_ids;
     std::vector<std::vector<float>> sample_logits;
+    std::vector<double> margins;  // top-1 minus top-2 logit at each greedy step
 };
 static Reference read_reference(const std::string& path) {
     auto j = nlohmann::json::parse(read_text(path));
     return {j.at("prompt_ids").get<std::vector<int>>(), j.at("greedy_ids").get<std::vector<int>>(),
-            j.at("sample_ids").get<std::vector<int>>(), j.at("sample_logits").get<std::vector<std::vector<float>>>()};
+            j.at("sample_ids").get<std::vector<int>>(), j.at("sample_logits").get<std::vector<std::vector<float>>>(),
+            j.at("margins").get<std::vector<double>>()};
 }
 static Reference reference(const std::string& type) {
     Reference r = read_reference("tests/data/gguf-mini/mini-" + type + ".golden.json");
@@ -77,6 +80,30 @@ static LogitError relative_logit_error(const std::vector<float>& got, const Refe
             scale = std::max(scale, std::fabs(want));
         }
     return {diff / scale, sum / double(n) / scale};
+}
+
+// The hearth checkpoint `quantize` made of a GGUF file with `keep` holds each of its tensors as the
+// same blocks: a q4_0/q8_0/q4_K matrix has its rows interleaved by 8 (docs/format.md), which moves
+// bytes and nothing else.
+static void check_same_blocks(const std::string& gguf, const std::string& hearth) {
+    const std::string gguf_bytes = read_text(gguf), hearth_bytes = read_text(hearth);
+    ParsedCheckpoint g, h;
+    REQUIRE(parse_gguf(gguf_bytes.data(), gguf_bytes.size(), &g) == "");
+    REQUIRE(parse_checkpoint(hearth_bytes.data(), hearth_bytes.size(), &h) == "");
+    CHECK(h.format == "hearth v2");
+    REQUIRE(h.tensors.size() == g.tensors.size());
+    for (const TensorView& gt : g.tensors) {
+        const TensorView* ht = nullptr;
+        for (const TensorView& t : h.tensors)
+            if (t.name == gt.name) ht = &t;
+        REQUIRE_MESSAGE(ht, gt.name);
+        CHECK(ht->type == gt.type);
+        REQUIRE(ht->bytes == gt.bytes);
+        std::string plain(static_cast<const char*>(ht->data), ht->bytes);
+        if (ht->layout == Layout::rows_x8)
+            repack_x8_to_rows(gt.type, ht->data, &plain[0], int64_t(ht->rows()), int64_t(ht->cols()));
+        CHECK(std::memcmp(plain.data(), gt.data, gt.bytes) == 0);
+    }
 }
 
 TEST_CASE("gguf: llama.cpp's mini-F16.gguf runs directly and gives llama.cpp's greedy ids") {
@@ -121,26 +148,7 @@ TEST_CASE("gguf: a converted checkpoint keeps every block and computes the same 
         CommandResult q = run_command("./quantize " + mini(type) + " " + out + " -q");
         INFO(q.err);
         REQUIRE(q.exit_code == 0);
-        const std::string gguf_bytes = read_text(mini(type)), hearth_bytes = read_text(out);
-        ParsedCheckpoint g, h;
-        REQUIRE(parse_gguf(gguf_bytes.data(), gguf_bytes.size(), &g) == "");
-        REQUIRE(parse_checkpoint(hearth_bytes.data(), hearth_bytes.size(), &h) == "");
-        CHECK(h.format == "hearth v2");
-        REQUIRE(h.tensors.size() == g.tensors.size());
-        for (const TensorView& gt : g.tensors) {
-            const TensorView* ht = nullptr;
-            for (const TensorView& t : h.tensors)
-                if (t.name == gt.name) ht = &t;
-            REQUIRE_MESSAGE(ht, gt.name);
-            // The same blocks: a q4_0/q8_0/q4_K matrix is stored with its rows interleaved by 8
-            // (docs/format.md), which moves bytes and nothing else.
-            CHECK(ht->type == gt.type);
-            REQUIRE(ht->bytes == gt.bytes);
-            std::string plain(static_cast<const char*>(ht->data), ht->bytes);
-            if (ht->layout == Layout::rows_x8)
-                repack_x8_to_rows(gt.type, ht->data, &plain[0], int64_t(ht->rows()), int64_t(ht->cols()));
-            CHECK(std::memcmp(plain.data(), gt.data, gt.bytes) == 0);
-        }
+        check_same_blocks(mini(type), out);
         Model mg, mh;
         REQUIRE(load_model(mini(type), &mg) == "");
         REQUIRE(load_model(out, &mh) == "");
@@ -179,7 +187,7 @@ TEST_CASE("gguf: the vocabulary in the metadata tokenizes exactly as the Llama-2
 // compute with (tests/reference/make_gguf_types.py), with goldens from the PyTorch reference on
 // gguf-py's dequantization of each.
 TEST_CASE("gguf: types run does not use are named by run and re-quantized by quantize") {
-    for (const std::string type : {"Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"}) {
+    for (const std::string type : {"Q2_K", "Q3_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"}) {
         CAPTURE(type);
         const std::string file = "tests/data/gguf-types/tiny-" + type + ".gguf";
         const Reference ref = read_reference("tests/data/gguf-types/tiny-" + type + ".golden.json");
@@ -210,6 +218,44 @@ TEST_CASE("gguf: types run does not use are named by run and re-quantized by qua
         MESSAGE(type << " kept (re-quantized): max |diff| / max |logit| = " << e.max << ", mean " << e.mean);
         CHECK(e.mean < 0.02);
     }
+}
+
+// Q5_K_M, llama.cpp's most used type after Q4_K_M: its Q5_K blocks are computed with as they are.
+TEST_CASE("gguf: a Q5_K_M file runs directly, gives the reference's greedy ids, and quantize keeps its blocks") {
+    const std::string file = "tests/data/gguf-types/tiny-Q5_K_M.gguf";
+    const Reference ref = read_reference("tests/data/gguf-types/tiny-Q5_K_M.golden.json");
+    Model m;
+    REQUIRE(load_model(file, &m) == "");
+    int q5 = 0;
+    for (const TensorView& t : m.all_tensors) q5 += t.type == TYPE_Q5_K;
+    CHECK(q5 > 0);
+    // Quantized matrices meet 8-bit activations, as the other quantized files' (above).
+    const LogitError e = relative_logit_error(prompt_logits(m, ref.prompt_ids), ref, m.config.vocab_size);
+    MESSAGE("Q5_K_M run directly: max |diff| / max |logit| = " << e.max << ", mean " << e.mean);
+    CHECK(e.max < 0.05);
+    CHECK(e.mean < 0.01);
+    // The reference's greedy ids up to the first step where its top two logits are closer than
+    // twice the largest logit difference just measured: there 8-bit activations may pick either.
+    double scale = 0;
+    for (const std::vector<float>& row : ref.sample_logits)
+        for (float v : row) scale = std::max(scale, double(std::fabs(v)));
+    size_t sure = 0;
+    while (sure < ref.margins.size() && ref.margins[sure] > 2 * e.max * scale) sure++;
+    REQUIRE(sure >= 1);
+    MESSAGE("Q5_K_M greedy ids compared up to the first near-tie: " << sure << " of " << ref.greedy_ids.size());
+    const std::vector<int> want(ref.greedy_ids.begin(), ref.greedy_ids.begin() + long(sure));
+    CHECK(greedy_ids(file, int(sure), ref.prompt_ids) == join(want) + "\n");
+    // `keep` stores every block as it is (q5_K's too), and the checkpoint computes the same logits.
+    const std::string out = "build/tests/gguf-types-Q5_K_M-keep.hearth";
+    CommandResult k = run_command("./quantize " + file + " " + out + " -q");
+    INFO(k.err);
+    REQUIRE(k.exit_code == 0);
+    CHECK(k.err.find("re-quantized") == std::string::npos);
+    check_same_blocks(file, out);
+    Model mk;
+    REQUIRE(load_model(out, &mk) == "");
+    const std::vector<float> lg = prompt_logits(m, ref.prompt_ids), lh = prompt_logits(mk, ref.prompt_ids);
+    CHECK(std::memcmp(lg.data(), lh.data(), lg.size() * sizeof(float)) == 0);
 }
 
 // ---- damaged and crafted files ----
@@ -288,7 +334,7 @@ TEST_CASE("gguf: crafted headers, tensor infos and metadata are refused with a r
     CHECK(with(ne_at, &big_dim, 8) != "");
     CHECK(with(ne_at, &zero, 8).find("does not fit") != std::string::npos);
     // A tensor of a type run cannot multiply: named, with the way out.
-    const uint32_t q5_k = TYPE_Q5_K;
+    const uint32_t q3_k = TYPE_Q3_K;
     std::string bytes = good;
     for (uint64_t at = infos, i = 0; i < 20; i++) {  // find a 2-D tensor whose rows are whole 256-blocks
         uint64_t len;
@@ -298,14 +344,14 @@ TEST_CASE("gguf: crafted headers, tensor infos and metadata are refused with a r
         std::memcpy(&nd, bytes.data() + at + 8 + len, 4);
         const size_t type_pos = at + 8 + len + 4 + 8 * nd;
         if (name == "blk.0.ffn_up.weight") {
-            std::memcpy(&bytes[type_pos], &q5_k, 4);
+            std::memcpy(&bytes[type_pos], &q3_k, 4);
             break;
         }
         at = type_pos + 12;
     }
     const std::string err = parse_error(bytes);
     CHECK(err.find("blk.0.ffn_up.weight") != std::string::npos);
-    CHECK(err.find("q5_K") != std::string::npos);
+    CHECK(err.find("q3_K") != std::string::npos);
     CHECK(err.find("quantize") != std::string::npos);
 }
 

@@ -19,7 +19,8 @@ namespace kernel_test {
 using Bytes = std::vector<uint8_t>;
 
 // Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
-// gaussian data, all bytes 0xFF (largest quants, Q4_K scales and mins 63, Q6_K scales -1), all
+// gaussian data (Q5_K: random bytes with ordinary scales), all bytes 0xFF (largest quants, Q4_K
+// and Q5_K scales and mins 63, Q6_K scales -1), all
 // quant bytes 0 with the extreme scales (Q4_K 63, Q6_K -128; Q6_K quants at -32).
 inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -31,7 +32,7 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::vector<float> x(static_cast<size_t>(n));
     for (int r = 0; r < rows; ++r) {
         uint8_t* row = w.data() + size_t(r) * rb;
-        if (r % 4 == 1) {
+        if (r % 4 == 1 && t != TYPE_Q5_K) {
             for (auto& v : x) v = nd(rng);
             if (t == TYPE_Q4_K)
                 quantize_row_q4_k(x.data(), row, n);
@@ -39,11 +40,17 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
                 quantize_row_q6_k(x.data(), row, n);
             continue;
         }
-        for (size_t i = 0; i < rb; ++i) row[i] = r % 4 == 0 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
+        // (hearth has no Q5_K quantizer: its row 1 is random bytes with ordinary scales.)
+        for (size_t i = 0; i < rb; ++i) row[i] = r % 4 <= 1 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
         for (int b = 0; b < n / QK_K; ++b) {
             const uint16_t d = fp32_to_fp16(ud(rng)), dmin = fp32_to_fp16(ud(rng));
             if (t == TYPE_Q4_K) {
                 block_q4_K& k = reinterpret_cast<block_q4_K*>(row)[b];
+                k.d = d;
+                k.dmin = dmin;
+                if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
+            } else if (t == TYPE_Q5_K) {
+                block_q5_K& k = reinterpret_cast<block_q5_K*>(row)[b];
                 k.d = d;
                 k.dmin = dmin;
                 if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
@@ -99,20 +106,26 @@ inline double magnitude_k(TensorType t, const uint8_t* w, const uint8_t* a, int 
     double m = 0;
     for (int b = 0; b < nsb; ++b) {
         const block_q8_K& ab = reinterpret_cast<const block_q8_K*>(a)[b];
-        if (t == TYPE_Q4_K) {
-            const block_q4_K& wb = reinterpret_cast<const block_q4_K*>(w)[b];
+        if (t == TYPE_Q4_K || t == TYPE_Q5_K) {
+            // Q5_K: Q4_K's fields, and qh, the quants' bit 4 (bit j of qh[l] for element l of sub-block j)
+            const bool q5 = t == TYPE_Q5_K;
+            const block_q4_K* w4 = reinterpret_cast<const block_q4_K*>(w) + b;
+            const block_q5_K* w5 = reinterpret_cast<const block_q5_K*>(w) + b;
+            const uint8_t* scales = q5 ? w5->scales : w4->scales;
+            const uint8_t* qs = q5 ? w5->qs : w4->qs;
             double s = 0, smin = 0;
             for (int j = 0; j < 8; ++j) {
                 uint8_t sc, mn;
-                q4k_get_scale_min(j, wb.scales, &sc, &mn);
+                q4k_get_scale_min(j, scales, &sc, &mn);
                 for (int l = 0; l < 32; ++l) {
                     const int e = 32 * j + l, c = e / 64, lo = (e % 64) < 32;
-                    const int q = lo ? wb.qs[32 * c + l] & 15 : wb.qs[32 * c + l] >> 4;
+                    const int q = (lo ? qs[32 * c + l] & 15 : qs[32 * c + l] >> 4) | (q5 ? ((w5->qh[l] >> j) & 1) << 4 : 0);
                     s += double(sc) * q * std::abs(int(ab.qs[e]));
                     smin += double(mn) * std::abs(int(ab.qs[e]));
                 }
             }
-            m += std::fabs(double(fp16_to_fp32(wb.d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(wb.dmin)) * ab.d) * smin;
+            const uint16_t d = q5 ? w5->d : w4->d, dmin = q5 ? w5->dmin : w4->dmin;
+            m += std::fabs(double(fp16_to_fp32(d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(dmin)) * ab.d) * smin;
         } else {
             // dequantized with d = 1: sc_g * (q - 32) per element
             block_q6_K wb = reinterpret_cast<const block_q6_K*>(w)[b];
@@ -136,16 +149,16 @@ inline uint16_t random_fp16(std::mt19937& rng) {
     return h;
 }
 
-// rows x cols of Q4_0, Q8_0, Q4_K or Q6_K, by r % 4: every byte random, fp16 scales random finite
+// rows x cols of Q4_0, Q8_0, Q4_K, Q5_K or Q6_K, by r % 4: every byte random, fp16 scales random finite
 // bit patterns (Q6_K: random_weights_k's ordinary scales); quantized gaussian data; and two rows
 // of extreme quants with ordinary scales: Q4_0 all nibbles 15 then all 0 (+7, -8), Q8_0 all -128
-// then all +127, Q4_K and Q6_K those of random_weights_k.
+// then all +127, Q4_K, Q5_K and Q6_K those of random_weights_k.
 inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     std::mt19937 rng(seed);
     const size_t rb = type_row_bytes(type, cols), block = type_block_bytes(type);
     if (type == TYPE_Q6_K) return random_weights_k(TYPE_Q6_K, rows, cols, seed);
-    if (type == TYPE_Q4_K) {
-        Bytes w = random_weights_k(TYPE_Q4_K, rows, cols, seed);
+    if (type == TYPE_Q4_K || type == TYPE_Q5_K) {  // d and dmin are the first 4 bytes of both
+        Bytes w = random_weights_k(TensorType(type), rows, cols, seed);
         for (int r = 0; r < rows; r += 4)
             for (size_t at = size_t(r) * rb; at < size_t(r + 1) * rb; at += block) {
                 block_q4_K& b = *reinterpret_cast<block_q4_K*>(&w[at]);
