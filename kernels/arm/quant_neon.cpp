@@ -1,7 +1,7 @@
 // AArch64 NEON kernels. With dotprod (HEARTH_ISA_DOTPROD) the int8 products use SDOT (vdotq_s32);
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
-// All weights are brought to signed int8 (Q4_0: q-8, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset
-// correction is needed; Q4_K mins use the Q8_K block sums.
+// All weights are brought to signed int8 (Q4_0: q-8, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so
+// no offset correction is needed; Q4_K and Q5_K mins use the Q8_K block sums.
 #include "kernels/arm/arm.h"
 #include "kernels/quant.h"
 

@@ -41,7 +41,6 @@ inline __m256i bcast32(const void* p) {
     return _mm256_set1_epi32(v);
 }
 
-// The sum of 32 int8 values (a Q8 block's quants), for the -8 / -32 offset terms.
 // Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant
 // (bit 2c of qh[l] for the low nibble of qs[32c + l], bit 2c + 1 for its high nibble).
 inline __m256i q5_k_bit4(__m256i qh, int bit) {
@@ -49,6 +48,7 @@ inline __m256i q5_k_bit4(__m256i qh, int bit) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
+// The sum of 32 int8 values (a Q8 block's quants), for the -8 / -32 offset terms.
 inline int32_t sum_i8x32(const int8_t* q) {
     const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), loadu(q)), _mm256_set1_epi16(1));
     __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));

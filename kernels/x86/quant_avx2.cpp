@@ -5,8 +5,8 @@
 //  - Q4_0 x Q8_0 : the unsigned nibbles, with the -8 folded into a per-block activation term
 //                  c = -d8*sum(q8) computed once per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
 //  - Q4_K / Q5_K / Q6_K : unsigned 4/5/6-bit quants x q8, sub-block scales applied with
-//                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K mins
-//                  and Q6_K's -32 offset go through the q8 block sums (bsums).
+//                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K/Q5_K
+//                  mins and Q6_K's -32 offset go through the q8 block sums (bsums).
 // No int16 saturation is possible: max pair sums are 2*128*127 (Q8_0), 2*15*128 (Q4),
 // 2*31*128 (Q5), 2*63*128 (Q6).
 #include "kernels/prefetch.h"

@@ -20,8 +20,8 @@ using Bytes = std::vector<uint8_t>;
 
 // Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
 // gaussian data (Q5_K: random bytes with ordinary scales), all bytes 0xFF (largest quants, Q4_K
-// and Q5_K scales and mins 63, Q6_K scales -1), all
-// quant bytes 0 with the extreme scales (Q4_K 63, Q6_K -128; Q6_K quants at -32).
+// and Q5_K scales and mins 63, Q6_K scales -1), all quant bytes 0 with the extreme scales (Q4_K
+// and Q5_K 63, Q6_K -128; Q6_K quants at -32).
 inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255);

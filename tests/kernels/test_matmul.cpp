@@ -67,7 +67,8 @@ std::vector<float> seen_activations(uint32_t type, const std::vector<float>& x, 
 TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the bytes mean") {
     const int cols = 512;
     // Row counts: single rows, non-multiples of 16, and enough rows for several pieces: 2.2 MB of
-    // Q8_0 makes large pieces and then the smaller last ones (kernels/matmul.cpp).
+    // Q8_0 makes large pieces and then the smaller last ones (kernels/matmul.cpp). Pieces are how
+    // single-token calls are split, so that last matrix is only in those (it is slow to check).
     const std::vector<std::pair<uint32_t, int>> spec = {{TYPE_Q4_K, 37},   {TYPE_Q6_K, 50}, {TYPE_Q8_0, 21},  {TYPE_F16, 19},
                                                         {TYPE_Q4_0, 1000}, {TYPE_Q4_0, 1},  {TYPE_Q8_0, 4001}};
     std::vector<Matrix> mats;
@@ -75,14 +76,15 @@ TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the by
     for (int n_tokens : {1, 3, 5, 70}) {
         CAPTURE(n_tokens);
         const std::vector<float> x = normal(size_t(n_tokens) * cols, 99 + n_tokens, 1.f);
-        std::vector<std::vector<float>> outs(mats.size());
+        const size_t n_mats = n_tokens == 1 ? mats.size() : mats.size() - 1;
+        std::vector<std::vector<float>> outs(n_mats);
         std::vector<MatmulJob> jobs;
-        for (size_t j = 0; j < mats.size(); j++) {
+        for (size_t j = 0; j < n_mats; j++) {
             outs[j].assign(size_t(n_tokens) * mats[j].rows, NAN);
             jobs.push_back({outs[j].data(), mats[j].type, Layout::rows, mats[j].bytes.data(), mats[j].rows});
         }
         matmul_many(jobs.data(), int(jobs.size()), cols, x.data(), n_tokens);
-        for (size_t j = 0; j < mats.size(); j++) {
+        for (size_t j = 0; j < n_mats; j++) {
             CAPTURE(j);
             const std::vector<float> a = seen_activations(mats[j].type, x, cols);
             int bad = 0;

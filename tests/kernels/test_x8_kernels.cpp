@@ -347,9 +347,9 @@ TEST_CASE("x8 GEMM (NEON i8mm, SMMLA) equals the scalar twin within rounding: to
     const I8mmCase cases[] = {{TYPE_Q4_0, matmul_q4_0x8_gemm_i8mm, matmul_q4_0x8_rows_scalar},
                               {TYPE_Q8_0, matmul_q8_0x8_gemm_i8mm, matmul_q8_0x8_rows_scalar},
                               {TYPE_Q4_K, matmul_q4_kx8_gemm_i8mm, matmul_q4_kx8_rows_scalar}};
-    std::vector<int> token_counts;
-    for (int n = 1; n <= 20; n++) token_counts.push_back(n);
-    for (int n : {31, 33, 70}) token_counts.push_back(n);
+    // Tiles of 4 tokens (2 pairs): every remainder with one, two and more tiles before it; fewer
+    // counts than 1..20, since this suite runs under qemu.
+    const std::vector<int> token_counts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 19, 20, 31, 33, 70};
     for (const I8mmCase& ic : cases) {
         const bool k_type = ic.plain == TYPE_Q4_K;  // panels of 4 super-blocks, else of 32 blocks
         for (int nb : k_type ? std::vector<int>{1, 3, 4, 5, 9} : std::vector<int>{1, 3, 32, 33, 70}) {
