@@ -19,15 +19,16 @@
 namespace hearth {
 
 // Each mix's name and llama.cpp's LLAMA_FTYPE for it (include/llama.h), which a GGUF file
-// states as general.file_type. q4_k is all Q4_K but where a row needs a fallback: llama.cpp
-// has no such type, and its nearest, "mostly Q4_K", is Q4_K_S.
+// states as general.file_type. q4_k (q5_k) is all Q4_K (Q5_K) but where a row needs a fallback:
+// llama.cpp has no such type, and its nearest, "mostly Q4_K" ("Q5_K"), is Q4_K_S (Q5_K_S).
 static const struct {
     const char* name;
     OutputMix mix;
     int llama_ftype;
-} kMixes[] = {{"f32", OutputMix::F32, 0},        {"f16", OutputMix::F16, 1},    {"q8_0", OutputMix::Q8_0, 7},
-              {"q4_0", OutputMix::Q4_0, 2},      {"q4_k", OutputMix::Q4_K, 14}, {"q6_k", OutputMix::Q6_K, 18},
-              {"q4_k_m", OutputMix::Q4_K_M, 15}, {"keep", OutputMix::Keep, -1}};
+} kMixes[] = {{"f32", OutputMix::F32, 0},    {"f16", OutputMix::F16, 1},        {"q8_0", OutputMix::Q8_0, 7},
+              {"q4_0", OutputMix::Q4_0, 2},  {"q4_k", OutputMix::Q4_K, 14},     {"q5_k", OutputMix::Q5_K, 16},
+              {"q6_k", OutputMix::Q6_K, 18}, {"q4_k_m", OutputMix::Q4_K_M, 15}, {"q5_k_m", OutputMix::Q5_K_M, 17},
+              {"keep", OutputMix::Keep, -1}};
 
 bool parse_output_mix(const std::string& name, OutputMix* out) {
     std::string lower;
@@ -47,7 +48,7 @@ const char* output_mix_name(OutputMix mix) {
 }
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers, and every third
-// one between, get more bits in attn_v and ffn_down under Q4_K_M.
+// one between, get more bits in attn_v and ffn_down under Q4_K_M and Q5_K_M.
 static bool use_more_bits(int layer, int n_layers) {
     return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
@@ -88,9 +89,11 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
             want = is_output ? TYPE_Q6_K : TYPE_Q4_0;
             break;
         case OutputMix::Q4_K: want = TYPE_Q4_K; break;
+        case OutputMix::Q5_K: want = TYPE_Q5_K; break;
         case OutputMix::Q6_K: want = TYPE_Q6_K; break;
-        case OutputMix::Q4_K_M: {
-            want = TYPE_Q4_K;
+        case OutputMix::Q4_K_M:
+        case OutputMix::Q5_K_M: {
+            want = mix == OutputMix::Q4_K_M ? TYPE_Q4_K : TYPE_Q5_K;
             const int layer = layer_of(t.name);
             if (is_output || t.name == "token_embd.weight") want = TYPE_Q6_K;
             if ((ends_with(t.name, "attn_v.weight") || ends_with(t.name, "ffn_down.weight")) && use_more_bits(layer, n_layers))
@@ -207,9 +210,6 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
         s.layout = tensor_layout_for(t.name, s.type, format);
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
-        // q5_K is kept from a file as it is; hearth has no quantizer to write it.
-        if (!type_traits(s.type)->quantize && (t.type != s.type || t.hf_rope_heads != 0))
-            return t.name + ": cannot write " + type_name(s.type) + " blocks, only keep them as they are";
         specs.push_back(s);
     }
     // Quantized types run cannot compute with lose a little more in their new type: say which.

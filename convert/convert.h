@@ -17,7 +17,9 @@ enum class OutputMix {
     Q4_0,
     Q4_K,
     Q6_K,
+    Q5_K,
     Q4_K_M,  // llama.cpp's Q4_K_M: Q4_K, with Q6_K where quantization hurts most
+    Q5_K_M,  // llama.cpp's Q5_K_M: the same with Q5_K
     Keep,    // every matrix keeps its type (for hearth, one run cannot compute with gets the nearest it can)
 };
 

@@ -26,7 +26,7 @@
 //            12: 13.6 / 10.4; 16: 9.1 / 9.9
 //    From 8 tokens the kernel is bound by vpdpbusd (~200 GMAC/s a thread here), as the GEMM is,
 //    and at 16 the GEMM's register tiles catch up. (Before it, the zmm GEMM ran from 8 tokens.)
-//  - Q5_K (GGUF Q5_K_M files; hearth does not write it): Q4_K's kernels with a fifth bit
+//  - Q5_K (Q5_K_M files): Q4_K's kernels with a fifth bit
 //    (x86/quant_avx2.cpp, gemm_k_avx2.cpp, arm/quant_neon.cpp), the GEMM from 8 tokens as Q4_K's.
 //    TinyLlama Q5_K_M from llama-quantize, 2 threads, AMD EPYC (docs/benchmarks.md): pp512 with
 //    the row kernel 50 tok/s, with the GEMM 92.

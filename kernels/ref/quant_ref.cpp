@@ -121,14 +121,14 @@ void pack_q4k_scales(const uint8_t* sc, const uint8_t* m, uint8_t* s) {
 }
 
 // Labels and weighted error of a super-block for given fp16-rounded super scales.
-float q4k_label(const float* x, const float* w, const uint8_t* sc, const uint8_t* m, float d, float dmin, uint8_t* L) {
+float q4k_label(const float* x, const float* w, const uint8_t* sc, const uint8_t* m, float d, float dmin, int nmax, uint8_t* L) {
     float err = 0;
     for (int j = 0; j < 8; ++j) {
         const float ds = d * sc[j];
         const float dm = dmin * m[j];
         for (int i = 32 * j; i < 32 * j + 32; ++i) {
             int l = 0;
-            if (ds != 0.f) l = round_even(clampf((x[i] + dm) / ds, 0.f, 15.f));
+            if (ds != 0.f) l = round_even(clampf((x[i] + dm) / ds, 0.f, float(nmax)));
             L[i] = uint8_t(l);
             const float diff = ds * l - dm - x[i];
             err += w[i] * diff * diff;
@@ -367,72 +367,113 @@ void quantize_row_q4_0(const float* x, void* vy, int64_t n) {
     }
 }
 
+namespace {
+// One super-block of Q4_K (nmax 15) or Q5_K (nmax 31), which share the scales, the mins and how
+// they are stored: the fitted super-block scales and each sub-block's 6-bit scale and min, and
+// the quants L[256] in element order.
+struct KQuantFit {
+    uint16_t dh, mh;
+    uint8_t sc[8], m[8];
+    uint8_t L[QK_K];
+};
+void fit_k_super_block(const float* x, int nmax, KQuantFit& f) {
+    uint8_t L2[QK_K];
+    float w[QK_K];
+    float scales[8], mins[8];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+        const float* xs = x + 32 * j;
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+        const float av_x = std::sqrt(sum_x2 / 32);
+        for (int l = 0; l < 32; ++l) w[32 * j + l] = av_x + std::fabs(xs[l]);
+        scales[j] = fit_scale_min(32, nmax, xs, w + 32 * j, f.L + 32 * j, &mins[j], -1.f, 0.1f, 20);
+        max_scale = std::max(max_scale, scales[j]);
+        max_min = std::max(max_min, mins[j]);
+    }
+    uint16_t dh = fp32_to_fp16(max_scale / 63.f);
+    uint16_t mh = fp32_to_fp16(max_min / 63.f);
+    const float d0 = f16(dh), m0 = f16(mh);
+    uint8_t* sc = f.sc;
+    uint8_t* m = f.m;
+    uint8_t* L = f.L;
+    for (int j = 0; j < 8; ++j) {
+        sc[j] = d0 > 0 ? uint8_t(round_even(clampf(scales[j] / d0, 0.f, 63.f))) : 0;
+        m[j] = m0 > 0 ? uint8_t(round_even(clampf(mins[j] / m0, 0.f, 63.f))) : 0;
+    }
+    float err = q4k_label(x, w, sc, m, d0, m0, nmax, L);
+    // Least-squares refit of (d, dmin) with the integer codes fixed, then relabel;
+    // keep it only if the weighted error goes down.
+    for (int iter = 0; iter < 2; ++iter) {
+        double saa = 0, sab = 0, sbb = 0, sax = 0, sbx = 0;
+        for (int j = 0; j < 8; ++j)
+            for (int k = 32 * j; k < 32 * j + 32; ++k) {
+                const double a = double(sc[j]) * L[k], b = -double(m[j]);
+                saa += w[k] * a * a;
+                sab += w[k] * a * b;
+                sbb += w[k] * b * b;
+                sax += w[k] * a * x[k];
+                sbx += w[k] * b * x[k];
+            }
+        double dn, mn;
+        const double det = saa * sbb - sab * sab;
+        if (sbb > 0 && det > 1e-12 * saa * sbb) {
+            dn = (sax * sbb - sbx * sab) / det;
+            mn = (saa * sbx - sab * sax) / det;
+        } else if (saa > 0) {
+            dn = sax / saa;
+            mn = f16(mh);
+        } else {
+            break;
+        }
+        const uint16_t dh2 = fp32_to_fp16(float(dn)), mh2 = fp32_to_fp16(float(mn));
+        if (dh2 == dh && mh2 == mh) break;
+        const float err2 = q4k_label(x, w, sc, m, f16(dh2), f16(mh2), nmax, L2);
+        if (!(err2 < err)) break;
+        err = err2;
+        dh = dh2;
+        mh = mh2;
+        std::memcpy(L, L2, QK_K);
+    }
+    f.dh = dh;
+    f.mh = mh;
+}
+
+// The fit's super-block scales and packed 6-bit sub-block scales and mins, into a Q4_K or Q5_K block.
+template <typename Block>
+void store_k_scales(const KQuantFit& f, Block& b) {
+    b.d = f.dh;
+    b.dmin = f.mh;
+    std::memset(b.scales, 0, 12);
+    pack_q4k_scales(f.sc, f.m, b.scales);
+}
+}  // namespace
+
 void quantize_row_q4_k(const float* x, void* vy, int64_t n) {
     block_q4_K* y = static_cast<block_q4_K*>(vy);
-    const int64_t nb = n / QK_K;
-    uint8_t L[QK_K], L2[QK_K];
-    float w[QK_K];
-    for (int64_t i = 0; i < nb; ++i, x += QK_K) {
-        float scales[8], mins[8];
-        float max_scale = 0, max_min = 0;
-        for (int j = 0; j < 8; ++j) {
-            const float* xs = x + 32 * j;
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
-            const float av_x = std::sqrt(sum_x2 / 32);
-            for (int l = 0; l < 32; ++l) w[32 * j + l] = av_x + std::fabs(xs[l]);
-            scales[j] = fit_scale_min(32, 15, xs, w + 32 * j, L + 32 * j, &mins[j], -1.f, 0.1f, 20);
-            max_scale = std::max(max_scale, scales[j]);
-            max_min = std::max(max_min, mins[j]);
-        }
-        uint16_t dh = fp32_to_fp16(max_scale / 63.f);
-        uint16_t mh = fp32_to_fp16(max_min / 63.f);
-        const float d0 = f16(dh), m0 = f16(mh);
-        uint8_t sc[8], m[8];
-        for (int j = 0; j < 8; ++j) {
-            sc[j] = d0 > 0 ? uint8_t(round_even(clampf(scales[j] / d0, 0.f, 63.f))) : 0;
-            m[j] = m0 > 0 ? uint8_t(round_even(clampf(mins[j] / m0, 0.f, 63.f))) : 0;
-        }
-        float err = q4k_label(x, w, sc, m, d0, m0, L);
-        // Least-squares refit of (d, dmin) with the integer codes fixed, then relabel;
-        // keep it only if the weighted error goes down.
-        for (int iter = 0; iter < 2; ++iter) {
-            double saa = 0, sab = 0, sbb = 0, sax = 0, sbx = 0;
-            for (int j = 0; j < 8; ++j)
-                for (int k = 32 * j; k < 32 * j + 32; ++k) {
-                    const double a = double(sc[j]) * L[k], b = -double(m[j]);
-                    saa += w[k] * a * a;
-                    sab += w[k] * a * b;
-                    sbb += w[k] * b * b;
-                    sax += w[k] * a * x[k];
-                    sbx += w[k] * b * x[k];
-                }
-            double dn, mn;
-            const double det = saa * sbb - sab * sab;
-            if (sbb > 0 && det > 1e-12 * saa * sbb) {
-                dn = (sax * sbb - sbx * sab) / det;
-                mn = (saa * sbx - sab * sax) / det;
-            } else if (saa > 0) {
-                dn = sax / saa;
-                mn = f16(mh);
-            } else {
-                break;
-            }
-            const uint16_t dh2 = fp32_to_fp16(float(dn)), mh2 = fp32_to_fp16(float(mn));
-            if (dh2 == dh && mh2 == mh) break;
-            const float err2 = q4k_label(x, w, sc, m, f16(dh2), f16(mh2), L2);
-            if (!(err2 < err)) break;
-            err = err2;
-            dh = dh2;
-            mh = mh2;
-            std::memcpy(L, L2, sizeof(L));
-        }
-        y[i].d = dh;
-        y[i].dmin = mh;
-        std::memset(y[i].scales, 0, 12);
-        pack_q4k_scales(sc, m, y[i].scales);
+    KQuantFit f;
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        fit_k_super_block(x, 15, f);
+        store_k_scales(f, y[i]);
         for (int c = 0; c < 4; ++c)
-            for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = uint8_t(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+            for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = uint8_t(f.L[64 * c + l] | (f.L[64 * c + 32 + l] << 4));
+    }
+}
+
+// Q5_K: Q4_K's fields with quants 0..31, bit 4 of element l of sub-block j in bit j of qh[l].
+void quantize_row_q5_k(const float* x, void* vy, int64_t n) {
+    block_q5_K* y = static_cast<block_q5_K*>(vy);
+    KQuantFit f;
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        fit_k_super_block(x, 31, f);
+        store_k_scales(f, y[i]);
+        std::memset(y[i].qh, 0, sizeof y[i].qh);
+        for (int c = 0; c < 4; ++c)
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t lo = f.L[64 * c + l], hi = f.L[64 * c + 32 + l];
+                y[i].qs[32 * c + l] = uint8_t((lo & 0xF) | (hi & 0xF) << 4);
+                y[i].qh[l] |= uint8_t((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
+            }
     }
 }
 

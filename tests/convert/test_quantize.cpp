@@ -26,20 +26,23 @@ static SourceTensor matrix(const std::string& name, uint64_t rows, uint64_t cols
     return t;
 }
 
-TEST_CASE("quantize: q4_k_m gives q6_k to the layers llama.cpp's use_more_bits picks") {
+TEST_CASE("quantize: q4_k_m and q5_k_m give q6_k to the layers llama.cpp's use_more_bits picks") {
     // llama.cpp (llama-quant.cpp): use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2.
     // For 32 layers that is 0-3, 28-31 and 6, 9, ..., 27, written out here by hand.
     const std::set<int> more = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
-    for (int l = 0; l < 32; l++) {
-        std::string p = "blk." + std::to_string(l) + ".";
-        uint32_t expect = more.count(l) ? TYPE_Q6_K : TYPE_Q4_K;
-        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_v.weight", 4096, 4096), 32)) == expect);
-        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_down.weight", 4096, 11008 / 256 * 256), 32)) == expect);
-        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "attn_q.weight", 4096, 4096), 32)) == TYPE_Q4_K);
-        CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix(p + "ffn_up.weight", 11008, 4096), 32)) == TYPE_Q4_K);
+    for (const auto& [mix, base] : {std::pair{OutputMix::Q4_K_M, TYPE_Q4_K}, std::pair{OutputMix::Q5_K_M, TYPE_Q5_K}}) {
+        CAPTURE(output_mix_name(mix));
+        for (int l = 0; l < 32; l++) {
+            std::string p = "blk." + std::to_string(l) + ".";
+            uint32_t expect = more.count(l) ? TYPE_Q6_K : base;
+            CHECK((tensor_type_for(mix, matrix(p + "attn_v.weight", 4096, 4096), 32)) == expect);
+            CHECK((tensor_type_for(mix, matrix(p + "ffn_down.weight", 4096, 11008 / 256 * 256), 32)) == expect);
+            CHECK((tensor_type_for(mix, matrix(p + "attn_q.weight", 4096, 4096), 32)) == base);
+            CHECK((tensor_type_for(mix, matrix(p + "ffn_up.weight", 11008, 4096), 32)) == base);
+        }
+        CHECK((tensor_type_for(mix, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
+        CHECK((tensor_type_for(mix, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q6_K);
     }
-    CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
-    CHECK((tensor_type_for(OutputMix::Q4_K_M, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q6_K);
     // q4_0 as llama.cpp's Q4_0: output in Q6_K, everything else (embedding included) Q4_0
     CHECK((tensor_type_for(OutputMix::Q4_0, matrix("output.weight", 32000, 4096), 32)) == TYPE_Q6_K);
     CHECK((tensor_type_for(OutputMix::Q4_0, matrix("token_embd.weight", 32000, 4096), 32)) == TYPE_Q4_0);
@@ -75,7 +78,9 @@ TEST_CASE("quantize: norms stay f32 and rows the block size does not divide fall
     OutputMix m;
     CHECK(parse_output_mix("Q4_K_M", &m));
     CHECK(m == OutputMix::Q4_K_M);
-    CHECK(!parse_output_mix("q5_k", &m));
+    CHECK(parse_output_mix("q5_k_m", &m));
+    CHECK(m == OutputMix::Q5_K_M);
+    CHECK(!parse_output_mix("q3_k", &m));
 }
 
 // Logits of the default model's golden prompt, for a checkpoint file, with an f32 KV cache:
@@ -101,7 +106,8 @@ TEST_CASE("quantize: quantized default models stay close to the f32 logits") {
     struct Case {
         const char* type;
         double max_rel;
-    } cases[] = {{"q8_0", 0.02}, {"q6_k", 0.04}, {"q4_k_m", 0.10}, {"q4_k", 0.12}, {"q4_0", 0.15}};
+    } cases[] = {{"q8_0", 0.02},   {"q6_k", 0.04}, {"q5_k_m", 0.06}, {"q5_k", 0.07},
+                 {"q4_k_m", 0.10}, {"q4_k", 0.12}, {"q4_0", 0.15}};
     for (const Case& c : cases) {
         const std::string out = std::string("build/tests/ts-") + c.type + ".hearth";
         CommandResult q = run_command("./quantize build/tests/ts-f32.hearth " + out + " " + c.type + " -q");

@@ -19,9 +19,8 @@ namespace kernel_test {
 using Bytes = std::vector<uint8_t>;
 
 // Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
-// gaussian data (Q5_K: random bytes with ordinary scales), all bytes 0xFF (largest quants, Q4_K
-// and Q5_K scales and mins 63, Q6_K scales -1), all quant bytes 0 with the extreme scales (Q4_K
-// and Q5_K 63, Q6_K -128; Q6_K quants at -32).
+// gaussian data, all bytes 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales
+// -1), all quant bytes 0 with the extreme scales (Q4_K and Q5_K 63, Q6_K -128; Q6_K quants at -32).
 inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255);
@@ -32,16 +31,12 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::vector<float> x(static_cast<size_t>(n));
     for (int r = 0; r < rows; ++r) {
         uint8_t* row = w.data() + size_t(r) * rb;
-        if (r % 4 == 1 && t != TYPE_Q5_K) {
+        if (r % 4 == 1) {
             for (auto& v : x) v = nd(rng);
-            if (t == TYPE_Q4_K)
-                quantize_row_q4_k(x.data(), row, n);
-            else
-                quantize_row_q6_k(x.data(), row, n);
+            type_traits(t)->quantize(x.data(), row, n);
             continue;
         }
-        // (hearth has no Q5_K quantizer: its row 1 is random bytes with ordinary scales.)
-        for (size_t i = 0; i < rb; ++i) row[i] = r % 4 <= 1 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
+        for (size_t i = 0; i < rb; ++i) row[i] = r % 4 == 0 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
         for (int b = 0; b < n / QK_K; ++b) {
             const uint16_t d = fp32_to_fp16(ud(rng)), dmin = fp32_to_fp16(ud(rng));
             if (t == TYPE_Q4_K) {

@@ -45,29 +45,18 @@ std::vector<float> activations(size_t n, uint32_t seed) {
     return v;
 }
 
+// Through the type table's reference conversions (kernels/quant_types.h).
 Bytes quantize(TensorType t, const std::vector<float>& x) {
     Bytes q(type_row_bytes(t, int64_t(x.size())));
-    switch (t) {
-        case TYPE_Q8_0: quantize_row_q8_0_scalar(x.data(), q.data(), int64_t(x.size())); break;
-        case TYPE_Q4_0: quantize_row_q4_0(x.data(), q.data(), int64_t(x.size())); break;
-        case TYPE_Q4_K: quantize_row_q4_k(x.data(), q.data(), int64_t(x.size())); break;
-        case TYPE_Q6_K: quantize_row_q6_k(x.data(), q.data(), int64_t(x.size())); break;
-        case TYPE_Q8_K: quantize_row_q8_k_scalar(x.data(), q.data(), int64_t(x.size())); break;
-        default: FAIL("bad type");
-    }
+    REQUIRE(bool(type_traits(t)->quantize));
+    type_traits(t)->quantize(x.data(), q.data(), int64_t(x.size()));
     return q;
 }
 
 std::vector<float> dequantize(TensorType t, const Bytes& q, size_t n) {
     std::vector<float> y(n);
-    switch (t) {
-        case TYPE_Q8_0: dequantize_row_q8_0(q.data(), y.data(), int64_t(n)); break;
-        case TYPE_Q4_0: dequantize_row_q4_0(q.data(), y.data(), int64_t(n)); break;
-        case TYPE_Q4_K: dequantize_row_q4_k(q.data(), y.data(), int64_t(n)); break;
-        case TYPE_Q6_K: dequantize_row_q6_k(q.data(), y.data(), int64_t(n)); break;
-        case TYPE_Q8_K: dequantize_row_q8_k(q.data(), y.data(), int64_t(n)); break;
-        default: FAIL("bad type");
-    }
+    REQUIRE(bool(type_traits(t)->dequantize));
+    type_traits(t)->dequantize(q.data(), y.data(), int64_t(n));
     return y;
 }
 
@@ -346,14 +335,16 @@ TEST_CASE("Q4_K / Q6_K quantize: every element coded to the nearest grid point o
     }
 }
 
-TEST_CASE("quantization quality on gaussian data: Q4_K clearly better than Q4_0") {
+TEST_CASE("quantization quality on gaussian data: Q4_K clearly better than Q4_0, each bit more halves it") {
     const auto x = gaussian(256 * 256, 5);
-    double e[5];
-    const TensorType ts[5] = {TYPE_Q4_0, TYPE_Q4_K, TYPE_Q6_K, TYPE_Q8_0, TYPE_Q8_K};
-    for (int k = 0; k < 5; ++k) e[k] = rms(x, dequantize(ts[k], quantize(ts[k], x), x.size()));
-    MESSAGE("rms error (sigma=1): q4_0 " << e[0] << "  q4_K " << e[1] << "  q6_K " << e[2] << "  q8_0 " << e[3] << "  q8_K "
-                                         << e[4]);
+    double e[6];
+    const TensorType ts[6] = {TYPE_Q4_0, TYPE_Q4_K, TYPE_Q6_K, TYPE_Q8_0, TYPE_Q8_K, TYPE_Q5_K};
+    for (int k = 0; k < 6; ++k) e[k] = rms(x, dequantize(ts[k], quantize(ts[k], x), x.size()));
+    MESSAGE("rms error (sigma=1): q4_0 " << e[0] << "  q4_K " << e[1] << "  q5_K " << e[5] << "  q6_K " << e[2] << "  q8_0 "
+                                         << e[3] << "  q8_K " << e[4]);
     CHECK(e[1] < 0.87 * e[0]);  // Q4_K (4.5 bpw) vs Q4_0 (4.5 bpw): measured ~0.835
+    CHECK(e[5] < 0.6 * e[1]);   // Q5_K: one more bit, half the step
+    CHECK(e[2] < 0.6 * e[5]);   // Q6_K: one more again
     CHECK(e[2] < 0.3 * e[1]);   // Q6_K: ~2 more bits
     CHECK(e[3] < e[2]);
     CHECK(e[0] < 0.12);  // uniform 4-bit grid over ~[-2.2, 2.2] sigma: step/sqrt(12) ~ 0.08
@@ -369,7 +360,7 @@ TEST_CASE("round trip: quantize(dequantize(q)) reproduces dequantize(q)") {
         const auto y2 = dequantize(t, q2, x.size());
         CHECK(y1 == y2);
     }
-    for (TensorType t : {TYPE_Q4_K, TYPE_Q6_K}) {
+    for (TensorType t : {TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K}) {
         // The scale search need not land exactly on the original grid; the requantized data must
         // stay much closer to y1 than y1 is to x, and must not drift on further round trips.
         CAPTURE(std::string(type_name(t)));
