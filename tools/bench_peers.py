@@ -3,7 +3,7 @@
 weights, 2 threads. Speed: pp/tg tok/s, the three programs alternated within each repetition,
 medians and ratios. Memory and start-up: peak RSS, load time and time to first token.
 
-    tools/bench_peers.py [--shapes tinyllama llama2-7b] [--reps 5] [--parts speed memory]
+    tools/bench_peers.py [--shapes tinyllama llama2-7b] [--reps 5] [--parts speed memory] [--mixes q5_k_m]
 
 The peers come from ../shared/tools/build-peers.sh (PEERS_DIR, default ~/peers): llama.cpp's
 llama-bench and llama-completion, ik_llama.cpp's llama-bench (with -rtr 1, its fastest CPU path).
@@ -165,6 +165,9 @@ def main():
     ap.add_argument("--shapes", nargs="+", default=["tinyllama", "llama2-7b"])
     ap.add_argument("--parts", nargs="+", default=["speed", "memory"])
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--mixes", nargs="+", default=None,
+                    help="types to run (default: q4_0 q8_0 q4_k_m q5_k_m for tinyllama, q4_0 for the 7B); "
+                    "the pp2800 row comes with q4_0")
     a = ap.parse_args()
     missing = [b for b in (os.path.join(LLAMA, "llama-bench"), os.path.join(LLAMA, "llama-completion"), os.path.join(IK, "llama-bench"))
                if not os.access(b, os.X_OK)]
@@ -181,12 +184,12 @@ def main():
         emit("| model, type | hearth pp | llama.cpp pp | ik_llama.cpp pp | vs llama.cpp | vs ik | hearth tg | llama.cpp tg | ik_llama.cpp tg | vs llama.cpp | vs faster |")
         emit("|---|---|---|---|---|---|---|---|---|---|---|")
         for shape in a.shapes:
-            mixes = ["q4_0", "q8_0", "q4_k_m"] if shape == "tinyllama" else ["q4_0"]
+            mixes = a.mixes or (["q4_0", "q8_0", "q4_k_m", "q5_k_m"] if shape == "tinyllama" else ["q4_0"])
             tg = 128 if shape == "tinyllama" else 64
             for mix in mixes:
                 hearth, gguf = model(shape, mix)
                 speed_row(f"{shape} {mix} pp512/tg{tg}", hearth, gguf, 512, tg, a.reps)
-            if shape == "tinyllama":
+            if shape == "tinyllama" and "q4_0" in mixes:
                 hearth, gguf = model(shape, "q4_0")
                 speed_row(f"{shape} q4_0 pp2800", hearth, gguf, 2800, 0, max(3, a.reps // 2))
         emit()
