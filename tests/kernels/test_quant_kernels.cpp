@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -301,21 +302,25 @@ TEST_CASE("Q8_K quantize: |err| <= d/2, d = amax/127 (12-bit mantissa), bsums") 
     }
 }
 
-TEST_CASE("Q4_K / Q6_K quantize: every element coded to the nearest grid point of its sub-block") {
+TEST_CASE("Q4_K / Q5_K / Q6_K quantize: every element coded to the nearest grid point of its sub-block") {
     const auto x = gaussian(256 * 32, 4);
-    {
-        const Bytes q = quantize(TYPE_Q4_K, x);
-        const auto y = dequantize(TYPE_Q4_K, q, x.size());
-        const block_q4_K* b = reinterpret_cast<const block_q4_K*>(q.data());
+    static_assert(offsetof(block_q5_K, d) == offsetof(block_q4_K, d) &&
+                      offsetof(block_q5_K, dmin) == offsetof(block_q4_K, dmin) &&
+                      offsetof(block_q5_K, scales) == offsetof(block_q4_K, scales),
+                  "Q5_K starts as Q4_K");
+    for (const auto& [type, levels] : {std::pair{TYPE_Q4_K, 16}, std::pair{TYPE_Q5_K, 32}}) {
+        CAPTURE(type_name(type));
+        const Bytes q = quantize(type, x);
+        const auto y = dequantize(type, q, x.size());
         int bad = 0;
         for (size_t i = 0; i < x.size(); ++i) {
-            const block_q4_K& blk = b[i / 256];
+            const block_q4_K& blk = *reinterpret_cast<const block_q4_K*>(&q[i / 256 * type_block_bytes(type)]);
             uint8_t sc, m;
             q4k_get_scale_min(int(i % 256) / 32, blk.scales, &sc, &m);
             const double ds = double(fp16_to_fp32(blk.d)) * sc, dm = double(fp16_to_fp32(blk.dmin)) * m;
             double best = 1e30;
-            for (int l = 0; l < 16; ++l) best = std::min(best, std::fabs(ds * l - dm - x[i]));
-            if (std::fabs(double(y[i]) - x[i]) > best + 1e-5 * (15 * ds + dm + std::fabs(x[i]))) ++bad;
+            for (int l = 0; l < levels; ++l) best = std::min(best, std::fabs(ds * l - dm - x[i]));
+            if (std::fabs(double(y[i]) - x[i]) > best + 1e-5 * ((levels - 1) * ds + dm + std::fabs(x[i]))) ++bad;
         }
         CHECK(bad == 0);
     }
