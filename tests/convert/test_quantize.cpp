@@ -30,7 +30,10 @@ TEST_CASE("quantize: q4_k_m and q5_k_m give q6_k to the layers llama.cpp's use_m
     // llama.cpp (llama-quant.cpp): use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2.
     // For 32 layers that is 0-3, 28-31 and 6, 9, ..., 27, written out here by hand.
     const std::set<int> more = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
-    for (const auto& [mix, base] : {std::pair{OutputMix::Q4_K_M, TYPE_Q4_K}, std::pair{OutputMix::Q5_K_M, TYPE_Q5_K}}) {
+    for (const std::pair<OutputMix, TensorType>& mix_base :
+         {std::pair{OutputMix::Q4_K_M, TYPE_Q4_K}, std::pair{OutputMix::Q5_K_M, TYPE_Q5_K}}) {
+        const OutputMix mix = mix_base.first;
+        const uint32_t base = mix_base.second;
         CAPTURE(output_mix_name(mix));
         for (int l = 0; l < 32; l++) {
             std::string p = "blk." + std::to_string(l) + ".";

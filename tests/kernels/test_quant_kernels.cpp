@@ -308,7 +308,10 @@ TEST_CASE("Q4_K / Q5_K / Q6_K quantize: every element coded to the nearest grid 
                       offsetof(block_q5_K, dmin) == offsetof(block_q4_K, dmin) &&
                       offsetof(block_q5_K, scales) == offsetof(block_q4_K, scales),
                   "Q5_K starts as Q4_K");
-    for (const auto& [type, levels] : {std::pair{TYPE_Q4_K, 16}, std::pair{TYPE_Q5_K, 32}}) {
+    for (const std::pair<TensorType, int>& type_levels : {std::pair{TYPE_Q4_K, 16}, std::pair{TYPE_Q5_K, 32}}) {
+        // (not a structured binding: clang's C++17 cannot capture one in CAPTURE's lambda)
+        const TensorType type = type_levels.first;
+        const int levels = type_levels.second;
         CAPTURE(type_name(type));
         const Bytes q = quantize(type, x);
         const auto y = dequantize(type, q, x.size());
