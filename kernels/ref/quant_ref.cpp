@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
@@ -209,25 +210,20 @@ struct Q4KDecoded {
     float d, dmin;
 };
 
-inline void q4k_decode(const block_q4_K& b, Q4KDecoded& o) {
+// Q4_K, or Q5_K: Q4_K's scales and nibbles, and bit 4 of each quant from qh (bit j of qh[l]:
+// element l of sub-block j, as ggml's dequantize_row_q5_K). Both take Q4_K's dot, on quants
+// 0..15 or 0..31.
+template <typename Block>
+inline void q4k_decode(const Block& b, Q4KDecoded& o) {
     for (int j = 0; j < 8; ++j) q4k_get_scale_min(j, b.scales, &o.sc[j], &o.m[j]);
     for (int c = 0; c < 4; ++c)
         for (int l = 0; l < 32; ++l) {
             o.q[64 * c + l] = b.qs[32 * c + l] & 0xF;
             o.q[64 * c + 32 + l] = b.qs[32 * c + l] >> 4;
-        }
-    o.d = f16(b.d);
-    o.dmin = f16(b.dmin);
-}
-
-// Q5_K: Q4_K's scales and nibbles, and bit 4 of each quant from qh (bit j of qh[l]: element l
-// of sub-block j, as ggml's dequantize_row_q5_K). Its dot is Q4_K's, on quants 0..31.
-inline void q5k_decode(const block_q5_K& b, Q4KDecoded& o) {
-    for (int j = 0; j < 8; ++j) q4k_get_scale_min(j, b.scales, &o.sc[j], &o.m[j]);
-    for (int c = 0; c < 4; ++c)
-        for (int l = 0; l < 32; ++l) {
-            o.q[64 * c + l] = uint8_t((b.qs[32 * c + l] & 0xF) | ((b.qh[l] >> (2 * c)) & 1) << 4);
-            o.q[64 * c + 32 + l] = uint8_t((b.qs[32 * c + l] >> 4) | ((b.qh[l] >> (2 * c + 1)) & 1) << 4);
+            if constexpr (std::is_same<Block, block_q5_K>::value) {
+                o.q[64 * c + l] |= uint8_t(((b.qh[l] >> (2 * c)) & 1) << 4);
+                o.q[64 * c + 32 + l] |= uint8_t(((b.qh[l] >> (2 * c + 1)) & 1) << 4);
+            }
         }
     o.d = f16(b.d);
     o.dmin = f16(b.dmin);
@@ -740,22 +736,17 @@ struct KQ4_0 {
     }
     static float dot(const Q4Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); }
 };
-struct KQ4_K {
-    using WBlock = block_q4_K;
+template <typename Block>
+struct KQ4_K_or_Q5_K {
+    using WBlock = Block;
     using ABlock = block_q8_K;
     using Decoded = Q4KDecoded;
     static constexpr int kBlockElems = QK_K;
-    static void decode(const block_q4_K& b, Q4KDecoded& o) { q4k_decode(b, o); }
+    static void decode(const Block& b, Q4KDecoded& o) { q4k_decode(b, o); }
     static float dot(const Q4KDecoded& w, const block_q8_K& a) { return q4k_dot_decoded(w, a); }
 };
-struct KQ5_K {
-    using WBlock = block_q5_K;
-    using ABlock = block_q8_K;
-    using Decoded = Q4KDecoded;
-    static constexpr int kBlockElems = QK_K;
-    static void decode(const block_q5_K& b, Q4KDecoded& o) { q5k_decode(b, o); }
-    static float dot(const Q4KDecoded& w, const block_q8_K& a) { return q4k_dot_decoded(w, a); }
-};
+using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
+using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 struct KQ6_K {
     using WBlock = block_q6_K;
     using ABlock = block_q8_K;
