@@ -139,14 +139,21 @@ FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cp
 build/asan/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(ASAN_FLAGS) -DLLVMFuzzerTestOneInput=fuzz_entry_$* -DLLVMFuzzerCustomMutator=fuzz_mutator_$* -c $< -o $@
-build/asan/fuzz_replay: tests/fuzz/replay_main.cpp $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) build/asan/server/request.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
-	$(CXX) $(ASAN_FLAGS) '-DHEARTH_FUZZ_TARGETS=$(foreach t,$(FUZZ_NAMES),X($(t)))' $^ -o $@ $(MODEL_LIBS)
+# The replay's own code (doctest's runner, mostly) is the tests' code: compiled as theirs are,
+# without the sanitizers, which took twenty seconds on doctest's implementation alone. It names
+# the targets, so it depends on the folder too (whose time changes when a target is added).
+build/asan/fuzz/replay_main.o: tests/fuzz/replay_main.cpp tests/fuzz Makefile
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -O1 '-DHEARTH_FUZZ_TARGETS=$(foreach t,$(FUZZ_NAMES),X($(t)))' -c $< -o $@
+build/asan/fuzz_replay: build/asan/fuzz/replay_main.o $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) build/asan/server/request.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
+	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
 # Under the sanitizers the unit tests skip the slowest checks against references, which compute
 # on the repository's own fixtures only (the PyTorch parity goldens and logits, perplexity and
 # quantization error budgets, the Llama-3 and Qwen3 vocabularies against their reference ids and
-# their round trips): every test that feeds a damaged, crafted or foreign input still runs. This
+# their round trips, llama2.c's formats against the reference logits, a SentencePiece vocabulary
+# against the library's ids): every test that feeds a damaged, crafted or foreign input still runs. This
 # keeps `make test` near 15 minutes on 2 cores.
-ASAN_UNIT_TEST_EXCLUDE := '--test-case-exclude=parity:*,kv cache:*,families: q8_0 and q4_0*,bpe hostile: real text never meets*,bpe: GGUF round trip*,bpe: quantize a Hugging Face folder*,bpe: Llama-3 and Qwen3 folders*,bpe: encode equals the reference*,gguf: a converted checkpoint keeps*,quantize: quantized default models stay close*,gguf: logits of each file*'
+ASAN_UNIT_TEST_EXCLUDE := '--test-case-exclude=parity:*,kv cache:*,families: q8_0 and q4_0*,bpe hostile: real text never meets*,bpe: GGUF round trip*,bpe: quantize a Hugging Face folder*,bpe: Llama-3 and Qwen3 folders*,bpe: encode equals the reference*,gguf: a converted checkpoint keeps*,quantize: quantized default models stay close*,gguf: logits of each file*,llama2c: every format converted to f32*,bpe: run --tokenize on a SentencePiece*'
 ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan/kernel_tests build/asan/fuzz_replay
 
 # aarch64 under qemu-user, in two builds: with dotprod and i8mm (the SMMLA GEMMs,
@@ -154,7 +161,7 @@ ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan
 # run on one that lacks them (cortex-a53). Two, because SDOT is chosen when the kernels are
 # compiled (HEARTH_ISA_DOTPROD, kernels/isa.h), not at run time: only the i8mm rows are asked
 # of the CPU (kernels/table.cpp), so a +dotprod build must not run on a CPU without it. The
-# kernels (-O2, and their tests) are compiled once per build; everything else (-O1: it is
+# kernels (-O2) and their tests (-O1) are compiled once per build; everything else (-O1: it is
 # checked, not timed) once, the same objects in both. Each build's kernel tests, run and
 # quantize link those objects: the first build holds the dotprod kernels to their references
 # too (the kernel table test runs every row the CPU can, the NEON rows beside the i8mm ones),
@@ -171,8 +178,19 @@ build/aarch64/i8mm/%.o: %.cpp Makefile
 build/aarch64/common/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) -O1 $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) $(AARCH64_LIB_CFLAGS) -c $< -o $@
+# The kernel tests' own code takes -O1 in each build, as on the host (under qemu they ran no
+# slower than at -O2): it needs the build's -march, which says which kernels it tests; doctest's
+# runner does not, and is compiled once.
+build/aarch64/plain/tests/%.o: tests/%.cpp Makefile
+	@mkdir -p $(dir $@)
+	$(AARCH64_CXX) -O1 $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) -c $< -o $@
+build/aarch64/i8mm/tests/%.o: tests/%.cpp Makefile
+	@mkdir -p $(dir $@)
+	$(AARCH64_CXX) -O1 $(AARCH64_MARCH_i8mm) $(AARCH64_FLAGS) -c $< -o $@
+AARCH64_KERNEL_TEST_MAIN := tests/kernels/kernel_test_main.cpp
 # The kernel tests alone need no library: linked statically, as before the programs were built.
-build/aarch64/kernel_tests_%: $(patsubst %.cpp,build/aarch64/$$*/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS)) build/aarch64/common/base/platform.o
+build/aarch64/kernel_tests_%: $(patsubst %.cpp,build/aarch64/$$*/%.o,$(filter-out $(AARCH64_KERNEL_TEST_MAIN),$(KERNEL_TEST_SRCS)) $(KERNEL_SRCS)) \
+                              $(patsubst %.cpp,build/aarch64/common/%.o,$(AARCH64_KERNEL_TEST_MAIN) base/platform.cpp)
 	$(AARCH64_CXX) -fopenmp -static $^ -o $@
 
 # run and quantize for aarch64 link Debian's arm64 libraries (multiarch: make deps installs them
@@ -202,7 +220,7 @@ build/aarch64/quantize: $(patsubst %.cpp,build/aarch64/common/%.o,$(MODEL_SRCS) 
 AARCH64_KERNEL_TESTS := build/aarch64/kernel_tests_i8mm build/aarch64/kernel_tests_plain
 # Their objects are made by pattern rules through $$*: kept, not deleted as intermediate files.
 .SECONDARY: $(foreach b,plain i8mm,$(patsubst %.cpp,build/aarch64/$(b)/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS))) \
-            $(patsubst %.cpp,build/aarch64/common/%.o,$(AARCH64_COMMON_SRCS) $(CONVERT_SRCS) quantize.cpp)
+            $(patsubst %.cpp,build/aarch64/common/%.o,$(AARCH64_COMMON_SRCS) $(CONVERT_SRCS) quantize.cpp $(AARCH64_KERNEL_TEST_MAIN))
 ifneq ($(AARCH64_LIBS_FOUND),)
 AARCH64_E2E_BINS := build/aarch64/run_i8mm build/aarch64/run_plain build/aarch64/quantize
 endif
