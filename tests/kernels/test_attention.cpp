@@ -136,12 +136,16 @@ struct Failures {
 }  // namespace
 
 TEST_CASE("attention scores: every version equals the formula, for query groups and key blocks of every shape") {
+    const int kFirstKeys[3] = {0, 7, 16};
     for (uint32_t t : kTypes) {
         for (int hd : {4, 8, 12, 16, 32, 64, 128, 256}) {
             if (t == TYPE_Q8_0 && hd % QK8_0 != 0) continue;  // the cache refuses such heads
             for (int n_q : {1, 2, 5, 6, 7, 8, 13}) {
                 for (int n_k : {1, 3, 16, 17, 70, 300})
-                    for (int k0 : {0, 7, 16}) {  // the first position read (a sliding window's)
+                    for (int k0 : kFirstKeys) {  // the first position read (a sliding window's)
+                        // Long runs of keys take one first position each, in turn with the query
+                        // rows: they cost most of the test's time (under qemu, half a minute).
+                        if (n_k > 17 && k0 != kFirstKeys[n_q % 3]) continue;
                         const Keys c = make_keys(t, k0 + n_k, hd, uint32_t(hd * 1000 + n_k + k0));
                         const std::vector<float> q = normal(size_t(n_q) * hd, uint32_t(n_q * 7 + hd));
                         const int s_stride = n_k + 5;

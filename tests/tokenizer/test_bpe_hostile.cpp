@@ -455,7 +455,9 @@ TEST_CASE("bpe hostile: regexes that backtrack or rescan end with ids or a one-l
             BpeTokenizer bpe;
             REQUIRE(bpe.load(make_vocab(regexes)) == "");
             summary += std::string("\n    ") + placement + ":";
-            for (const std::string& text : {std::string("Hi!"), std::string(kChatLine), f.attack, ten_kb_of(f.attack)}) {
+            std::vector<std::string> texts = {"Hi!", kChatLine, f.attack};
+            if (ten_kb_of(f.attack) != f.attack) texts.push_back(ten_kb_of(f.attack));  // a 10 KB attack is its own
+            for (const std::string& text : texts) {
                 const std::string what = std::string(f.name) + " " + placement + " on " + std::to_string(text.size()) + " bytes";
                 const Outcome o = guarded_encode(bpe, text, false, what);
                 if (o.err.empty())
