@@ -234,7 +234,7 @@ CLANG_CXX := $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
 # (kernels/x86/avx2_util.h); a second build for a plain AVX2 CPU keeps the AVX2 tiles tested here.
 HOST_VNNI := $(shell $(CXX) $(filter-out -MMD -MP,$(CXXFLAGS)) -dM -E -x c++ /dev/null 2>/dev/null | grep -cE '__AVX512VNNI__|__AVXVNNI__')
 # One object per file (the kernels -O2, their tests -O1, as the other builds), so that make's
-# two jobs share the work: in one compiler process it was a minute and a half on one core.
+# two jobs share the work: in one compiler process it held one core for about a minute.
 AVX2_FLAGS := -march=haswell -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP -I.
 build/avx2/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
