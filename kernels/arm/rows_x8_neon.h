@@ -29,11 +29,11 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/fp16.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
+#include "kernels/scratch.h"
 
 namespace hearth {
 
@@ -103,9 +103,8 @@ inline int32x4_t lane_byte(uint8x16_t v, int j) {
 // Per-call scratch: the activations' per-block terms, once per token and block.
 template <typename T>
 T* scratch(size_t n) {
-    thread_local std::vector<T> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, T>(n);
 }
 
 // Tokens [t0, t0 + NT) x records [kb, kb + kn) of the group of rows r..r+7 at g: the partial dots

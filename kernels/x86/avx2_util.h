@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "kernels/isa.h"
+#include "kernels/scratch.h"
 
 namespace hearth {
 
@@ -29,9 +29,8 @@ inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_
 // gemv_q4_k_avx512.cpp, gemv_q6_k_avx512.cpp, few_q4_0x8_avx2.cpp), grown to the largest call's;
 // 64-byte aligned, for aligned zmm loads.
 inline uint8_t* few_tokens_act_buf(size_t bytes) {
-    thread_local std::vector<uint8_t> buf;
-    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-    return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+    struct FewTokensActs;
+    return thread_scratch<FewTokensActs, uint8_t, 64>(bytes);
 }
 
 // 4 bytes at p in every 32-bit lane (one activation step of a GEMM tile).

@@ -39,11 +39,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 #include "kernels/x86/gemm_x8_avx512.h"
 
 namespace hearth {
@@ -97,9 +97,8 @@ PanelBlock* packed_buf() {
 }
 
 ActBlock* act_buf(size_t n) {
-    thread_local std::vector<ActBlock> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, ActBlock>(n);
 }
 
 // Pack kn records of the group pair (ga, gb) (record b of each at + b * 8 * sizeof(WBlock)).
@@ -380,9 +379,8 @@ struct FormatQ4_K {
         return buf;
     }
     static Act* acts(size_t n) {
-        thread_local std::vector<ActSuperTiles> buf;
-        if (buf.size() < n) buf.resize(n);
-        return buf.data();
+        struct Tag;
+        return thread_scratch<Tag, ActSuperTiles>(n);
     }
     static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) {
         for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);

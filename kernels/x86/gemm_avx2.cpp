@@ -30,9 +30,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 
@@ -67,9 +67,8 @@ struct alignas(32) ActBlock {
 static_assert(sizeof(ActBlock) == 160, "ActBlock layout");
 
 ActBlock* act_buf(size_t n) {
-    thread_local std::vector<ActBlock> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, ActBlock>(n);
 }
 
 #if defined(HEARTH_ISA_AVX_VNNI)

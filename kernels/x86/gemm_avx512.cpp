@@ -34,11 +34,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 #include "kernels/x86/gemm_x8_avx512.h"
 
 namespace hearth {
@@ -70,9 +70,8 @@ struct alignas(64) ActBlock {
 };
 
 ActBlock* act_buf(size_t n) {
-    thread_local std::vector<ActBlock> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, ActBlock>(n);
 }
 
 // Pack kn records of the group pair (ga, gb) (record b of each at + b * 8 * sizeof(WBlock)) into p.
@@ -178,9 +177,8 @@ PanelQ4K16* packed_buf_k() {
 }
 
 ActSuper* act_buf_k(size_t n) {
-    thread_local std::vector<ActSuper> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, ActSuper>(n);
 }
 
 // Byte j (0..3) of each 32-bit lane, zero-extended to the lane (a _mm256_shuffle_epi8 control).

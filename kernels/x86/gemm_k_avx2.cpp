@@ -46,9 +46,9 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
 
@@ -90,9 +90,8 @@ Panel* packed_buf() {
 }
 
 ActSuper* act_buf(size_t n) {
-    thread_local std::vector<ActSuper> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, ActSuper>(n);
 }
 
 inline __m256i load(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }

@@ -29,9 +29,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 
 namespace hearth {
 
@@ -41,13 +41,8 @@ inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<cons
 
 template <typename T>
 T* scratch(size_t n) {
-    struct alignas(32) V {
-        char b[32];
-    };
-    thread_local std::vector<V> buf;
-    const size_t nv = (n * sizeof(T) + 31) / 32;
-    if (buf.size() < nv) buf.resize(nv);
-    return reinterpret_cast<T*>(buf.data());
+    struct Tag;
+    return thread_scratch<Tag, T, 32>(n);
 }
 
 // Row pointers of the group starting at r (rows past r1 - 1 repeat the last row; their outputs

@@ -30,9 +30,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 #include "kernels/prefetch.h"
 
 namespace hearth {
@@ -53,9 +53,8 @@ struct ActTerms {
 };
 
 ActTerms* act_terms(size_t n) {
-    thread_local std::vector<ActTerms> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, ActTerms>(n);
 }
 
 void fill_act_terms(const char* A, size_t arb, int nb, int n_tokens, ActTerms* at) {

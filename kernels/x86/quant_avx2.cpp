@@ -21,9 +21,9 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 
 namespace hearth {
 
@@ -78,22 +78,18 @@ inline __m256i q6k_chunk_scales(__m128i sc8, int c) {
 
 // Scratch for per-call activation tables (one per thread).
 float* scratch(size_t n) {
-    thread_local std::vector<float> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, float>(n);
 }
 
 int8_t* scratch_bytes(size_t n) {
-    thread_local std::vector<int8_t> buf;
-    if (buf.size() < n + 64) buf.resize(n + 64);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-    return buf.data() + ((64 - p % 64) % 64);
+    struct Tag;
+    return thread_scratch<Tag, int8_t, 64>(n);
 }
 
 float* scratch_part(size_t n) {
-    thread_local std::vector<float> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, float>(n);
 }
 
 }  // namespace

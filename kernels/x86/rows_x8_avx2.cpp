@@ -22,9 +22,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/x86/avx2_util.h"
+#include "kernels/scratch.h"
 #include "kernels/prefetch.h"
 
 namespace hearth {
@@ -38,9 +38,8 @@ struct ActTerms {
 };
 
 ActTerms* act_terms(size_t n) {
-    thread_local std::vector<ActTerms> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    struct Tag;
+    return thread_scratch<Tag, ActTerms>(n);
 }
 
 // Lane i of res[t]: dot(row i of the group at g, activation row a[t]) for NT tokens, for a group
