@@ -443,35 +443,29 @@ void store_k_scales(const KQuantFit& f, Block& b) {
     std::memset(b.scales, 0, 12);
     pack_q4k_scales(f.sc, f.m, b.scales);
 }
-}  // namespace
 
-void quantize_row_q4_k(const float* x, void* vy, int64_t n) {
-    block_q4_K* y = static_cast<block_q4_K*>(vy);
+// Q5_K is Q4_K's fields with quants 0..31: bit 4 of element l of sub-block j in bit j of qh[l].
+template <typename Block>
+void quantize_row_q4_k_or_q5_k(const float* x, void* vy, int64_t n) {
+    constexpr bool kFifthBit = std::is_same<Block, block_q5_K>::value;
+    Block* y = static_cast<Block*>(vy);
     KQuantFit f;
     for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-        fit_k_super_block(x, 15, f);
+        fit_k_super_block(x, kFifthBit ? 31 : 15, f);
         store_k_scales(f, y[i]);
-        for (int c = 0; c < 4; ++c)
-            for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = uint8_t(f.L[64 * c + l] | (f.L[64 * c + 32 + l] << 4));
-    }
-}
-
-// Q5_K: Q4_K's fields with quants 0..31, bit 4 of element l of sub-block j in bit j of qh[l].
-void quantize_row_q5_k(const float* x, void* vy, int64_t n) {
-    block_q5_K* y = static_cast<block_q5_K*>(vy);
-    KQuantFit f;
-    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-        fit_k_super_block(x, 31, f);
-        store_k_scales(f, y[i]);
-        std::memset(y[i].qh, 0, sizeof y[i].qh);
+        if constexpr (kFifthBit) std::memset(y[i].qh, 0, sizeof y[i].qh);
         for (int c = 0; c < 4; ++c)
             for (int l = 0; l < 32; ++l) {
                 const uint8_t lo = f.L[64 * c + l], hi = f.L[64 * c + 32 + l];
                 y[i].qs[32 * c + l] = uint8_t((lo & 0xF) | (hi & 0xF) << 4);
-                y[i].qh[l] |= uint8_t((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
+                if constexpr (kFifthBit) y[i].qh[l] |= uint8_t((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
             }
     }
 }
+}  // namespace
+
+void quantize_row_q4_k(const float* x, void* vy, int64_t n) { quantize_row_q4_k_or_q5_k<block_q4_K>(x, vy, n); }
+void quantize_row_q5_k(const float* x, void* vy, int64_t n) { quantize_row_q4_k_or_q5_k<block_q5_K>(x, vy, n); }
 
 void quantize_row_q6_k(const float* x, void* vy, int64_t n) {
     block_q6_K* y = static_cast<block_q6_K*>(vy);
