@@ -456,7 +456,8 @@ TEST_CASE("bpe hostile: regexes that backtrack or rescan end with ids or a one-l
             REQUIRE(bpe.load(make_vocab(regexes)) == "");
             summary += std::string("\n    ") + placement + ":";
             std::vector<std::string> texts = {"Hi!", kChatLine, f.attack};
-            if (ten_kb_of(f.attack) != f.attack) texts.push_back(ten_kb_of(f.attack));  // a 10 KB attack is its own
+            std::string ten_kb = ten_kb_of(f.attack);
+            if (ten_kb != f.attack) texts.push_back(std::move(ten_kb));  // a 10 KB attack is its own
             for (const std::string& text : texts) {
                 const std::string what = std::string(f.name) + " " + placement + " on " + std::to_string(text.size()) + " bytes";
                 const Outcome o = guarded_encode(bpe, text, false, what);
