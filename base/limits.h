@@ -87,6 +87,7 @@ constexpr size_t kServerMessages = 4096;       // messages in one chat request
 constexpr size_t kServerStopStrings = 4;       // stop strings, as OpenAI's API allows
 constexpr size_t kServerStopBytes = 256;       // one stop string
 constexpr size_t kServerTokenIds = 1 << 20;    // ids in a /detokenize request
+constexpr int kServerTopLogprobs = 20;         // alternatives per token with logprobs, as OpenAI's API allows
 constexpr int kServerKeepAliveRequests = 100;  // requests on one connection before it is closed
 constexpr int kServerTimeoutSeconds = 600;     // --timeout's default: reading a request, writing a reply
 

@@ -62,6 +62,7 @@ bool Generator::begin_step(RunState& state, std::vector<int>& context, std::vect
     if (next < 0) next = sampler_.sample(logits.data(), vocab, context);
     if (is_end(next)) return stop(GenerationEnd::end_id, end);
     tokens_.push_back(next);
+    if (cb.on_logits) cb.on_logits(next, logits.data());
     if (cb.on_token) cb.on_token(next, streamer_.push(next));
     if (int(tokens_.size()) == max_tokens) return stop(GenerationEnd::length_limit, end);
 
@@ -134,6 +135,7 @@ bool Generator::end_step(std::vector<int>& context, std::vector<float>& logits, 
             return stop(GenerationEnd::end_id, end);
         }
         tokens_.push_back(t);
+        if (cb.on_logits) cb.on_logits(t, before);
         if (cb.on_token) cb.on_token(t, streamer_.push(t));
         if (int(tokens_.size()) == max_tokens_) {  // cannot happen (room), but as a step would
             finish(i - 1);

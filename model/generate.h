@@ -34,6 +34,10 @@ struct GenerationCallbacks {
     // Each kept token and the text it completes: "" while it holds part of a UTF-8
     // character (or has no text), more than its own piece when it completes one.
     std::function<void(int id, const std::string& text)> on_token;
+    // Just before on_token: the logits the kept token was drawn from (the vocabulary's
+    // padding masked, before the sampler's penalty and cuts), for a caller that reports
+    // log-probabilities.
+    std::function<void(int id, const float* logits)> on_logits;
     std::function<bool()> interrupted;  // polled before each token
 };
 

@@ -99,6 +99,20 @@ void Sampler::keep_min_p(std::vector<Candidate>& c, float min_p) {
     c.resize(keep);
 }
 
+float log_probabilities(const float* logits, int vocab, int id, int top_n, std::vector<TokenLogprob>* top) {
+    const float max = logits[Sampler::argmax(logits, vocab)];
+    double sum = 0;  // >= 1: the max's own term
+    for (int i = 0; i < vocab; i++) sum += std::exp(double(logits[i]) - max);
+    const float log_z = max + float(std::log(sum));
+    top->clear();
+    if (top_n > 0) {
+        std::vector<Candidate> c;
+        Sampler::top_k(logits, vocab, std::min(top_n, vocab), c);
+        for (const Candidate& x : c) top->push_back({x.id, x.logit - log_z});
+    }
+    return logits[id] - log_z;
+}
+
 int Sampler::sample(const float* logits, int vocab, const std::vector<int>& recent) {
     const float* v = logits;
     if (repeat_penalty_applies(recent, params_.repeat_last_n, params_.repeat_penalty)) {  // on a copy: logits are the caller's

@@ -31,6 +31,17 @@ struct Candidate {
     float p;
 };
 
+// The log-probability of ids under the model's distribution at one position: a softmax of
+// the logits at temperature 1, before sampling's penalty and cuts (what llama-server reports
+// by default, and what the logits alone say). For the server's `logprobs`.
+struct TokenLogprob {
+    int id;
+    float logprob;
+};
+// logprob(id), and in *top the top_n most likely ids, most likely first (the lower id first on
+// ties); top_n <= 0 leaves *top empty. Ids whose logit is -inf (masked) have -inf.
+float log_probabilities(const float* logits, int vocab, int id, int top_n, std::vector<TokenLogprob>* top);
+
 class Sampler {
 public:
     explicit Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}

@@ -204,8 +204,28 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
             return unsupported(name, "tools and function calls");
     for (const char* name : {"tool_choice", "function_call"})
         if (const json* t = field(j, name); t && *t != "none") return unsupported(name, "tools and function calls");
-    if (const json* l = field(j, "logprobs"); l && *l != false && *l != 0) return unsupported("logprobs", "no log probabilities");
-    if (field(j, "top_logprobs")) return unsupported("top_logprobs", "no log probabilities");
+    // Log-probabilities of the reply's tokens. Chat: "logprobs": true, and "top_logprobs": N
+    // alternatives per token. Completions (the legacy API): "logprobs": N, the alternatives.
+    // A client may send the other API's "off" (chat 0, completions false): that is off too.
+    const int kTop = limits::kServerTopLogprobs;
+    long long top = 0;
+    const json* lp = field(j, "logprobs");
+    const bool off = lp && (chat ? *lp == 0 : *lp == false);
+    if (off) {
+        if (field(j, "top_logprobs")) return bad_request("'top_logprobs' needs 'logprobs'", "top_logprobs");
+    } else if (chat) {
+        bool want = false;
+        if (ApiError e = read_bool(j, "logprobs", &want)) return e;
+        if (ApiError e = read_int(j, "top_logprobs", 0, kTop, false, &top)) return e;
+        if (field(j, "top_logprobs") && !want) return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+        r.logprobs = want ? int(top) : -1;
+    } else {
+        top = -1;
+        if (ApiError e = read_int(j, "logprobs", 0, kTop, false, &top)) return e;
+        r.logprobs = int(top);
+        if (field(j, "top_logprobs"))
+            return bad_request("'top_logprobs' is the chat API's: a completion asks with 'logprobs': N", "top_logprobs");
+    }
     if (const json* f = field(j, "response_format")) {
         const json* t = f->is_object() ? field(*f, "type") : nullptr;
         if (!t || *t != "text") return unsupported("response_format", "text replies only (type 'text')");

@@ -5,7 +5,7 @@
 // What a body may hold follows OpenAI's API reference (chat completions and the legacy
 // completions), plus llama.cpp's cheap extras (top_k, min_p, repeat_penalty, repeat_last_n,
 // ignore_eos). Fields hearth does not implement are refused by name when they would change
-// the reply (n > 1, tools, logprobs, a response_format other than text, ...); fields that
+// the reply (n > 1, tools, a response_format other than text, ...); fields that
 // change nothing (user, metadata, store, ...) and unknown fields are ignored, as OpenAI's
 // clients send such things.
 #pragma once
@@ -44,6 +44,7 @@ struct CompletionRequest {
     SamplerParams sampler;          // starts as the server's defaults
     bool seed_given = false;        // else the server draws one
     std::vector<std::string> stop;  // non-empty strings
+    int logprobs = -1;              // -1: none; else each token's log-probability and this many alternatives'
 };
 
 // Parses a request body. `defaults` are the server's sampling settings (run's --temp etc.),

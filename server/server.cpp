@@ -43,6 +43,20 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // ---- Jobs: one generation, shared by the HTTP thread that waits for it and the scheduler.
 
+// A reply token's log-probability and its most likely alternatives', for `logprobs`.
+struct TokenReport {
+    std::string bytes;  // Tokenizer::token_bytes: may end inside a UTF-8 character
+    float logprob;
+    std::vector<std::pair<std::string, float>> top;
+};
+
+// What the scheduler sends at once: reply text, and the reports of the tokens that made it
+// (with logprobs; a piece may hold reports and no text, when a token's text is held back).
+struct Piece {
+    std::string text;
+    std::vector<TokenReport> tokens;
+};
+
 struct Job {
     CompletionRequest req;
     std::vector<int> prompt;  // the ids to evaluate (the templated dialog, or the prompt with BOS)
@@ -56,7 +70,7 @@ struct Job {
     // The channel, under m: text pieces not yet taken, and the end.
     std::mutex m;
     std::condition_variable cv;
-    std::deque<std::string> pieces;
+    std::deque<Piece> pieces;
     bool finished = false;
     std::string finish_reason;  // "stop" or "length"
     ApiError error;             // a failure after the job was accepted
@@ -64,11 +78,11 @@ struct Job {
     double first_token_seconds = 0;
 };
 
-void push_text(Job& job, const std::string& text) {
-    if (text.empty()) return;
+void push_piece(Job& job, Piece piece) {
+    if (piece.text.empty() && piece.tokens.empty()) return;
     {
         std::lock_guard<std::mutex> lk(job.m);
-        job.pieces.push_back(text);
+        job.pieces.push_back(std::move(piece));
     }
     // A reply that is not streamed is sent whole at the end (finish_job wakes its thread):
     // waking that thread for every token would take a core from the step's threads for nothing.
@@ -210,10 +224,11 @@ private:
         size_t prompt_pos = 0;  // the next prompt id to evaluate
         std::unique_ptr<Sampler> sampler;
         std::unique_ptr<Generator> gen;
-        GenerationCallbacks cb;  // gen's, for the whole job
-        uint64_t order = 0;      // when the job started: prompts are read first come, first served
-        int most_shared = 0;     // the most other slots a step of this job was evaluated with
-        std::string held;        // text held back: it may be the start of a stop string
+        GenerationCallbacks cb;            // gen's, for the whole job
+        uint64_t order = 0;                // when the job started: prompts are read first come, first served
+        int most_shared = 0;               // the most other slots a step of this job was evaluated with
+        std::string held;                  // text held back: it may be the start of a stop string
+        std::vector<TokenReport> reports;  // with logprobs: the tokens not yet sent with a piece
         bool stop_hit = false;
         std::string emitted;  // the reply's text so far, as sent
         Clock::time_point started;
@@ -286,6 +301,9 @@ private:
         s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
         s.gen->set_draft(draft_);
         s.cb.on_token = [this, &s](int, const std::string& text) { on_text(s, text); };
+        s.reports.clear();
+        s.cb.on_logits = nullptr;
+        if (job->req.logprobs >= 0) s.cb.on_logits = [this, &s](int id, const float* logits) { report(s, id, logits); };
         s.cb.interrupted = [&s] { return s.stop_hit || s.job->cancelled.load(); };
         s.order = ++use_counter_;
         s.most_shared = 0;
@@ -327,7 +345,20 @@ private:
         if (text.empty()) return;
         if (s.emitted.empty()) s.job->first_token_seconds = seconds_since(s.job->queued);
         s.emitted += text;
-        push_text(*s.job, text);
+        push_piece(*s.job, {text, std::move(s.reports)});
+        s.reports.clear();
+    }
+
+    // A kept token's log-probability, and its job's number of alternatives.
+    void report(Slot& s, int id, const float* logits) {
+        std::vector<TokenLogprob> top;
+        TokenReport r;
+        r.bytes = lm_.tok.token_bytes(id);
+        // OpenAI's floor for tokens the model all but rules out (JSON has no -inf).
+        constexpr float kFloor = -9999.0f;
+        r.logprob = std::max(kFloor, log_probabilities(logits, lm_.model.config.vocab_size, id, s.job->req.logprobs, &top));
+        for (const TokenLogprob& t : top) r.top.emplace_back(lm_.tok.token_bytes(t.id), std::max(kFloor, t.logprob));
+        s.reports.push_back(std::move(r));
     }
 
     bool reading_prompt(const Slot& s) const { return s.prompt_pos < s.job->prompt.size(); }
@@ -426,6 +457,8 @@ private:
             // What the decoder and the stop-string check still hold.
             if (!s.stop_hit) on_text(s, s.gen->finish());
             if (!s.stop_hit) emit(s, s.held);
+            push_piece(job, {"", std::move(s.reports)});  // tokens whose text was held back, or ended nothing
+            s.reports.clear();
             if (s.stop_hit) reason = "stop";
             if (job.req.chat && !s.stop_hit && s.emitted == lm_.tok.decode(s.gen->tokens()))
                 replies_.add(s.emitted, s.gen->tokens());
@@ -562,13 +595,47 @@ json usage_json(const Job& j) {
             {"total_tokens", j.prompt_tokens + j.completion_tokens}};
 }
 
+// A choice's "logprobs" for these tokens, in the shape of the job's API (null without logprobs):
+// chat {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
+// "bytes"}]}]}; completions {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}]}.
+json logprobs_json(const Job& j, const std::vector<TokenReport>& tokens) {
+    if (j.req.logprobs < 0) return nullptr;
+    auto bytes_json = [](const std::string& b) {
+        json a = json::array();
+        for (unsigned char c : b) a.push_back(int(c));
+        return a;
+    };
+    if (j.req.chat) {
+        json content = json::array();
+        for (const TokenReport& t : tokens) {
+            json top = json::array();
+            for (const auto& a : t.top)
+                top.push_back({{"token", a.first}, {"logprob", a.second}, {"bytes", bytes_json(a.first)}});
+            content.push_back(
+                {{"token", t.bytes}, {"logprob", t.logprob}, {"bytes", bytes_json(t.bytes)}, {"top_logprobs", top}});
+        }
+        return {{"content", content}, {"refusal", nullptr}};
+    }
+    json texts = json::array(), lps = json::array(), tops = json::array();
+    for (const TokenReport& t : tokens) {
+        texts.push_back(t.bytes);
+        lps.push_back(t.logprob);
+        json top = json::object();
+        for (const auto& a : t.top)
+            if (!top.contains(a.first)) top[a.first] = a.second;  // ids of the same text: the likelier
+        tops.push_back(top);
+    }
+    return {{"tokens", texts}, {"token_logprobs", lps}, {"top_logprobs", tops}};
+}
+
 // One chunk of a stream: content (or finish) for chat, text for completions.
-json chunk_json(const Job& j, const std::string& model, const json* delta, const std::string& text, const std::string& finish) {
+json chunk_json(const Job& j, const std::string& model, const json* delta, const Piece& piece, const std::string& finish) {
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish.empty() ? json(nullptr) : json(finish)}};
+    if (!piece.tokens.empty()) choice["logprobs"] = logprobs_json(j, piece.tokens);
     if (j.req.chat)
-        choice["delta"] = delta ? *delta : json{{"content", text}};
+        choice["delta"] = delta ? *delta : json{{"content", piece.text}};
     else
-        choice["text"] = text;
+        choice["text"] = piece.text;
     json c = {{"id", j.id},
               {"object", j.req.chat ? "chat.completion.chunk" : "text_completion"},
               {"created", j.created},
@@ -747,8 +814,12 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                 if (!job->cancelled && client_gone()) job->cancelled = true;
             if (job->error) return send_error(res, job->error);
             std::string text;
-            for (const std::string& p : job->pieces) text += p;
-            json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", job->finish_reason}};
+            std::vector<TokenReport> tokens;
+            for (Piece& p : job->pieces) {
+                text += p.text;
+                for (TokenReport& t : p.tokens) tokens.push_back(std::move(t));
+            }
+            json choice = {{"index", 0}, {"logprobs", logprobs_json(*job, tokens)}, {"finish_reason", job->finish_reason}};
             if (chat)
                 choice["message"] = {{"role", "assistant"}, {"content", text}};
             else
@@ -782,10 +853,10 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                     *began = true;
                     if (job->req.chat) {
                         const json delta = {{"role", "assistant"}, {"content", ""}};
-                        if (!write(sse(chunk_json(*job, model, &delta, "", "")))) return false;
+                        if (!write(sse(chunk_json(*job, model, &delta, Piece(), "")))) return false;
                     }
                 }
-                std::deque<std::string> pieces;
+                std::deque<Piece> pieces;
                 bool finished;
                 {
                     std::unique_lock<std::mutex> lk(job->m);
@@ -793,7 +864,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                     pieces.swap(job->pieces);
                     finished = job->finished;
                 }
-                for (const std::string& p : pieces)
+                for (const Piece& p : pieces)
                     if (!write(sse(chunk_json(*job, model, nullptr, p, "")))) return false;
                 if (!finished) return true;
                 if (job->error) {
@@ -802,7 +873,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                     return true;
                 }
                 const json empty = json::object();
-                if (!write(sse(chunk_json(*job, model, &empty, "", job->finish_reason)))) return false;
+                if (!write(sse(chunk_json(*job, model, &empty, Piece(), job->finish_reason)))) return false;
                 if (job->req.include_usage) {
                     json u = {{"id", job->id},
                               {"object", job->req.chat ? "chat.completion.chunk" : "text_completion"},

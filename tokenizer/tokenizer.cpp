@@ -84,6 +84,18 @@ bool Tokenizer::is_byte(int id) const { return bpe_ ? false : sp_->IsByte(id); }
 bool Tokenizer::is_control(int id) const { return bpe_ ? bpe_->type(id) == BpeVocab::kControl : sp_->IsControl(id); }
 bool Tokenizer::is_unknown(int id) const { return bpe_ ? false : sp_->IsUnknown(id); }
 
+static const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+std::string Tokenizer::token_bytes(int id) const {
+    if (id < 0 || id >= vocab_size() || is_control(id)) return "";
+    if (bpe_) return bpe_->token_bytes(id);
+    if (is_byte(id)) return std::string(1, char(std::stoi(piece(id).substr(3, 2), nullptr, 16)));  // "<0xAB>"
+    if (is_unknown(id)) return " \xE2\x81\x87 ";
+    std::string text = piece(id);
+    for (size_t at; (at = text.find(kSpace)) != std::string::npos;) text.replace(at, kSpace.size(), " ");
+    return text;
+}
+
 std::string TextStreamer::drain_bytes(bool at_end) {
     static const std::string kReplacement = "\xEF\xBF\xBD";
     std::string out;
@@ -114,24 +126,17 @@ std::string TextStreamer::push(int id) {
         return drain_bytes(false);
     }
     if (tok_.is_byte(id)) {
-        const std::string& p = tok_.piece(id);  // "<0xAB>"
-        pending_bytes_ += char(std::stoi(p.substr(3, 2), nullptr, 16));
+        pending_bytes_ += tok_.token_bytes(id);
         at_start_ = false;
         return drain_bytes(false);
     }
     std::string out = drain_bytes(true);
     if (tok_.is_control(id)) return out;
-    if (tok_.is_unknown(id)) {
-        at_start_ = false;
-        return out + " \xE2\x81\x87 ";
-    }
-    std::string piece = tok_.piece(id);
-    static const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+    std::string text = tok_.token_bytes(id);
     // Only the very first piece loses its leading space, even if that leaves it empty.
-    if (at_start_ && piece.compare(0, kSpace.size(), kSpace) == 0) piece.erase(0, kSpace.size());
+    if (at_start_ && !tok_.is_unknown(id) && tok_.piece(id).compare(0, kSpace.size(), kSpace) == 0) text.erase(0, 1);
     at_start_ = false;
-    for (size_t at; (at = piece.find(kSpace)) != std::string::npos;) piece.replace(at, kSpace.size(), " ");
-    return out + piece;
+    return out + text;
 }
 
 std::string TextStreamer::finish() { return drain_bytes(true); }

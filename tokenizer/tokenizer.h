@@ -52,6 +52,11 @@ public:
     bool is_byte(int id) const;
     bool is_control(int id) const;
     bool is_unknown(int id) const;
+    // One token's bytes as a text shows them: a SentencePiece piece with its spaces (U+2581)
+    // as ' ', the leading one too; a byte piece's byte; a BPE token's bytes; " \u2047 " for the
+    // unknown piece; nothing for a control token or an id outside the vocabulary. May end
+    // inside a UTF-8 character (the server's logprobs give these bytes with each token).
+    std::string token_bytes(int id) const;
     // The byte-level BPE, or null for SentencePiece.
     const BpeTokenizer* bpe() const { return bpe_.get(); }
 

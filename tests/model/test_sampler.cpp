@@ -191,3 +191,38 @@ TEST_CASE("the same seed gives the same tokens, another seed other tokens") {
     CHECK(draw(7) == draw(7));
     CHECK(draw(7) != draw(8));
 }
+
+TEST_CASE("log_probabilities: log(softmax(logits)) at temperature 1, the top ids in order, masked ids -inf") {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 4.0f);
+    std::vector<float> logits(1000);
+    for (float& x : logits) x = normal(rng);
+    logits[17] = logits[18] = 30.0f;  // a tie at the top: the lower id first
+    logits[5] = -INFINITY;            // masked (a padded vocabulary's row)
+    double sum = 0;
+    for (float x : logits) sum += std::exp(double(x));
+    std::vector<TokenLogprob> top;
+    for (int id : {17, 18, 0, 999, 5}) {
+        const float lp = log_probabilities(logits.data(), int(logits.size()), id, 4, &top);
+        INFO("id " << id);
+        if (id == 5)
+            CHECK(lp == -INFINITY);
+        else
+            CHECK(lp == doctest::Approx(double(logits[id]) - std::log(sum)).epsilon(1e-5));
+        REQUIRE(top.size() == 4);
+        CHECK(top[0].id == 17);
+        CHECK(top[1].id == 18);
+        CHECK(top[0].logprob == top[1].logprob);
+        CHECK(top[0].logprob == doctest::Approx(30.0 - std::log(sum)).epsilon(1e-5));
+        for (int i = 2; i < 4; i++) {
+            CHECK(top[i].logprob <= top[i - 1].logprob);
+            CHECK(top[i].logprob == doctest::Approx(double(logits[top[i].id]) - std::log(sum)).epsilon(1e-5));
+        }
+    }
+    // The rest are below the top ones; no alternatives when none are asked for.
+    std::vector<float> sorted(logits);
+    std::sort(sorted.rbegin(), sorted.rend());
+    CHECK(logits[top[3].id] == sorted[3]);
+    log_probabilities(logits.data(), int(logits.size()), 0, 0, &top);
+    CHECK(top.empty());
+}

@@ -195,8 +195,42 @@ test('tools are refused with 400 naming tools', OPTS, async () => {
     await expectError(client.chat.completions.create({ model, messages: [USER], tools, max_tokens: 4 }), 400, OpenAI.BadRequestError, /tools/);
 });
 
-test('logprobs: true is refused with 400', OPTS, async () => {
-    await expectError(client.chat.completions.create({ model, messages: [USER], logprobs: true, max_tokens: 4 }), 400, OpenAI.BadRequestError);
+// Checks a chat reply's logprobs.content: one entry per generated token, each with its bytes
+// and `top` alternatives, most likely first, the token itself first (greedy).
+function checkChatLogprobs(content, completionTokens, top) {
+    assert.ok(Array.isArray(content), 'no logprobs.content');
+    assert.equal(content.length, completionTokens, 'one entry per generated token');
+    for (const t of content) {
+        assert.equal(typeof t.token, 'string');
+        assert.ok(Array.isArray(t.bytes) && t.bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256), 'bytes');
+        assert.ok(t.logprob <= 0, `logprob ${t.logprob}`);
+        assert.equal(t.top_logprobs.length, top);
+        assert.equal(t.top_logprobs[0].token, t.token);
+        assert.equal(t.top_logprobs[0].logprob, t.logprob);
+        for (let i = 1; i < top; i++) assert.ok(t.top_logprobs[i - 1].logprob >= t.top_logprobs[i].logprob, 'alternatives in order');
+    }
+}
+
+test('logprobs: each token with its log-probability and top_logprobs alternatives, streamed or not', OPTS, async () => {
+    const req = { model, messages: [USER], max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3 };
+    const r = await client.chat.completions.create(req);
+    checkChatLogprobs(r.choices[0].logprobs.content, r.usage.completion_tokens, 3);
+    const { chunks } = await collectChat(await client.chat.completions.create({ ...req, stream: true }));
+    const streamed = chunks.flatMap((c) => c.choices?.[0]?.logprobs?.content ?? []);
+    assert.deepEqual(streamed, r.choices[0].logprobs.content, 'streamed logprobs differ from the unstreamed ones');
+    const plain = await client.chat.completions.create({ model, messages: [USER], max_tokens: 4, temperature: 0 });
+    assert.equal(plain.choices[0].logprobs, null, 'logprobs without asking');
+    await expectError(client.chat.completions.create({ ...req, top_logprobs: 21 }), 400, OpenAI.BadRequestError, /top_logprobs/);
+    // The legacy completions API: "logprobs": N alternatives, as parallel lists.
+    const c = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 5, temperature: 0, logprobs: 2 });
+    const lp = c.choices[0].logprobs;
+    assert.equal(lp.tokens.length, c.usage.completion_tokens);
+    assert.equal(lp.token_logprobs.length, lp.tokens.length);
+    assert.equal(lp.top_logprobs.length, lp.tokens.length);
+    for (let i = 0; i < lp.tokens.length; i++) {
+        assert.ok(lp.token_logprobs[i] <= 0);
+        assert.equal(lp.top_logprobs[i][lp.tokens[i]], lp.token_logprobs[i], 'greedy: the token is among its alternatives');
+    }
 });
 
 test('a prompt longer than the context is refused with 400', OPTS, async () => {

@@ -137,8 +137,35 @@ TEST_CASE("server request: completions take a prompt string") {
     refused(R"({"prompt":"x","echo":true})", false, "echo");
     refused(R"({"prompt":"x","suffix":"y"})", false, "suffix");
     refused(R"({"prompt":"x","best_of":2})", false, "best_of");
-    refused(R"({"prompt":"x","logprobs":2})", false, "logprobs");
-    CHECK(completion_ok(R"({"prompt":"x","logprobs":0,"echo":false,"best_of":1})").prompt == "x");
+    CHECK(completion_ok(R"({"prompt":"x","echo":false,"best_of":1})").prompt == "x");
+}
+
+TEST_CASE("server request: logprobs, as each API asks for them") {
+    // Chat: "logprobs": true, with "top_logprobs" alternatives (0 without).
+    CHECK(chat_ok("{" + kUser + "}").logprobs == -1);
+    CHECK(chat_ok("{" + kUser + R"(,"logprobs":false})").logprobs == -1);
+    CHECK(chat_ok("{" + kUser + R"(,"logprobs":0})").logprobs == -1);  // the other API's "off"
+    CHECK(chat_ok("{" + kUser + R"(,"logprobs":true})").logprobs == 0);
+    CHECK(chat_ok("{" + kUser + R"(,"logprobs":true,"top_logprobs":5})").logprobs == 5);
+    CHECK(chat_ok("{" + kUser + R"(,"logprobs":true,"top_logprobs":null})").logprobs == 0);
+    const std::string most = std::to_string(limits::kServerTopLogprobs), over = std::to_string(limits::kServerTopLogprobs + 1);
+    CHECK(chat_ok("{" + kUser + R"(,"logprobs":true,"top_logprobs":)" + most + "}").logprobs == limits::kServerTopLogprobs);
+    refused("{" + kUser + R"(,"logprobs":true,"top_logprobs":)" + over + "}", true, "top_logprobs");
+    refused("{" + kUser + R"(,"logprobs":true,"top_logprobs":-1})", true, "top_logprobs");
+    refused("{" + kUser + R"(,"logprobs":true,"top_logprobs":"2"})", true, "top_logprobs");
+    refused("{" + kUser + R"(,"top_logprobs":2})", true, "top_logprobs");  // without logprobs
+    refused("{" + kUser + R"(,"logprobs":false,"top_logprobs":2})", true, "top_logprobs");
+    refused("{" + kUser + R"(,"logprobs":"yes"})", true, "logprobs");
+    refused("{" + kUser + R"(,"logprobs":2})", true, "logprobs");
+    // Completions: "logprobs": N alternatives.
+    CHECK(completion_ok(R"({"prompt":"x"})").logprobs == -1);
+    CHECK(completion_ok(R"({"prompt":"x","logprobs":false})").logprobs == -1);  // the other API's "off"
+    CHECK(completion_ok(R"({"prompt":"x","logprobs":0})").logprobs == 0);
+    CHECK(completion_ok(R"({"prompt":"x","logprobs":3})").logprobs == 3);
+    refused(R"({"prompt":"x","logprobs":true})", false, "logprobs");
+    refused(R"({"prompt":"x","logprobs":-1})", false, "logprobs");
+    refused(R"({"prompt":"x","logprobs":)" + over + "}", false, "logprobs");
+    refused(R"({"prompt":"x","logprobs":1,"top_logprobs":1})", false, "top_logprobs");
 }
 
 TEST_CASE("server request: completions take a prompt of token ids, as OpenAI's API allows") {
@@ -190,14 +217,12 @@ TEST_CASE("server request: parameters hearth does not implement are refused by n
     refused("{" + kUser + R"(,"tools":[{"type":"function","function":{"name":"f"}}]})", true, "tools");
     refused("{" + kUser + R"(,"tool_choice":"auto"})", true, "tool_choice");
     refused("{" + kUser + R"(,"functions":[{"name":"f"}]})", true, "functions");
-    refused("{" + kUser + R"(,"logprobs":true})", true, "logprobs");
-    refused("{" + kUser + R"(,"top_logprobs":2})", true, "top_logprobs");
     refused("{" + kUser + R"(,"response_format":{"type":"json_object"}})", true, "response_format");
     refused("{" + kUser + R"(,"logit_bias":{"50256":-100}})", true, "logit_bias");
     refused("{" + kUser + R"(,"presence_penalty":0.5})", true, "presence_penalty");
     refused("{" + kUser + R"(,"frequency_penalty":1})", true, "frequency_penalty");
     // The neutral values of the same parameters change nothing and are accepted.
-    CHECK(chat_ok("{" + kUser + R"(,"logprobs":false,"tool_choice":"none","tools":[],"response_format":{"type":"text"},
+    CHECK(chat_ok("{" + kUser + R"(,"tool_choice":"none","tools":[],"response_format":{"type":"text"},
                                      "logit_bias":{},"presence_penalty":0,"frequency_penalty":0,"user":"u","store":false})")
               .messages.size() == 1);
 }

@@ -6,7 +6,11 @@
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
+#include <sentencepiece_processor.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -743,5 +747,117 @@ TEST_CASE("server http: a follow-up turn goes to the slot that holds its convers
     // token is not evaluated when the reply stopped at its length).
     CHECK(cached >= before - 1);
     CHECK(ra2["usage"]["prompt_tokens"].get<int>() > before);
+    CHECK(s.stop() == 0);
+}
+
+// The data: events of a whole streamed reply, [DONE] left out.
+std::vector<json> stream_events(const Response& r) {
+    std::vector<json> events;
+    for (size_t at = r.body.find("data: "); at != std::string::npos; at = r.body.find("data: ", at + 1)) {
+        const size_t end = r.body.find("\n\n", at);
+        const std::string data = r.body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+        if (data != "[DONE]") events.push_back(json::parse(data));
+    }
+    return events;
+}
+
+TEST_CASE("server http: logprobs are the PyTorch reference's log-softmax, in OpenAI's shapes") {
+    // Expected values: the reference's logits at every position of the golden prompt
+    // (tests/reference/make_default_golden.py), and SentencePiece's own pieces for the ids.
+    const json golden = json::parse(read_text("tests/data/default_model_golden.json"));
+    const std::vector<int> ids = golden["prompt_ids"];
+    const std::vector<std::vector<double>> logits = golden["logits"];
+    sentencepiece::SentencePieceProcessor sp;
+    REQUIRE(sp.Load("tests/data/tiny-shakespeare-tokenizer.model").ok());
+    auto text_of_id = [&](int id) {
+        if (sp.IsByte(id)) return std::string(1, char(std::stoi(sp.IdToPiece(id).substr(3, 2), nullptr, 16)));
+        std::string t = sp.IdToPiece(id);
+        for (size_t at; (at = t.find("\xE2\x96\x81")) != std::string::npos;) t.replace(at, 3, " ");
+        return t;
+    };
+    // The reference keeps its cache in f32: so does this server.
+    Server s("-np 1 -c 512 -ctk f32 -ctv f32");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    constexpr int kTop = 5;
+    for (size_t k = 1; k <= ids.size(); k++) {
+        // The prompt's first k ids: the next token's distribution is the reference's row k - 1.
+        const std::vector<double>& row = logits[k - 1];
+        double max = row[0], sum = 0, max_abs = 0;
+        for (double x : row) max = std::max(max, x), max_abs = std::max(max_abs, std::fabs(x));
+        for (double x : row) sum += std::exp(x - max);
+        const double log_z = max + std::log(sum);
+        std::vector<int> order(row.size());
+        for (size_t i = 0; i < order.size(); i++) order[i] = int(i);
+        std::partial_sort(order.begin(), order.begin() + kTop, order.end(), [&](int a, int b) { return row[a] > row[b]; });
+        const double tol = 2e-3 * max_abs;  // the parity tests' bound on the logits, and the softmax's sum
+        const json body = {{"prompt", std::vector<int>(ids.begin(), ids.begin() + long(k))},
+                           {"max_tokens", 1},
+                           {"temperature", 0},
+                           {"logprobs", kTop}};
+        const Response r = http(p, "POST", "/v1/completions", body.dump());
+        INFO("prompt of " << k << " ids: " << r.body);
+        REQUIRE(r.status == 200);
+        const json lp = r.j()["choices"][0]["logprobs"];
+        REQUIRE(lp["tokens"].size() == 1);
+        // Greedy: the reference's most likely id, with its log-probability.
+        CHECK(lp["tokens"][0] == text_of_id(order[0]));
+        CHECK(std::fabs(lp["token_logprobs"][0].get<double>() - (row[order[0]] - log_z)) <= tol);
+        const json& top = lp["top_logprobs"][0];
+        CHECK(top.size() <= size_t(kTop));  // ids of the same text share an entry
+        for (int i = 0; i < kTop; i++) {
+            const std::string t = text_of_id(order[i]);
+            INFO("alternative " << i << ": id " << order[i] << " " << json(t).dump());
+            REQUIRE(top.contains(t));
+            CHECK(top[t].get<double>() <= 0);
+            CHECK(std::fabs(top[t].get<double>() - (row[order[i]] - log_z)) <= tol);
+        }
+    }
+
+    // Chat, unstreamed and streamed: one entry per generated token, in order, each with its
+    // bytes and its alternatives, most likely first; greedy, each is its own first alternative.
+    const json chat = {{"messages", {{{"role", "user"}, {"content", "Speak of the king."}}}},
+                       {"max_tokens", 12},
+                       {"temperature", 0},
+                       {"logprobs", true},
+                       {"top_logprobs", 3}};
+    const Response whole = http(p, "POST", "/v1/chat/completions", chat.dump());
+    REQUIRE(whole.status == 200);
+    const json reply = whole.j();
+    const json& choice = reply["choices"][0];
+    const json content = choice["logprobs"]["content"];
+    REQUIRE(content.is_array());
+    CHECK(content.size() == reply["usage"]["completion_tokens"].get<size_t>());
+    std::string joined;
+    for (const json& t : content) {
+        INFO(t.dump());
+        std::string bytes;
+        for (int b : t["bytes"]) bytes += char(b);
+        CHECK(bytes == t["token"].get<std::string>());  // these tokens are whole UTF-8 characters
+        joined += bytes;
+        REQUIRE(t["top_logprobs"].size() == 3);
+        CHECK(t["top_logprobs"][0]["token"] == t["token"]);
+        CHECK(t["top_logprobs"][0]["logprob"] == t["logprob"]);
+        for (int i = 0; i + 1 < 3; i++) CHECK(t["top_logprobs"][i]["logprob"] >= t["top_logprobs"][i + 1]["logprob"]);
+    }
+    // A chat reply's text drops the leading space of its first piece, as SentencePiece does.
+    const std::string text = choice["message"]["content"];
+    CHECK((joined == text || joined == " " + text));
+    json streamed_chat = chat;
+    streamed_chat["stream"] = true;
+    json streamed = json::array();
+    for (const json& e : stream_events(http(p, "POST", "/v1/chat/completions", streamed_chat.dump())))
+        if (e["choices"][0]["logprobs"].is_object())
+            for (const json& t : e["choices"][0]["logprobs"]["content"]) streamed.push_back(t);
+    CHECK(streamed == content);
+    // Without logprobs they are null; a bad top_logprobs is refused.
+    CHECK(http(p, "POST", "/v1/completions", completion_body("ROMEO:", 2)).j()["choices"][0]["logprobs"].is_null());
+    check_error_shape(http(p, "POST", "/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21})"),
+                      400, "top_logprobs");
+    check_error_shape(
+        http(p, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"top_logprobs":2})"), 400,
+        "top_logprobs");
+    check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":"hi","logprobs":true})"), 400, "logprobs");
     CHECK(s.stop() == 0);
 }

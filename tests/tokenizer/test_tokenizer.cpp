@@ -1,6 +1,7 @@
 // hearth's tokenizer wrapper against python sentencepiece's ids (tests/data/tokenizer_goldens.json),
 // and the streaming decoder against SentencePiece's own decoding of whole sequences.
 #include <doctest/doctest.h>
+#include <sentencepiece_processor.h>
 
 #include <nlohmann/json.hpp>
 #include <random>
@@ -89,4 +90,27 @@ TEST_CASE("tokenizer: bytes that are not a SentencePiece model are refused") {
     std::string junk = "this is not a protobuf";
     CHECK(tok.load(junk.data(), junk.size()) != "");
     CHECK(tok.load_file("build/tests/no-such.model") != "");
+}
+
+TEST_CASE("tokenizer: token_bytes is each id's text as SentencePiece decodes it after another piece") {
+    // The expected text of an id: the library's decoding of ("a", id) without the "a", which
+    // keeps the id's leading space (a decoding that starts with the id drops it).
+    sentencepiece::SentencePieceProcessor sp;
+    REQUIRE(sp.Load("tests/data/llama2-tokenizer.model").ok());
+    Tokenizer tok;
+    REQUIRE(tok.load_file("tests/data/llama2-tokenizer.model") == "");
+    const int a = sp.PieceToId("a");
+    REQUIRE(sp.IdToPiece(a) == "a");
+    for (int id = 0; id < sp.GetPieceSize(); id++) {
+        INFO("id " << id << " " << sp.IdToPiece(id));
+        if (sp.IsByte(id)) {
+            CHECK(tok.token_bytes(id) == std::string(1, char(id - 3)));  // Llama-2's byte pieces: ids 3..258
+        } else {
+            std::string text;
+            REQUIRE(sp.Decode(std::vector<int>{a, id}, &text).ok());
+            CHECK(tok.token_bytes(id) == text.substr(1));
+        }
+    }
+    CHECK(tok.token_bytes(-1) == "");
+    CHECK(tok.token_bytes(sp.GetPieceSize()) == "");
 }
