@@ -93,6 +93,17 @@ build/server/chat_page.inc: server/chat_page.html
 	@if grep -q ')chat_page_html"' $<; then echo "$< contains the raw string's delimiter"; exit 1; fi
 	{ printf 'R"chat_page_html('; cat $<; printf ')chat_page_html"\n'; } > $@.tmp && mv $@.tmp $@
 build/server/server.o build/asan/server/server.o: build/server/chat_page.inc
+
+# What --version prints: the commit the programs are built from (git describe; "unknown"
+# outside a git clone), rewritten only when it changes, so that nothing is compiled again
+# for the same commit.
+HEARTH_VERSION := $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
+build/version.inc: FORCE
+	@mkdir -p $(dir $@)
+	@echo '"$(HEARTH_VERSION)"' > $@.tmp; if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+build/cli/options.o build/asan/cli/options.o build/aarch64/common/cli/options.o: build/version.inc
+.PHONY: FORCE
+FORCE:
 build/server/server.o build/server/connection.o: override CXXFLAGS += $(HTTPLIB_FLAGS)
 build/asan/server/server.o build/asan/server/connection.o: ASAN_FLAGS += $(HTTPLIB_FLAGS)
 

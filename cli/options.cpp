@@ -12,6 +12,11 @@ namespace hearth {
 
 namespace {
 
+// The commit, as the Makefile writes it (git describe).
+const char kVersion[] =
+#include "build/version.inc"
+    ;
+
 enum class Kind { flag, integer, real, text };
 
 Kind kind_of(const Option& o) {
@@ -135,6 +140,7 @@ std::string help_text(const CommandLine& cl, const std::vector<std::string>& def
         out += "\n";
     }
     out += help_lines("  -h, --help", "this text");
+    out += help_lines("      --version", "the commit these programs were built from");
     if (!cl.epilogue.empty()) out += "\n" + cl.epilogue;
     return out;
 }
@@ -161,6 +167,10 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
         const std::string a = argv[i];
         if (a == "-h" || a == "--help") {
             std::fputs(help_text(cl, defaults).c_str(), stdout);
+            return 0;
+        }
+        if (a == "--version") {
+            std::printf("%s (hearth) %s\n", cl.program.c_str(), kVersion);
             return 0;
         }
         if (a == "--list-options") {

@@ -36,6 +36,22 @@ TEST_CASE("cli: --help documents the options and exits 0") {
     CHECK(q.out.find("--type") != std::string::npos);
 }
 
+TEST_CASE("cli: --version names the commit the programs were built from, as git does") {
+    // "unknown" when the tree is not a git clone; else git describe's, which holds the commit.
+    const CommandResult head = run_command("git rev-parse --short=7 HEAD 2>/dev/null");
+    for (const std::string program : {"run", "quantize"}) {
+        CommandResult r = run_command("./" + program + " --version");
+        INFO(r.out << r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.rfind(program + " (hearth) ", 0) == 0);
+        if (head.exit_code == 0 && head.out.size() > 1)
+            CHECK(r.out.find(head.out.substr(0, 7)) != std::string::npos);
+        else
+            CHECK(r.out == program + " (hearth) unknown\n");
+        CHECK(run_command("./" + program + " --help").out.find("--version") != std::string::npos);
+    }
+}
+
 // The options tables themselves, as `--list-options` prints them: each option is in
 // --help, and a value that is missing, malformed or out of range is refused before
 // anything is loaded, with one line on stderr and exit code 1.
