@@ -5,8 +5,8 @@
 namespace hearth {
 
 // Each in its own file under model/families/.
-extern const ModelFamily kLlamaFamily, kQwen3Family;
-static const ModelFamily* const kFamilies[] = {&kLlamaFamily, &kQwen3Family};
+extern const ModelFamily kLlamaFamily, kQwen2Family, kQwen3Family;
+static const ModelFamily* const kFamilies[] = {&kLlamaFamily, &kQwen2Family, &kQwen3Family};
 
 const ModelFamily* find_family(const std::string& arch) {
     for (const ModelFamily* f : kFamilies)

@@ -35,7 +35,8 @@ struct ModelFamily {
     const char* arch;  // hearth's and GGUF's general.architecture
     // What forward() does differently.
     RopeStyle rope_style;
-    bool qk_norm;  // an RMSNorm over each query and key head before RoPE (attn_q_norm, attn_k_norm)
+    bool qk_norm;   // an RMSNorm over each query and key head before RoPE (attn_q_norm, attn_k_norm)
+    bool qkv_bias;  // biases added to the query, key and value projections (attn_q/k/v.bias; a halves family's only)
     // What the importers need.
     bool prompts_start_with_bos;   // Hugging Face tokenizers of this family add BOS
     const HfClass* hf_classes;     // ends with a row whose architecture is nullptr
@@ -47,7 +48,7 @@ const ModelFamily* find_family(const std::string& arch);
 // The family and class of a config.json's architectures[0] (or, when that is empty, its
 // model_type); nullptr when no family has it.
 const ModelFamily* find_hf_family(const std::string& architecture, const std::string& model_type, const HfClass** cls);
-// "llama, qwen3" and "LlamaForCausalLM, ..." for messages.
+// "llama, qwen2, qwen3" and "LlamaForCausalLM, ..." for messages.
 std::string family_names();
 std::string hf_class_names();
 // The Hugging Face name of a role's tensor in this family (a printf pattern with %d for the

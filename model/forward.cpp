@@ -111,6 +111,12 @@ static void matmul_tensor(float* out, const TensorView& w, const float* x, int n
 }
 
 // Several weight matrices with the same input (q/k/v, gate/up): one parallel region.
+// x += bias, an f32 vector (qwen2's q/k/v projections).
+static void add_bias(float* x, const TensorView& bias, int n) {
+    const float* b = static_cast<const float*>(bias.data);
+    for (int i = 0; i < n; i++) x[i] += b[i];
+}
+
 static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorView*>> outs, const float* x, int n_tokens) {
     MatmulJob jobs[3];
     int n_jobs = 0, cols = 0;
@@ -253,6 +259,14 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
         for (int t = 0; t < n; t++)
             rmsnorm(&w.xb[size_t(t) * dim], &w.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
         matmul_tensors({{w.q.data(), &L.attn_q}, {w.k.data(), &L.attn_k}, {w.v.data(), &L.attn_v}}, w.xb.data(), n);
+        if (family.qkv_bias) {  // Qwen2: attn_q · norm(x) + attn_q.bias, and so for k and v
+            const int q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
+            for (int t = 0; t < n; t++) {
+                add_bias(&w.q[size_t(t) * q_dim], L.attn_q_bias, q_dim);
+                add_bias(&w.k[size_t(t) * kv_dim], L.attn_k_bias, kv_dim);
+                add_bias(&w.v[size_t(t) * kv_dim], L.attn_v_bias, kv_dim);
+            }
+        }
         if (family.qk_norm) {  // Qwen3: each query and key head is RMS-normalized on its own, before RoPE
             for (int h = 0; h < n * c.n_heads; h++)
                 rmsnorm(&w.q[size_t(h) * hd], &w.q[size_t(h) * hd], static_cast<const float*>(L.attn_q_norm.data), hd, c.rms_eps);

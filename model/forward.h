@@ -1,4 +1,4 @@
-// The forward pass of the Llama family (Llama-2/3, Mistral) and Qwen3 over a batch of tokens,
+// The forward pass of the Llama family (Llama-2/3, Mistral), Qwen2 and Qwen3 over a batch of tokens,
 // with a KV cache.
 #pragma once
 #include <memory>

@@ -16,11 +16,12 @@ class Metadata;
 
 // The fields are named after their roles in model/tensors.h, which binds them.
 struct LayerWeights {
-    TensorView attn_norm;                            // [dim] f32
-    TensorView attn_q, attn_k, attn_v, attn_output;  // [q_dim, dim], [kv_dim, dim] x2, [dim, q_dim]
-    TensorView attn_q_norm, attn_k_norm;             // [head_dim] f32 (qwen3 only)
-    TensorView ffn_norm;                             // [dim] f32
-    TensorView ffn_gate, ffn_up, ffn_down;           // [hidden, dim] x2, [dim, hidden]
+    TensorView attn_norm;                              // [dim] f32
+    TensorView attn_q, attn_k, attn_v, attn_output;    // [q_dim, dim], [kv_dim, dim] x2, [dim, q_dim]
+    TensorView attn_q_norm, attn_k_norm;               // [head_dim] f32 (qwen3 only)
+    TensorView attn_q_bias, attn_k_bias, attn_v_bias;  // [q_dim], [kv_dim], [kv_dim] f32 (qwen2 only)
+    TensorView ffn_norm;                               // [dim] f32
+    TensorView ffn_gate, ffn_up, ffn_down;             // [hidden, dim] x2, [dim, hidden]
 };
 
 struct Model {

@@ -17,6 +17,10 @@ const TensorRole kTensorRoles[] = {
     {"attn_q.weight",      true,  true,  Extent::q_dim,  Extent::dim,    Need::always,        "model.layers.%d.self_attn.q_proj.weight",   HfRope::q_heads,  "wq", &LayerWeights::attn_q, nullptr},
     {"attn_k.weight",      true,  true,  Extent::kv_dim, Extent::dim,    Need::always,        "model.layers.%d.self_attn.k_proj.weight",   HfRope::kv_heads, "wk", &LayerWeights::attn_k, nullptr},
     {"attn_v.weight",      true,  true,  Extent::kv_dim, Extent::dim,    Need::always,        "model.layers.%d.self_attn.v_proj.weight",   HfRope::none,     "wv", &LayerWeights::attn_v, nullptr},
+    // The biases' elements are in Hugging Face's order: only halves families have them (model/family.h).
+    {"attn_q.bias",        true,  false, Extent::q_dim,  Extent::q_dim,  Need::qkv_bias,      "model.layers.%d.self_attn.q_proj.bias",     HfRope::none,     "", &LayerWeights::attn_q_bias, nullptr},
+    {"attn_k.bias",        true,  false, Extent::kv_dim, Extent::kv_dim, Need::qkv_bias,      "model.layers.%d.self_attn.k_proj.bias",     HfRope::none,     "", &LayerWeights::attn_k_bias, nullptr},
+    {"attn_v.bias",        true,  false, Extent::kv_dim, Extent::kv_dim, Need::qkv_bias,      "model.layers.%d.self_attn.v_proj.bias",     HfRope::none,     "", &LayerWeights::attn_v_bias, nullptr},
     {"attn_q_norm.weight", true,  false, Extent::head_dim, Extent::head_dim, Need::qk_norm,   "model.layers.%d.self_attn.q_norm.weight",   HfRope::none,     "", &LayerWeights::attn_q_norm, nullptr},
     {"attn_k_norm.weight", true,  false, Extent::head_dim, Extent::head_dim, Need::qk_norm,   "model.layers.%d.self_attn.k_norm.weight",   HfRope::none,     "", &LayerWeights::attn_k_norm, nullptr},
     {"attn_output.weight", true,  true,  Extent::dim,    Extent::q_dim,  Need::always,        "model.layers.%d.self_attn.o_proj.weight",   HfRope::none,     "wo", &LayerWeights::attn_output, nullptr},
@@ -49,6 +53,7 @@ bool role_needed(const TensorRole& r, const ModelConfig& c) {
         case Need::untied_output: return !c.tied_embeddings;
         case Need::rope_freqs: return !c.rope_freq_factors.empty();
         case Need::qk_norm: return family_of(c).qk_norm;
+        case Need::qkv_bias: return family_of(c).qkv_bias;
     }
     return false;
 }

@@ -25,6 +25,7 @@ enum class Need : uint8_t {
     untied_output,  // only when the output projection is not the token embedding
     rope_freqs,     // only when RoPE has frequency factors (ModelConfig::rope_freq_factors: Llama-3)
     qk_norm,        // only in families that normalize query and key heads (ModelFamily::qk_norm: qwen3)
+    qkv_bias,       // only in families with q/k/v projection biases (ModelFamily::qkv_bias: qwen2)
 };
 
 // How Hugging Face orders the rows of a q/k projection: by rotate-half pairs, which hearth

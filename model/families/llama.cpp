@@ -15,6 +15,7 @@ const ModelFamily kLlamaFamily = {
     "llama",
     RopeStyle::adjacent_pairs,
     /*qk_norm=*/false,
+    /*qkv_bias=*/false,
     /*prompts_start_with_bos=*/true,
     kLlamaHfClasses,
     nullptr,

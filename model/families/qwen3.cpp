@@ -16,6 +16,7 @@ const ModelFamily kQwen3Family = {
     "qwen3",
     RopeStyle::halves,
     /*qk_norm=*/true,
+    /*qkv_bias=*/false,
     // Qwen's tokenizers add no BOS (their bos_token_id, <|endoftext|>, is not a prompt's first
     // token; llama.cpp's qwen3 files say add_bos_token false).
     /*prompts_start_with_bos=*/false,

@@ -192,7 +192,7 @@ Gguf check_gguf(const std::string& bytes) {
     }
     REQUIRE(g.kv.count("general.architecture"));
     const std::string arch = g.kv["general.architecture"].strings.at(0);
-    CHECK((arch == "llama" || arch == "qwen3"));
+    CHECK((arch == "llama" || arch == "qwen2" || arch == "qwen3"));
     for (std::string key : kRequiredKeys) {
         if (key.rfind("llama.", 0) == 0) key = arch + key.substr(5);
         CHECK_MESSAGE(g.kv.count(key), key);
@@ -407,7 +407,7 @@ Metadata metadata_of(const std::string& bytes) {
     return m;
 }
 
-const char* const kParityFolders[] = {"mha", "gqa", "tied", "theta500k", "bf16", "odd", "llama3", "mistral", "qwen3"};
+const char* const kParityFolders[] = {"mha", "gqa", "tied", "theta500k", "bf16", "odd", "llama3", "mistral", "qwen2", "qwen3"};
 const char* const kMiniTypes[] = {"F16", "Q8_0", "Q4_0", "Q4_K_M"};
 std::string mini(const std::string& type) { return "build/tests/gguf-mini/mini-" + type + ".gguf"; }
 const std::vector<int> kPrompt = {1, 9038, 2501, 263, 931};  // "<s> Once upon a time" in the Llama-2 vocabulary

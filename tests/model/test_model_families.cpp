@@ -24,7 +24,7 @@ using namespace hearth;
 
 namespace {
 
-const char* const kFamilies[] = {"llama3", "mistral", "qwen3"};
+const char* const kFamilies[] = {"llama3", "mistral", "qwen2", "qwen3"};
 
 struct FamilyGolden {
     std::vector<int> prompt_ids, greedy_ids;
@@ -108,6 +108,18 @@ TEST_CASE("families: what the configuration says reaches the model") {
     CHECK(q.tokenizer.kind == TokenizerKind::sentencepiece);
     CHECK(q.layers[1].attn_k_norm.shape[0] == 32);
     CHECK(q.config.sliding_window == 0);
+
+    Model b;
+    quantize("tests/data/parity/qwen2 build/tests/family-qwen2-f32.hearth f32");
+    REQUIRE(load_model("build/tests/family-qwen2-f32.hearth", &b) == "");
+    CHECK(b.config.arch == "qwen2");
+    CHECK(b.config.sliding_window == 0);
+    CHECK(b.config.tied_embeddings);
+    CHECK(b.config.rope_theta == 1000000.0f);
+    CHECK(b.layers[1].attn_q_bias.shape[0] == 64);  // 4 heads of 16
+    CHECK(b.layers[1].attn_k_bias.shape[0] == 32);  // 2 kv heads
+    CHECK(b.layers[1].attn_v_bias.shape[0] == 32);
+    CHECK(b.layers[1].attn_q_bias.type == TYPE_F32);
 
     Model s;
     quantize("tests/data/parity/mistral build/tests/family-mistral-f32.hearth f32");
@@ -203,6 +215,11 @@ TEST_CASE("families: GGUF export and back keeps the configuration and the greedy
                 CHECK(has("blk.1.attn_k_norm.weight"));
                 CHECK(!has("llama."));
             }
+            if (name == "qwen2") {
+                CHECK(has("qwen2.attention.head_count"));
+                for (const char* b : {"blk.1.attn_q.bias", "blk.1.attn_k.bias", "blk.1.attn_v.bias"}) CHECK(has(b));
+                CHECK(!has("llama."));
+            }
             if (name == "llama3") CHECK(has("rope_freqs.weight"));
             if (name == "mistral") CHECK(has("llama.attention.sliding_window"));
         }
@@ -276,6 +293,9 @@ TEST_CASE("families: config.json values hearth cannot honour are refused in one 
     // Qwen3: no attention bias, no sliding window.
     CHECK(says(import_family("qwen3", {{"attention_bias", true}}), "attention_bias is not supported"));
     CHECK(says(import_family("qwen3", {{"use_sliding_window", true}}), "use_sliding_window is not supported"));
+    // Qwen2: its sliding_window (131072 in this folder, as in Qwen2.5's) only with use_sliding_window.
+    REQUIRE(import_family("qwen2", {}) == "");
+    CHECK(says(import_family("qwen2", {{"use_sliding_window", true}}), "use_sliding_window is not supported"));
     // Mistral's sliding window: an integer from 1 up, or null for none.
     CHECK(says(import_family("mistral", {{"sliding_window", 0}}), "sliding_window"));
     CHECK(says(import_family("mistral", {{"sliding_window", -4}}), "sliding_window"));

@@ -105,7 +105,7 @@ static void check_model(const std::string& model_path, const Golden& g) {
 }
 
 TEST_CASE("parity: Hugging Face checkpoints converted to f32 match the PyTorch reference") {
-    for (const char* name : {"mha", "gqa", "tied", "theta500k", "bf16", "odd", "llama3", "mistral", "qwen3"}) {
+    for (const char* name : {"mha", "gqa", "tied", "theta500k", "bf16", "odd", "llama3", "mistral", "qwen2", "qwen3"}) {
         SUBCASE(name) {
             const std::string dir = std::string("tests/data/parity/") + name;
             const std::string out = std::string("build/tests/parity-") + name + ".hearth";

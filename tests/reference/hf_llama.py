@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Plain PyTorch reference of Hugging Face's LlamaForCausalLM, MistralForCausalLM and
-Qwen3ForCausalLM forward passes.
+"""Plain PyTorch reference of Hugging Face's LlamaForCausalLM, MistralForCausalLM,
+Qwen2ForCausalLM and Qwen3ForCausalLM forward passes.
 
 Written from the published semantics of transformers' modeling_llama, modeling_mistral,
-modeling_qwen3 and modeling_rope_utils (no transformers import): RMSNorm in fp32,
+modeling_qwen2, modeling_qwen3 and modeling_rope_utils (no transformers import): RMSNorm in fp32,
 rotate_half RoPE (with Llama-3's "llama3" frequency scaling), grouped-query
 attention, causal softmax attention (with Mistral's sliding window: key k is seen
-from query q when q - window < k <= q), Qwen3's q_norm/k_norm (RMSNorm over each
+from query q when q - window < k <= q), Qwen2's q/k/v projection biases, Qwen3's q_norm/k_norm (RMSNorm over each
 head's head_dim, before RoPE), SwiGLU MLP, optional tied lm_head, head_dim from
 config.json when given (Qwen3's default 128).
 All weights are converted to float32 and all compute is float32.
@@ -94,7 +94,8 @@ def load_model(folder):
     if cfg.get("hidden_act", "silu") != "silu":
         raise ValueError(f"hidden_act {cfg.get('hidden_act')} not supported")
     arch = (cfg.get("architectures") or [""])[0]
-    family = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen3ForCausalLM": "qwen3"}.get(arch)
+    family = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
+              "Qwen3ForCausalLM": "qwen3"}.get(arch)
     if family is None:
         raise ValueError(f"architecture {arch} not supported")
     if cfg.get("attention_bias") or cfg.get("mlp_bias"):
@@ -123,7 +124,7 @@ def load_model(folder):
     m.window = None
     if family == "mistral":
         m.window = cfg["sliding_window"] if "sliding_window" in cfg else 4096
-    if family == "qwen3" and cfg.get("use_sliding_window"):
+    if family in ("qwen2", "qwen3") and cfg.get("use_sliding_window"):
         raise ValueError("use_sliding_window not supported by this reference")
     if m.n_heads % m.n_kv != 0:
         raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
@@ -144,6 +145,9 @@ def load_model(folder):
             "up": t[p + "mlp.up_proj.weight"],
             "down": t[p + "mlp.down_proj.weight"],
         })
+        if family == "qwen2":  # Qwen2Attention: q/k/v_proj with bias=True
+            for k, name in (("bq", "q_proj"), ("bk", "k_proj"), ("bv", "v_proj")):
+                m.layers[-1][k] = t[p + f"self_attn.{name}.bias"]
         if family == "qwen3":
             m.layers[-1]["q_norm"] = t[p + "self_attn.q_norm.weight"]
             m.layers[-1]["k_norm"] = t[p + "self_attn.k_norm.weight"]
@@ -212,9 +216,12 @@ def logits(m, ids):
     group = m.n_heads // m.n_kv
     for L in m.layers:
         h = rms_norm(x, L["attn_norm"], m.eps)
-        q = (h @ L["wq"].T).view(n, m.n_heads, hd).transpose(0, 1)   # [H, n, hd]
-        k = (h @ L["wk"].T).view(n, m.n_kv, hd).transpose(0, 1)      # [KV, n, hd]
-        v = (h @ L["wv"].T).view(n, m.n_kv, hd).transpose(0, 1)
+        q, k, v = h @ L["wq"].T, h @ L["wk"].T, h @ L["wv"].T
+        if m.family == "qwen2":                      # the projections' biases
+            q, k, v = q + L["bq"], k + L["bk"], v + L["bv"]
+        q = q.view(n, m.n_heads, hd).transpose(0, 1)   # [H, n, hd]
+        k = k.view(n, m.n_kv, hd).transpose(0, 1)      # [KV, n, hd]
+        v = v.view(n, m.n_kv, hd).transpose(0, 1)
         if m.family == "qwen3":                      # Qwen3RMSNorm over each head, before RoPE
             q = rms_norm(q, L["q_norm"], m.eps)
             k = rms_norm(k, L["k_norm"], m.eps)

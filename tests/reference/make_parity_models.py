@@ -74,9 +74,15 @@ VARIANTS = {
     "qwen3": dict(family="qwen3", hidden=64, inter=192, layers=2, heads=4, kv=2, head_dim=32, vocab=576, dtype="F16", tied=True,
                   theta=1000000.0, eps=1e-6, seed=9000, qk_norm_mean=2.0, pad_rows_std=0.3,
                   prompt="LEAR: How sharper than a serpent's tooth it is"),
+    # Qwen2/2.5-style: biases on q/k/v (large, so that they change the greedy ids), tied, theta
+    # 1e6, and a sliding_window that applies only with use_sliding_window (false, as in
+    # Qwen2.5's configs).
+    "qwen2": dict(family="qwen2", hidden=64, inter=160, layers=2, heads=4, kv=2, vocab=512, dtype="BF16", tied=True,
+                  theta=1000000.0, eps=1e-6, seed=10000, qk_std=0.2, bias_std=0.5,
+                  prompt="OTHELLO: It is the cause, it is the cause, my soul"),
 }
 ARCHITECTURES = {"llama": ("LlamaForCausalLM", "llama"), "mistral": ("MistralForCausalLM", "mistral"),
-                 "qwen3": ("Qwen3ForCausalLM", "qwen3")}
+                 "qwen2": ("Qwen2ForCausalLM", "qwen2"), "qwen3": ("Qwen3ForCausalLM", "qwen3")}
 
 TORCH_DTYPE_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 TORCH_DTYPE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -160,6 +166,10 @@ def make_weights(v, seed):
             (p + "mlp.up_proj.weight", rnd(I, H, std=0.1)),
             (p + "mlp.down_proj.weight", rnd(H, I, std=0.08)),
         ]
+        if v.get("family") == "qwen2":
+            ws += [(p + "self_attn.q_proj.bias", rnd(v["heads"] * hd, std=v["bias_std"])),
+                   (p + "self_attn.k_proj.bias", rnd(v["kv"] * hd, std=v["bias_std"])),
+                   (p + "self_attn.v_proj.bias", rnd(v["kv"] * hd, std=v["bias_std"]))]
         if v.get("family") == "qwen3":
             m = v["qk_norm_mean"]
             ws += [(p + "self_attn.q_norm.weight", m + rnd(hd, std=0.5)),
@@ -198,6 +208,9 @@ def config_for(v):
         c["rope_scaling"] = v["rope_scaling"]
     if v.get("family") == "mistral":
         c["sliding_window"] = v["sliding_window"]
+    if v.get("family") == "qwen2":  # as Qwen2.5's own configs have them
+        c.update({"use_sliding_window": False, "sliding_window": 131072, "max_window_layers": v["layers"],
+                  "attention_dropout": 0.0})
     if v.get("family") == "qwen3":  # as Qwen3's own configs have them
         c.update({"attention_bias": False, "use_sliding_window": False, "sliding_window": None,
                   "max_window_layers": v["layers"], "attention_dropout": 0.0})
@@ -262,6 +275,12 @@ def check_greedy(model, prompt, n, tok_vocab):
     return out, None
 
 
+def _no_qkv_bias(m):
+    for L in m.layers:
+        for k in ("bq", "bk", "bv"):
+            L[k] = torch.zeros_like(L[k])
+
+
 def _no_qk_norm(m):
     for L in m.layers:
         L["q_norm"] = torch.ones_like(L["q_norm"])
@@ -272,6 +291,7 @@ def _no_qk_norm(m):
 FEATURES = {
     "llama3": [("llama3 rope scaling", lambda m: setattr(m, "rope_scaling", None))],
     "mistral": [("the sliding window", lambda m: setattr(m, "window", None))],
+    "qwen2": [("the q/k/v biases", _no_qkv_bias)],
     "qwen3": [("q_norm/k_norm's weights", _no_qk_norm)],
 }
 
