@@ -56,8 +56,8 @@ struct Arguments {
 
 // Sets the target of every option given and collects the rest in *args. Returns -1 when
 // the program should go on, else its exit code: 0 after printing --help, --version (the
-// commit built), or the table for --list-options, on stdout; 1 after a one-line error on stderr (an unknown option, a
-// missing value, a value that is not a number in range).
+// commit built) or the table for --list-options on stdout; 1 after a one-line error on
+// stderr (an unknown option, a missing value, a value that is not a number in range).
 //
 // --list-options prints a line per option: its long name, its short name or "-", its kind
 // (flag, integer, real, text) and, for numbers, the least and greatest value accepted.

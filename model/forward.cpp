@@ -110,13 +110,13 @@ static void matmul_tensor(float* out, const TensorView& w, const float* x, int n
     matmul(out, w.type, w.layout, w.data, int(w.rows()), int(w.cols()), x, n_tokens);
 }
 
-// Several weight matrices with the same input (q/k/v, gate/up): one parallel region.
 // x += bias, an f32 vector (qwen2's q/k/v projections).
 static void add_bias(float* x, const TensorView& bias, int n) {
     const float* b = static_cast<const float*>(bias.data);
     for (int i = 0; i < n; i++) x[i] += b[i];
 }
 
+// Several weight matrices with the same input (q/k/v, gate/up): one parallel region.
 static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorView*>> outs, const float* x, int n_tokens) {
     MatmulJob jobs[3];
     int n_jobs = 0, cols = 0;
