@@ -861,3 +861,39 @@ TEST_CASE("server http: logprobs are the PyTorch reference's log-softmax, in Ope
     check_error_shape(http(p, "POST", "/v1/completions", R"({"prompt":"hi","logprobs":true})"), 400, "logprobs");
     CHECK(s.stop() == 0);
 }
+
+TEST_CASE("server http: logprobs of drafted tokens are those of the same tokens generated without drafts") {
+    // Greedy, the default model loops on this prompt, so prompt lookup proposes tokens and
+    // many are accepted: their logprobs come from the verifying batch's logits
+    // (Generator::end_step), the others' from a step's own.
+    Server drafting("-np 1 -c 512 -ctk f32 -ctv f32"), plain("-np 1 -c 512 -ctk f32 -ctv f32 --draft 0");
+    REQUIRE(drafting.ready());
+    REQUIRE(plain.ready());
+    const std::string body = json{{"prompt", "ROMEO:"}, {"max_tokens", 120}, {"temperature", 0}, {"logprobs", 3}}.dump();
+    const Response a = http(drafting.port(), "POST", "/v1/completions", body);
+    const Response b = http(plain.port(), "POST", "/v1/completions", body);
+    REQUIRE(a.status == 200);
+    REQUIRE(b.status == 200);
+    const json la = a.j()["choices"][0]["logprobs"], lb = b.j()["choices"][0]["logprobs"];
+    REQUIRE(la["tokens"] == lb["tokens"]);  // greedy ids are the same with and without drafts
+    REQUIRE(la["tokens"].size() == 120);
+    for (size_t i = 0; i < 120; i++) {
+        INFO("token " << i << ": " << la["tokens"][i].dump());
+        // A batch's logits may differ from one token's in the last bits.
+        CHECK(la["token_logprobs"][i].get<double>() == doctest::Approx(lb["token_logprobs"][i].get<double>()).epsilon(1e-4));
+        const json &ta = la["top_logprobs"][i], &tb = lb["top_logprobs"][i];
+        REQUIRE(ta.size() == tb.size());
+        for (auto it = tb.begin(); it != tb.end(); ++it) {
+            REQUIRE(ta.contains(it.key()));
+            CHECK(ta[it.key()].get<double>() == doctest::Approx(it.value().get<double>()).epsilon(1e-4));
+        }
+    }
+    CHECK(drafting.stop() == 0);
+    CHECK(plain.stop() == 0);
+    // Drafts were accepted (the log's "drafts: N of M tokens accepted", N > 0), and none without.
+    const std::string log = drafting.log();
+    const size_t at = log.find("drafts: ");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::atoi(log.c_str() + at + 8) > 0);
+    CHECK(plain.log().find("drafts: ") == std::string::npos);
+}
