@@ -278,25 +278,6 @@ const std::string& effective_name(const std::string& name, const std::string& de
     return name.empty() ? default_name : name;
 }
 
-// The byte of a piece spelled "<0xXX>" with upper-case hex digits (the only spelling
-// SentencePiece's PieceToByte accepts), else -1.
-int byte_piece_value(const std::string& p) {
-    if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
-    int value = 0;
-    for (int i = 3; i < 5; i++) {
-        const char c = p[i];
-        int digit;
-        if (c >= '0' && c <= '9')
-            digit = c - '0';
-        else if (c >= 'A' && c <= 'F')
-            digit = c - 'A' + 10;
-        else
-            return -1;
-        value = value * 16 + digit;
-    }
-    return value;
-}
-
 // Unknown, control and byte pieces by text: where SentencePiece's PieceToId looks first.
 using ReservedPieces = std::unordered_map<std::string_view, int>;
 
@@ -325,6 +306,23 @@ uint32_t load_u32_le(const std::string& s, size_t at) {
 }
 
 }  // namespace
+
+int byte_piece_value(const std::string& p) {
+    if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
+    int value = 0;
+    for (int i = 3; i < 5; i++) {
+        const char c = p[i];
+        int digit;
+        if (c >= '0' && c <= '9')
+            digit = c - '0';
+        else if (c >= 'A' && c <= 'F')
+            digit = c - 'A' + 10;
+        else
+            return -1;
+        value = value * 16 + digit;
+    }
+    return value;
+}
 
 // The library's normalizer (normalizer.cc, DecodePrecompiledCharsMap) splits the blob into
 // a little-endian u32 trie size, that many bytes of darts-clone double array (u32 units),

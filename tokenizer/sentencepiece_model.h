@@ -56,6 +56,11 @@ struct SentencePieceModel {
     Normalizer denormalizer;
 };
 
+// The byte of a piece spelled "<0xXX>" with upper-case hex digits (the only spelling
+// SentencePiece's PieceToByte accepts, and the only one parse_sentencepiece_model lets a
+// byte piece have), else -1.
+int byte_piece_value(const std::string& piece);
+
 // Reads a serialized ModelProto and checks it (check_sentencepiece_model). "" on success,
 // else a one-line reason; *out is then unspecified. Never reads out of bounds, whatever
 // the bytes: meant to run on untrusted files before SentencePiece sees them.

@@ -89,7 +89,7 @@ static const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's sp
 std::string Tokenizer::token_bytes(int id) const {
     if (id < 0 || id >= vocab_size() || is_control(id)) return "";
     if (bpe_) return bpe_->token_bytes(id);
-    if (is_byte(id)) return std::string(1, char(std::stoi(piece(id).substr(3, 2), nullptr, 16)));  // "<0xAB>"
+    if (is_byte(id)) return std::string(1, char(byte_piece_value(piece(id))));
     if (is_unknown(id)) return " \xE2\x81\x87 ";
     std::string text = piece(id);
     for (size_t at; (at = text.find(kSpace)) != std::string::npos;) text.replace(at, kSpace.size(), " ");
