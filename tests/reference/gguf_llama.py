@@ -46,6 +46,7 @@ def load(path):
         a = dequantize(ti.data, ti.tensor_type).astype(np.float32)
         t[ti.name] = torch.from_numpy(a.reshape([int(d) for d in reversed(ti.shape)]).copy())
     m = hf_llama.Model()
+    m.family, m.rope_scaling, m.window = "llama", None, None  # what hf_llama.logits reads besides
     m.hidden = field(r, "llama.embedding_length")
     m.n_layers = field(r, "llama.block_count")
     m.n_heads = field(r, "llama.attention.head_count")
