@@ -33,6 +33,7 @@
 #include <strings.h>
 #include <vector>
 
+#include "kernels/fp16.h"
 #include "kernels/isa.h"
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
@@ -126,7 +127,16 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
     std::vector<float> x(size_t(cols) * max_tokens);
     for (int r = 0; r < distinct && r < rows; ++r) {
         for (int c = 0; c < cols; c++) x[size_t(c)] = nd(rng);
-        type_traits(type)->quantize(x.data(), w.data() + size_t(r) * wrb, cols);
+        if (type_traits(type)->quantize) {
+            type_traits(type)->quantize(x.data(), w.data() + size_t(r) * wrb, cols);
+            continue;
+        }
+        // A type hearth reads but does not write (q4_1, q5_0, ...): random bytes, and the first two
+        // fp16 fields of each block (its scale, and Q4_1 / Q5_1's offset) ordinary numbers.
+        uint8_t* row = w.data() + size_t(r) * wrb;
+        for (size_t i = 0; i < wrb; i++) row[i] = uint8_t(rng());
+        const uint16_t h = fp32_to_fp16(0.01f);
+        for (size_t b = 0; b < wrb; b += type_block_bytes(type)) std::memcpy(row + b, &h, 2), std::memcpy(row + b + 2, &h, 2);
     }
     for (int r = distinct; r < rows; ++r) std::memcpy(w.data() + size_t(r) * wrb, w.data() + size_t(r % distinct) * wrb, wrb);
     if (type_traits(type)->x8_head_bytes > 0) {
