@@ -1,11 +1,11 @@
 // The quantized matmul kernels' contract, and what the quantizers and kernels of every ISA share.
 //
 // Activations: matmul (kernels/matmul.h) quantizes each activation row once to the weight
-// type's activation type (type_vec_dot_type: Q8_0 for Q4_0/Q8_0 weights, Q8_K for Q4_K/Q6_K)
+// type's activation type (type_vec_dot_type: Q8_0 for the 32-element types, Q8_K for the K types)
 // and then runs the kernel the table picks (kernels/table.h) against it. The SIMD activation
 // quantizers produce bytes identical to the scalar references.
 //
-// Lengths (n, n_cols) must be multiples of the block size (32 for Q4_0/Q8_0, 256 for K types).
+// Lengths (n, n_cols) must be multiples of the block size (32, or 256 for the K types).
 // Rows and blocks need be 2-byte aligned only: the kernels read a block's fp16 fields through
 // its struct. Every block of the types here is an even number of bytes, and files align
 // tensors (hearth to 64, GGUF to 32), so every block in a file is.
@@ -45,6 +45,15 @@ inline void q4k_get_scale_min(int j, const uint8_t* s, uint8_t* sc, uint8_t* m) 
     } else {
         *sc = uint8_t((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
         *m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
+// The 32 5-bit quants of a Q5_0 / Q5_1 block, 0..31: low nibbles from qs, bit 4 from qh.
+inline void q5_unpack(const uint8_t qh[4], const uint8_t qs[16], uint8_t q[32]) {
+    const uint32_t h = uint32_t(qh[0]) | uint32_t(qh[1]) << 8 | uint32_t(qh[2]) << 16 | uint32_t(qh[3]) << 24;
+    for (int j = 0; j < 16; ++j) {
+        q[j] = uint8_t((qs[j] & 0xF) | ((h >> j) & 1) << 4);
+        q[j + 16] = uint8_t((qs[j] >> 4) | ((h >> (j + 16)) & 1) << 4);
     }
 }
 

@@ -17,9 +17,10 @@
 //            q[128h+l+64] = ql[64h+l]    >> 4 | ((qh[32h+l] >> 4) & 3) << 4
 //            q[128h+l+96] = ql[64h+l+32] >> 4 | ((qh[32h+l] >> 6) & 3) << 4
 //   Q8_K : x = d * qs[i] (d is fp32), bsums[g] = sum of qs[16g .. 16g+15]. Activations only.
-// GGUF's types hearth reads but does not compute with (quantize dequantizes them to fp32,
-// kernels/ref/dequant_gguf.cpp, and re-quantizes to a stored type); fp16 fields are widened to
-// fp32 first, and each product/sum below is one fp32 operation in the order written, as gguf-py
+// GGUF's other types. run computes with Q4_1, Q5_0, Q5_1, Q5_K and IQ4_NL as they are (quantize
+// writes Q5_K only); the rest, quantize dequantizes to fp32 and re-quantizes to a type run
+// computes with. Their dequantizers (kernels/ref/dequant_gguf.cpp) widen fp16 fields to fp32
+// first, and each product/sum below is one fp32 operation in the order written, as gguf-py
 // computes it:
 //   Q4_1  : x = d*q + m, q in 0..15; q(i) = qs[i] & 15 for i < 16, qs[i-16] >> 4 for i >= 16.
 //   Q5_0  : x = d*(q - 16), q in 0..31; low 4 bits as Q4_1's q(i), bit 4 = bit i of qh
@@ -221,7 +222,7 @@ void dequantize_row_iq4_xs(const void* x, float* y, int64_t n);
 // which ISA, is the kernel table's (kernels/table.cpp).
 enum TypeUse : uint8_t {
     USE_NONE = 0,     // known to GGUF only: sized and named, never computed with
-    USE_STORE = 1,    // run computes with it, and a hearth file may hold it (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k)
+    USE_STORE = 1,    // run computes with it, and a hearth file may hold it
     USE_DEQUANT = 2,  // quantize can read it (dequantized and re-quantized), run cannot
     USE_ACT = 3,      // activations only (q8_K)
 };
@@ -240,9 +241,9 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {0, "f32", 1, 4, USE_STORE, 0, quantize_row_f32, dequantize_row_f32, 0},
     {1, "f16", 1, 2, USE_STORE, 0, quantize_row_f16, dequantize_row_f16, 0},
     {2, "q4_0", 32, 18, USE_STORE, 8, quantize_row_q4_0, dequantize_row_q4_0, 2},
-    {3, "q4_1", 32, 20, USE_DEQUANT, 0, nullptr, dequantize_row_q4_1, 0},
-    {6, "q5_0", 32, 22, USE_DEQUANT, 0, nullptr, dequantize_row_q5_0, 0},
-    {7, "q5_1", 32, 24, USE_DEQUANT, 0, nullptr, dequantize_row_q5_1, 0},
+    {3, "q4_1", 32, 20, USE_STORE, 8, nullptr, dequantize_row_q4_1, 0},
+    {6, "q5_0", 32, 22, USE_STORE, 8, nullptr, dequantize_row_q5_0, 0},
+    {7, "q5_1", 32, 24, USE_STORE, 8, nullptr, dequantize_row_q5_1, 0},
     {8, "q8_0", 32, 34, USE_STORE, 8, quantize_row_q8_0_scalar, dequantize_row_q8_0, 2},
     {9, "q8_1", 32, 36, USE_NONE, 0, nullptr, nullptr, 0},
     {10, "q2_K", 256, 84, USE_DEQUANT, 0, nullptr, dequantize_row_q2_k, 0},
@@ -255,7 +256,7 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {17, "iq2_xs", 256, 74, USE_NONE, 0, nullptr, nullptr, 0},
     {18, "iq3_xxs", 256, 98, USE_NONE, 0, nullptr, nullptr, 0},
     {19, "iq1_s", 256, 50, USE_NONE, 0, nullptr, nullptr, 0},
-    {20, "iq4_nl", 32, 18, USE_DEQUANT, 0, nullptr, dequantize_row_iq4_nl, 0},
+    {20, "iq4_nl", 32, 18, USE_STORE, 8, nullptr, dequantize_row_iq4_nl, 0},
     {21, "iq3_s", 256, 110, USE_NONE, 0, nullptr, nullptr, 0},
     {22, "iq2_s", 256, 82, USE_NONE, 0, nullptr, nullptr, 0},
     {23, "iq4_xs", 256, 136, USE_DEQUANT, 0, nullptr, dequantize_row_iq4_xs, 0},

@@ -30,6 +30,9 @@
 //    (x86/quant_avx2.cpp, gemm_k_avx2.cpp, arm/quant_neon.cpp), the GEMM from 8 tokens as Q4_K's.
 //    TinyLlama Q5_K_M from llama-quantize, 2 threads, AMD EPYC (docs/benchmarks.md): pp512 with
 //    the row kernel 50 tok/s, with the GEMM 92.
+//  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use
+//    where a row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0
+//    (one template) at every token count; no GEMM.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
 //    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
 //    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
@@ -143,6 +146,18 @@ const KernelRow kRows[] = {
     {M, TYPE_Q8_0, R, Isa::neon, 1, NEON(matmul_q8_0_rows_neon), nullptr},
     {M, TYPE_Q8_0, R, Isa::avx2, 1, AVX2(matmul_q8_0_rows_avx2), nullptr},
     {M, TYPE_Q8_0, R, Isa::avx2, 4, AVX2(matmul_q8_0_gemm_avx2), nullptr},
+    {M, TYPE_Q4_1, R, Isa::scalar, 1, matmul_q4_1_rows_scalar, nullptr},
+    {M, TYPE_Q4_1, R, Isa::neon, 1, NEON(matmul_q4_1_rows_neon), nullptr},
+    {M, TYPE_Q4_1, R, Isa::avx2, 1, AVX2(matmul_q4_1_rows_avx2), nullptr},
+    {M, TYPE_Q5_0, R, Isa::scalar, 1, matmul_q5_0_rows_scalar, nullptr},
+    {M, TYPE_Q5_0, R, Isa::neon, 1, NEON(matmul_q5_0_rows_neon), nullptr},
+    {M, TYPE_Q5_0, R, Isa::avx2, 1, AVX2(matmul_q5_0_rows_avx2), nullptr},
+    {M, TYPE_Q5_1, R, Isa::scalar, 1, matmul_q5_1_rows_scalar, nullptr},
+    {M, TYPE_Q5_1, R, Isa::neon, 1, NEON(matmul_q5_1_rows_neon), nullptr},
+    {M, TYPE_Q5_1, R, Isa::avx2, 1, AVX2(matmul_q5_1_rows_avx2), nullptr},
+    {M, TYPE_IQ4_NL, R, Isa::scalar, 1, matmul_iq4_nl_rows_scalar, nullptr},
+    {M, TYPE_IQ4_NL, R, Isa::neon, 1, NEON(matmul_iq4_nl_rows_neon), nullptr},
+    {M, TYPE_IQ4_NL, R, Isa::avx2, 1, AVX2(matmul_iq4_nl_rows_avx2), nullptr},
     {M, TYPE_Q4_K, R, Isa::scalar, 1, matmul_q4_k_rows_scalar, nullptr},
     {M, TYPE_Q4_K, R, Isa::neon, 1, NEON(matmul_q4_k_rows_neon), nullptr},
     {M, TYPE_Q4_K, R, Isa::avx2, 1, AVX2(matmul_q4_k_rows_avx2), nullptr},

@@ -14,6 +14,10 @@ void quantize_row_q8_0_neon(const float* x, void* y, int64_t n);
 void quantize_row_q8_k_neon(const float* x, void* y, int64_t n);
 HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_neon)
+HEARTH_DECLARE_MATMUL(matmul_q4_1_rows_neon)
+HEARTH_DECLARE_MATMUL(matmul_q5_0_rows_neon)
+HEARTH_DECLARE_MATMUL(matmul_q5_1_rows_neon)
+HEARTH_DECLARE_MATMUL(matmul_iq4_nl_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_neon)

@@ -1,7 +1,8 @@
 // AArch64 NEON kernels. With dotprod (HEARTH_ISA_DOTPROD) the int8 products use SDOT (vdotq_s32);
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
-// All weights are brought to signed int8 (Q4_0: q-8, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so
-// no offset correction is needed; Q4_K and Q5_K mins use the Q8_K block sums.
+// All weights are brought to signed int8 (Q4_0: q-8, Q5_0: q-16, IQ4_NL: its grid values, Q4_1 and
+// Q5_1: 0..31, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset correction is needed but Q4_1 and
+// Q5_1's block offsets (times the activations' sums) and the Q4_K and Q5_K mins (the Q8_K block sums).
 #include "kernels/arm/arm.h"
 #include "kernels/quant.h"
 
@@ -197,68 +198,93 @@ void drive(const Ctx& c, int n_tokens, int r0, int r1) {
     }
 }
 
-struct KQ8_0 {
-    static constexpr int kRowsFor1 = 4, kRowsFor2 = 2;
-    template <int NR, int NT>
-    static void tile(const Ctx& c, int r, int t0) {
-        const block_q8_0* w[NR];
-        const block_q8_0* a[NT];
-        for (int i = 0; i < NR; ++i) w[i] = row<block_q8_0>(c.W, c.wrb, r + i);
-        for (int t = 0; t < NT; ++t) a[t] = row<block_q8_0>(c.A, c.arb, t0 + t);
-        float32x4_t acc[NR][NT];
-        for (int i = 0; i < NR; ++i)
-            for (int t = 0; t < NT; ++t) acc[i][t] = vdupq_n_f32(0.f);
-        for (int b = 0; b < c.nb; ++b) {
-            int8x16_t q0[NR], q1[NR];
-            float dw[NR];
-            for (int i = 0; i < NR; ++i) {
-                q0[i] = vld1q_s8(w[i][b].qs);
-                q1[i] = vld1q_s8(w[i][b].qs + 16);
-                dw[i] = f16(w[i][b].d);
-            }
-            for (int t = 0; t < NT; ++t) {
-                const int8x16_t a0 = vld1q_s8(a[t][b].qs), a1 = vld1q_s8(a[t][b].qs + 16);
-                const float da = f16(a[t][b].d);
-                for (int i = 0; i < NR; ++i) {
-                    const int32x4_t p = dot16(dot16(vdupq_n_s32(0), q0[i], a0), q1[i], a1);
-                    acc[i][t] = vfmaq_n_f32(acc[i][t], vcvtq_f32_s32(p), dw[i] * da);
-                }
-            }
-        }
-        store_tile<NR, NT>(c, r, t0, acc);
-    }
-};
+// The 32-element block types x Q8_0: each weight block decoded once per tile to 2 x 16 signed
+// bytes (Q8_0 as it is; Q4_0: q - 8; Q5_0: q - 16; IQ4_NL: the grid value; Q4_1, Q5_1: the
+// unsigned quant 0..31, whose block offset m adds m * d8 * sum(q8)).
+inline void block32_unpack(const block_q8_0& b, int8x16_t& lo, int8x16_t& hi) {
+    lo = vld1q_s8(b.qs);
+    hi = vld1q_s8(b.qs + 16);
+}
+inline void block32_unpack(const block_q4_0& b, int8x16_t& lo, int8x16_t& hi) { q4_0_unpack(b.qs, lo, hi); }
+inline void nibbles_unpack(const uint8_t* qs, uint8x16_t& lo, uint8x16_t& hi) {
+    const uint8x16_t v = vld1q_u8(qs);
+    lo = vandq_u8(v, vdupq_n_u8(0x0F));
+    hi = vshrq_n_u8(v, 4);
+}
+inline void block32_unpack(const block_q4_1& b, int8x16_t& lo, int8x16_t& hi) {
+    uint8x16_t l, h;
+    nibbles_unpack(b.qs, l, h);
+    lo = vreinterpretq_s8_u8(l);
+    hi = vreinterpretq_s8_u8(h);
+}
+inline void block32_unpack(const block_iq4_nl& b, int8x16_t& lo, int8x16_t& hi) {
+    const int8x16_t grid = vld1q_s8(kIQ4Values);
+    uint8x16_t l, h;
+    nibbles_unpack(b.qs, l, h);
+    lo = vqtbl1q_s8(grid, l);
+    hi = vqtbl1q_s8(grid, h);
+}
+// Q5_0 / Q5_1: the nibbles with bit j of qh as bit 4 of element j, 0..31.
+inline void q5_unpack_neon(const uint8_t* qh, const uint8_t* qs, uint8x16_t& lo, uint8x16_t& hi) {
+    static const uint8_t kBits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t bits = vld1q_u8(kBits), b4 = vdupq_n_u8(0x10);
+    nibbles_unpack(qs, lo, hi);
+    const uint8x16_t h_lo = vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1]));
+    const uint8x16_t h_hi = vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3]));
+    lo = vorrq_u8(lo, vandq_u8(vtstq_u8(h_lo, bits), b4));
+    hi = vorrq_u8(hi, vandq_u8(vtstq_u8(h_hi, bits), b4));
+}
+inline void block32_unpack(const block_q5_0& b, int8x16_t& lo, int8x16_t& hi) {
+    uint8x16_t l, h;
+    q5_unpack_neon(b.qh, b.qs, l, h);
+    lo = vsubq_s8(vreinterpretq_s8_u8(l), vdupq_n_s8(16));
+    hi = vsubq_s8(vreinterpretq_s8_u8(h), vdupq_n_s8(16));
+}
+inline void block32_unpack(const block_q5_1& b, int8x16_t& lo, int8x16_t& hi) {
+    uint8x16_t l, h;
+    q5_unpack_neon(b.qh, b.qs, l, h);
+    lo = vreinterpretq_s8_u8(l);
+    hi = vreinterpretq_s8_u8(h);
+}
 
-struct KQ4_0 {
+template <typename Block>
+struct KBlock32 {
+    static constexpr bool kOffset = std::is_same<Block, block_q4_1>::value || std::is_same<Block, block_q5_1>::value;
     static constexpr int kRowsFor1 = 4, kRowsFor2 = 2;
     template <int NR, int NT>
     static void tile(const Ctx& c, int r, int t0) {
-        const block_q4_0* w[NR];
+        const Block* w[NR];
         const block_q8_0* a[NT];
-        for (int i = 0; i < NR; ++i) w[i] = row<block_q4_0>(c.W, c.wrb, r + i);
+        for (int i = 0; i < NR; ++i) w[i] = row<Block>(c.W, c.wrb, r + i);
         for (int t = 0; t < NT; ++t) a[t] = row<block_q8_0>(c.A, c.arb, t0 + t);
         float32x4_t acc[NR][NT];
         for (int i = 0; i < NR; ++i)
             for (int t = 0; t < NT; ++t) acc[i][t] = vdupq_n_f32(0.f);
         for (int b = 0; b < c.nb; ++b) {
             int8x16_t lo[NR], hi[NR];
-            float dw[NR];
+            float dw[NR], mw[NR];
             for (int i = 0; i < NR; ++i) {
-                q4_0_unpack(w[i][b].qs, lo[i], hi[i]);
+                block32_unpack(w[i][b], lo[i], hi[i]);
                 dw[i] = f16(w[i][b].d);
+                if constexpr (kOffset) mw[i] = f16(w[i][b].m);
             }
             for (int t = 0; t < NT; ++t) {
                 const int8x16_t a0 = vld1q_s8(a[t][b].qs), a1 = vld1q_s8(a[t][b].qs + 16);
                 const float da = f16(a[t][b].d);
+                float32x4_t sum_a = vdupq_n_f32(0.f);  // lanes summing to sum(q8)
+                if constexpr (kOffset) sum_a = vcvtq_f32_s32(vpaddlq_s16(vaddq_s16(vpaddlq_s8(a0), vpaddlq_s8(a1))));
                 for (int i = 0; i < NR; ++i) {
                     const int32x4_t p = dot16(dot16(vdupq_n_s32(0), lo[i], a0), hi[i], a1);
                     acc[i][t] = vfmaq_n_f32(acc[i][t], vcvtq_f32_s32(p), dw[i] * da);
+                    if constexpr (kOffset) acc[i][t] = vfmaq_n_f32(acc[i][t], sum_a, mw[i] * da);
                 }
             }
         }
         store_tile<NR, NT>(c, r, t0, acc);
     }
 };
+using KQ8_0 = KBlock32<block_q8_0>;
+using KQ4_0 = KBlock32<block_q4_0>;
 
 // Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant.
 inline int8x16_t q5_k_bit4(uint8x16_t qh, int bit) {
@@ -365,6 +391,26 @@ void matmul_q8_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q4_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     drive<KQ4_0>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK4_0, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_q4_1_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    drive<KBlock32<block_q4_1>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / 32, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_q5_0_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    drive<KBlock32<block_q5_0>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / 32, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_q5_1_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    drive<KBlock32<block_q5_1>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / 32, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_iq4_nl_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    drive<KBlock32<block_iq4_nl>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / 32, out, out_stride), n_tokens, r0, r1);
 }
 
 void matmul_q4_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

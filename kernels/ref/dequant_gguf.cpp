@@ -13,15 +13,6 @@ namespace {
 
 inline float f16(uint16_t h) { return fp16_to_fp32(h); }
 
-// The 32 5-bit quants of a Q5_0 / Q5_1 block: low nibbles from qs, bit 4 from qh.
-inline void q5_unpack(const uint8_t qh[4], const uint8_t qs[16], uint8_t q[32]) {
-    const uint32_t h = uint32_t(qh[0]) | uint32_t(qh[1]) << 8 | uint32_t(qh[2]) << 16 | uint32_t(qh[3]) << 24;
-    for (int j = 0; j < 16; ++j) {
-        q[j] = uint8_t((qs[j] & 0xF) | ((h >> j) & 1) << 4);
-        q[j + 16] = uint8_t((qs[j] >> 4) | ((h >> (j + 16)) & 1) << 4);
-    }
-}
-
 // Sub-block scale of Q3_K: 4 low bits from scales[0..7] (nibbles), 2 high bits from
 // scales[8..11], as a signed value -32..31.
 inline int q3k_scale(const uint8_t* s, int g) {

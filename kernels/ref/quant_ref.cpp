@@ -1,5 +1,5 @@
 // Scalar reference: quantizers, dequantizers, dot products and tiled matmul for
-// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K (weights) and Q8_0, Q8_K (activations).
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K (weights) and Q8_0, Q8_K (activations).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -730,6 +730,56 @@ struct KQ4_0 {
     }
     static float dot(const Q4Decoded& w, const block_q8_0& a) { return float(dot32(w.q, a.qs)) * (w.d * f16(a.d)); }
 };
+// Q4_1, Q5_0, Q5_1 and IQ4_NL: GGUF's other 32-element blocks, decoded to int8 (Q5_0: q - 16;
+// IQ4_NL: the grid value; Q4_1 and Q5_1: the unsigned quant, whose offset m adds m * sum(a)).
+struct Block32Decoded {
+    int8_t q[32];
+    float d, m;
+};
+inline void block32_decode(const block_q4_1& b, Block32Decoded& o) {
+    for (int j = 0; j < 16; ++j) {
+        o.q[j] = int8_t(b.qs[j] & 0xF);
+        o.q[j + 16] = int8_t(b.qs[j] >> 4);
+    }
+    o.m = f16(b.m);
+}
+inline void block32_decode(const block_q5_0& b, Block32Decoded& o) {
+    uint8_t q[32];
+    q5_unpack(b.qh, b.qs, q);
+    for (int j = 0; j < 32; ++j) o.q[j] = int8_t(q[j] - 16);
+}
+inline void block32_decode(const block_q5_1& b, Block32Decoded& o) {
+    q5_unpack(b.qh, b.qs, reinterpret_cast<uint8_t*>(o.q));  // 0..31
+    o.m = f16(b.m);
+}
+inline void block32_decode(const block_iq4_nl& b, Block32Decoded& o) {
+    for (int j = 0; j < 16; ++j) {
+        o.q[j] = kIQ4Values[b.qs[j] & 0xF];
+        o.q[j + 16] = kIQ4Values[b.qs[j] >> 4];
+    }
+}
+template <typename Block>
+struct KBlock32 {
+    static constexpr bool kOffset = std::is_same<Block, block_q4_1>::value || std::is_same<Block, block_q5_1>::value;
+    using WBlock = Block;
+    using ABlock = block_q8_0;
+    using Decoded = Block32Decoded;
+    static constexpr int kBlockElems = 32;
+    static void decode(const Block& b, Block32Decoded& o) {
+        block32_decode(b, o);
+        o.d = f16(b.d);
+    }
+    static float dot(const Block32Decoded& w, const block_q8_0& a) {
+        const float da = f16(a.d);
+        float s = float(dot32(w.q, a.qs)) * (w.d * da);
+        if constexpr (kOffset) {
+            int sum = 0;
+            for (int j = 0; j < 32; ++j) sum += a.qs[j];
+            s += w.m * (da * float(sum));
+        }
+        return s;
+    }
+};
 template <typename Block>
 struct KQ4_K_or_Q5_K {
     using WBlock = Block;
@@ -759,6 +809,26 @@ void matmul_q8_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_q4_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KQ4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_1_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KBlock32<block_q4_1>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KBlock32<block_q5_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_1_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KBlock32<block_q5_1>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_iq4_nl_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KBlock32<block_iq4_nl>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

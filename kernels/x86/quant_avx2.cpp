@@ -4,6 +4,8 @@
 //  - Q8_0 x Q8_0 : sign trick, |w| x sign(a, w)  (activations are never -128)
 //  - Q4_0 x Q8_0 : the unsigned nibbles, with the -8 folded into a per-block activation term
 //                  c = -d8*sum(q8) computed once per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
+//                  Q5_0 (-16) likewise; Q4_1 / Q5_1 add their offset m times d8*sum(q8); IQ4_NL's grid
+//                  values take Q8_0's sign trick.
 //  - Q4_K / Q5_K / Q6_K : unsigned 4/5/6-bit quants x q8, sub-block scales applied with
 //                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K/Q5_K
 //                  mins and Q6_K's -32 offset go through the q8 block sums (bsums).
@@ -286,57 +288,74 @@ void pack_panels(Ctx& c, const void* A, size_t arb, int n_tokens, int qk, int E,
     c.E = E;
 }
 
-// ---- Q8_0 x Q8_0. Table entry: d8. ----
-struct KQ8_0 {
-    static constexpr int kRowsFor1 = 4, kRowsFor2 = 2;
-    template <int NR, int NT>
-    static void tile(const Ctx& c, const Span& s) {
-        const block_q8_0* w[NR];
-        for (int i = 0; i < NR; ++i) w[i] = wrow<block_q8_0>(c, s.r + i);
-        const size_t pf = prefetch_distance(NR * c.wrb);
-        const int8_t* aq = panel_q(c, s);
-        const float* tb = panel_t(c, s);
-        Acc<NR, NT> A0 = init_tile<NR, NT>(s);
-        __m256 acc[NR][NT];
-        for (int i = 0; i < NR; ++i)
-            for (int t = 0; t < NT; ++t) acc[i][t] = A0.v[i][t];
-        for (int b = s.kb; b < s.ke; ++b) {
-            __m256i qw[NR], aw[NR];
-            __m256 dw[NR];
-            for (int i = 0; i < NR; ++i) {
-                prefetch_ahead<sizeof(block_q8_0)>(&w[i][b], pf);
-                qw[i] = loadu(w[i][b].qs);
-                aw[i] = _mm256_sign_epi8(qw[i], qw[i]);
-                dw[i] = bcast_f16(&w[i][b].d);
-            }
-            const int8_t* ab = aq + size_t(b) * NT * QK8_0;
-            const float* tbb = tb + size_t(b) * NT;
-            for (int t = 0; t < NT; ++t) {
-                const __m256i qa = load_a(ab + QK8_0 * t);
-                const __m256 da = _mm256_broadcast_ss(tbb + t);
-                for (int i = 0; i < NR; ++i) {
-                    const __m256 x = dot_us(aw[i], _mm256_sign_epi8(qa, qw[i]));
-                    acc[i][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[i], da), x, acc[i][t]);
-                }
-            }
-        }
-        Acc<NR, NT> A1;
-        for (int i = 0; i < NR; ++i)
-            for (int t = 0; t < NT; ++t) A1.v[i][t] = acc[i][t];
-        finish_tile<NR, NT>(c, s, A1);
-    }
-    static void pack(Ctx& c, const void* A, size_t arb, int n_tokens) {
-        pack_panels<block_q8_0>(c, A, arb, n_tokens, QK8_0, 1, [](const block_q8_0& a, float* e) { e[0] = f16(a.d); });
+// ---- The 32-element block types x Q8_0: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL. ----
+// Each weight block is decoded once per tile to 32 bytes of quants, then one maddubs per token:
+//  - signed values (Q8_0; IQ4_NL's grid values, -127..113): the sign trick, |w| x sign(a, w).
+//    Table entry: d8.
+//  - unsigned quants with a fixed offset (Q4_0: q - 8, Q5_0: q - 16): the offset folded into the
+//    table entry (d8, -offset/8 * d8 * sum(q8)), which each of the 8 lanes adds.
+//  - unsigned quants with the block's own offset m (Q4_1, Q5_1: d*q + m): m times the table's
+//    (d8, d8 * sum(q8) / 8) in each lane.
+enum class Block32Kind { signed_values, fixed_offset, block_offset };
+
+// Byte j of the result is 0x10 where bit j of a Q5_0 / Q5_1 block's qh is set: the quants' bit 4.
+inline __m256i q5_bit4(const uint8_t* qh) {
+    uint32_t h;
+    std::memcpy(&h, qh, 4);
+    const __m256i byte_of_h = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    const __m256i x = _mm256_shuffle_epi8(_mm256_set1_epi32(int(h)), byte_of_h);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+template <typename Block>
+struct Block32;
+template <>
+struct Block32<block_q8_0> {
+    static constexpr Block32Kind kKind = Block32Kind::signed_values;
+    static __m256i quants(const block_q8_0& b) { return loadu(b.qs); }
+};
+template <>
+struct Block32<block_iq4_nl> {
+    static constexpr Block32Kind kKind = Block32Kind::signed_values;
+    static __m256i quants(const block_iq4_nl& b) {
+        const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+        return _mm256_shuffle_epi8(grid, unpack_nibbles16(b.qs));
     }
 };
+template <>
+struct Block32<block_q4_0> {
+    static constexpr Block32Kind kKind = Block32Kind::fixed_offset;
+    static constexpr int kOffset = 8;
+    static __m256i quants(const block_q4_0& b) { return unpack_nibbles16(b.qs); }
+};
+template <>
+struct Block32<block_q5_0> {
+    static constexpr Block32Kind kKind = Block32Kind::fixed_offset;
+    static constexpr int kOffset = 16;
+    static __m256i quants(const block_q5_0& b) { return _mm256_or_si256(unpack_nibbles16(b.qs), q5_bit4(b.qh)); }
+};
+template <>
+struct Block32<block_q4_1> {
+    static constexpr Block32Kind kKind = Block32Kind::block_offset;
+    static __m256i quants(const block_q4_1& b) { return unpack_nibbles16(b.qs); }
+};
+template <>
+struct Block32<block_q5_1> {
+    static constexpr Block32Kind kKind = Block32Kind::block_offset;
+    static __m256i quants(const block_q5_1& b) { return _mm256_or_si256(unpack_nibbles16(b.qs), q5_bit4(b.qh)); }
+};
 
-// ---- Q4_0 x Q8_0: unsigned nibbles; table entry (d8, -d8*sum(q8)) folds in the -8. ----
-struct KQ4_0 {
+template <typename Block>
+struct KBlock32 {
+    using B = Block32<Block>;
+    static constexpr Block32Kind kKind = B::kKind;
+    static constexpr int E = kKind == Block32Kind::signed_values ? 1 : 2;
     static constexpr int kRowsFor1 = 4, kRowsFor2 = 2;
     template <int NR, int NT>
     static void tile(const Ctx& c, const Span& s) {
-        const block_q4_0* w[NR];
-        for (int i = 0; i < NR; ++i) w[i] = wrow<block_q4_0>(c, s.r + i);
+        const Block* w[NR];
+        for (int i = 0; i < NR; ++i) w[i] = wrow<Block>(c, s.r + i);
         const size_t pf = prefetch_distance(NR * c.wrb);
         const int8_t* aq = panel_q(c, s);
         const float* tb = panel_t(c, s);
@@ -346,22 +365,34 @@ struct KQ4_0 {
             for (int t = 0; t < NT; ++t) acc[i][t] = A0.v[i][t];
         const __m256i ones16 = _mm256_set1_epi16(1);
         for (int b = s.kb; b < s.ke; ++b) {
-            __m256i q[NR];
-            __m256 d4[NR];
+            __m256i q[NR], qabs[NR];
+            __m256 dw[NR], mw[NR];
             for (int i = 0; i < NR; ++i) {
-                prefetch_ahead<sizeof(block_q4_0)>(&w[i][b], pf);
-                q[i] = unpack_nibbles16(w[i][b].qs);
-                d4[i] = bcast_f16(&w[i][b].d);
+                prefetch_ahead<sizeof(Block)>(&w[i][b], pf);
+                q[i] = B::quants(w[i][b]);
+                if constexpr (kKind == Block32Kind::signed_values) qabs[i] = _mm256_sign_epi8(q[i], q[i]);
+                dw[i] = bcast_f16(&w[i][b].d);
+                if constexpr (kKind == Block32Kind::block_offset) mw[i] = bcast_f16(&w[i][b].m);
             }
             const int8_t* ab = aq + size_t(b) * NT * QK8_0;
-            const float* tbb = tb + size_t(b) * NT * 2;
+            const float* tbb = tb + size_t(b) * NT * E;
             for (int t = 0; t < NT; ++t) {
                 const __m256i qa = load_a(ab + QK8_0 * t);
-                const __m256 d8 = _mm256_broadcast_ss(tbb + 2 * t);
-                const __m256 c8 = _mm256_broadcast_ss(tbb + 2 * t + 1);
-                for (int i = 0; i < NR; ++i) {
-                    const __m256 x = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q[i], qa), ones16));
-                    acc[i][t] = _mm256_fmadd_ps(d4[i], _mm256_fmadd_ps(d8, x, c8), acc[i][t]);
+                const __m256 d8 = _mm256_broadcast_ss(tbb + E * t);
+                if constexpr (kKind == Block32Kind::signed_values) {
+                    for (int i = 0; i < NR; ++i) {
+                        const __m256 x = dot_us(qabs[i], _mm256_sign_epi8(qa, q[i]));
+                        acc[i][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[i], d8), x, acc[i][t]);
+                    }
+                } else {
+                    const __m256 c8 = _mm256_broadcast_ss(tbb + E * t + 1);
+                    for (int i = 0; i < NR; ++i) {
+                        const __m256 x = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q[i], qa), ones16));
+                        if constexpr (kKind == Block32Kind::fixed_offset)
+                            acc[i][t] = _mm256_fmadd_ps(dw[i], _mm256_fmadd_ps(d8, x, c8), acc[i][t]);
+                        else
+                            acc[i][t] = _mm256_fmadd_ps(mw[i], c8, _mm256_fmadd_ps(dw[i], _mm256_mul_ps(d8, x), acc[i][t]));
+                    }
                 }
             }
         }
@@ -371,13 +402,16 @@ struct KQ4_0 {
         finish_tile<NR, NT>(c, s, A1);
     }
     static void pack(Ctx& c, const void* A, size_t arb, int n_tokens) {
-        pack_panels<block_q8_0>(c, A, arb, n_tokens, QK8_0, 2, [](const block_q8_0& a, float* e) {
+        pack_panels<block_q8_0>(c, A, arb, n_tokens, QK8_0, E, [](const block_q8_0& a, float* e) {
             const float d8 = f16(a.d);
             e[0] = d8;
-            e[1] = -d8 * float(sum_i8x32(a.qs));  // each of the 8 lanes adds it: -8*d8*sum/8
+            if constexpr (kKind == Block32Kind::fixed_offset) e[1] = -float(B::kOffset / 8) * d8 * float(sum_i8x32(a.qs));
+            if constexpr (kKind == Block32Kind::block_offset) e[1] = d8 * float(sum_i8x32(a.qs)) * 0.125f;
         });
     }
 };
+using KQ8_0 = KBlock32<block_q8_0>;
+using KQ4_0 = KBlock32<block_q4_0>;
 
 // ---- Q4_K and Q5_K x Q8_K. Table entry: [d8, pad x7, d8*(bsums[2j]+bsums[2j+1]) for j=0..7]. ----
 // Q5_K is Q4_K with bit 4 of each quant in qh (bit 2k of qh[l] for the low nibble of qs[32k + l],
@@ -536,6 +570,26 @@ void matmul_q8_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q4_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     matmul<KQ4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, QK4_0, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_1_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    matmul<KBlock32<block_q4_1>>(W, w_row_bytes, A, a_row_bytes, n_cols, 32, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_0_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    matmul<KBlock32<block_q5_0>>(W, w_row_bytes, A, a_row_bytes, n_cols, 32, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_1_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    matmul<KBlock32<block_q5_1>>(W, w_row_bytes, A, a_row_bytes, n_cols, 32, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_iq4_nl_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul<KBlock32<block_iq4_nl>>(W, w_row_bytes, A, a_row_bytes, n_cols, 32, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

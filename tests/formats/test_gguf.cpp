@@ -183,11 +183,13 @@ TEST_CASE("gguf: the vocabulary in the metadata tokenizes exactly as the Llama-2
     CHECK(r.out.find("Once upon a time Staat Staat Staat Staat") == 0);
 }
 
-// tests/data/gguf-types: small files llama.cpp's llama-quantize made in types run does not
-// compute with (tests/reference/make_gguf_types.py), with goldens from the PyTorch reference on
-// gguf-py's dequantization of each. (tiny-Q5_K_M.gguf is there too: run computes with it, below.)
+// tests/data/gguf-types: small files llama.cpp's llama-quantize made in GGUF's other types
+// (tests/reference/make_gguf_types.py), with goldens from the PyTorch reference on gguf-py's
+// dequantization of each.
+
+// Types run does not compute with: run names them, quantize re-quantizes them.
 TEST_CASE("gguf: types run does not use are named by run and re-quantized by quantize") {
-    for (const std::string type : {"Q2_K", "Q3_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"}) {
+    for (const std::string type : {"Q2_K", "Q3_K_M", "IQ4_XS"}) {
         CAPTURE(type);
         const std::string file = "tests/data/gguf-types/tiny-" + type + ".gguf";
         const Reference ref = read_reference("tests/data/gguf-types/tiny-" + type + ".golden.json");
@@ -220,42 +222,54 @@ TEST_CASE("gguf: types run does not use are named by run and re-quantized by qua
     }
 }
 
-// Q5_K_M, one of the GGUF types most often downloaded: its Q5_K blocks are computed with as they are.
-TEST_CASE("gguf: a Q5_K_M file runs directly, close to the reference, and quantize keeps its blocks") {
-    const std::string file = "tests/data/gguf-types/tiny-Q5_K_M.gguf";
-    const Reference ref = read_reference("tests/data/gguf-types/tiny-Q5_K_M.golden.json");
-    Model m;
-    REQUIRE(load_model(file, &m) == "");
-    int q5 = 0;
-    for (const TensorView& t : m.all_tensors) q5 += t.type == TYPE_Q5_K;
-    CHECK(q5 > 0);
-    // Quantized matrices meet 8-bit activations, as the other quantized files' (above).
-    const LogitError e = relative_logit_error(prompt_logits(m, ref.prompt_ids), ref, m.config.vocab_size);
-    MESSAGE("Q5_K_M run directly: max |diff| / max |logit| = " << e.max << ", mean " << e.mean);
-    CHECK(e.max < 0.05);
-    CHECK(e.mean < 0.01);
-    // The reference's greedy ids up to the first step where its top two logits are closer than
-    // twice the largest logit difference just measured: there 8-bit activations may pick either.
-    double scale = 0;
-    for (const std::vector<float>& row : ref.sample_logits)
-        for (float v : row) scale = std::max(scale, double(std::fabs(v)));
-    size_t sure = 0;
-    while (sure < ref.margins.size() && ref.margins[sure] > 2 * e.max * scale) sure++;
-    REQUIRE(sure >= 1);
-    MESSAGE("Q5_K_M greedy ids compared up to the first near-tie: " << sure << " of " << ref.greedy_ids.size());
-    const std::vector<int> want(ref.greedy_ids.begin(), ref.greedy_ids.begin() + long(sure));
-    CHECK(greedy_ids(file, int(sure), ref.prompt_ids) == join(want) + "\n");
-    // `keep` stores every block as it is (q5_K's too), and the checkpoint computes the same logits.
-    const std::string out = "build/tests/gguf-types-Q5_K_M-keep.hearth";
-    CommandResult k = run_command("./quantize " + file + " " + out + " -q");
-    INFO(k.err);
-    REQUIRE(k.exit_code == 0);
-    CHECK(k.err.find("re-quantized") == std::string::npos);
-    check_same_blocks(file, out);
-    Model mk;
-    REQUIRE(load_model(out, &mk) == "");
-    const std::vector<float> lg = prompt_logits(m, ref.prompt_ids), lh = prompt_logits(mk, ref.prompt_ids);
-    CHECK(std::memcmp(lg.data(), lh.data(), lg.size() * sizeof(float)) == 0);
+// Q5_K_M, one of the GGUF types most often downloaded, and the 32-element types llama.cpp puts in
+// K-quant files where a row is not a multiple of 256 (Q4_K -> Q5_0, Q5_K -> Q5_1, Q2_K/Q3_K/IQ4_XS
+// -> IQ4_NL; e.g. Qwen2.5-0.5B, dim 896): run computes with their blocks as they are.
+// tiny320 (dim 320) has them where llama.cpp's own Q4_K_M and Q5_K_M mixes put them.
+TEST_CASE(
+    "gguf: Q5_K_M, Q4_1, Q5_0, Q5_1 and IQ4_NL files run directly, close to the reference, and quantize keeps their blocks") {
+    const std::pair<std::string, uint32_t> files[] = {
+        {"tiny-Q5_K_M", TYPE_Q5_K},   {"tiny-Q4_1", TYPE_Q4_1},      {"tiny-Q5_0", TYPE_Q5_0},     {"tiny-Q5_1", TYPE_Q5_1},
+        {"tiny-IQ4_NL", TYPE_IQ4_NL}, {"tiny320-Q4_K_M", TYPE_Q5_0}, {"tiny320-Q5_K_M", TYPE_Q5_1}};
+    for (const auto& [type, block_type] : files) {
+        CAPTURE(type);
+        const std::string file = "tests/data/gguf-types/" + type + ".gguf";
+        const Reference ref = read_reference("tests/data/gguf-types/" + type + ".golden.json");
+        Model m;
+        REQUIRE(load_model(file, &m) == "");
+        int n = 0;
+        for (const TensorView& t : m.all_tensors) n += t.type == block_type;
+        CHECK(n > 0);
+        // Quantized matrices meet 8-bit activations, as the other quantized files' (above).
+        const LogitError e = relative_logit_error(prompt_logits(m, ref.prompt_ids), ref, m.config.vocab_size);
+        MESSAGE(type << " run directly: max |diff| / max |logit| = " << e.max << ", mean " << e.mean);
+        CHECK(e.max < 0.05);
+        CHECK(e.mean < 0.01);
+        // The reference's greedy ids up to the first step where its top two logits are closer than
+        // twice the largest logit difference just measured: there 8-bit activations may pick either.
+        double scale = 0;
+        for (const std::vector<float>& row : ref.sample_logits)
+            for (float v : row) scale = std::max(scale, double(std::fabs(v)));
+        size_t sure = 0;
+        while (sure < ref.margins.size() && ref.margins[sure] > 2 * e.max * scale) sure++;
+        MESSAGE(type << " greedy ids compared up to the first near-tie: " << sure << " of " << ref.greedy_ids.size()
+                     << std::string(sure == 0 ? " (the first step is one: none compared; the logits above are)" : ""));
+        if (sure > 0) {
+            const std::vector<int> want(ref.greedy_ids.begin(), ref.greedy_ids.begin() + long(sure));
+            CHECK(greedy_ids(file, int(sure), ref.prompt_ids) == join(want) + "\n");
+        }
+        // `keep` stores every block as it is, and the checkpoint computes the same logits.
+        const std::string out = "build/tests/gguf-types-" + type + "-keep.hearth";
+        CommandResult k = run_command("./quantize " + file + " " + out + " -q");
+        INFO(k.err);
+        REQUIRE(k.exit_code == 0);
+        CHECK(k.err.find("re-quantized") == std::string::npos);
+        check_same_blocks(file, out);
+        Model mk;
+        REQUIRE(load_model(out, &mk) == "");
+        const std::vector<float> lg = prompt_logits(m, ref.prompt_ids), lh = prompt_logits(mk, ref.prompt_ids);
+        CHECK(std::memcmp(lg.data(), lh.data(), lg.size() * sizeof(float)) == 0);
+    }
 }
 
 // ---- damaged and crafted files ----

@@ -144,7 +144,7 @@ inline uint16_t random_fp16(std::mt19937& rng) {
     return h;
 }
 
-// rows x cols of Q4_0, Q8_0, Q4_K, Q5_K or Q6_K, by r % 4: every byte random, fp16 scales random finite
+// rows x cols of Q4_0, Q8_0, Q4_K, Q5_K or Q6_K (Q4_1, Q5_0, Q5_1, IQ4_NL: below), by r % 4: every byte random, fp16 scales random finite
 // bit patterns (Q6_K: random_weights_k's ordinary scales); quantized gaussian data; and two rows
 // of extreme quants with ordinary scales: Q4_0 all nibbles 15 then all 0 (+7, -8), Q8_0 all -128
 // then all +127, Q4_K, Q5_K and Q6_K those of random_weights_k.
@@ -166,6 +166,22 @@ inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     std::normal_distribution<float> nd(0.f, 0.02f);
     std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
     std::vector<float> x(static_cast<size_t>(cols));
+    if (type != TYPE_Q4_0 && type != TYPE_Q8_0) {
+        // Q4_1, Q5_0, Q5_1, IQ4_NL (hearth has no quantizer for them): d (and Q4_1 / Q5_1's m) the
+        // first fp16 fields, random bit patterns in rows r % 4 == 0, ordinary values otherwise;
+        // the other bytes random (r % 4 < 2), all 0xFF (every quant at its largest, the grid's
+        // last value) or all 0 (its smallest).
+        const bool has_m = type == TYPE_Q4_1 || type == TYPE_Q5_1;
+        for (int r = 0; r < rows; r++)
+            for (size_t at = size_t(r) * rb; at < size_t(r + 1) * rb; at += block) {
+                for (size_t i = 0; i < block; i++) w[at + i] = r % 4 < 2 ? uint8_t(rng()) : r % 4 == 2 ? 0xFF : 0x00;
+                for (int f = 0; f < (has_m ? 2 : 1); f++) {
+                    const uint16_t h = r % 4 == 0 ? random_fp16(rng) : fp32_to_fp16(ud(rng));
+                    std::memcpy(&w[at + 2 * size_t(f)], &h, 2);
+                }
+            }
+        return w;
+    }
     for (int r = 0; r < rows; r++) {
         uint8_t* row = &w[size_t(r) * rb];
         if (r % 4 == 1) {
@@ -226,14 +242,33 @@ inline std::vector<double> magnitudes(uint32_t type, const Bytes& w, const Bytes
                 mag[size_t(t) * rows + r] = magnitude_k(TensorType(type), &w[r * wrb], &a[t * arb], cols / QK_K);
         return mag;
     }
-    std::vector<float> wf(size_t(rows) * cols), af(size_t(n_tokens) * cols);
+    // 32-element blocks x Q8_0. Q4_1 and Q5_1 (d*q + m): the terms d*q*a and m*a apart, as the
+    // kernels sum them (|d*q + m| may be far smaller than both). Each weight is dequantized from
+    // a copy of its block with m = 0 (and, for the m term, d = 0, m = 1 times |m|).
+    const bool has_m = type == TYPE_Q4_1 || type == TYPE_Q5_1;
+    const size_t block = type_block_bytes(type);
+    std::vector<float> wf(size_t(rows) * cols), mf(size_t(rows) * cols, 0.f), af(size_t(n_tokens) * cols);
+    std::vector<uint8_t> tmp(block);
     for (int r = 0; r < rows; r++)
-        (type == TYPE_Q4_0 ? dequantize_row_q4_0 : dequantize_row_q8_0)(&w[r * wrb], &wf[size_t(r) * cols], cols);
+        for (int b = 0; b < cols / 32; b++) {
+            const uint8_t* src = &w[r * wrb + size_t(b) * block];
+            float* dst = &wf[size_t(r) * cols + size_t(b) * 32];
+            std::memcpy(tmp.data(), src, block);
+            if (has_m) std::memset(&tmp[2], 0, 2);
+            type_traits(type)->dequantize(tmp.data(), dst, 32);
+            if (has_m) {
+                uint16_t m;
+                std::memcpy(&m, src + 2, 2);
+                for (int i = 0; i < 32; i++) mf[size_t(r) * cols + size_t(b) * 32 + size_t(i)] = std::fabs(fp16_to_fp32(m));
+            }
+        }
     for (int t = 0; t < n_tokens; t++) dequantize_row_q8_0(&a[t * arb], &af[size_t(t) * cols], cols);
     for (int t = 0; t < n_tokens; t++)
         for (int r = 0; r < rows; r++) {
             double m = 0;
-            for (int i = 0; i < cols; i++) m += std::fabs(double(wf[size_t(r) * cols + i]) * af[size_t(t) * cols + i]);
+            for (int i = 0; i < cols; i++)
+                m += (std::fabs(double(wf[size_t(r) * cols + i])) + mf[size_t(r) * cols + i]) *
+                     std::fabs(af[size_t(t) * cols + i]);
             mag[size_t(t) * rows + r] = m;
         }
     return mag;

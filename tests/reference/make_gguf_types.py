@@ -8,7 +8,9 @@ llama.cpp's own llama-quantize, and their reference goldens (tests/data/gguf-typ
 1. A random Llama (dim 256, hidden 512, 1 layer, 4 heads / 2 kv heads, untied, vocabulary
    512 = the parity tokenizer; weights N(0, 0.1) so that greedy choices are not near-ties)
    is written as a Hugging Face folder and converted to an f16 GGUF by hearth's quantize
-   (build hearth first).
+   (build hearth first). tiny320 is the same with dim 320 (5 heads / 1 kv head) and hidden 768:
+   rows of 320 are no multiple of 256, so llama-quantize's K-quant mixes put GGUF's 32-element
+   types there (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), as in Qwen2.5-0.5B's (dim 896) files.
 2. llama.cpp's llama-quantize (LLAMA_CPP/build/bin) makes one file per type from it.
 3. gguf_llama.py (PyTorch on gguf-py's dequantization) gives each file's greedy ids and
    logits: mini-style goldens, and the greedy margin is printed.
@@ -24,12 +26,15 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests/data/gguf-types")
-TYPES = ["Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"]
+# (model, llama-quantize type): the file tests/data/gguf-types/MODEL-TYPE.gguf.
+FILES = [("tiny", t) for t in ["Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"]] + \
+        [("tiny320", "Q4_K_M"), ("tiny320", "Q5_K_M")]
+MODELS = {"tiny": (256, 512, 4, 2), "tiny320": (320, 768, 5, 1)}  # dim, hidden, heads, kv heads
 PROMPT = "1,400,300,200,100"
 
 
-def write_folder(folder):
-    dim, hidden, layers, heads, kv, vocab = 256, 512, 1, 4, 2, 512
+def write_folder(folder, model):
+    (dim, hidden, heads, kv), layers, vocab = MODELS[model], 1, 512
     hd = dim // heads
     rng = np.random.default_rng(20261123)
     tensors = [("model.embed_tokens.weight", (vocab, dim))]
@@ -65,20 +70,25 @@ def write_folder(folder):
 
 
 def main():
+    """Makes every file, or those named as arguments (e.g. tiny320-Q4_K_M)."""
     llama_cpp = os.environ.get("LLAMA_CPP")
     if not llama_cpp:
         sys.exit("set LLAMA_CPP to a llama.cpp checkout with build/bin/llama-quantize")
+    wanted = [f for f in FILES if not sys.argv[1:] or f"{f[0]}-{f[1]}" in sys.argv[1:]]
     scratch = os.path.join(ROOT, "build/gguf-types")
-    write_folder(os.path.join(scratch, "hf"))
-    base = os.path.join(scratch, "base-f16.gguf")
-    subprocess.run([os.path.join(ROOT, "quantize"), os.path.join(scratch, "hf"), base, "f16", "-q"], check=True)
     os.makedirs(OUT, exist_ok=True)
-    for t in TYPES:
-        out = os.path.join(OUT, f"tiny-{t}.gguf")
-        subprocess.run([os.path.join(llama_cpp, "build/bin/llama-quantize"), base, out, t], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run([sys.executable, os.path.join(ROOT, "tests/reference/gguf_llama.py"), out, "--ids", PROMPT, "-n", "16",
-                        "-o", os.path.join(OUT, f"tiny-{t}.golden.json")], check=True)
+    for model in sorted({m for m, _ in wanted}):
+        write_folder(os.path.join(scratch, model), model)
+        base = os.path.join(scratch, f"{model}-f16.gguf")
+        subprocess.run([os.path.join(ROOT, "quantize"), os.path.join(scratch, model), base, "f16", "-q"], check=True)
+        for m, t in wanted:
+            if m != model:
+                continue
+            out = os.path.join(OUT, f"{model}-{t}.gguf")
+            subprocess.run([os.path.join(llama_cpp, "build/bin/llama-quantize"), base, out, t], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run([sys.executable, os.path.join(ROOT, "tests/reference/gguf_llama.py"), out, "--ids", PROMPT, "-n",
+                            "16", "-o", os.path.join(OUT, f"{model}-{t}.golden.json")], check=True)
 
 
 if __name__ == "__main__":
