@@ -57,6 +57,23 @@ inline void q5_unpack(const uint8_t qh[4], const uint8_t qs[16], uint8_t q[32]) 
     }
 }
 
+// Q3_K's 16 group scales as signed values -32..31 (kernels/quant_types.h: 4 low bits from the
+// nibbles of s[0..7], 2 high bits from s[8..11]). Byte g of word g/4 in one step per word: the
+// low nibbles of s[0..3] for groups 0-3, of s[4..7] for 4-7, the high ones for 8-15; the high
+// bits of group g are bits 2(g/4)..2(g/4)+1 of s[8 + g%4].
+inline void q3k_unpack_scales(const uint8_t* s, int8_t out[16]) {
+    uint32_t lo0, lo1, hi;
+    std::memcpy(&lo0, s, 4);
+    std::memcpy(&lo1, s + 4, 4);
+    std::memcpy(&hi, s + 8, 4);
+    const uint32_t w[4] = {(lo0 & 0x0f0f0f0f) | (hi & 0x03030303) << 4, (lo1 & 0x0f0f0f0f) | ((hi >> 2) & 0x03030303) << 4,
+                           ((lo0 >> 4) & 0x0f0f0f0f) | ((hi >> 4) & 0x03030303) << 4,
+                           ((lo1 >> 4) & 0x0f0f0f0f) | ((hi >> 6) & 0x03030303) << 4};
+    uint8_t u[16];
+    std::memcpy(u, w, 16);
+    for (int g = 0; g < 16; ++g) out[g] = int8_t(u[g] - 32);
+}
+
 // All 8 scales (out[0..1]) and 8 mins (out[2..3]) of a Q4_K block's 12 packed bytes at once,
 // one byte each, for the SIMD kernels.
 inline void q4k_unpack_scales(const uint8_t* s, uint32_t out[4]) {

@@ -17,8 +17,8 @@
 //            q[128h+l+64] = ql[64h+l]    >> 4 | ((qh[32h+l] >> 4) & 3) << 4
 //            q[128h+l+96] = ql[64h+l+32] >> 4 | ((qh[32h+l] >> 6) & 3) << 4
 //   Q8_K : x = d * qs[i] (d is fp32), bsums[g] = sum of qs[16g .. 16g+15]. Activations only.
-// GGUF's other types. run computes with Q4_1, Q5_0, Q5_1, Q5_K and IQ4_NL as they are (quantize
-// writes Q5_K only); the rest, quantize dequantizes to fp32 and re-quantizes to a type run
+// GGUF's other types. run computes with Q4_1, Q5_0, Q5_1, Q3_K, Q5_K and IQ4_NL as they are
+// (quantize writes Q5_K only); the rest, quantize dequantizes to fp32 and re-quantizes to a type run
 // computes with. Their dequantizers (kernels/ref/dequant_gguf.cpp) widen fp16 fields to fp32
 // first, and each product/sum below is one fp32 operation in the order written, as gguf-py
 // computes it:
@@ -247,7 +247,7 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {8, "q8_0", 32, 34, USE_STORE, 8, quantize_row_q8_0_scalar, dequantize_row_q8_0, 2},
     {9, "q8_1", 32, 36, USE_NONE, 0, nullptr, nullptr, 0},
     {10, "q2_K", 256, 84, USE_DEQUANT, 0, nullptr, dequantize_row_q2_k, 0},
-    {11, "q3_K", 256, 110, USE_DEQUANT, 0, nullptr, dequantize_row_q3_k, 0},
+    {11, "q3_K", 256, 110, USE_STORE, 15, nullptr, dequantize_row_q3_k, 0},
     {12, "q4_K", 256, 144, USE_STORE, 15, quantize_row_q4_k, dequantize_row_q4_k, 4},
     {13, "q5_K", 256, 176, USE_STORE, 15, quantize_row_q5_k, dequantize_row_q5_k, 0},
     {14, "q6_K", 256, 210, USE_STORE, 15, quantize_row_q6_k, dequantize_row_q6_k, 0},

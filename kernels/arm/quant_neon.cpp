@@ -1,7 +1,7 @@
 // AArch64 NEON kernels. With dotprod (HEARTH_ISA_DOTPROD) the int8 products use SDOT (vdotq_s32);
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
 // All weights are brought to signed int8 (Q4_0: q-8, Q5_0: q-16, IQ4_NL: its grid values, Q4_1 and
-// Q5_1: 0..31, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset correction is needed but Q4_1 and
+// Q5_1: 0..31, Q3_K: -4..3, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset correction is needed but Q4_1 and
 // Q5_1's block offsets (times the activations' sums) and the Q4_K and Q5_K mins (the Q8_K block sums).
 #include "kernels/arm/arm.h"
 #include "kernels/quant.h"
@@ -347,12 +347,35 @@ struct KQ4_K_or_Q5_K {
 using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
 using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 
-struct KQ6_K {
+// Q3_K half h (128 elements) -> 8 x int8x16 (groups 8h..8h+7), values -4..3: chunk k = 4h + s
+// is bits 2s..2s+1 of qs[32h..32h+31] and bit k of hmask, set for no offset.
+inline void q3k_unpack_half(const block_q3_K& b, int h, int8x16_t v[8]) {
+    const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+    for (int j = 0; j < 2; ++j) {  // 16-byte halves of the 32-byte rows
+        const uint8x16_t q2 = vld1q_u8(b.qs + 32 * h + 16 * j), hm = vld1q_u8(b.hmask + 16 * j);
+        for (int s = 0; s < 4; ++s) {
+            const uint8x16_t low = vandq_u8(vshlq_u8(q2, vdupq_n_s8(int8_t(-2 * s))), m3);
+            const uint8x16_t high = vandq_u8(vtstq_u8(hm, vdupq_n_u8(uint8_t(1 << (4 * h + s)))), four);
+            v[2 * s + j] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low, high)), vreinterpretq_s8_u8(four));
+        }
+    }
+}
+inline void group16_unpack_half(const block_q6_K& b, int h, int8x16_t v[8]) { q6k_unpack_half(b.ql + 64 * h, b.qh + 32 * h, v); }
+inline void group16_unpack_half(const block_q3_K& b, int h, int8x16_t v[8]) { q3k_unpack_half(b, h, v); }
+inline const int8_t* group16_scales(const block_q6_K& b, int8_t*) { return b.scales; }
+inline const int8_t* group16_scales(const block_q3_K& b, int8_t* tmp) {
+    q3k_unpack_scales(b.scales, tmp);
+    return tmp;
+}
+
+// Q6_K and Q3_K: 16 groups of 16 with a signed scale each, the values signed.
+template <typename Block>
+struct KGroup16 {
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
     template <int NR, int NT>
     static void tile(const Ctx& c, int r, int t0) {
         static_assert(NR == 1, "one row per tile");
-        const block_q6_K* w = row<block_q6_K>(c.W, c.wrb, r);
+        const Block* w = row<Block>(c.W, c.wrb, r);
         const block_q8_K* a[NT];
         for (int t = 0; t < NT; ++t) a[t] = row<block_q8_K>(c.A, c.arb, t0 + t);
         float32x4_t acc[1][NT];
@@ -360,22 +383,25 @@ struct KQ6_K {
         for (int b = 0; b < c.nb; ++b) {
             int32x4_t sumi[NT];
             for (int t = 0; t < NT; ++t) sumi[t] = vdupq_n_s32(0);
+            int8_t tmp[16];
+            const int8_t* scales = group16_scales(w[b], tmp);
             for (int h = 0; h < 2; ++h) {
                 int8x16_t v[8];
-                q6k_unpack_half(w[b].ql + 64 * h, w[b].qh + 32 * h, v);
-                const int8_t* sc = w[b].scales + 8 * h;
+                group16_unpack_half(w[b], h, v);
+                const int8_t* sc = scales + 8 * h;
                 for (int t = 0; t < NT; ++t) {
                     const int8_t* q8 = a[t][b].qs + 128 * h;
                     for (int g = 0; g < 8; ++g)
                         sumi[t] = vmlaq_n_s32(sumi[t], dot16(vdupq_n_s32(0), v[g], vld1q_s8(q8 + 16 * g)), sc[g]);
                 }
             }
-            const float d6 = f16(w[b].d);
-            for (int t = 0; t < NT; ++t) acc[0][t] = vfmaq_n_f32(acc[0][t], vcvtq_f32_s32(sumi[t]), d6 * a[t][b].d);
+            const float dw = f16(w[b].d);
+            for (int t = 0; t < NT; ++t) acc[0][t] = vfmaq_n_f32(acc[0][t], vcvtq_f32_s32(sumi[t]), dw * a[t][b].d);
         }
         store_tile<1, NT>(c, r, t0, acc);
     }
 };
+using KQ6_K = KGroup16<block_q6_K>;
 
 Ctx make_ctx(const void* W, size_t wrb, const void* A, size_t arb, int nb, float* out, int os) {
     return Ctx{static_cast<const char*>(W), wrb, static_cast<const char*>(A), arb, nb, out, os};
@@ -411,6 +437,11 @@ void matmul_q5_1_rows_neon(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_iq4_nl_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     drive<KBlock32<block_iq4_nl>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / 32, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_q3_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    drive<KGroup16<block_q3_K>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
 
 void matmul_q4_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -13,14 +13,6 @@ namespace {
 
 inline float f16(uint16_t h) { return fp16_to_fp32(h); }
 
-// Sub-block scale of Q3_K: 4 low bits from scales[0..7] (nibbles), 2 high bits from
-// scales[8..11], as a signed value -32..31.
-inline int q3k_scale(const uint8_t* s, int g) {
-    const int low = g < 8 ? s[g] & 0xF : s[g - 8] >> 4;
-    const int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
-    return (low | high << 4) - 32;
-}
-
 }  // namespace
 
 void dequantize_row_q4_1(const void* vx, float* y, int64_t n) {
@@ -71,8 +63,10 @@ void dequantize_row_q3_k(const void* vx, float* y, int64_t n) {
     const block_q3_K* x = static_cast<const block_q3_K*>(vx);
     for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         const float d = f16(x[i].d);
+        int8_t sc[16];
+        q3k_unpack_scales(x[i].scales, sc);
         float dl[16];
-        for (int g = 0; g < 16; ++g) dl[g] = d * float(q3k_scale(x[i].scales, g));
+        for (int g = 0; g < 16; ++g) dl[g] = d * float(sc[g]);
         for (int e = 0; e < QK_K; ++e) {  // e = 32b + l, b = 4h + s
             const int b = e / 32, h = b / 4, s = b % 4, l = e % 32;
             const int low = (x[i].qs[32 * h + l] >> (2 * s)) & 3;

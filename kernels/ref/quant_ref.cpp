@@ -1,5 +1,5 @@
 // Scalar reference: quantizers, dequantizers, dot products and tiled matmul for
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K (weights) and Q8_0, Q8_K (activations).
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K (weights) and Q8_0, Q8_K (activations).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -241,13 +241,14 @@ inline float q4k_dot_decoded(const Q4KDecoded& w, const block_q8_K& a) {
     return (w.d * a.d) * float(sumi) - (w.dmin * a.d) * float(summ);
 }
 
-struct Q6KDecoded {
-    int8_t q[QK_K];  // q - 32
+// A super-block of 16 groups of 16 with a signed scale each (Q6_K, Q3_K), as signed values.
+struct Group16Decoded {
+    int8_t q[QK_K];  // Q6_K: q - 32; Q3_K: -4..3
     int8_t sc[16];
     float d;
 };
 
-inline void q6k_decode(const block_q6_K& b, Q6KDecoded& o) {
+inline void q6k_decode(const block_q6_K& b, Group16Decoded& o) {
     for (int h = 0; h < 2; ++h) {
         const uint8_t* ql = b.ql + 64 * h;
         const uint8_t* qh = b.qh + 32 * h;
@@ -263,7 +264,17 @@ inline void q6k_decode(const block_q6_K& b, Q6KDecoded& o) {
     o.d = f16(b.d);
 }
 
-inline float q6k_dot_decoded(const Q6KDecoded& w, const block_q8_K& a) {
+inline void q3k_decode(const block_q3_K& b, Group16Decoded& o) {
+    for (int e = 0; e < QK_K; ++e) {  // e = 32k + l, chunk k = 4h + s
+        const int k = e / 32, h = k / 4, s = k % 4, l = e % 32;
+        const int low = (b.qs[32 * h + l] >> (2 * s)) & 3;
+        o.q[e] = int8_t(low - ((b.hmask[l] >> k) & 1 ? 0 : 4));
+    }
+    q3k_unpack_scales(b.scales, o.sc);
+    o.d = f16(b.d);
+}
+
+inline float group16_dot_decoded(const Group16Decoded& w, const block_q8_K& a) {
     int sumi = 0;
     for (int g = 0; g < 16; ++g) {
         int s = 0;
@@ -575,7 +586,7 @@ void dequantize_row_q4_k(const void* vx, float* y, int64_t n) {
 
 void dequantize_row_q6_k(const void* vx, float* y, int64_t n) {
     const block_q6_K* x = static_cast<const block_q6_K*>(vx);
-    Q6KDecoded dec;
+    Group16Decoded dec;
     for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         q6k_decode(x[i], dec);
         for (int k = 0; k < QK_K; ++k) y[k] = dec.d * dec.sc[k / 16] * dec.q[k];
@@ -628,10 +639,10 @@ float vec_dot_q6_k_q8_k_scalar(int n, const void* vw, const void* va) {
     const block_q6_K* w = static_cast<const block_q6_K*>(vw);
     const block_q8_K* a = static_cast<const block_q8_K*>(va);
     float sum = 0;
-    Q6KDecoded dec;
+    Group16Decoded dec;
     for (int b = 0; b < n / QK_K; ++b) {
         q6k_decode(w[b], dec);
-        sum += q6k_dot_decoded(dec, a[b]);
+        sum += group16_dot_decoded(dec, a[b]);
     }
     return sum;
 }
@@ -789,16 +800,20 @@ struct KQ4_K_or_Q5_K {
     static void decode(const Block& b, Q4KDecoded& o) { q4k_decode(b, o); }
     static float dot(const Q4KDecoded& w, const block_q8_K& a) { return q4k_dot_decoded(w, a); }
 };
+template <typename Block>
+struct KGroup16 {
+    using WBlock = Block;
+    using ABlock = block_q8_K;
+    using Decoded = Group16Decoded;
+    static constexpr int kBlockElems = QK_K;
+    static void decode(const block_q6_K& b, Group16Decoded& o) { q6k_decode(b, o); }
+    static void decode(const block_q3_K& b, Group16Decoded& o) { q3k_decode(b, o); }
+    static float dot(const Group16Decoded& w, const block_q8_K& a) { return group16_dot_decoded(w, a); }
+};
+using KQ6_K = KGroup16<block_q6_K>;
+using KQ3_K = KGroup16<block_q3_K>;
 using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
 using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
-struct KQ6_K {
-    using WBlock = block_q6_K;
-    using ABlock = block_q8_K;
-    using Decoded = Q6KDecoded;
-    static constexpr int kBlockElems = QK_K;
-    static void decode(const block_q6_K& b, Q6KDecoded& o) { q6k_decode(b, o); }
-    static float dot(const Q6KDecoded& w, const block_q8_K& a) { return q6k_dot_decoded(w, a); }
-};
 }  // namespace
 
 void matmul_q8_0_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
@@ -829,6 +844,11 @@ void matmul_q5_1_rows_scalar(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_iq4_nl_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                                float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KBlock32<block_iq4_nl>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q3_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KQ3_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

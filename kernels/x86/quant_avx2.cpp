@@ -486,52 +486,91 @@ struct KQ4_K_or_Q5_K {
 using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
 using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 
-// ---- Q6_K x Q8_K. Table entry: [d8, pad x7, bsums as 16 x int16]. ----
-struct KQ6_K {
+// ---- Q6_K and Q3_K x Q8_K: 16 groups of 16 with a signed scale each; unsigned quants (Q6_K 0..63,
+// Q3_K 0..7) whose offset (32, 4) goes through the bsums. Table entry: [d8, pad x7, bsums as int16]. ----
+template <typename Block>
+struct Group16;
+template <>
+struct Group16<block_q6_K> {
+    static constexpr int kOffsetShift = 5;
+    static __m128i scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
+    // f(k, quants of 32-element chunk k), in the order two chunks share their loads.
+    template <typename F>
+    static void chunks(const block_q6_K& b, F f) {
+        const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* ql = b.ql + 64 * h;
+            const __m256i qh = loadu(b.qh + 32 * h);
+            for (int p = 0; p < 2; ++p) {  // p=0: chunks 0,2 (ql[0..31]); p=1: chunks 1,3 (ql[32..63])
+                const __m256i l = loadu(ql + 32 * p);
+                const __m256i hA = p == 0 ? _mm256_slli_epi16(qh, 4) : _mm256_slli_epi16(qh, 2);
+                const __m256i hB = p == 0 ? qh : _mm256_srli_epi16(qh, 2);
+                f(4 * h + p, _mm256_or_si256(_mm256_and_si256(l, m4), _mm256_and_si256(hA, m30)));
+                f(4 * h + p + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4), _mm256_and_si256(hB, m30)));
+            }
+        }
+    }
+};
+template <>
+struct Group16<block_q3_K> {
+    static constexpr int kOffsetShift = 2;
+    static __m128i scales(const block_q3_K& b) {
+        int8_t sc[16];
+        q3k_unpack_scales(b.scales, sc);
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    }
+    // Chunk k = 4h + s: bits 2s..2s+1 of qs[32h..32h+31], bit k of hmask as bit 2.
+    template <typename F>
+    static void chunks(const block_q3_K& b, F f) {
+        const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+        const __m256i hm = loadu(b.hmask);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q2 = loadu(b.qs + 32 * h);
+            for (int s = 0; s < 4; ++s) {
+                const int k = 4 * h + s;
+                const __m256i low = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * s)), m3);
+                const __m256i bit = _mm256_set1_epi8(char(1 << k));
+                const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
+                f(k, _mm256_or_si256(low, high));
+            }
+        }
+    }
+};
+
+template <typename Block>
+struct KGroup16 {
+    using G = Group16<Block>;
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
     template <int NR, int NT>
     static void tile(const Ctx& c, const Span& s) {
         static_assert(NR == 1, "one row per tile");
-        const block_q6_K* w = wrow<block_q6_K>(c, s.r);
+        const Block* w = wrow<Block>(c, s.r);
         const size_t pf = prefetch_distance(c.wrb);
         const int8_t* aq = panel_q(c, s);
         const float* tb = panel_t(c, s);
         Acc<1, NT> A0 = init_tile<1, NT>(s);
         __m256 acc[1][NT];
         for (int t = 0; t < NT; ++t) acc[0][t] = A0.v[0][t];
-        const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
         for (int b = s.kb; b < s.ke; ++b) {
-            prefetch_ahead<sizeof(block_q6_K)>(&w[b], pf);
-            const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
+            prefetch_ahead<sizeof(Block)>(&w[b], pf);
+            const __m128i sc8 = G::scales(w[b]);
             const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
             const int8_t* ab = aq + size_t(b) * NT * QK_K;
             const float* tbb = tb + size_t(b) * NT * 16;
             __m256i sumi[NT];
             for (int t = 0; t < NT; ++t)
                 sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                           _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(tbb + 16 * t + 8)), 5));
-            for (int h = 0; h < 2; ++h) {
-                const uint8_t* ql = w[b].ql + 64 * h;
-                const __m256i qh = loadu(w[b].qh + 32 * h);
-                for (int p = 0; p < 2; ++p) {  // p=0: chunks 0,2 (ql[0..31]); p=1: chunks 1,3 (ql[32..63])
-                    const __m256i l = loadu(ql + 32 * p);
-                    const __m256i hA = p == 0 ? _mm256_slli_epi16(qh, 4) : _mm256_slli_epi16(qh, 2);
-                    const __m256i hB = p == 0 ? qh : _mm256_srli_epi16(qh, 2);
-                    const __m256i qA = _mm256_or_si256(_mm256_and_si256(l, m4), _mm256_and_si256(hA, m30));
-                    const __m256i qB = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4), _mm256_and_si256(hB, m30));
-                    const __m256i sA = q6k_chunk_scales(sc8, 4 * h + p), sB = q6k_chunk_scales(sc8, 4 * h + p + 2);
-                    for (int t = 0; t < NT; ++t) {
-                        const int8_t* q8 = ab + QK_K * t + 128 * h + 32 * p;
-                        const __m256i pA = _mm256_madd_epi16(_mm256_maddubs_epi16(qA, load_a(q8)), sA);
-                        const __m256i pB = _mm256_madd_epi16(_mm256_maddubs_epi16(qB, load_a(q8 + 64)), sB);
-                        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(pA, pB));
-                    }
-                }
-            }
-            const __m256 d6 = bcast_f16(&w[b].d);
+                                           _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(tbb + 16 * t + 8)), G::kOffsetShift));
+            G::chunks(w[b], [&](int k, __m256i q) {
+                const __m256i sk = q6k_chunk_scales(sc8, k);
+                for (int t = 0; t < NT; ++t)
+                    sumi[t] =
+                        _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, load_a(ab + QK_K * t + 32 * k)), sk));
+            });
+            const __m256 dw = bcast_f16(&w[b].d);
             for (int t = 0; t < NT; ++t)
                 acc[0][t] =
-                    _mm256_fmadd_ps(_mm256_mul_ps(d6, _mm256_broadcast_ss(tbb + 16 * t)), _mm256_cvtepi32_ps(sumi[t]), acc[0][t]);
+                    _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(tbb + 16 * t)), _mm256_cvtepi32_ps(sumi[t]), acc[0][t]);
         }
         Acc<1, NT> A1;
         for (int t = 0; t < NT; ++t) A1.v[0][t] = acc[0][t];
@@ -545,6 +584,8 @@ struct KQ6_K {
         });
     }
 };
+using KQ6_K = KGroup16<block_q6_K>;
+using KQ3_K = KGroup16<block_q3_K>;
 
 template <typename K>
 void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int qk, int n_tokens, float* out, int os, int r0,
@@ -590,6 +631,11 @@ void matmul_q5_1_rows_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_iq4_nl_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     matmul<KBlock32<block_iq4_nl>>(W, w_row_bytes, A, a_row_bytes, n_cols, 32, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q3_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    matmul<KQ3_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -3,6 +3,7 @@
 // magnitude of a dot's terms that scales the float rounding tolerance, and that tolerance.
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +20,7 @@ namespace kernel_test {
 using Bytes = std::vector<uint8_t>;
 
 // Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
-// gaussian data, all bytes 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales
+// gaussian data (Q3_K, which hearth does not quantize: random bytes again), all bytes 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales
 // -1), all quant bytes 0 with the extreme scales (Q4_K and Q5_K 63, Q6_K -128; Q6_K quants at -32).
 inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -31,12 +32,12 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::vector<float> x(static_cast<size_t>(n));
     for (int r = 0; r < rows; ++r) {
         uint8_t* row = w.data() + size_t(r) * rb;
-        if (r % 4 == 1) {
+        if (r % 4 == 1 && type_traits(t)->quantize) {
             for (auto& v : x) v = nd(rng);
             type_traits(t)->quantize(x.data(), row, n);
             continue;
         }
-        for (size_t i = 0; i < rb; ++i) row[i] = r % 4 == 0 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
+        for (size_t i = 0; i < rb; ++i) row[i] = r % 4 < 2 ? uint8_t(byte(rng)) : r % 4 == 2 ? 0xFF : 0;
         for (int b = 0; b < n / QK_K; ++b) {
             const uint16_t d = fp32_to_fp16(ud(rng)), dmin = fp32_to_fp16(ud(rng));
             if (t == TYPE_Q4_K) {
@@ -49,6 +50,8 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
                 k.d = d;
                 k.dmin = dmin;
                 if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
+            } else if (t == TYPE_Q3_K) {  // its bytes are its extremes: 0xFF scale 31, quant 3; 0 scale -32, quant -4
+                reinterpret_cast<block_q3_K*>(row)[b].d = d;
             } else {
                 block_q6_K& k = reinterpret_cast<block_q6_K*>(row)[b];
                 k.d = d;
@@ -122,12 +125,17 @@ inline double magnitude_k(TensorType t, const uint8_t* w, const uint8_t* a, int 
             const uint16_t d = q5 ? w5->d : w4->d, dmin = q5 ? w5->dmin : w4->dmin;
             m += std::fabs(double(fp16_to_fp32(d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(dmin)) * ab.d) * smin;
         } else {
-            // dequantized with d = 1: sc_g * (q - 32) per element
-            block_q6_K wb = reinterpret_cast<const block_q6_K*>(w)[b];
-            const float d = fp16_to_fp32(wb.d);
-            wb.d = fp32_to_fp16(1.f);
+            // dequantized with d = 1: sc_g * (q - 32) per element (Q3_K: sc_g * q)
+            const size_t bb = type_block_bytes(t), d_at = t == TYPE_Q3_K ? offsetof(block_q3_K, d) : offsetof(block_q6_K, d);
+            uint8_t wb[sizeof(block_q6_K)];
+            std::memcpy(wb, w + b * bb, bb);
+            uint16_t dh;
+            std::memcpy(&dh, wb + d_at, 2);
+            const float d = fp16_to_fp32(dh);
+            dh = fp32_to_fp16(1.f);
+            std::memcpy(wb + d_at, &dh, 2);
             float x[QK_K];
-            dequantize_row_q6_k(&wb, x, QK_K);
+            type_traits(t)->dequantize(wb, x, QK_K);
             double s = 0;
             for (int e = 0; e < QK_K; ++e) s += std::fabs(double(x[e])) * std::abs(int(ab.qs[e]));
             m += std::fabs(double(d) * ab.d) * s;
@@ -151,7 +159,7 @@ inline uint16_t random_fp16(std::mt19937& rng) {
 inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     std::mt19937 rng(seed);
     const size_t rb = type_row_bytes(type, cols), block = type_block_bytes(type);
-    if (type == TYPE_Q6_K) return random_weights_k(TYPE_Q6_K, rows, cols, seed);
+    if (type == TYPE_Q6_K || type == TYPE_Q3_K) return random_weights_k(TensorType(type), rows, cols, seed);
     if (type == TYPE_Q4_K || type == TYPE_Q5_K) {  // d and dmin are the first 4 bytes of both
         Bytes w = random_weights_k(TensorType(type), rows, cols, seed);
         for (int r = 0; r < rows; r += 4)
