@@ -29,7 +29,8 @@ namespace hearth {
 //       two fp16 super-block scales.
 // Q6_K: per group of 16, search of a signed scale (ggml make_qx_quants idea), 8-bit scale
 //       codes, then a least-squares refit of the fp16 super-block scale.
-// Q8_K: d = amax/127 rounded to a 12-bit mantissa (fp32); q = round_half_even(x / d); bsums.
+// Q8_K: d = amax/127 rounded to a 12-bit mantissa (fp32); q = round_half_even(x / d) clamped to
+//       +-127 (never -128: the IQ4_XS kernels' sign trick needs that); bsums.
 // The quantizers use the *stored* (fp16-rounded) scales when choosing the integer codes, so
 // every element is coded to the grid point nearest to it given the block's stored scales
 // (except clamping at the range ends). Bytes can differ from ggml's quantizer output in the
@@ -72,6 +73,13 @@ inline void q3k_unpack_scales(const uint8_t* s, int8_t out[16]) {
     uint8_t u[16];
     std::memcpy(u, w, 16);
     for (int g = 0; g < 16; ++g) out[g] = int8_t(u[g] - 32);
+}
+
+// IQ4_XS's 8 sub-block scales as signed values -32..31 (kernels/quant_types.h): 4 low bits from
+// the nibbles of scales_l, 2 high bits from scales_h.
+inline void iq4xs_unpack_scales(const uint8_t scales_l[4], uint16_t scales_h, int8_t out[8]) {
+    for (int j = 0; j < 8; ++j)
+        out[j] = int8_t((((scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((scales_h >> (2 * j)) & 3) << 4) - 32);
 }
 
 // All 8 scales (out[0..1]) and 8 mins (out[2..3]) of a Q4_K block's 12 packed bytes at once,

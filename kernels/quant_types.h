@@ -17,8 +17,8 @@
 //            q[128h+l+64] = ql[64h+l]    >> 4 | ((qh[32h+l] >> 4) & 3) << 4
 //            q[128h+l+96] = ql[64h+l+32] >> 4 | ((qh[32h+l] >> 6) & 3) << 4
 //   Q8_K : x = d * qs[i] (d is fp32), bsums[g] = sum of qs[16g .. 16g+15]. Activations only.
-// GGUF's other types. run computes with Q4_1, Q5_0, Q5_1, Q3_K, Q5_K and IQ4_NL as they are
-// (quantize writes Q5_K only); the rest, quantize dequantizes to fp32 and re-quantizes to a type run
+// GGUF's other types. run computes with Q4_1, Q5_0, Q5_1, Q3_K, Q5_K, IQ4_NL and IQ4_XS as
+// they are (quantize writes Q5_K only); the rest, quantize dequantizes to fp32 and re-quantizes to a type run
 // computes with. Their dequantizers (kernels/ref/dequant_gguf.cpp) widen fp16 fields to fp32
 // first, and each product/sum below is one fp32 operation in the order written, as gguf-py
 // computes it:
@@ -259,7 +259,7 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {20, "iq4_nl", 32, 18, USE_STORE, 8, nullptr, dequantize_row_iq4_nl, 0},
     {21, "iq3_s", 256, 110, USE_NONE, 0, nullptr, nullptr, 0},
     {22, "iq2_s", 256, 82, USE_NONE, 0, nullptr, nullptr, 0},
-    {23, "iq4_xs", 256, 136, USE_DEQUANT, 0, nullptr, dequantize_row_iq4_xs, 0},
+    {23, "iq4_xs", 256, 136, USE_STORE, 15, nullptr, dequantize_row_iq4_xs, 0},
     {24, "i8", 1, 1, USE_NONE, 0, nullptr, nullptr, 0},
     {25, "i16", 1, 2, USE_NONE, 0, nullptr, nullptr, 0},
     {26, "i32", 1, 4, USE_NONE, 0, nullptr, nullptr, 0},

@@ -33,7 +33,8 @@
 //  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use
 //    where a row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0
 //    (one template) at every token count; no GEMM. Q3_K (Q3_K_M files) likewise: Q6_K's row
-//    kernels (one template: 16 groups of 16 with signed scales, the offset through the bsums).
+//    kernels (one template: 16 groups of 16 with signed scales, the offset through the bsums),
+//    and IQ4_XS (sub-blocks of 32, two groups each) with its grid values, signed.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
 //    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
 //    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
@@ -166,6 +167,9 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, R, Isa::neon, 1, NEON(matmul_q4_k_rows_neon), nullptr},
     {M, TYPE_Q4_K, R, Isa::avx2, 1, AVX2(matmul_q4_k_rows_avx2), nullptr},
     {M, TYPE_Q4_K, R, Isa::avx2, 8, AVX2(matmul_q4_k_gemm_avx2), nullptr},
+    {M, TYPE_IQ4_XS, R, Isa::scalar, 1, matmul_iq4_xs_rows_scalar, nullptr},
+    {M, TYPE_IQ4_XS, R, Isa::neon, 1, NEON(matmul_iq4_xs_rows_neon), nullptr},
+    {M, TYPE_IQ4_XS, R, Isa::avx2, 1, AVX2(matmul_iq4_xs_rows_avx2), nullptr},
     {M, TYPE_Q5_K, R, Isa::scalar, 1, matmul_q5_k_rows_scalar, nullptr},
     {M, TYPE_Q5_K, R, Isa::neon, 1, NEON(matmul_q5_k_rows_neon), nullptr},
     {M, TYPE_Q5_K, R, Isa::avx2, 1, AVX2(matmul_q5_k_rows_avx2), nullptr},

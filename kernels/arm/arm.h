@@ -20,6 +20,7 @@ HEARTH_DECLARE_MATMUL(matmul_q5_1_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_iq4_nl_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q3_k_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_neon)
+HEARTH_DECLARE_MATMUL(matmul_iq4_xs_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_neon)
 // Interleaved rows, a group's 8 rows in the lanes of two registers (arm/rows_x8_neon.cpp,

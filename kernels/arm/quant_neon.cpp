@@ -1,7 +1,7 @@
 // AArch64 NEON kernels. With dotprod (HEARTH_ISA_DOTPROD) the int8 products use SDOT (vdotq_s32);
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
 // All weights are brought to signed int8 (Q4_0: q-8, Q5_0: q-16, IQ4_NL: its grid values, Q4_1 and
-// Q5_1: 0..31, Q3_K: -4..3, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset correction is needed but Q4_1 and
+// Q5_1: 0..31, Q3_K: -4..3, IQ4_XS: its grid values, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset correction is needed but Q4_1 and
 // Q5_1's block offsets (times the activations' sums) and the Q4_K and Q5_K mins (the Q8_K block sums).
 #include "kernels/arm/arm.h"
 #include "kernels/quant.h"
@@ -360,6 +360,17 @@ inline void q3k_unpack_half(const block_q3_K& b, int h, int8x16_t v[8]) {
         }
     }
 }
+// IQ4_XS half h: sub-blocks 4h..4h+3, each two groups of grid values.
+inline void iq4xs_unpack_half(const block_iq4_xs& b, int h, int8x16_t v[8]) {
+    const int8x16_t grid = vld1q_s8(kIQ4Values);
+    for (int s = 0; s < 4; ++s) {
+        uint8x16_t lo, hi;
+        nibbles_unpack(b.qs + 16 * (4 * h + s), lo, hi);
+        v[2 * s] = vqtbl1q_s8(grid, lo);
+        v[2 * s + 1] = vqtbl1q_s8(grid, hi);
+    }
+}
+inline void group16_unpack_half(const block_iq4_xs& b, int h, int8x16_t v[8]) { iq4xs_unpack_half(b, h, v); }
 inline void group16_unpack_half(const block_q6_K& b, int h, int8x16_t v[8]) { q6k_unpack_half(b.ql + 64 * h, b.qh + 32 * h, v); }
 inline void group16_unpack_half(const block_q3_K& b, int h, int8x16_t v[8]) { q3k_unpack_half(b, h, v); }
 inline const int8_t* group16_scales(const block_q6_K& b, int8_t*) { return b.scales; }
@@ -367,8 +378,15 @@ inline const int8_t* group16_scales(const block_q3_K& b, int8_t* tmp) {
     q3k_unpack_scales(b.scales, tmp);
     return tmp;
 }
+inline const int8_t* group16_scales(const block_iq4_xs& b, int8_t* tmp) {
+    int8_t ls[8];
+    iq4xs_unpack_scales(b.scales_l, b.scales_h, ls);
+    for (int g = 0; g < 16; ++g) tmp[g] = ls[g / 2];
+    return tmp;
+}
 
-// Q6_K and Q3_K: 16 groups of 16 with a signed scale each, the values signed.
+// Q6_K, Q3_K and IQ4_XS: 16 groups of 16 with a signed scale each (IQ4_XS: two groups to a
+// sub-block's scale), the values signed.
 template <typename Block>
 struct KGroup16 {
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
@@ -442,6 +460,11 @@ void matmul_iq4_nl_rows_neon(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_q3_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     drive<KGroup16<block_q3_K>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_iq4_xs_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    drive<KGroup16<block_iq4_xs>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
 
 void matmul_q4_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

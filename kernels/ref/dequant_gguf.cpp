@@ -109,9 +109,10 @@ void dequantize_row_iq4_xs(const void* vx, float* y, int64_t n) {
     const block_iq4_xs* x = static_cast<const block_iq4_xs*>(vx);
     for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         const float d = f16(x[i].d);
+        int8_t ls[8];
+        iq4xs_unpack_scales(x[i].scales_l, x[i].scales_h, ls);
         for (int j = 0; j < 8; ++j) {
-            const int ls = ((x[i].scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | ((x[i].scales_h >> (2 * j)) & 3) << 4;
-            const float dl = d * float(ls - 32);
+            const float dl = d * float(ls[j]);
             const uint8_t* qs = x[i].qs + 16 * j;
             float* yj = y + 32 * j;
             for (int l = 0; l < 16; ++l) {

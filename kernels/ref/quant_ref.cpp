@@ -1,5 +1,5 @@
 // Scalar reference: quantizers, dequantizers, dot products and tiled matmul for
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K (weights) and Q8_0, Q8_K (activations).
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (weights) and Q8_0, Q8_K (activations).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -241,9 +241,10 @@ inline float q4k_dot_decoded(const Q4KDecoded& w, const block_q8_K& a) {
     return (w.d * a.d) * float(sumi) - (w.dmin * a.d) * float(summ);
 }
 
-// A super-block of 16 groups of 16 with a signed scale each (Q6_K, Q3_K), as signed values.
+// A super-block of 16 groups of 16 with a signed scale each (Q6_K, Q3_K; IQ4_XS, whose
+// sub-blocks of 32 are two groups), as signed values.
 struct Group16Decoded {
-    int8_t q[QK_K];  // Q6_K: q - 32; Q3_K: -4..3
+    int8_t q[QK_K];  // Q6_K: q - 32; Q3_K: -4..3; IQ4_XS: the grid values
     int8_t sc[16];
     float d;
 };
@@ -271,6 +272,20 @@ inline void q3k_decode(const block_q3_K& b, Group16Decoded& o) {
         o.q[e] = int8_t(low - ((b.hmask[l] >> k) & 1 ? 0 : 4));
     }
     q3k_unpack_scales(b.scales, o.sc);
+    o.d = f16(b.d);
+}
+
+// IQ4_XS: sub-block j (32 elements) is groups 2j and 2j + 1 with its scale.
+inline void iq4xs_decode(const block_iq4_xs& b, Group16Decoded& o) {
+    int8_t ls[8];
+    iq4xs_unpack_scales(b.scales_l, b.scales_h, ls);
+    for (int j = 0; j < 8; ++j) {
+        for (int l = 0; l < 16; ++l) {
+            o.q[32 * j + l] = kIQ4Values[b.qs[16 * j + l] & 0xF];
+            o.q[32 * j + l + 16] = kIQ4Values[b.qs[16 * j + l] >> 4];
+        }
+        o.sc[2 * j] = o.sc[2 * j + 1] = ls[j];
+    }
     o.d = f16(b.d);
 }
 
@@ -808,10 +823,12 @@ struct KGroup16 {
     static constexpr int kBlockElems = QK_K;
     static void decode(const block_q6_K& b, Group16Decoded& o) { q6k_decode(b, o); }
     static void decode(const block_q3_K& b, Group16Decoded& o) { q3k_decode(b, o); }
+    static void decode(const block_iq4_xs& b, Group16Decoded& o) { iq4xs_decode(b, o); }
     static float dot(const Group16Decoded& w, const block_q8_K& a) { return group16_dot_decoded(w, a); }
 };
 using KQ6_K = KGroup16<block_q6_K>;
 using KQ3_K = KGroup16<block_q3_K>;
+using KIQ4_XS = KGroup16<block_iq4_xs>;
 using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
 using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 }  // namespace
@@ -849,6 +866,11 @@ void matmul_iq4_nl_rows_scalar(const void* W, size_t w_row_bytes, const void* A,
 void matmul_q3_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KQ3_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_iq4_xs_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KIQ4_XS>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

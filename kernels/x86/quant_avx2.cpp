@@ -46,6 +46,12 @@ inline __m256i unpack_nibbles16(const uint8_t* qs) {
     return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
+// 16 bytes of packed IQ4 codes (nibble order as unpack_nibbles16) -> their 32 grid values.
+inline __m256i iq4_values(const uint8_t* qs) {
+    const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    return _mm256_shuffle_epi8(grid, unpack_nibbles16(qs));
+}
+
 // Sum of 8 int32 lanes of maddubs(x_unsigned, y_signed) as float lanes.
 inline __m256 dot_us(__m256i xu, __m256i ys) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(xu, ys), _mm256_set1_epi16(1)));
@@ -318,10 +324,7 @@ struct Block32<block_q8_0> {
 template <>
 struct Block32<block_iq4_nl> {
     static constexpr Block32Kind kKind = Block32Kind::signed_values;
-    static __m256i quants(const block_iq4_nl& b) {
-        const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
-        return _mm256_shuffle_epi8(grid, unpack_nibbles16(b.qs));
-    }
+    static __m256i quants(const block_iq4_nl& b) { return iq4_values(b.qs); }
 };
 template <>
 struct Block32<block_q4_0> {
@@ -486,12 +489,16 @@ struct KQ4_K_or_Q5_K {
 using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
 using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 
-// ---- Q6_K and Q3_K x Q8_K: 16 groups of 16 with a signed scale each; unsigned quants (Q6_K 0..63,
-// Q3_K 0..7) whose offset (32, 4) goes through the bsums. Table entry: [d8, pad x7, bsums as int16]. ----
+// ---- Q6_K, Q3_K and IQ4_XS x Q8_K: 16 groups of 16 with a signed scale each (IQ4_XS: sub-blocks
+// of 32, two groups of one scale). Q6_K and Q3_K: unsigned quants (0..63, 0..7) whose offset (32,
+// 4) goes through the bsums. IQ4_XS: its grid values, signed, by Q8_0's sign trick (Q8_K
+// activations are never -128 either: the quantizer clamps to +-127). Table entry: [d8, pad x7,
+// bsums as int16]. ----
 template <typename Block>
 struct Group16;
 template <>
 struct Group16<block_q6_K> {
+    static constexpr bool kSigned = false;
     static constexpr int kOffsetShift = 5;
     static __m128i scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
     // f(k, quants of 32-element chunk k), in the order two chunks share their loads.
@@ -513,6 +520,7 @@ struct Group16<block_q6_K> {
 };
 template <>
 struct Group16<block_q3_K> {
+    static constexpr bool kSigned = false;
     static constexpr int kOffsetShift = 2;
     static __m128i scales(const block_q3_K& b) {
         int8_t sc[16];
@@ -537,6 +545,22 @@ struct Group16<block_q3_K> {
     }
 };
 
+template <>
+struct Group16<block_iq4_xs> {
+    static constexpr bool kSigned = true;
+    static constexpr int kOffsetShift = 0;
+    static __m128i scales(const block_iq4_xs& b) {
+        int8_t ls[8];
+        iq4xs_unpack_scales(b.scales_l, b.scales_h, ls);
+        const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ls));
+        return _mm_unpacklo_epi8(v, v);  // sub-block j's scale for groups 2j and 2j + 1
+    }
+    template <typename F>
+    static void chunks(const block_iq4_xs& b, F f) {
+        for (int k = 0; k < 8; ++k) f(k, iq4_values(b.qs + 16 * k));
+    }
+};
+
 template <typename Block>
 struct KGroup16 {
     using G = Group16<Block>;
@@ -558,14 +582,28 @@ struct KGroup16 {
             const int8_t* ab = aq + size_t(b) * NT * QK_K;
             const float* tbb = tb + size_t(b) * NT * 16;
             __m256i sumi[NT];
-            for (int t = 0; t < NT; ++t)
-                sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                           _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(tbb + 16 * t + 8)), G::kOffsetShift));
+            for (int t = 0; t < NT; ++t) {
+                if constexpr (G::kSigned)
+                    sumi[t] = _mm256_setzero_si256();
+                else
+                    sumi[t] =
+                        _mm256_sub_epi32(_mm256_setzero_si256(),
+                                         _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(tbb + 16 * t + 8)), G::kOffsetShift));
+            }
             G::chunks(w[b], [&](int k, __m256i q) {
                 const __m256i sk = q6k_chunk_scales(sc8, k);
-                for (int t = 0; t < NT; ++t)
-                    sumi[t] =
-                        _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, load_a(ab + QK_K * t + 32 * k)), sk));
+                if constexpr (G::kSigned) {
+                    const __m256i qabs = _mm256_sign_epi8(q, q);
+                    for (int t = 0; t < NT; ++t) {
+                        const __m256i qa = _mm256_sign_epi8(load_a(ab + QK_K * t + 32 * k), q);
+                        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, qa), sk));
+                    }
+                } else {
+                    for (int t = 0; t < NT; ++t) {
+                        const __m256i qa = load_a(ab + QK_K * t + 32 * k);
+                        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, qa), sk));
+                    }
+                }
             });
             const __m256 dw = bcast_f16(&w[b].d);
             for (int t = 0; t < NT; ++t)
@@ -586,6 +624,7 @@ struct KGroup16 {
 };
 using KQ6_K = KGroup16<block_q6_K>;
 using KQ3_K = KGroup16<block_q3_K>;
+using KIQ4_XS = KGroup16<block_iq4_xs>;
 
 template <typename K>
 void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int qk, int n_tokens, float* out, int os, int r0,
@@ -636,6 +675,11 @@ void matmul_iq4_nl_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_q3_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     matmul<KQ3_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_iq4_xs_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul<KIQ4_XS>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

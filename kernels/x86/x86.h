@@ -22,6 +22,7 @@ HEARTH_DECLARE_MATMUL(matmul_q5_1_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_iq4_nl_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q3_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_iq4_xs_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
 // Q4_0 rows read 4 at a time for one token (x86/gemv_avx2.cpp); more tokens, one after another.

@@ -187,9 +187,10 @@ TEST_CASE("gguf: the vocabulary in the metadata tokenizes exactly as the Llama-2
 // (tests/reference/make_gguf_types.py), with goldens from the PyTorch reference on gguf-py's
 // dequantization of each.
 
-// Types run does not compute with: run names them, quantize re-quantizes them.
-TEST_CASE("gguf: types run does not use are named by run and re-quantized by quantize") {
-    for (const std::string type : {"Q2_K", "IQ4_XS"}) {
+// A type run does not compute with (Q2_K; the Q2_K file has Q3_K and Q6_K too): run names it,
+// quantize re-quantizes it.
+TEST_CASE("gguf: a type run does not use is named by run and re-quantized by quantize") {
+    for (const std::string type : {"Q2_K"}) {
         CAPTURE(type);
         const std::string file = "tests/data/gguf-types/tiny-" + type + ".gguf";
         const Reference ref = read_reference("tests/data/gguf-types/tiny-" + type + ".golden.json");
@@ -222,16 +223,17 @@ TEST_CASE("gguf: types run does not use are named by run and re-quantized by qua
     }
 }
 
-// Q5_K_M and Q3_K_M, GGUF types often downloaded (Q3_K_M: Q3_K with Q4_K, Q5_K and Q6_K), and the
-// 32-element types llama.cpp puts in K-quant files where a row is not a multiple of 256 (Q4_K ->
-// Q5_0, Q5_K -> Q5_1, Q2_K/Q3_K/IQ4_XS -> IQ4_NL; e.g. Qwen2.5-0.5B, dim 896): run computes with
-// their blocks as they are. tiny320 (dim 320) has them where llama.cpp's own Q4_K_M and Q5_K_M
-// mixes put them.
+// Q5_K_M, Q3_K_M and IQ4_XS, GGUF types often downloaded (Q3_K_M: Q3_K with Q4_K, Q5_K and Q6_K),
+// and the 32-element types llama.cpp puts in K-quant files where a row is not a multiple of 256
+// (Q4_K -> Q5_0, Q5_K -> Q5_1, Q2_K/Q3_K/IQ4_XS -> IQ4_NL; e.g. Qwen2.5-0.5B, dim 896): run
+// computes with their blocks as they are. tiny320 (dim 320) has them where llama.cpp's own Q4_K_M
+// and Q5_K_M mixes put them.
 TEST_CASE(
     "gguf: files of the GGUF types run computes with run directly, close to the reference, and quantize keeps their blocks") {
     const std::pair<std::string, uint32_t> files[] = {
-        {"tiny-Q5_K_M", TYPE_Q5_K}, {"tiny-Q3_K_M", TYPE_Q3_K},   {"tiny-Q4_1", TYPE_Q4_1},      {"tiny-Q5_0", TYPE_Q5_0},
-        {"tiny-Q5_1", TYPE_Q5_1},   {"tiny-IQ4_NL", TYPE_IQ4_NL}, {"tiny320-Q4_K_M", TYPE_Q5_0}, {"tiny320-Q5_K_M", TYPE_Q5_1}};
+        {"tiny-Q5_K_M", TYPE_Q5_K},   {"tiny-Q3_K_M", TYPE_Q3_K},    {"tiny-IQ4_XS", TYPE_IQ4_XS},
+        {"tiny-Q4_1", TYPE_Q4_1},     {"tiny-Q5_0", TYPE_Q5_0},      {"tiny-Q5_1", TYPE_Q5_1},
+        {"tiny-IQ4_NL", TYPE_IQ4_NL}, {"tiny320-Q4_K_M", TYPE_Q5_0}, {"tiny320-Q5_K_M", TYPE_Q5_1}};
     for (const auto& [type, block_type] : files) {
         CAPTURE(type);
         const std::string file = "tests/data/gguf-types/" + type + ".gguf";

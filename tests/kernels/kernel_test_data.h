@@ -20,7 +20,7 @@ namespace kernel_test {
 using Bytes = std::vector<uint8_t>;
 
 // Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
-// gaussian data (Q3_K, which hearth does not quantize: random bytes again), all bytes 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales
+// gaussian data (Q3_K and IQ4_XS, which hearth does not quantize: random bytes again), all bytes 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales
 // -1), all quant bytes 0 with the extreme scales (Q4_K and Q5_K 63, Q6_K -128; Q6_K quants at -32).
 inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -52,6 +52,8 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
                 if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
             } else if (t == TYPE_Q3_K) {  // its bytes are its extremes: 0xFF scale 31, quant 3; 0 scale -32, quant -4
                 reinterpret_cast<block_q3_K*>(row)[b].d = d;
+            } else if (t == TYPE_IQ4_XS) {  // 0xFF: scales 31, grid value 113; 0: scales -32, grid value -127
+                reinterpret_cast<block_iq4_xs*>(row)[b].d = d;
             } else {
                 block_q6_K& k = reinterpret_cast<block_q6_K*>(row)[b];
                 k.d = d;
@@ -65,11 +67,12 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
 // Q8_K activation rows by t % 5 (coprime with the kernels' tiles of 4 tokens): quantized
 // gaussian data with outliers (twice), random quant bytes (-128 included) with a random scale,
 // all quants +127 (quantized ones), all quants -128. bsums always match the quants.
-inline Bytes random_acts_k(int tokens, int n, uint32_t seed) {
+// lowest = -127: no -128 (the quantizer never writes it; the IQ4_XS kernels' sign trick needs that).
+inline Bytes random_acts_k(int tokens, int n, uint32_t seed, int lowest = -128) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
     std::uniform_real_distribution<float> ud(0.f, 1.f);
-    std::uniform_int_distribution<int> byte(-128, 127);
+    std::uniform_int_distribution<int> byte(lowest, 127);
     const size_t rb = type_row_bytes(TYPE_Q8_K, n);
     Bytes a(rb * size_t(tokens));
     std::vector<float> x(static_cast<size_t>(n));
@@ -87,7 +90,7 @@ inline Bytes random_acts_k(int tokens, int n, uint32_t seed) {
         for (int b = 0; b < n / QK_K; ++b) {
             block_q8_K& k = reinterpret_cast<block_q8_K*>(row)[b];
             k.d = 0.001f + 0.01f * ud(rng);
-            for (int i = 0; i < QK_K; ++i) k.qs[i] = int8_t(kind == 2 ? byte(rng) : -128);
+            for (int i = 0; i < QK_K; ++i) k.qs[i] = int8_t(kind == 2 ? byte(rng) : lowest);
             for (int g = 0; g < QK_K / 16; ++g) {
                 int sum = 0;
                 for (int i = 0; i < 16; ++i) sum += k.qs[16 * g + i];
@@ -125,8 +128,10 @@ inline double magnitude_k(TensorType t, const uint8_t* w, const uint8_t* a, int 
             const uint16_t d = q5 ? w5->d : w4->d, dmin = q5 ? w5->dmin : w4->dmin;
             m += std::fabs(double(fp16_to_fp32(d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(dmin)) * ab.d) * smin;
         } else {
-            // dequantized with d = 1: sc_g * (q - 32) per element (Q3_K: sc_g * q)
-            const size_t bb = type_block_bytes(t), d_at = t == TYPE_Q3_K ? offsetof(block_q3_K, d) : offsetof(block_q6_K, d);
+            // dequantized with d = 1: sc_g * (q - 32) per element (Q3_K: sc_g * q; IQ4_XS: scale times grid value)
+            const size_t bb = type_block_bytes(t), d_at = t == TYPE_Q3_K     ? offsetof(block_q3_K, d)
+                                                          : t == TYPE_IQ4_XS ? offsetof(block_iq4_xs, d)
+                                                                             : offsetof(block_q6_K, d);
             uint8_t wb[sizeof(block_q6_K)];
             std::memcpy(wb, w + b * bb, bb);
             uint16_t dh;
@@ -159,7 +164,8 @@ inline uint16_t random_fp16(std::mt19937& rng) {
 inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     std::mt19937 rng(seed);
     const size_t rb = type_row_bytes(type, cols), block = type_block_bytes(type);
-    if (type == TYPE_Q6_K || type == TYPE_Q3_K) return random_weights_k(TensorType(type), rows, cols, seed);
+    if (type == TYPE_Q6_K || type == TYPE_Q3_K || type == TYPE_IQ4_XS)
+        return random_weights_k(TensorType(type), rows, cols, seed);
     if (type == TYPE_Q4_K || type == TYPE_Q5_K) {  // d and dmin are the first 4 bytes of both
         Bytes w = random_weights_k(TensorType(type), rows, cols, seed);
         for (int r = 0; r < rows; r += 4)
@@ -210,12 +216,13 @@ inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     return w;
 }
 
-// Activation rows for the kernels of weight type `type`. Q8_K: random_acts_k (-128 included).
+// Activation rows for the kernels of weight type `type`. Q8_K: random_acts_k (-128 included but
+// for IQ4_XS).
 // Q8_0, by t % 5: quantized gaussian data with outliers (twice), random quants with a random
 // scale, all +127, all -127. Not -128: the quantizer never writes it, and the AVX2 Q8_0 kernels'
 // sign trick (_mm256_sign_epi8) cannot negate it.
 inline Bytes random_acts(uint32_t type, int n_tokens, int cols, uint32_t seed) {
-    if (type_vec_dot_type(type) == TYPE_Q8_K) return random_acts_k(n_tokens, cols, seed);
+    if (type_vec_dot_type(type) == TYPE_Q8_K) return random_acts_k(n_tokens, cols, seed, type == TYPE_IQ4_XS ? -127 : -128);
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
     std::uniform_real_distribution<float> ud(0.f, 1.f);
