@@ -32,7 +32,11 @@
 //    the row kernel 50 tok/s, with the GEMM 92.
 //  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use
 //    where a row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0
-//    (one template) at every token count; no GEMM. Q3_K (Q3_K_M files) likewise: Q6_K's row
+//    (one template). Q5_0 and IQ4_NL blocks are Q8_0 blocks in fewer bits, so Q8_0's AVX2 GEMM
+//    packs them (x86/gemm_avx2.cpp): Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured
+//    with tools/bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows /
+//    GEMM): Q5_0 4 tokens 4.9 / 4.1, 8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL
+//    4 tokens 3.4 / 4.0, 64: 27.9 / 49.7 GMAC/s. Q4_1 and Q5_1's offsets are not Q8_0's: rows only. Q3_K (Q3_K_M files) likewise: Q6_K's row
 //    kernels (one template: 16 groups of 16 with signed scales, the offset through the bsums),
 //    and IQ4_XS (sub-blocks of 32, two groups each) with its grid values, signed.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
@@ -154,12 +158,14 @@ const KernelRow kRows[] = {
     {M, TYPE_Q5_0, R, Isa::scalar, 1, matmul_q5_0_rows_scalar, nullptr},
     {M, TYPE_Q5_0, R, Isa::neon, 1, NEON(matmul_q5_0_rows_neon), nullptr},
     {M, TYPE_Q5_0, R, Isa::avx2, 1, AVX2(matmul_q5_0_rows_avx2), nullptr},
+    {M, TYPE_Q5_0, R, Isa::avx2, 8, AVX2(matmul_q5_0_gemm_avx2), nullptr},
     {M, TYPE_Q5_1, R, Isa::scalar, 1, matmul_q5_1_rows_scalar, nullptr},
     {M, TYPE_Q5_1, R, Isa::neon, 1, NEON(matmul_q5_1_rows_neon), nullptr},
     {M, TYPE_Q5_1, R, Isa::avx2, 1, AVX2(matmul_q5_1_rows_avx2), nullptr},
     {M, TYPE_IQ4_NL, R, Isa::scalar, 1, matmul_iq4_nl_rows_scalar, nullptr},
     {M, TYPE_IQ4_NL, R, Isa::neon, 1, NEON(matmul_iq4_nl_rows_neon), nullptr},
     {M, TYPE_IQ4_NL, R, Isa::avx2, 1, AVX2(matmul_iq4_nl_rows_avx2), nullptr},
+    {M, TYPE_IQ4_NL, R, Isa::avx2, 4, AVX2(matmul_iq4_nl_gemm_avx2), nullptr},
     {M, TYPE_Q3_K, R, Isa::scalar, 1, matmul_q3_k_rows_scalar, nullptr},
     {M, TYPE_Q3_K, R, Isa::neon, 1, NEON(matmul_q3_k_rows_neon), nullptr},
     {M, TYPE_Q3_K, R, Isa::avx2, 1, AVX2(matmul_q3_k_rows_avx2), nullptr},

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/isa.h"
+#include "kernels/quant_types.h"
 #include "kernels/scratch.h"
 
 namespace hearth {
@@ -38,6 +39,28 @@ inline __m256i bcast32(const void* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
+}
+
+// 16 bytes of packed nibbles -> 32 bytes 0..15 in element order (low nibbles first).
+inline __m256i unpack_nibbles16(const uint8_t* qs) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+}
+
+// 16 bytes of packed IQ4 codes (nibble order as unpack_nibbles16) -> their 32 grid values.
+inline __m256i iq4_values(const uint8_t* qs) {
+    const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    return _mm256_shuffle_epi8(grid, unpack_nibbles16(qs));
+}
+
+// Byte j of the result is 0x10 where bit j of a Q5_0 / Q5_1 block's qh is set: the quants' bit 4.
+inline __m256i q5_bit4(const uint8_t* qh) {
+    uint32_t h;
+    std::memcpy(&h, qh, 4);
+    const __m256i byte_of_h = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    const __m256i x = _mm256_shuffle_epi8(_mm256_set1_epi32(int(h)), byte_of_h);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit), _mm256_set1_epi8(0x10));
 }
 
 // Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant

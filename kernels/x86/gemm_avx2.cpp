@@ -1,4 +1,5 @@
-// GEMM for Q4_0 / Q8_0 weights x Q8_0 activations (AVX2 + FMA + F16C, no AVX-512).
+// GEMM for Q4_0 / Q8_0 weights x Q8_0 activations (AVX2 + FMA + F16C, no AVX-512); Q5_0 and
+// IQ4_NL rows are packed as the Q8_0 blocks they equal.
 //
 // Weights are repacked, a panel of 8 rows x a chunk of kChunk blocks at a time, into a small
 // L1-resident buffer in row-interleaved order: for block b, step j (0..7) is one 32-byte vector
@@ -30,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/x86/avx2_util.h"
 #include "kernels/scratch.h"
@@ -85,12 +87,15 @@ inline void store_row_sums_x128(uint8_t* p) {
 }
 #endif
 
-// The 32 quants of a block in element order, as bytes.
-inline __m256i quants(const block_q4_0& b) {
-    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
-    return _mm256_and_si256(_mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
-}
+// The 32 quants of a block in element order, as bytes: Q4_0's unsigned nibbles; signed values
+// for the others, which take Q8_0's path (Q5_0's q - 16 and IQ4_NL's grid values are exactly
+// Q8_0 blocks with the same scale, and never -128).
+inline __m256i quants(const block_q4_0& b) { return unpack_nibbles16(b.qs); }
 inline __m256i quants(const block_q8_0& b) { return loadu(b.qs); }
+inline __m256i quants(const block_q5_0& b) {
+    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles16(b.qs), q5_bit4(b.qh)), _mm256_set1_epi8(16));
+}
+inline __m256i quants(const block_iq4_nl& b) { return iq4_values(b.qs); }
 
 // Pack blocks [kb, kb+kn) of rows row[0..7] into p.
 template <typename WBlock>
@@ -107,7 +112,7 @@ void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
         _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
 #if defined(HEARTH_ISA_AVX_VNNI)
-        if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
+        if (!std::is_same<WBlock, block_q4_0>::value) store_row_sums_x128(p);
 #endif
     }
 }
@@ -133,7 +138,7 @@ void pack_weights_x8(const uint8_t* rec, int kn, uint8_t* p) {
         _mm256_store_ps(reinterpret_cast<float*>(p + 256),
                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
 #if defined(HEARTH_ISA_AVX_VNNI)
-        if (sizeof(WBlock) == sizeof(block_q8_0)) store_row_sums_x128(p);
+        if (!std::is_same<WBlock, block_q4_0>::value) store_row_sums_x128(p);
 #endif
     }
 }
@@ -322,6 +327,16 @@ void matmul_q4_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_q8_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     gemm<block_q8_0, false, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemm<block_q5_0, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_iq4_nl_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemm<block_iq4_nl, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

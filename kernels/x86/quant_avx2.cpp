@@ -40,18 +40,6 @@ inline float hmax(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-// 16 bytes of packed nibbles -> 32 bytes 0..15 in element order (low nibbles first).
-inline __m256i unpack_nibbles16(const uint8_t* qs) {
-    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-    return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
-}
-
-// 16 bytes of packed IQ4 codes (nibble order as unpack_nibbles16) -> their 32 grid values.
-inline __m256i iq4_values(const uint8_t* qs) {
-    const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
-    return _mm256_shuffle_epi8(grid, unpack_nibbles16(qs));
-}
-
 // Sum of 8 int32 lanes of maddubs(x_unsigned, y_signed) as float lanes.
 inline __m256 dot_us(__m256i xu, __m256i ys) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(xu, ys), _mm256_set1_epi16(1)));
@@ -304,16 +292,6 @@ void pack_panels(Ctx& c, const void* A, size_t arb, int n_tokens, int qk, int E,
 //    (d8, d8 * sum(q8) / 8) in each lane.
 enum class Block32Kind { signed_values, fixed_offset, block_offset };
 
-// Byte j of the result is 0x10 where bit j of a Q5_0 / Q5_1 block's qh is set: the quants' bit 4.
-inline __m256i q5_bit4(const uint8_t* qh) {
-    uint32_t h;
-    std::memcpy(&h, qh, 4);
-    const __m256i byte_of_h = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-    const __m256i x = _mm256_shuffle_epi8(_mm256_set1_epi32(int(h)), byte_of_h);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit), _mm256_set1_epi8(0x10));
-}
-
 template <typename Block>
 struct Block32;
 template <>
@@ -548,7 +526,6 @@ struct Group16<block_q3_K> {
 template <>
 struct Group16<block_iq4_xs> {
     static constexpr bool kSigned = true;
-    static constexpr int kOffsetShift = 0;
     static __m128i scales(const block_iq4_xs& b) {
         int8_t ls[8];
         iq4xs_unpack_scales(b.scales_l, b.scales_h, ls);

@@ -32,6 +32,8 @@ HEARTH_DECLARE_MATMUL(matmul_q4_0_gemv_avx2)
 // records (kernels/rows_x8.h).
 HEARTH_DECLARE_MATMUL(matmul_q4_0_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q5_0_gemm_avx2)  // packed as Q8_0
+HEARTH_DECLARE_MATMUL(matmul_iq4_nl_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_k_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx2)
