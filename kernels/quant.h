@@ -59,9 +59,9 @@ inline void q5_unpack(const uint8_t qh[4], const uint8_t qs[16], uint8_t q[32]) 
 }
 
 // Q3_K's 16 group scales as signed values -32..31 (kernels/quant_types.h: 4 low bits from the
-// nibbles of s[0..7], 2 high bits from s[8..11]). Byte g of word g/4 in one step per word: the
-// low nibbles of s[0..3] for groups 0-3, of s[4..7] for 4-7, the high ones for 8-15; the high
-// bits of group g are bits 2(g/4)..2(g/4)+1 of s[8 + g%4].
+// nibbles of s[0..7], 2 high bits from s[8..11]), four groups to a 32-bit word: groups 0-3 take
+// the low nibbles of s[0..3], 4-7 those of s[4..7], 8-11 and 12-15 the high nibbles of the same;
+// group g's high bits are bits 2(g/4) and 2(g/4)+1 of s[8 + g%4].
 inline void q3k_unpack_scales(const uint8_t* s, int8_t out[16]) {
     uint32_t lo0, lo1, hi;
     std::memcpy(&lo0, s, 4);

@@ -6,11 +6,12 @@
 //                  c = -d8*sum(q8) computed once per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
 //                  Q5_0 (-16) likewise; Q4_1 / Q5_1 add their offset m times d8*sum(q8); IQ4_NL's grid
 //                  values take Q8_0's sign trick.
-//  - Q4_K / Q5_K / Q6_K : unsigned 4/5/6-bit quants x q8, sub-block scales applied with
+//  - Q4_K / Q5_K / Q6_K / Q3_K : unsigned 4/5/6/3-bit quants x q8, sub-block scales applied with
 //                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K/Q5_K
-//                  mins and Q6_K's -32 offset go through the q8 block sums (bsums).
-// No int16 saturation is possible: max pair sums are 2*128*127 (Q8_0), 2*15*128 (Q4),
-// 2*31*128 (Q5), 2*63*128 (Q6).
+//                  mins and Q6_K's -32 (Q3_K's -4) offset go through the q8 block sums (bsums).
+//                  IQ4_XS's grid values take the sign trick (Q8_K activations are never -128 either).
+// No int16 saturation is possible: max pair sums are 2*127*127 (Q8_0, IQ4_NL, IQ4_XS),
+// 2*15*128 (Q4), 2*31*128 (Q5), 2*63*128 (Q6), 2*7*128 (Q3_K).
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
 #include "kernels/x86/x86.h"

@@ -20,8 +20,9 @@ namespace kernel_test {
 using Bytes = std::vector<uint8_t>;
 
 // Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
-// gaussian data (Q3_K and IQ4_XS, which hearth does not quantize: random bytes again), all bytes 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales
-// -1), all quant bytes 0 with the extreme scales (Q4_K and Q5_K 63, Q6_K -128; Q6_K quants at -32).
+// gaussian data (Q3_K and IQ4_XS, which hearth does not quantize: random bytes again), all bytes
+// 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales -1), all quant bytes 0 with
+// the extreme scales (Q4_K and Q5_K 63, Q6_K -128; Q6_K quants at -32).
 inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255);
@@ -157,10 +158,10 @@ inline uint16_t random_fp16(std::mt19937& rng) {
     return h;
 }
 
-// rows x cols of Q4_0, Q8_0, Q4_K, Q5_K or Q6_K (Q4_1, Q5_0, Q5_1, IQ4_NL: below), by r % 4: every byte random, fp16 scales random finite
-// bit patterns (Q6_K: random_weights_k's ordinary scales); quantized gaussian data; and two rows
-// of extreme quants with ordinary scales: Q4_0 all nibbles 15 then all 0 (+7, -8), Q8_0 all -128
-// then all +127, Q4_K, Q5_K and Q6_K those of random_weights_k.
+// rows x cols of Q4_0, Q8_0, Q4_K or Q5_K, by r % 4: every byte random, fp16 scales random finite
+// bit patterns; quantized gaussian data; and two rows of extreme quants with ordinary scales:
+// Q4_0 all nibbles 15 then all 0 (+7, -8), Q8_0 all -128 then all +127, Q4_K and Q5_K those of
+// random_weights_k. Q6_K, Q3_K and IQ4_XS: random_weights_k. Q4_1, Q5_0, Q5_1, IQ4_NL: below.
 inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     std::mt19937 rng(seed);
     const size_t rb = type_row_bytes(type, cols), block = type_block_bytes(type);
