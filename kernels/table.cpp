@@ -36,9 +36,14 @@
 //    packs them (x86/gemm_avx2.cpp): Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured
 //    with tools/bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows /
 //    GEMM): Q5_0 4 tokens 4.9 / 4.1, 8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL
-//    4 tokens 3.4 / 4.0, 64: 27.9 / 49.7 GMAC/s. Q4_1 and Q5_1's offsets are not Q8_0's: rows only. Q3_K (Q3_K_M files) likewise: Q6_K's row
-//    kernels (one template: 16 groups of 16 with signed scales, the offset through the bsums),
-//    and IQ4_XS (sub-blocks of 32, two groups each) with its grid values, signed.
+//    4 tokens 3.4 / 4.0, 64: 27.9 / 49.7 GMAC/s. Q4_1 and Q5_1's offsets are not Q8_0's: rows
+//    only.
+//  - Q3_K (Q3_K_M files): Q6_K's row kernels (one template: 16 groups of 16 with signed scales,
+//    the offset through the bsums), and Q6_K's AVX2 GEMM from 16 tokens, as Q6_K's (its panel
+//    takes q - 4 as it takes q - 32). bench_kernels (4096 x 4096, 1 thread, GB/s of weights,
+//    rows / GEMM): 8 tokens 1.97 / 1.84, 16: 0.67 / 1.51, 64: 22.8 / 74.3 GMAC/s. IQ4_XS
+//    (sub-blocks of 32, two groups each, its grid values signed): that template's row kernels
+//    only; Q6_K's GEMM panel would overflow its int16 sums with values up to 127.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
 //    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
 //    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
@@ -169,6 +174,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q3_K, R, Isa::scalar, 1, matmul_q3_k_rows_scalar, nullptr},
     {M, TYPE_Q3_K, R, Isa::neon, 1, NEON(matmul_q3_k_rows_neon), nullptr},
     {M, TYPE_Q3_K, R, Isa::avx2, 1, AVX2(matmul_q3_k_rows_avx2), nullptr},
+    {M, TYPE_Q3_K, R, Isa::avx2, 16, AVX2(matmul_q3_k_gemm_avx2), nullptr},
     {M, TYPE_Q4_K, R, Isa::scalar, 1, matmul_q4_k_rows_scalar, nullptr},
     {M, TYPE_Q4_K, R, Isa::neon, 1, NEON(matmul_q4_k_rows_neon), nullptr},
     {M, TYPE_Q4_K, R, Isa::avx2, 1, AVX2(matmul_q4_k_rows_avx2), nullptr},

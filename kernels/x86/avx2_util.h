@@ -63,6 +63,15 @@ inline __m256i q5_bit4(const uint8_t* qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit), _mm256_set1_epi8(0x10));
 }
 
+// Q3_K chunk k (elements 32k..32k+31, k = 4h + s) as unsigned quants 0..7: bits 2s..2s+1 of
+// qs[32h..32h+31], and bit k of hmask as bit 2 (the quant is this minus 4).
+inline __m256i q3k_chunk(const block_q3_K& b, int k) {
+    const __m256i q2 = loadu(b.qs + 32 * (k / 4)), hm = loadu(b.hmask);
+    const __m256i low = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * (k % 4))), _mm256_set1_epi8(3));
+    const __m256i bit = _mm256_set1_epi8(char(1 << k));
+    return _mm256_or_si256(low, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), _mm256_set1_epi8(4)));
+}
+
 // Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant
 // (bit 2c of qh[l] for the low nibble of qs[32c + l], bit 2c + 1 for its high nibble).
 inline __m256i q5_k_bit4(__m256i qh, int bit) {

@@ -1,4 +1,4 @@
-// GEMM for Q4_K / Q5_K / Q6_K weights x Q8_K activations (AVX2 + FMA + F16C, no AVX-512).
+// GEMM for Q4_K / Q5_K / Q6_K / Q3_K weights x Q8_K activations (AVX2 + FMA + F16C, no AVX-512).
 //
 // The scheme of x86/gemm_avx2.cpp, for super-blocks of 256: a panel of 8 weight rows x a
 // chunk of kChunk super-blocks is repacked into a small buffer in row-interleaved order. Per 32
@@ -28,6 +28,7 @@
 //    steps (8 elements) are summed in int16 (<= 32640 < 32767) before the madd with the scale.
 //    Per super-block: |sum| <= 256*255*32*128 < 2^28 and |correction| <= 128*256*32*128 = 2^27,
 //    so the int32 accumulator, which starts at -correction, stays below 2^29.
+//  - Q3_K: Q6_K's panel with q - 4 in -4..3 and its 6-bit scales -32..31: within Q6_K's bounds.
 // With VNNI (kernels/x86/avx2_util.h) the steps of a sub-block (Q4_K) or group (Q6_K) go straight
 // into int32 lanes by dpbusd, one per step and token, and the scale is applied with an int32
 // multiply; the operands and offsets are the same. The int32 bounds: Q4_K as above; Q6_K a
@@ -306,10 +307,21 @@ inline __m256i q6k_chunk(const block_q6_K& b, int c) {
     return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
 }
 
-void pack_q6k(const block_q6_K* const row[8], int sb, PanelQ6K& p) {
+// Q3_K in Q6_K's panel: quants q - 4 in -4..3, its 16 scales -32..31 (the bounds below hold).
+inline __m256i group16_chunk(const block_q6_K& b, int c) { return q6k_chunk(b, c); }
+inline __m256i group16_chunk(const block_q3_K& b, int c) { return _mm256_sub_epi8(q3k_chunk(b, c), _mm256_set1_epi8(4)); }
+inline __m128i group16_scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
+inline __m128i group16_scales(const block_q3_K& b) {
+    int8_t sc[16];
+    q3k_unpack_scales(b.scales, sc);
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+}
+
+template <typename Block>
+void pack_q6k(const Block* const row[8], int sb, PanelQ6K& p) {
     for (int c = 0; c < 8; ++c) {
         __m256i v[8];
-        for (int i = 0; i < 8; ++i) v[i] = q6k_chunk(row[i][sb], c);
+        for (int i = 0; i < 8; ++i) v[i] = group16_chunk(row[i][sb], c);
         store_steps(v, p.q[2 * c]);  // groups 2c, 2c+1
     }
     // Per row its scales 0..7 and 8..15, as int16 twice; transposed, the panel's vectors.
@@ -317,8 +329,8 @@ void pack_q6k(const block_q6_K* const row[8], int sb, PanelQ6K& p) {
     alignas(16) uint16_t d[8];
     const __m256i low16 = _mm256_set1_epi32(0xFFFF);
     for (int i = 0; i < 8; ++i) {
-        const block_q6_K& b = row[i][sb];
-        const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+        const Block& b = row[i][sb];
+        const __m128i s8 = group16_scales(b);
         const __m256i l = _mm256_cvtepi8_epi32(s8), h = _mm256_cvtepi8_epi32(_mm_srli_si128(s8, 8));
         lo[i] = _mm256_or_si256(_mm256_and_si256(l, low16), _mm256_slli_epi32(l, 16));
         hi[i] = _mm256_or_si256(_mm256_and_si256(h, low16), _mm256_slli_epi32(h, 16));
@@ -384,8 +396,9 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
     _mm256_storeu_ps(res[3], acc3);
 }
 
-struct Q6K {
-    using Block = block_q6_K;
+template <typename BlockType>
+struct Q6KOrQ3K {
+    using Block = BlockType;
     using Panel = PanelQ6K;
     static constexpr bool kActsPlus128 = true;
     static void pack(const Block* const row[8], int sb, Panel& p) { pack_q6k(row, sb, p); }
@@ -476,7 +489,12 @@ void matmul_q5_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 
 void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
-    gemm<Q6K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<Q6KOrQ3K<block_q6_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q3_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemm<Q6KOrQ3K<block_q3_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

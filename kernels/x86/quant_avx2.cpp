@@ -506,21 +506,9 @@ struct Group16<block_q3_K> {
         q3k_unpack_scales(b.scales, sc);
         return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
     }
-    // Chunk k = 4h + s: bits 2s..2s+1 of qs[32h..32h+31], bit k of hmask as bit 2.
     template <typename F>
     static void chunks(const block_q3_K& b, F f) {
-        const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-        const __m256i hm = loadu(b.hmask);
-        for (int h = 0; h < 2; ++h) {
-            const __m256i q2 = loadu(b.qs + 32 * h);
-            for (int s = 0; s < 4; ++s) {
-                const int k = 4 * h + s;
-                const __m256i low = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * s)), m3);
-                const __m256i bit = _mm256_set1_epi8(char(1 << k));
-                const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
-                f(k, _mm256_or_si256(low, high));
-            }
-        }
+        for (int k = 0; k < 8; ++k) f(k, q3k_chunk(b, k));
     }
 };
 
