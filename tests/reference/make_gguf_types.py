@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Small GGUF files in the quantized types hearth reads but does not compute with, made by
+"""Small GGUF files in GGUF's other quantized types (and K-quant mixes that hold them), made by
 llama.cpp's own llama-quantize, and their reference goldens (tests/data/gguf-types/).
 
     LLAMA_CPP=PATH/TO/llama.cpp PYTHONPATH=PATH/TO/llama.cpp/gguf-py \\
