@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes a random-weight Llama as a Hugging Face folder, for benchmarks only.
 
-    tools/make_random_model.py OUT_DIR --shape tinyllama|llama2-7b|tiny [--tokenizer FILE]
+    tools/make_random_model.py OUT_DIR --shape tinyllama|llama2-7b|qwen0.5b|tiny [--tokenizer FILE]
     tools/make_random_model.py OUT_DIR --shape tiny --tokenizer-json FILE [--tokenizer-config FILE] --vocab N
 
 Weights are N(0, 0.02) in F16 (norm weights 1), written in chunks so memory stays small.
@@ -22,6 +22,9 @@ SHAPES = {
     "tinyllama": (2048, 5632, 22, 32, 4, 32000),
     "llama2-7b": (4096, 11008, 32, 32, 32, 32000),
     "tiny": (64, 128, 1, 1, 1, 32000),  # for what does not depend on the model: tokenizing
+    # Qwen2.5-0.5B's matrices (dim 896, no multiple of 256: llama.cpp's K-quant mixes put Q5_0 /
+    # Q5_1 there) as a Llama on the Llama-2 vocabulary.
+    "qwen0.5b": (896, 4864, 24, 14, 2, 32000),
 }
 
 
