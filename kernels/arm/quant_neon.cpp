@@ -55,22 +55,31 @@ inline int8x16_t pack16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
     return vcombine_s8(vmovn_s16(lo), vmovn_s16(hi));
 }
 
+// 16 bytes of packed nibbles -> the low ones (elements 0..15 of a 32-element block) and the high
+// ones (16..31), 0..15.
+inline void nibbles_unpack(const uint8_t* qs, uint8x16_t& lo, uint8x16_t& hi) {
+    const uint8x16_t v = vld1q_u8(qs);
+    lo = vandq_u8(v, vdupq_n_u8(0x0F));
+    hi = vshrq_n_u8(v, 4);
+}
+
 // Q4_0 block -> 2 x int8x16 (elements 0..15, 16..31), values q-8.
 inline void q4_0_unpack(const uint8_t* qs, int8x16_t& lo, int8x16_t& hi) {
-    const uint8x16_t v = vld1q_u8(qs);
-    const int8x16_t m8 = vdupq_n_s8(8);
-    lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))), m8);
-    hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), m8);
+    uint8x16_t l, h;
+    nibbles_unpack(qs, l, h);
+    lo = vsubq_s8(vreinterpretq_s8_u8(l), vdupq_n_s8(8));
+    hi = vsubq_s8(vreinterpretq_s8_u8(h), vdupq_n_s8(8));
 }
 
 // Q4_K chunk c (64 elements): v[0..1] = sub-block 2c (low nibbles), v[2..3] = sub-block 2c+1.
 inline void q4k_unpack_chunk(const uint8_t* qs, int8x16_t v[4]) {
-    const uint8x16_t b0 = vld1q_u8(qs), b1 = vld1q_u8(qs + 16);
-    const uint8x16_t m4 = vdupq_n_u8(0x0F);
-    v[0] = vreinterpretq_s8_u8(vandq_u8(b0, m4));
-    v[1] = vreinterpretq_s8_u8(vandq_u8(b1, m4));
-    v[2] = vreinterpretq_s8_u8(vshrq_n_u8(b0, 4));
-    v[3] = vreinterpretq_s8_u8(vshrq_n_u8(b1, 4));
+    uint8x16_t l0, h0, l1, h1;
+    nibbles_unpack(qs, l0, h0);
+    nibbles_unpack(qs + 16, l1, h1);
+    v[0] = vreinterpretq_s8_u8(l0);
+    v[1] = vreinterpretq_s8_u8(l1);
+    v[2] = vreinterpretq_s8_u8(h0);
+    v[3] = vreinterpretq_s8_u8(h1);
 }
 
 // Q6_K half h (128 elements) -> 8 x int8x16 (groups 8h..8h+7, element order), values q-32.
@@ -206,11 +215,6 @@ inline void block32_unpack(const block_q8_0& b, int8x16_t& lo, int8x16_t& hi) {
     hi = vld1q_s8(b.qs + 16);
 }
 inline void block32_unpack(const block_q4_0& b, int8x16_t& lo, int8x16_t& hi) { q4_0_unpack(b.qs, lo, hi); }
-inline void nibbles_unpack(const uint8_t* qs, uint8x16_t& lo, uint8x16_t& hi) {
-    const uint8x16_t v = vld1q_u8(qs);
-    lo = vandq_u8(v, vdupq_n_u8(0x0F));
-    hi = vshrq_n_u8(v, 4);
-}
 inline void block32_unpack(const block_q4_1& b, int8x16_t& lo, int8x16_t& hi) {
     uint8x16_t l, h;
     nibbles_unpack(b.qs, l, h);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/isa.h"
+#include "kernels/quant.h"
 #include "kernels/quant_types.h"
 #include "kernels/scratch.h"
 
@@ -61,6 +62,14 @@ inline __m256i q5_bit4(const uint8_t* qh) {
     const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
     const __m256i x = _mm256_shuffle_epi8(_mm256_set1_epi32(int(h)), byte_of_h);
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// The 16 group scales of a Q6_K or Q3_K block as signed bytes (Q3_K's unpacked, -32..31).
+inline __m128i group16_scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
+inline __m128i group16_scales(const block_q3_K& b) {
+    int8_t sc[16];
+    q3k_unpack_scales(b.scales, sc);
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
 }
 
 // Q3_K chunk k (elements 32k..32k+31, k = 4h + s) as unsigned quants 0..7: bits 2s..2s+1 of

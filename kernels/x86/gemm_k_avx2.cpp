@@ -310,12 +310,6 @@ inline __m256i q6k_chunk(const block_q6_K& b, int c) {
 // Q3_K in Q6_K's panel: quants q - 4 in -4..3, its 16 scales -32..31 (the bounds below hold).
 inline __m256i group16_chunk(const block_q6_K& b, int c) { return q6k_chunk(b, c); }
 inline __m256i group16_chunk(const block_q3_K& b, int c) { return _mm256_sub_epi8(q3k_chunk(b, c), _mm256_set1_epi8(4)); }
-inline __m128i group16_scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
-inline __m128i group16_scales(const block_q3_K& b) {
-    int8_t sc[16];
-    q3k_unpack_scales(b.scales, sc);
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
-}
 
 template <typename Block>
 void pack_q6k(const Block* const row[8], int sb, PanelQ6K& p) {

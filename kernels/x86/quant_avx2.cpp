@@ -479,7 +479,7 @@ template <>
 struct Group16<block_q6_K> {
     static constexpr bool kSigned = false;
     static constexpr int kOffsetShift = 5;
-    static __m128i scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
+    static __m128i scales(const block_q6_K& b) { return group16_scales(b); }
     // f(k, quants of 32-element chunk k), in the order two chunks share their loads.
     template <typename F>
     static void chunks(const block_q6_K& b, F f) {
@@ -501,11 +501,7 @@ template <>
 struct Group16<block_q3_K> {
     static constexpr bool kSigned = false;
     static constexpr int kOffsetShift = 2;
-    static __m128i scales(const block_q3_K& b) {
-        int8_t sc[16];
-        q3k_unpack_scales(b.scales, sc);
-        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
-    }
+    static __m128i scales(const block_q3_K& b) { return group16_scales(b); }
     template <typename F>
     static void chunks(const block_q3_K& b, F f) {
         for (int k = 0; k < 8; ++k) f(k, q3k_chunk(b, k));
