@@ -95,8 +95,10 @@ CommandLine command_line(Options& o) {
                   "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
                   "llama-server does)",
                   1, 1 << 24, "the model's, at most 4096; 512 for --perplexity"},
-                 {"-t", "--threads", "N", &o.threads, "threads; more than the physical cores makes generation slower", 1, 1024,
-                  "the number of physical cores, here " + std::to_string(o.threads)},
+                 {"-t", "--threads", "N", &o.threads,
+                  "threads; more than the physical cores makes generation slower, and more than the CPUs this process may "
+                  "run on are cut to that number",
+                  1, 1024, "the number of physical cores, here " + std::to_string(o.threads)},
              }},
             {"KV cache (as llama.cpp names them; every mode uses them)",
              {
@@ -432,6 +434,13 @@ int main(int argc, char** argv) {
     if (!(err = kv_cache_type_from_name(o.cache_type_k, &o.cache_types.k)).empty()) return fail("--cache-type-k: " + err);
     if (!(err = kv_cache_type_from_name(o.cache_type_v, &o.cache_types.v)).empty()) return fail("--cache-type-v: " + err);
     if (o.model_path.empty()) o.model_path = default_model_path();
+    // More threads than the CPUs this process may run on only makes OpenMP's workers wait for each
+    // other's turn on a CPU at every barrier (and -t 1000 would start 1000 of them).
+    if (o.threads > omp_get_num_procs()) {
+        std::fprintf(stderr, "run: -t %d is more than the %d CPUs this process may run on; using %d\n", o.threads,
+                     omp_get_num_procs(), omp_get_num_procs());
+        o.threads = omp_get_num_procs();
+    }
     omp_set_num_threads(o.threads);
     if (o.server) {
         if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) + int(prompt_given) + int(ids_given) > 0)

@@ -1,6 +1,7 @@
 // ./run and ./quantize as a user meets them: help, defaults, and a clear one-line error
 // with a non-zero exit for every kind of bad input.
 #include <cstdio>
+#include <cstdlib>
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -171,6 +172,25 @@ TEST_CASE("cli: generation stops when the context is full, and says so") {
     for (char c : r.out) ids += c == ',';
     CHECK(ids == 6);  // 4 prompt + 6 generated = 10 positions
     CHECK(r.err.find("context") != std::string::npos);
+}
+
+TEST_CASE("cli: more threads than the CPUs run may use are cut to that number, and it says so") {
+    make_cli_model();
+    // The CPUs this process may run on, as coreutils counts them (nproc also reads OMP_NUM_THREADS).
+    const CommandResult nproc = run_command("env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc");
+    REQUIRE(nproc.exit_code == 0);
+    const int cpus = std::atoi(nproc.out.c_str());
+    REQUIRE(cpus > 0);
+    if (cpus >= 1000) {
+        MESSAGE("not tested: this machine has " << cpus << " CPUs, as many as -t 1000 asks for");
+        return;
+    }
+    CommandResult r = run_command("./run " + kModel + " --prompt-ids 1,5,6 -n 2 --temp 0 -t 1000 --print-ids");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(count_lines(r.out) == 1);
+    CHECK(r.err.find("run: -t 1000 is more than the " + std::to_string(cpus) + " CPUs") != std::string::npos);
+    CHECK(r.err.find("| " + std::to_string(cpus) + " threads\n") != std::string::npos);
 }
 
 TEST_CASE("cli: --bench-seqs measures several sequences generated together") {
