@@ -75,11 +75,15 @@ inline void q3k_unpack_scales(const uint8_t* s, int8_t out[16]) {
     for (int g = 0; g < 16; ++g) out[g] = int8_t(u[g] - 32);
 }
 
-// IQ4_XS's 8 sub-block scales as signed values -32..31 (kernels/quant_types.h): 4 low bits from
-// the nibbles of scales_l, 2 high bits from scales_h.
+// IQ4_XS's sub-block scale j (0..7) as a signed value -32..31 (kernels/quant_types.h): 4 low bits
+// from a nibble of scales_l, 2 high bits from scales_h.
+inline int iq4xs_scale(const uint8_t scales_l[4], uint16_t scales_h, int j) {
+    return (((scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((scales_h >> (2 * j)) & 3) << 4) - 32;
+}
+
+// All 8 of them.
 inline void iq4xs_unpack_scales(const uint8_t scales_l[4], uint16_t scales_h, int8_t out[8]) {
-    for (int j = 0; j < 8; ++j)
-        out[j] = int8_t((((scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((scales_h >> (2 * j)) & 3) << 4) - 32);
+    for (int j = 0; j < 8; ++j) out[j] = int8_t(iq4xs_scale(scales_l, scales_h, j));
 }
 
 // All 8 scales (out[0..1]) and 8 mins (out[2..3]) of a Q4_K block's 12 packed bytes at once,

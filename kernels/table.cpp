@@ -42,8 +42,12 @@
 //    the offset through the bsums), and Q6_K's AVX2 GEMM from 16 tokens, as Q6_K's (its panel
 //    takes q - 4 as it takes q - 32). bench_kernels (4096 x 4096, 1 thread, GB/s of weights,
 //    rows / GEMM): 8 tokens 1.97 / 1.84, 16: 0.67 / 1.51, 64: 22.8 / 74.3 GMAC/s. IQ4_XS
-//    (sub-blocks of 32, two groups each, its grid values signed): that template's row kernels
-//    only; Q6_K's GEMM panel would overflow its int16 sums with values up to 127.
+//    (sub-blocks of 32, two groups each, its grid values signed): that template's row kernels;
+//    Q6_K's GEMM panel would overflow its int16 sums with values up to 127, but each sub-block is
+//    an IQ4_NL block with the scale d * (ls - 32), so Q8_0's AVX2 GEMM packs it (x Q8_K
+//    activations, whose sub-blocks of 32 share one scale), from 8 tokens: bench_kernels (4096 x
+//    4096, 1 thread, 3 runs, GB/s of weights, rows / GEMM) 4 tokens 4.1-4.8 / 2.6-3.6, 8: 2.0-2.4
+//    / 1.8-2.4, 16: 1.2 / 1.3-1.5, 64: 37 / 52 GMAC/s.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
 //    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
 //    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
@@ -182,6 +186,7 @@ const KernelRow kRows[] = {
     {M, TYPE_IQ4_XS, R, Isa::scalar, 1, matmul_iq4_xs_rows_scalar, nullptr},
     {M, TYPE_IQ4_XS, R, Isa::neon, 1, NEON(matmul_iq4_xs_rows_neon), nullptr},
     {M, TYPE_IQ4_XS, R, Isa::avx2, 1, AVX2(matmul_iq4_xs_rows_avx2), nullptr},
+    {M, TYPE_IQ4_XS, R, Isa::avx2, 8, AVX2(matmul_iq4_xs_gemm_avx2), nullptr},
     {M, TYPE_Q5_K, R, Isa::scalar, 1, matmul_q5_k_rows_scalar, nullptr},
     {M, TYPE_Q5_K, R, Isa::neon, 1, NEON(matmul_q5_k_rows_neon), nullptr},
     {M, TYPE_Q5_K, R, Isa::avx2, 1, AVX2(matmul_q5_k_rows_avx2), nullptr},

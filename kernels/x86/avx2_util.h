@@ -64,12 +64,30 @@ inline __m256i q5_bit4(const uint8_t* qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-// The 16 group scales of a Q6_K or Q3_K block as signed bytes (Q3_K's unpacked, -32..31).
+// The 16 group scales of a Q6_K, Q3_K or IQ4_XS block as signed bytes (Q3_K's and IQ4_XS's
+// unpacked, -32..31; IQ4_XS's sub-block j is groups 2j and 2j + 1).
 inline __m128i group16_scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
 inline __m128i group16_scales(const block_q3_K& b) {
     int8_t sc[16];
     q3k_unpack_scales(b.scales, sc);
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+}
+// IQ4_XS's in vector lanes (the bit layout of iq4xs_scale, kernels/quant.h): unpacked one byte at
+// a time and then loaded as a vector, they cost a store-forwarding stall per block, a tenth or
+// more of the one-token kernel's time (docs/benchmarks.md, "IQ4_XS's prompts on Q8_0's GEMM").
+inline __m128i group16_scales(const block_iq4_xs& b) {
+    uint32_t lo;
+    std::memcpy(&lo, b.scales_l, 4);
+    const __m256i low = _mm256_srlv_epi32(_mm256_set1_epi32(int(lo)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    const __m256i high = _mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    const __m256i v = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(low, _mm256_set1_epi32(15)),
+                                                       _mm256_slli_epi32(_mm256_and_si256(high, _mm256_set1_epi32(3)), 4)),
+                                       _mm256_set1_epi32(32));
+    // 8 int32 -> 8 bytes in order (lane 0 holds scales 0-3, lane 1 scales 4-7), each twice.
+    const __m256i w16 = _mm256_packs_epi32(v, v);
+    const __m256i b8 = _mm256_packs_epi16(w16, w16);
+    const __m128i s8 = _mm_unpacklo_epi32(_mm256_castsi256_si128(b8), _mm256_extracti128_si256(b8, 1));
+    return _mm_unpacklo_epi8(s8, s8);
 }
 
 // Q3_K chunk k (elements 32k..32k+31, k = 4h + s) as unsigned quants 0..7: bits 2s..2s+1 of

@@ -1,5 +1,6 @@
 // GEMM for Q4_0 / Q8_0 weights x Q8_0 activations (AVX2 + FMA + F16C, no AVX-512); Q5_0 and
-// IQ4_NL rows are packed as the Q8_0 blocks they equal.
+// IQ4_NL rows are packed as the Q8_0 blocks they equal, and IQ4_XS rows (x Q8_K activations) as
+// the IQ4_NL blocks their sub-blocks of 32 are, each with its scale d * (ls - 32).
 //
 // Weights are repacked, a panel of 8 rows x a chunk of kChunk blocks at a time, into a small
 // L1-resident buffer in row-interleaved order: for block b, step j (0..7) is one 32-byte vector
@@ -36,6 +37,7 @@
 #include "kernels/x86/avx2_util.h"
 #include "kernels/scratch.h"
 #include "kernels/prefetch.h"
+#include "kernels/quant.h"
 #include "kernels/quant_types.h"
 
 namespace hearth {
@@ -87,30 +89,41 @@ inline void store_row_sums_x128(uint8_t* p) {
 }
 #endif
 
-// The 32 quants of a block in element order, as bytes: Q4_0's unsigned nibbles; signed values
-// for the others, which take Q8_0's path (Q5_0's q - 16 and IQ4_NL's grid values are exactly
-// Q8_0 blocks with the same scale, and never -128).
-inline __m256i quants(const block_q4_0& b) { return unpack_nibbles16(b.qs); }
-inline __m256i quants(const block_q8_0& b) { return loadu(b.qs); }
-inline __m256i quants(const block_q5_0& b) {
-    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles16(b.qs), q5_bit4(b.qh)), _mm256_set1_epi8(16));
+// Block k (32 elements) of a weight row: its 32 quants in element order, as bytes, and its scale.
+// Q4_0's unsigned nibbles; signed values for the others, which take Q8_0's path (Q5_0's q - 16
+// and the IQ4 grid values are exactly Q8_0 blocks with that scale, and never -128).
+inline __m256i block32(const block_q4_0* row, int k, float& d) {
+    d = _cvtsh_ss(row[k].d);
+    return unpack_nibbles16(row[k].qs);
 }
-inline __m256i quants(const block_iq4_nl& b) { return iq4_values(b.qs); }
+inline __m256i block32(const block_q8_0* row, int k, float& d) {
+    d = _cvtsh_ss(row[k].d);
+    return loadu(row[k].qs);
+}
+inline __m256i block32(const block_q5_0* row, int k, float& d) {
+    d = _cvtsh_ss(row[k].d);
+    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles16(row[k].qs), q5_bit4(row[k].qh)), _mm256_set1_epi8(16));
+}
+inline __m256i block32(const block_iq4_nl* row, int k, float& d) {
+    d = _cvtsh_ss(row[k].d);
+    return iq4_values(row[k].qs);
+}
+// Sub-block k % 8 of super-block k / 8 (fp16 d times a 6-bit integer: exact in fp32).
+inline __m256i block32(const block_iq4_xs* row, int k, float& d) {
+    const block_iq4_xs& b = row[k / 8];
+    d = _cvtsh_ss(b.d) * float(iq4xs_scale(b.scales_l, b.scales_h, k % 8));
+    return iq4_values(b.qs + 16 * (k % 8));
+}
 
 // Pack blocks [kb, kb+kn) of rows row[0..7] into p.
 template <typename WBlock>
 void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
     for (int b = 0; b < kn; ++b, p += kPackedBlock) {
         __m256i v[8];
-        alignas(16) uint16_t h[8];
-        for (int i = 0; i < 8; ++i) {
-            const WBlock& blk = row[i][kb + b];
-            v[i] = quants(blk);
-            h[i] = blk.d;
-        }
+        float* d = reinterpret_cast<float*>(p + 256);
+        for (int i = 0; i < 8; ++i) v[i] = block32(row[i], kb + b, d[i]);
         transpose8(v);
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
-        _mm256_store_ps(reinterpret_cast<float*>(p + 256), _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
 #if defined(HEARTH_ISA_AVX_VNNI)
         if (!std::is_same<WBlock, block_q4_0>::value) store_row_sums_x128(p);
 #endif
@@ -143,21 +156,31 @@ void pack_weights_x8(const uint8_t* rec, int kn, uint8_t* p) {
     }
 }
 
+// Block k (32 elements) of an activation row: its quants, and its scale. Q8_K's sub-blocks of 32
+// share the super-block's.
+inline const int8_t* act32(const block_q8_0* row, int k, float& d) {
+    d = _cvtsh_ss(row[k].d);
+    return row[k].qs;
+}
+inline const int8_t* act32(const block_q8_K* row, int k, float& d) {
+    d = row[k / 8].d;
+    return row[k / 8].qs + 32 * (k % 8);
+}
+
 // Activation tiles of tokens [t0, te): tile g holds tokens t0 + kTile*g + i (the last tile
 // repeats its last token), nb blocks each. kPlus128: the quants are stored + 128, as unsigned
-// bytes (Q8_0 weights under VNNI).
-template <bool kPlus128>
+// bytes (signed weights under VNNI).
+template <typename ABlock, bool kPlus128>
 void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out) {
     const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1), bias = _mm256_set1_epi8(char(0x80));
     for (int g = t0; g < te; g += kTile) {
-        const block_q8_0* a[kTile];
-        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const block_q8_0*>(A + size_t(std::min(g + i, te - 1)) * arb);
+        const ABlock* a[kTile];
+        for (int i = 0; i < kTile; ++i) a[i] = reinterpret_cast<const ABlock*>(A + size_t(std::min(g + i, te - 1)) * arb);
         for (int b = 0; b < nb; ++b, ++out) {
             __m256i s[kTile];
             for (int i = 0; i < kTile; ++i) {
-                const __m256i q = loadu(a[i][b].qs);
+                const __m256i q = loadu(act32(a[i], b, out->d[i]));
                 _mm256_store_si256(reinterpret_cast<__m256i*>(out->q[i]), kPlus128 ? _mm256_xor_si256(q, bias) : q);
-                out->d[i] = _cvtsh_ss(a[i][b].d);
                 s[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);  // 8 partial sums
             }
             // 4 tokens x 8 partial sums -> 4 sums
@@ -265,8 +288,9 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
     _mm256_storeu_ps(res[3], acc3);
 }
 
-// kX8: W is interleaved Q4_0 / Q8_0 and [r0, r1) are whole groups of 8 rows.
-template <typename WBlock, bool kQ4, bool kX8 = false>
+// kX8: W is interleaved Q4_0 / Q8_0 and [r0, r1) are whole groups of 8 rows. ABlock: the
+// activations' type (the weight type's vec_dot type).
+template <typename WBlock, bool kQ4, bool kX8 = false, typename ABlock = block_q8_0>
 void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
     static_assert(kTile == 4, "tile() is written for 4 tokens");
     if (r0 >= r1 || n_tokens <= 0) return;
@@ -277,9 +301,9 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
 #if defined(HEARTH_ISA_AVX_VNNI)
-        pack_acts<!kQ4>(static_cast<const char*>(A), arb, nb, t0, te, acts);
+        pack_acts<ABlock, !kQ4>(static_cast<const char*>(A), arb, nb, t0, te, acts);
 #else
-        pack_acts<false>(static_cast<const char*>(A), arb, nb, t0, te, acts);
+        pack_acts<ABlock, false>(static_cast<const char*>(A), arb, nb, t0, te, acts);
 #endif
         for (int r = r0; r < r1; r += 8) {
             const int nr = std::min(8, r1 - r);
@@ -337,6 +361,11 @@ void matmul_q5_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_iq4_nl_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     gemm<block_iq4_nl, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_iq4_xs_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemm<block_iq4_xs, false, false, block_q8_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

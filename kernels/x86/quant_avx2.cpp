@@ -511,12 +511,7 @@ struct Group16<block_q3_K> {
 template <>
 struct Group16<block_iq4_xs> {
     static constexpr bool kSigned = true;
-    static __m128i scales(const block_iq4_xs& b) {
-        int8_t ls[8];
-        iq4xs_unpack_scales(b.scales_l, b.scales_h, ls);
-        const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ls));
-        return _mm_unpacklo_epi8(v, v);  // sub-block j's scale for groups 2j and 2j + 1
-    }
+    static __m128i scales(const block_iq4_xs& b) { return group16_scales(b); }
     template <typename F>
     static void chunks(const block_iq4_xs& b, F f) {
         for (int k = 0; k < 8; ++k) f(k, iq4_values(b.qs + 16 * k));

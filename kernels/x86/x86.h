@@ -34,6 +34,7 @@ HEARTH_DECLARE_MATMUL(matmul_q4_0_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_0_gemm_avx2)  // packed as Q8_0
 HEARTH_DECLARE_MATMUL(matmul_iq4_nl_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_iq4_xs_gemm_avx2)  // x Q8_K, packed as IQ4_NL
 HEARTH_DECLARE_MATMUL(matmul_q4_k_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx2)
