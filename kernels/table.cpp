@@ -36,8 +36,11 @@
 //    packs them (x86/gemm_avx2.cpp): Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured
 //    with tools/bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows /
 //    GEMM): Q5_0 4 tokens 4.9 / 4.1, 8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL
-//    4 tokens 3.4 / 4.0, 64: 27.9 / 49.7 GMAC/s. Q4_1 and Q5_1's offsets are not Q8_0's: rows
-//    only.
+//    4 tokens 3.4 / 4.0, 64: 27.9 / 49.7 GMAC/s. Q4_1 and Q5_1 (d * q + m) are packed as Q4_0
+//    (unsigned quants) with the blocks' offsets beside their scales: Q4_1 from 4 tokens, Q5_1
+//    from 8 (bench_kernels as above, 2-3 runs, rows / GEMM: Q4_1 3 tokens 4.4-5.4 / 4.3-4.5,
+//    4: 3.5-4.2 / 4.3-4.5, 8: 1.8 / 3.5, 64: 24 / 56-75 GMAC/s; Q5_1 4 tokens 3.4-4.5 / 3.6-3.7,
+//    6: 2.7-3.2 / 2.7-2.8, 8: 2.4 / 2.8, 64: 22 / 50-65 GMAC/s).
 //  - Q3_K (Q3_K_M files): Q6_K's row kernels (one template: 16 groups of 16 with signed scales,
 //    the offset through the bsums), and Q6_K's AVX2 GEMM from 16 tokens, as Q6_K's (its panel
 //    takes q - 4 as it takes q - 32). bench_kernels (4096 x 4096, 1 thread, GB/s of weights,
@@ -164,6 +167,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_1, R, Isa::scalar, 1, matmul_q4_1_rows_scalar, nullptr},
     {M, TYPE_Q4_1, R, Isa::neon, 1, NEON(matmul_q4_1_rows_neon), nullptr},
     {M, TYPE_Q4_1, R, Isa::avx2, 1, AVX2(matmul_q4_1_rows_avx2), nullptr},
+    {M, TYPE_Q4_1, R, Isa::avx2, 4, AVX2(matmul_q4_1_gemm_avx2), nullptr},
     {M, TYPE_Q5_0, R, Isa::scalar, 1, matmul_q5_0_rows_scalar, nullptr},
     {M, TYPE_Q5_0, R, Isa::neon, 1, NEON(matmul_q5_0_rows_neon), nullptr},
     {M, TYPE_Q5_0, R, Isa::avx2, 1, AVX2(matmul_q5_0_rows_avx2), nullptr},
@@ -171,6 +175,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q5_1, R, Isa::scalar, 1, matmul_q5_1_rows_scalar, nullptr},
     {M, TYPE_Q5_1, R, Isa::neon, 1, NEON(matmul_q5_1_rows_neon), nullptr},
     {M, TYPE_Q5_1, R, Isa::avx2, 1, AVX2(matmul_q5_1_rows_avx2), nullptr},
+    {M, TYPE_Q5_1, R, Isa::avx2, 8, AVX2(matmul_q5_1_gemm_avx2), nullptr},
     {M, TYPE_IQ4_NL, R, Isa::scalar, 1, matmul_iq4_nl_rows_scalar, nullptr},
     {M, TYPE_IQ4_NL, R, Isa::neon, 1, NEON(matmul_iq4_nl_rows_neon), nullptr},
     {M, TYPE_IQ4_NL, R, Isa::avx2, 1, AVX2(matmul_iq4_nl_rows_avx2), nullptr},

@@ -1,6 +1,8 @@
 // GEMM for Q4_0 / Q8_0 weights x Q8_0 activations (AVX2 + FMA + F16C, no AVX-512); Q5_0 and
 // IQ4_NL rows are packed as the Q8_0 blocks they equal, and IQ4_XS rows (x Q8_K activations) as
-// the IQ4_NL blocks their sub-blocks of 32 are, each with its scale d * (ls - 32).
+// the IQ4_NL blocks their sub-blocks of 32 are, each with its scale d * (ls - 32). Q4_1 and Q5_1
+// blocks (d * q + m) are packed as Q4_0's, unsigned, with the 8 rows' offsets m, which the tile
+// multiplies by each token's d * sum(a) (TileKind).
 //
 // Weights are repacked, a panel of 8 rows x a chunk of kChunk blocks at a time, into a small
 // L1-resident buffer in row-interleaved order: for block b, step j (0..7) is one 32-byte vector
@@ -14,11 +16,13 @@
 //  - Q4_0: nibbles kept unsigned (0..15); the -8 is folded into a per-(token, block) term
 //    8*sum(a), subtracted from the block's int32 sums. The 8 maddubs of a block are summed
 //    in int16: |pair sum| <= 2*15*128 = 3840, 8 of them <= 30720 < 32767 (no saturation).
+//    Q4_1 likewise, Q5_1's quants (0..31) 4 steps at a time (4 * 2*31*128 = 31744).
 //  - Q8_0: sign trick, maddubs(|w|, sign(a, w)) (activations are never -128, so the pair
 //    sums are <= 2*127*127 < 32767), widened with madd every step.
 // With VNNI (kernels/x86/avx2_util.h) a step is one dpbusd per token into int32 lanes. Q4_0 keeps
 // the -8 term; Q8_0 drops the sign trick: activations + 128 (unsigned) x weights (signed), minus
-// 128 * the row's weight sum, computed once when the block is packed.
+// 128 * the row's weight sum, computed once when the block is packed. (Likewise the other
+// unsigned and signed types.)
 // Interleaved Q4_0 / Q8_0 weights (kernels/rows_x8.h) are stored interleaved already: their
 // packing only splits the nibbles or copies.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
@@ -49,20 +53,40 @@ constexpr int kTokBlock = 64;  // tokens per activation block
 constexpr int kTile = 4;       // tokens per register tile
 
 // A packed chunk: per block, 8 steps x 32 bytes of quants, then the 8 rows' scales (and, for
-// Q8_0 under VNNI, the rows' weight sums x 128: store_row_sums_x128).
+// signed weights under VNNI, the rows' weight sums x 128: store_row_sums_x128), then for Q4_1 and
+// Q5_1 the 8 rows' block offsets / 8.
 #if defined(HEARTH_ISA_AVX_VNNI)
 constexpr int kPackedBlock = 256 + 32 + 32;
 #else
 constexpr int kPackedBlock = 256 + 32;
 #endif
+constexpr int kOffsetsAt = kPackedBlock;
+
+// How the tile takes a weight type's packed blocks.
+struct TileKind {
+    bool unsigned_quants;  // Q4_0, Q4_1, Q5_1 (else signed values, Q8_0's path)
+    bool minus_8_sum;      // Q4_0: q - 8, through 8 * sum(a)
+    bool offsets;          // Q4_1, Q5_1: + the block's m x d * sum(a)
+    int int16_steps;       // unsigned quants: maddubs steps summed in int16 before they are widened
+};
+template <typename WBlock>
+constexpr TileKind kTileKind = {false, false, false, 0};
+template <>
+constexpr TileKind kTileKind<block_q4_0> = {true, true, false, 8};
+template <>
+constexpr TileKind kTileKind<block_q4_1> = {true, false, true, 8};
+template <>
+constexpr TileKind kTileKind<block_q5_1> = {true, false, true, 4};
+
+constexpr int packed_block_bytes(bool offsets) { return kPackedBlock + (offsets ? 32 : 0); }
 
 uint8_t* packed_buf() {
-    alignas(64) thread_local uint8_t buf[kChunk * kPackedBlock];
+    alignas(64) thread_local uint8_t buf[kChunk * packed_block_bytes(true)];
     return buf;
 }
 
 // Activations of a tile of kTile tokens, one block: quants of each token, their scales and
-// 8 * sum of the quants (Q4_0's -8 offset).
+// 8 * sum of the quants (Q4_0's -8 offset; Q4_1 and Q5_1's block offsets, which are stored / 8).
 struct alignas(32) ActBlock {
     int8_t q[kTile][32];
     float d[kTile];
@@ -90,8 +114,8 @@ inline void store_row_sums_x128(uint8_t* p) {
 #endif
 
 // Block k (32 elements) of a weight row: its 32 quants in element order, as bytes, and its scale.
-// Q4_0's unsigned nibbles; signed values for the others, which take Q8_0's path (Q5_0's q - 16
-// and the IQ4 grid values are exactly Q8_0 blocks with that scale, and never -128).
+// Unsigned quants for Q4_0, Q4_1 and Q5_1; signed values for the others, which take Q8_0's path
+// (Q5_0's q - 16 and the IQ4 grid values are exactly Q8_0 blocks with that scale, and never -128).
 inline __m256i block32(const block_q4_0* row, int k, float& d) {
     d = _cvtsh_ss(row[k].d);
     return unpack_nibbles16(row[k].qs);
@@ -108,6 +132,14 @@ inline __m256i block32(const block_iq4_nl* row, int k, float& d) {
     d = _cvtsh_ss(row[k].d);
     return iq4_values(row[k].qs);
 }
+inline __m256i block32(const block_q4_1* row, int k, float& d) {
+    d = _cvtsh_ss(row[k].d);
+    return unpack_nibbles16(row[k].qs);
+}
+inline __m256i block32(const block_q5_1* row, int k, float& d) {
+    d = _cvtsh_ss(row[k].d);
+    return _mm256_or_si256(unpack_nibbles16(row[k].qs), q5_bit4(row[k].qh));
+}
 // Sub-block k % 8 of super-block k / 8 (fp16 d times a 6-bit integer: exact in fp32).
 inline __m256i block32(const block_iq4_xs* row, int k, float& d) {
     const block_iq4_xs& b = row[k / 8];
@@ -115,17 +147,25 @@ inline __m256i block32(const block_iq4_xs* row, int k, float& d) {
     return iq4_values(b.qs + 16 * (k % 8));
 }
 
+// A Q4_1 / Q5_1 block's offset m, / 8: the tile multiplies it by the activations' 8 * sum(a).
+template <typename WBlock>
+inline float block_offset_x8(const WBlock* row, int k) {
+    return _cvtsh_ss(row[k].m) * 0.125f;
+}
+
 // Pack blocks [kb, kb+kn) of rows row[0..7] into p.
 template <typename WBlock>
 void pack_weights(const WBlock* const row[8], int kb, int kn, uint8_t* p) {
-    for (int b = 0; b < kn; ++b, p += kPackedBlock) {
+    for (int b = 0; b < kn; ++b, p += packed_block_bytes(kTileKind<WBlock>.offsets)) {
         __m256i v[8];
         float* d = reinterpret_cast<float*>(p + 256);
         for (int i = 0; i < 8; ++i) v[i] = block32(row[i], kb + b, d[i]);
+        if constexpr (kTileKind<WBlock>.offsets)
+            for (int i = 0; i < 8; ++i) reinterpret_cast<float*>(p + kOffsetsAt)[i] = block_offset_x8(row[i], kb + b);
         transpose8(v);
         for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(p + 32 * j), v[j]);
 #if defined(HEARTH_ISA_AVX_VNNI)
-        if (!std::is_same<WBlock, block_q4_0>::value) store_row_sums_x128(p);
+        if (!kTileKind<WBlock>.unsigned_quants) store_row_sums_x128(p);
 #endif
     }
 }
@@ -151,7 +191,7 @@ void pack_weights_x8(const uint8_t* rec, int kn, uint8_t* p) {
         _mm256_store_ps(reinterpret_cast<float*>(p + 256),
                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
 #if defined(HEARTH_ISA_AVX_VNNI)
-        if (!std::is_same<WBlock, block_q4_0>::value) store_row_sums_x128(p);
+        if (!kTileKind<WBlock>.unsigned_quants) store_row_sums_x128(p);
 #endif
     }
 }
@@ -193,22 +233,23 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
 
 // kn blocks of the packed weight chunk pw x the activation tile ab: res[t][i] = partial dot of
 // row i with token t.
-template <bool kQ4>
+template <typename WBlock>
 void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, float res[kTile][8]) {
+    constexpr TileKind K = kTileKind<WBlock>;
 #if !defined(HEARTH_ISA_AVX_VNNI)
     const __m256i ones = _mm256_set1_epi16(1);
 #endif
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    for (int b = 0; b < kn; ++b, pw += kPackedBlock, ++ab) {
+    for (int b = 0; b < kn; ++b, pw += packed_block_bytes(K.offsets), ++ab) {
         next.step();
         const __m256i* q = reinterpret_cast<const __m256i*>(pw);
         __m256i s0, s1, s2, s3;
 #if defined(HEARTH_ISA_AVX_VNNI)
-        // One dpbusd per step and token, straight into int32 lanes. Q4_0: nibbles (unsigned) x
-        // activations; Q8_0: activations + 128 (unsigned) x weights. Two chains per token (even
-        // and odd steps), as each dpbusd waits on the one before it in its chain.
+        // One dpbusd per step and token, straight into int32 lanes. Unsigned quants x
+        // activations; signed values: activations + 128 (unsigned) x weights. Two chains per
+        // token (even and odd steps), as each dpbusd waits on the one before it in its chain.
         auto dot = [](__m256i acc, __m256i w, const int8_t* a) {
-            return kQ4 ? dot4_u8s8_add(acc, w, bcast32(a)) : dot4_u8s8_add(acc, bcast32(a), w);
+            return K.unsigned_quants ? dot4_u8s8_add(acc, w, bcast32(a)) : dot4_u8s8_add(acc, bcast32(a), w);
         };
         const __m256i z = _mm256_setzero_si256();
         __m256i e0 = z, e1 = z, e2 = z, e3 = z, o0 = z, o1 = z, o2 = z, o3 = z;
@@ -223,39 +264,41 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
             o2 = dot(o2, w1, ab->q[2] + 4 * j + 4);
             o3 = dot(o3, w1, ab->q[3] + 4 * j + 4);
         }
-        // What the unsigned operand's offset added: Q4_0 8 * sum(a) per token, Q8_0
-        // 128 * sum(w) per row.
-        if (kQ4) {
-            s0 = _mm256_sub_epi32(_mm256_add_epi32(e0, o0), _mm256_set1_epi32(ab->s8[0]));
-            s1 = _mm256_sub_epi32(_mm256_add_epi32(e1, o1), _mm256_set1_epi32(ab->s8[1]));
-            s2 = _mm256_sub_epi32(_mm256_add_epi32(e2, o2), _mm256_set1_epi32(ab->s8[2]));
-            s3 = _mm256_sub_epi32(_mm256_add_epi32(e3, o3), _mm256_set1_epi32(ab->s8[3]));
-        } else {
+        s0 = _mm256_add_epi32(e0, o0);
+        s1 = _mm256_add_epi32(e1, o1);
+        s2 = _mm256_add_epi32(e2, o2);
+        s3 = _mm256_add_epi32(e3, o3);
+        if (!K.unsigned_quants) {  // what the activations' + 128 added: 128 * sum(w) per row
             const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(pw + 288));
-            s0 = _mm256_sub_epi32(_mm256_add_epi32(e0, o0), corr);
-            s1 = _mm256_sub_epi32(_mm256_add_epi32(e1, o1), corr);
-            s2 = _mm256_sub_epi32(_mm256_add_epi32(e2, o2), corr);
-            s3 = _mm256_sub_epi32(_mm256_add_epi32(e3, o3), corr);
+            s0 = _mm256_sub_epi32(s0, corr);
+            s1 = _mm256_sub_epi32(s1, corr);
+            s2 = _mm256_sub_epi32(s2, corr);
+            s3 = _mm256_sub_epi32(s3, corr);
         }
 #else
-        if (kQ4) {
-            __m256i w = _mm256_load_si256(q);
-            s0 = _mm256_maddubs_epi16(w, bcast32(ab->q[0]));
-            s1 = _mm256_maddubs_epi16(w, bcast32(ab->q[1]));
-            s2 = _mm256_maddubs_epi16(w, bcast32(ab->q[2]));
-            s3 = _mm256_maddubs_epi16(w, bcast32(ab->q[3]));
-            for (int j = 1; j < 8; ++j) {
-                w = _mm256_load_si256(q + j);
-                s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w, bcast32(ab->q[0] + 4 * j)));
-                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w, bcast32(ab->q[1] + 4 * j)));
-                s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(w, bcast32(ab->q[2] + 4 * j)));
-                s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(w, bcast32(ab->q[3] + 4 * j)));
-                keep_step_order(s0, s1, s2, s3);
+        if (K.unsigned_quants) {
+            // maddubs steps summed in int16, widened every K.int16_steps (the bound in the header)
+            const __m256i z = _mm256_setzero_si256();
+            s0 = s1 = s2 = s3 = z;
+            for (int j0 = 0; j0 < 8; j0 += K.int16_steps) {
+                __m256i w = _mm256_load_si256(q + j0);
+                __m256i h0 = _mm256_maddubs_epi16(w, bcast32(ab->q[0] + 4 * j0));
+                __m256i h1 = _mm256_maddubs_epi16(w, bcast32(ab->q[1] + 4 * j0));
+                __m256i h2 = _mm256_maddubs_epi16(w, bcast32(ab->q[2] + 4 * j0));
+                __m256i h3 = _mm256_maddubs_epi16(w, bcast32(ab->q[3] + 4 * j0));
+                for (int j = j0 + 1; j < j0 + K.int16_steps; ++j) {
+                    w = _mm256_load_si256(q + j);
+                    h0 = _mm256_add_epi16(h0, _mm256_maddubs_epi16(w, bcast32(ab->q[0] + 4 * j)));
+                    h1 = _mm256_add_epi16(h1, _mm256_maddubs_epi16(w, bcast32(ab->q[1] + 4 * j)));
+                    h2 = _mm256_add_epi16(h2, _mm256_maddubs_epi16(w, bcast32(ab->q[2] + 4 * j)));
+                    h3 = _mm256_add_epi16(h3, _mm256_maddubs_epi16(w, bcast32(ab->q[3] + 4 * j)));
+                    keep_step_order(h0, h1, h2, h3);
+                }
+                s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(h0, ones));
+                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(h1, ones));
+                s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(h2, ones));
+                s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(h3, ones));
             }
-            s0 = _mm256_sub_epi32(_mm256_madd_epi16(s0, ones), _mm256_set1_epi32(ab->s8[0]));
-            s1 = _mm256_sub_epi32(_mm256_madd_epi16(s1, ones), _mm256_set1_epi32(ab->s8[1]));
-            s2 = _mm256_sub_epi32(_mm256_madd_epi16(s2, ones), _mm256_set1_epi32(ab->s8[2]));
-            s3 = _mm256_sub_epi32(_mm256_madd_epi16(s3, ones), _mm256_set1_epi32(ab->s8[3]));
         } else {
             auto step = [&](const __m256i& aw, const __m256i& w, const int8_t* a) {
                 return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast32(a), w)), ones);
@@ -276,11 +319,24 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
             }
         }
 #endif
+        if (K.minus_8_sum) {  // Q4_0's q - 8
+            s0 = _mm256_sub_epi32(s0, _mm256_set1_epi32(ab->s8[0]));
+            s1 = _mm256_sub_epi32(s1, _mm256_set1_epi32(ab->s8[1]));
+            s2 = _mm256_sub_epi32(s2, _mm256_set1_epi32(ab->s8[2]));
+            s3 = _mm256_sub_epi32(s3, _mm256_set1_epi32(ab->s8[3]));
+        }
         const __m256 dw = _mm256_load_ps(reinterpret_cast<const float*>(pw + 256));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[0])), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[1])), acc1);
         acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[2])), acc2);
         acc3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s3), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d[3])), acc3);
+        if (K.offsets) {  // + the rows' offsets x the token's d * sum(a)
+            const __m256 mw = _mm256_load_ps(reinterpret_cast<const float*>(pw + kOffsetsAt));
+            acc0 = _mm256_fmadd_ps(mw, _mm256_set1_ps(ab->d[0] * float(ab->s8[0])), acc0);
+            acc1 = _mm256_fmadd_ps(mw, _mm256_set1_ps(ab->d[1] * float(ab->s8[1])), acc1);
+            acc2 = _mm256_fmadd_ps(mw, _mm256_set1_ps(ab->d[2] * float(ab->s8[2])), acc2);
+            acc3 = _mm256_fmadd_ps(mw, _mm256_set1_ps(ab->d[3] * float(ab->s8[3])), acc3);
+        }
     }
     _mm256_storeu_ps(res[0], acc0);
     _mm256_storeu_ps(res[1], acc1);
@@ -290,7 +346,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, fl
 
 // kX8: W is interleaved Q4_0 / Q8_0 and [r0, r1) are whole groups of 8 rows. ABlock: the
 // activations' type (the weight type's vec_dot type).
-template <typename WBlock, bool kQ4, bool kX8 = false, typename ABlock = block_q8_0>
+template <typename WBlock, bool kX8 = false, typename ABlock = block_q8_0>
 void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0, int r1) {
     static_assert(kTile == 4, "tile() is written for 4 tokens");
     if (r0 >= r1 || n_tokens <= 0) return;
@@ -301,7 +357,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
 #if defined(HEARTH_ISA_AVX_VNNI)
-        pack_acts<ABlock, !kQ4>(static_cast<const char*>(A), arb, nb, t0, te, acts);
+        pack_acts<ABlock, !kTileKind<WBlock>.unsigned_quants>(static_cast<const char*>(A), arb, nb, t0, te, acts);
 #else
         pack_acts<ABlock, false>(static_cast<const char*>(A), arb, nb, t0, te, acts);
 #endif
@@ -328,7 +384,7 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                 for (int t = t0; t < te; t += kTile) {
                     const int nt = std::min(kTile, te - t);
                     alignas(32) float res[kTile][8];
-                    tile<kQ4>(pw, acts + size_t((t - t0) / kTile) * nb + kb, kn, next, res);
+                    tile<WBlock>(pw, acts + size_t((t - t0) / kTile) * nb + kb, kn, next, res);
                     store_gemm_tile(out, size_t(os), r, nr, t, nt, res, kb == 0);
                 }
             }
@@ -340,37 +396,47 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
 
 void matmul_q4_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
-    gemm<block_q4_0, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<block_q4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
-    gemm<block_q4_0, true, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<block_q4_0, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
-    gemm<block_q8_0, false, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<block_q8_0, true>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q5_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
-    gemm<block_q5_0, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<block_q5_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_iq4_nl_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
-    gemm<block_iq4_nl, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<block_iq4_nl>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_1_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemm<block_q4_1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_1_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemm<block_q5_1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_iq4_xs_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
-    gemm<block_iq4_xs, false, false, block_q8_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<block_iq4_xs, false, block_q8_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
-    gemm<block_q8_0, false>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<block_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

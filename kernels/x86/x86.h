@@ -33,6 +33,8 @@ HEARTH_DECLARE_MATMUL(matmul_q4_0_gemv_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_0_gemm_avx2)  // packed as Q8_0
+HEARTH_DECLARE_MATMUL(matmul_q4_1_gemm_avx2)  // packed as Q8_0, with block offsets
+HEARTH_DECLARE_MATMUL(matmul_q5_1_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_iq4_nl_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_iq4_xs_gemm_avx2)  // x Q8_K, packed as IQ4_NL
 HEARTH_DECLARE_MATMUL(matmul_q4_k_gemm_avx2)
