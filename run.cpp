@@ -162,7 +162,9 @@ CommandLine command_line(Options& o) {
                   "pipe: one message a line (`echo question | run MODEL --chat`). -n caps a reply."},
                  {"", "--template", "NAME", &o.chat_options.template_name, "chat template: " + template_names(), 0, 0,
                   "the one quantize stored; when none, raw, or chatml if the vocabulary has its tokens"},
-                 {"", "--system", "TEXT", &o.chat_options.system_prompt, "the system prompt"},
+                 {"", "--system", "TEXT", &o.chat_options.system_prompt,
+                  "the system prompt; without it, the one the model's chat template puts first when a dialog has none "
+                  "(Qwen2.5's), if any"},
                  {"", "--verbose", "", &o.chat_options.verbose,
                   "print each reply's timing (prompt, time to first token, tok/s) on stderr, and with -p too the "
                   "drafts' acceptance rate"},
@@ -387,6 +389,7 @@ int serve_model(Options& o) {
         std::string why;
         lm->template_name = resolve_chat_template(lm->model.config, lm->tok, so.template_name, &why);
         if (!is_chat_template(lm->template_name)) return "unknown chat template " + in_quotes(lm->template_name);
+        lm->default_system = default_system_message(lm->model.config, lm->template_name);
         lm->n_ctx_total = context_length(o, lm->model.config);
         return check_context_memory(lm->model.config, lm->n_ctx_total, o.cache_types);
     });

@@ -369,6 +369,40 @@ std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& 
     return ids;
 }
 
+std::string chatml_default_system(const std::string& jinja) {
+    static const std::string kOpen = "<|im_start|>system\\n", kClose = "<|im_end|>";
+    // Each literal is read once: the search goes on after its end (a file crafted with markers
+    // inside one long literal costs linear time).
+    for (size_t at = jinja.find(kOpen), next; at != std::string::npos; at = jinja.find(kOpen, next)) {
+        next = at + 1;
+        if (at == 0 || (jinja[at - 1] != '\'' && jinja[at - 1] != '"')) continue;  // not a literal's start
+        const char quote = jinja[at - 1];
+        std::string text;  // the literal's value after the opening marker
+        size_t i = at + kOpen.size();
+        for (; i < jinja.size() && jinja[i] != quote; i++) {
+            if (jinja[i] != '\\' || i + 1 == jinja.size()) {
+                text += jinja[i];
+                continue;
+            }
+            const char e = jinja[++i];
+            text += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        }
+        if (i == jinja.size()) break;  // unterminated
+        next = i + 1;
+        // A whole system turn: the text, then the end marker (and the newline after it).
+        const size_t end = text.find(kClose);
+        if (end == std::string::npos || end == 0) continue;
+        const std::string rest = text.substr(end + kClose.size());
+        if (rest.empty() || rest == "\n") return text.substr(0, end);
+    }
+    return "";
+}
+
+std::string default_system_message(const ModelConfig& c, const std::string& template_name) {
+    if (template_name != "chatml" || detect_chat_template(c.chat_template_jinja) != "chatml") return "";
+    return chatml_default_system(c.chat_template_jinja);
+}
+
 std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, const std::string& asked, std::string* why) {
     if (!asked.empty()) {
         *why = "--template";

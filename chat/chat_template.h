@@ -44,6 +44,18 @@ std::string detect_chat_template(const std::string& jinja);
 // list of {name, template} (then the one named "default"). "" when absent or unreadable.
 std::string chat_template_jinja(const std::string& tokenizer_config_json);
 
+// The system message a ChatML Jinja template puts first when the dialog has none: Qwen2's "You are
+// a helpful assistant.", Qwen2.5's "You are Qwen, created by Alibaba Cloud. You are a helpful
+// assistant." It is the text of a string literal in the template that holds a whole system turn,
+// '<|im_start|>system\n' TEXT '<|im_end|>' (either quote; Jinja's escapes \n \t \\ \' \"). "" when
+// the template has none.
+std::string chatml_default_system(const std::string& jinja);
+
+// The system message a chat with this model starts with when it is given none: the model's
+// Jinja template's (chatml_default_system) when `template_name`, the template the chat uses, is
+// chatml and the Jinja template is ChatML; else "".
+std::string default_system_message(const ModelConfig& c, const std::string& template_name);
+
 // The template a chat with this model uses, and in *why the reason, for the user: `asked`
 // (--template, a request) when given; else the name the checkpoint stores, when built in; else
 // the built-in template its Jinja text is (detect_chat_template); else chatml when the

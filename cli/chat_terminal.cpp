@@ -176,7 +176,9 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
         return 1;
     }
     ChatSession session(model, tok, state, name);
-    session.set_system_prompt(opt.system_prompt);
+    // Without --system, the system message the model's Jinja template puts first (Qwen2.5's).
+    const std::string default_system = opt.system_prompt.empty() ? default_system_message(model.config, name) : "";
+    session.set_system_prompt(default_system.empty() ? opt.system_prompt : default_system);
     session.set_ignore_end_of_turn(opt.ignore_eos);
     session.set_draft(opt.draft);
     Sampler sampler(opt.sampler);
@@ -193,8 +195,8 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     sigaction(SIGINT, &sa, &old_sa);
 
     if (terminal || opt.verbose)
-        std::fprintf(stderr, "chat template: %s (%s). /help for commands; Ctrl-D or /quit to leave.\n", name.c_str(),
-                     why.c_str());
+        std::fprintf(stderr, "chat template: %s (%s)%s. /help for commands; Ctrl-D or /quit to leave.\n", name.c_str(),
+                     why.c_str(), default_system.empty() ? "" : ", with its default system prompt (/system shows it)");
 
     ChatCallbacks cb;
     bool wrote_text = false;

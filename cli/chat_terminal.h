@@ -13,7 +13,7 @@ class Tokenizer;
 
 struct ChatOptions {
     std::string template_name;  // --template; "" for the checkpoint's (see run_chat)
-    std::string system_prompt;  // --system; "" for none
+    std::string system_prompt;  // --system; "" for the template's default (default_system_message), often none
     int n_ctx = 0;              // context length in tokens
     int n_predict = 256;        // a reply's maximum length in tokens
     SamplerParams sampler;

@@ -769,6 +769,9 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         std::string err;
         if (chat) {
             replies.fill(&r.messages);
+            // As the model's Jinja template renders a dialog without a system message (Qwen2.5's).
+            if (!lm.default_system.empty() && (r.messages.empty() || r.messages[0].role != "system"))
+                r.messages.insert(r.messages.begin(), ChatMessage{"system", lm.default_system, {}});
             err = format_chat(lm.template_name, lm.tok, r.messages, true, &job->prompt);
             if (!err.empty()) return send_error(res, bad_request("the messages: " + err, "messages"));
         } else if (r.prompt_is_ids) {

@@ -42,8 +42,9 @@ struct ServerOptions {
 struct LoadedModel {
     Model model;
     Tokenizer tok;
-    std::string template_name;  // resolved: a built-in name
-    int n_ctx_total = 0;        // the context to split among the slots
+    std::string template_name;   // resolved: a built-in name
+    std::string default_system;  // the system message of chats that give none (default_system_message), or ""
+    int n_ctx_total = 0;         // the context to split among the slots
 };
 
 // Loads the model into *m; "" or why not. Called after the server listens, so that /health

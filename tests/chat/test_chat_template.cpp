@@ -299,6 +299,64 @@ TEST_CASE("chat template: a chat chooses --template, then the stored name, then 
     CHECK(why == "--template");
 }
 
+// The system message a ChatML template renders when the dialog has none. Expected values: the
+// literals of the published templates, as Jinja renders them.
+TEST_CASE("chat template: a ChatML Jinja template's default system message") {
+    const std::string qwen25 = read_text("tests/data/chat/Qwen2.5-7B-Instruct.jinja");
+    // Its first system literal is followed by the dialog's own content; the default is the one
+    // in the else branch (the tools branch's has no <|im_end|> of its own).
+    CHECK(chatml_default_system(qwen25) == "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+    // Qwen2-Instruct's template (the same default in another form, double quotes elsewhere).
+    const std::string qwen2 =
+        "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou "
+        "are a helpful assistant.<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + "
+        "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
+        "}}{% endif %}";
+    CHECK(chatml_default_system(qwen2) == "You are a helpful assistant.");
+    // Jinja's escapes inside the text, and double quotes.
+    CHECK(chatml_default_system("{{ \"<|im_start|>system\\nSay \\\"hi\\\"\\tthen\\\\stop.<|im_end|>\\n\" }}") ==
+          "Say \"hi\"\tthen\\stop.");
+    // None: Qwen3's template, plain ChatML that only copies the dialog's system message, a system
+    // turn followed by more text, and an unterminated literal.
+    const nlohmann::json qwen3 = nlohmann::json::parse(read_text("tests/data/bpe/qwen3-tokenizer_config.json"));
+    CHECK(chatml_default_system(qwen3["chat_template"].get<std::string>()) == "");
+    CHECK(chatml_default_system("{{ '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}") == "");
+    CHECK(chatml_default_system("{{ '<|im_start|>system\\nA<|im_end|>\\n<|im_start|>user\\n' }}") == "");
+    CHECK(chatml_default_system("{{ '<|im_start|>system\\nA<|im_end|>") == "");
+    // A crafted template: a million markers inside one literal whose quotes are escaped. Each
+    // literal is read once, so this takes milliseconds, not hours.
+    std::string crafted = "{{ '";
+    for (int i = 0; i < 1000000; i++) crafted += "\\'<|im_start|>system\\nX";
+    CHECK(chatml_default_system(crafted) == "");
+    // A chat uses it only with chatml, and only when the Jinja template is ChatML.
+    ModelConfig c;
+    c.chat_template_jinja = qwen25;
+    CHECK(default_system_message(c, "chatml") == "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+    CHECK(default_system_message(c, "qwen3") == "");
+    c.chat_template_jinja = qwen3["chat_template"].get<std::string>();
+    CHECK(default_system_message(c, "chatml") == "");
+}
+
+TEST_CASE("chat template: run --chat starts with the template's default system message unless --system is given") {
+    REQUIRE(
+        run_command("rm -rf build/tests/chat-qwen25-hf && cp -r tests/data/parity/gqa build/tests/chat-qwen25-hf").exit_code ==
+        0);
+    {
+        std::ofstream f("build/tests/chat-qwen25-hf/tokenizer_config.json");
+        f << nlohmann::json{{"chat_template", read_text("tests/data/chat/Qwen2.5-7B-Instruct.jinja")}}.dump();
+    }
+    REQUIRE(run_command("./quantize build/tests/chat-qwen25-hf build/tests/chat-qwen25.hearth -q").exit_code == 0);
+    CommandResult r = run_command("printf '/system\\n' | ./run build/tests/chat-qwen25.hearth --chat -n 2 --verbose");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("chat template: chatml") != std::string::npos);
+    CHECK(r.err.find("with its default system prompt") != std::string::npos);
+    CHECK(r.out.find("system prompt: You are Qwen, created by Alibaba Cloud. You are a helpful assistant.") != std::string::npos);
+    r = run_command("printf '/system\\n' | ./run build/tests/chat-qwen25.hearth --chat -n 2 --verbose --system 'Be brief.'");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("default system prompt") == std::string::npos);
+    CHECK(r.out.find("system prompt: Be brief.") != std::string::npos);
+}
+
 TEST_CASE("chat template: quantize stores the template it detects, and run --chat uses it") {
     REQUIRE(run_command("rm -rf build/tests/chat-hf && cp -r tests/data/parity/gqa build/tests/chat-hf").exit_code == 0);
     nlohmann::json cfg = {

@@ -1,4 +1,5 @@
-// libFuzzer target: a tokenizer_config.json's chat template, and recognising it.
+// libFuzzer target: a tokenizer_config.json's chat template, recognising it, and the default
+// system message a ChatML template holds.
 #include <string>
 
 #include "chat/chat_template.h"
@@ -10,6 +11,8 @@ using namespace hearth;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string jinja = chat_template_jinja(std::string(reinterpret_cast<const char*>(data), size));
     const std::string name = detect_chat_template(jinja);
+    const std::string system = chatml_default_system(jinja);
+    if (system.size() > jinja.size()) __builtin_trap();  // the text of one of its literals
     fuzz::report("chat template", jinja.empty() ? "none" : name.empty() ? "not recognised" : "");
     return 0;
 }

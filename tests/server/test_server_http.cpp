@@ -13,6 +13,7 @@
 #include <cmath>
 #include <csignal>
 #include <fcntl.h>
+#include <fstream>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <sys/socket.h>
@@ -160,10 +161,10 @@ void check_error_shape(const Response& r, int status, const std::string& param =
 
 class Server {
 public:
-    explicit Server(const std::string& args) : port_(free_port()) {
+    explicit Server(const std::string& args, const std::string& model = "models/tiny-shakespeare.hearth") : port_(free_port()) {
         log_ = "build/tests/server-" + std::to_string(port_) + ".log";
-        const std::string cmd = with_programs_of_build("exec ./run models/tiny-shakespeare.hearth --server --port " +
-                                                       std::to_string(port_) + " " + args);
+        const std::string cmd =
+            with_programs_of_build("exec ./run " + model + " --server --port " + std::to_string(port_) + " " + args);
         pid_ = fork();
         if (pid_ == 0) {
             const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -747,6 +748,37 @@ TEST_CASE("server http: a follow-up turn goes to the slot that holds its convers
     // token is not evaluated when the reply stopped at its length).
     CHECK(cached >= before - 1);
     CHECK(ra2["usage"]["prompt_tokens"].get<int>() > before);
+    CHECK(s.stop() == 0);
+}
+
+// Qwen2.5's Jinja template puts its own system message first when a dialog has none; Hugging
+// Face's apply_chat_template and llama-server (with its Jinja engine) render the dialog so, and
+// the server must too: a chat without one takes as many prompt tokens as the same chat with
+// that message given.
+TEST_CASE("server http: a chat without a system message gets the one the model's chat template puts first") {
+    REQUIRE(run_command("rm -rf build/tests/server-qwen25-hf && cp -r tests/data/parity/gqa build/tests/server-qwen25-hf")
+                .exit_code == 0);
+    {
+        std::ofstream f("build/tests/server-qwen25-hf/tokenizer_config.json");
+        f << json{{"chat_template", read_text("tests/data/chat/Qwen2.5-7B-Instruct.jinja")}}.dump();
+    }
+    REQUIRE(run_command("./quantize build/tests/server-qwen25-hf build/tests/server-qwen25.hearth -q").exit_code == 0);
+    Server s("-np 1 -c 512", "build/tests/server-qwen25.hearth");
+    REQUIRE(s.ready());
+    auto prompt_tokens = [&](const json& messages) {
+        const json r = http(s.port(), "POST", "/v1/chat/completions",
+                            json{{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}}.dump())
+                           .j();
+        REQUIRE(r.contains("usage"));
+        return r["usage"]["prompt_tokens"].get<int>();
+    };
+    const json user = {{"role", "user"}, {"content", "Hello!"}};
+    const int none = prompt_tokens(json::array({user}));
+    const int given = prompt_tokens(json::array(
+        {{{"role", "system"}, {"content", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."}}, user}));
+    const int other = prompt_tokens(json::array({{{"role", "system"}, {"content", "Be brief."}}, user}));
+    CHECK(none == given);
+    CHECK(other < none);
     CHECK(s.stop() == 0);
 }
 
