@@ -1,8 +1,8 @@
-// Single-token (matrix x vector) AVX2 kernel for Q4_0 in the plain layout: the kernel table's
-// one-token row (more tokens run one after another). run repacks Q4_0 matrices to the interleaved
-// layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the tokens/s); this kernel still serves the rows % 8
-// tail of a repacked matrix, a Q4_0 token embedding used as the output matrix, and callers that
-// do not repack.
+// Single-token (matrix x vector) AVX2 kernels for Q4_0 and Q5_0 in the plain layout: the kernel
+// table's one-token rows (more tokens run one after another). run repacks Q4_0 matrices to the
+// interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the tokens/s); the Q4_0
+// kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token embedding used as the
+// output matrix, and callers that do not repack. Q5_0 (GGUF files) has no interleaved layout.
 //
 // Generation multiplies every weight matrix by one activation row, so these kernels decide the
 // token rate. They work on 4 weight rows at once (each activation block is loaded / prepared
@@ -16,6 +16,9 @@
 //    high), so one and / shift gives the low and high nibbles of both; the activations are
 //    rearranged once per call to match. Unsigned nibbles x signed q8 with maddubs; the -8 is
 //    folded into an integer per-block term 8*sum(q8) subtracted from the int32 sums (exact).
+//  - Q5_0 (most weights of the Q4_K_M files of models whose rows are no multiple of 256, e.g.
+//    Qwen2.5-0.5B): Q4_0's pairs with bit 4 of each quant from qh, the -16 as 16*sum(q8). Its
+//    pair sums are twice Q4_0's, so the 4 rows are reduced one hadd in int16, then in int32.
 // Q8_0 keeps the tiled kernel of quant_avx2.cpp: a 4-row GEMV in this style measured 13%
 // slower end to end (tg64, TinyLlama shape, 2 threads, A/B in one sitting). Q4_K / Q6_K
 // keep theirs too, for now.
@@ -29,6 +32,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/x86/avx2_util.h"
 #include "kernels/scratch.h"
@@ -65,17 +69,18 @@ inline void store_rows(float* out, int r, int n, __m128 s) {
     for (int i = 0; i < n; ++i) out[r + i] = t[i];
 }
 
-// ---- Q4_0 -------------------------------------------------------------------------------
+// ---- Q4_0, Q5_0 --------------------------------------------------------------------------
 // Activations of the block pair (2p, 2p+1), rearranged for the paired weight registers.
-struct alignas(32) Q40Pair {
+struct alignas(32) ActPair {
     int8_t lo[32];  // a[2p].qs[0..15],  a[2p+1].qs[0..15]
     int8_t hi[32];  // a[2p].qs[16..31], a[2p+1].qs[16..31]
     float d[8];     // d8(2p) x 4, d8(2p+1) x 4
-    int32_t c[8];   // 8*sum(a[2p].qs) x 4, 8*sum(a[2p+1].qs) x 4
+    int32_t c[8];   // offset*sum(a[2p].qs) x 4, offset*sum(a[2p+1].qs) x 4 (the weights' offset: 8, 16)
 };
-static_assert(sizeof(Q40Pair) == 128, "Q40Pair");
+static_assert(sizeof(ActPair) == 128, "ActPair");
 
-void prepare_q4_0(const block_q8_0* a, int nb, Q40Pair* P) {
+template <int kOffset>
+void prepare_pairs(const block_q8_0* a, int nb, ActPair* P) {
     for (int p = 0; 2 * p < nb; ++p) {
         const int b = 2 * p;
         const bool two = b + 1 < nb;
@@ -85,7 +90,7 @@ void prepare_q4_0(const block_q8_0* a, int nb, Q40Pair* P) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(P[p].lo), _mm256_set_m128i(l1, l0));
         _mm256_store_si256(reinterpret_cast<__m256i*>(P[p].hi), _mm256_set_m128i(h1, h0));
         const float d0 = _cvtsh_ss(a[b].d), d1 = two ? _cvtsh_ss(a[b + 1].d) : 0.f;
-        const int32_t c0 = 8 * sum_i8x32(a[b].qs), c1 = two ? 8 * sum_i8x32(a[b + 1].qs) : 0;
+        const int32_t c0 = kOffset * sum_i8x32(a[b].qs), c1 = two ? kOffset * sum_i8x32(a[b + 1].qs) : 0;
         for (int k = 0; k < 4; ++k) {
             P[p].d[k] = d0;
             P[p].d[k + 4] = d1;
@@ -119,53 +124,97 @@ inline __m256i reduce_rows4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
 }
 
-template <bool kTwo>
-inline void q4_0_pair(const block_q4_0* const* w, const Q40Pair& P, int b, size_t pf, __m256& acc) {
+// The int16 pair sums of 4 rows of Q5_0 (each lane |x| <= 2*31*127*2 = 15748): one hadd in int16
+// (<= 31496), then in int32 -> [r0 r1 r2 r3 | r0 r1 r2 r3] as reduce_rows4.
+inline __m256i reduce_rows4_wide(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    return _mm256_hadd_epi32(_mm256_madd_epi16(_mm256_hadd_epi16(s0, s1), ones),
+                             _mm256_madd_epi16(_mm256_hadd_epi16(s2, s3), ones));
+}
+
+// Bit 4 of the quants of Q5_0 blocks x0 (low 128 bits) and x1 (high) as 0x10 bytes, in the
+// paired registers' order: lo for elements 0..15 (bits 0..15 of qh), hi for 16..31.
+inline void q5_0_pair_bit4(const block_q5_0& x0, const block_q5_0& x1, __m256i& lo, __m256i& hi) {
+    uint32_t h0, h1;
+    std::memcpy(&h0, x0.qh, 4);
+    std::memcpy(&h1, x1.qh, 4);
+    const __m256i h = _mm256_set1_epi64x(int64_t(uint64_t(h1) << 32 | h0));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    const __m256i sel_lo = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0404040404040404, 0x0505050505050505);
+    const __m256i sel_hi = _mm256_add_epi8(sel_lo, _mm256_set1_epi8(2));
+    const __m256i b4 = _mm256_set1_epi8(0x10);
+    lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(h, sel_lo), bit), bit), b4);
+    hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(h, sel_hi), bit), bit), b4);
+}
+
+// Blocks b and b + 1 (kTwo; else b alone) of 4 rows, added to acc as [r0 r1 r2 r3 | r0 r1 r2 r3].
+template <bool kTwo, typename Block>
+inline void pair(const Block* const* w, const ActPair& P, int b, size_t pf, __m256& acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256 S = _mm256_mul_ps(scales_rows(w, b, kTwo ? b + 1 : b), _mm256_load_ps(P.d));
     const __m256i alo = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.lo));
     const __m256i ahi = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.hi));
     __m256i s[4];
     for (int i = 0; i < 4; ++i) {
-        prefetch_ahead<2 * sizeof(block_q4_0)>(&w[i][b], pf);
+        prefetch_ahead<2 * sizeof(Block)>(&w[i][b], pf);
         const __m128i x0 = loadu128(w[i][b].qs);
         // odd tail: the high half repeats block b against zero activations (and zero scale)
         const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), kTwo ? loadu128(w[i][b + 1].qs) : x0, 1);
-        const __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+        __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+        if constexpr (std::is_same<Block, block_q5_0>::value) {
+            __m256i blo, bhi;
+            q5_0_pair_bit4(w[i][b], w[i][kTwo ? b + 1 : b], blo, bhi);
+            lo = _mm256_or_si256(lo, blo);
+            hi = _mm256_or_si256(hi, bhi);
+        }
         s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
     }
-    const __m256i s32 =
-        _mm256_sub_epi32(reduce_rows4(s[0], s[1], s[2], s[3]), _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c)));
+    const __m256i sums =
+        std::is_same<Block, block_q5_0>::value ? reduce_rows4_wide(s[0], s[1], s[2], s[3]) : reduce_rows4(s[0], s[1], s[2], s[3]);
+    const __m256i s32 = _mm256_sub_epi32(sums, _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c)));
     acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(s32), acc);
 }
 
-void gemv_q4_0_group(const block_q4_0* const* w, const Q40Pair* P, int nb, size_t pf, __m128& res) {
+template <typename Block>
+void gemv_group(const Block* const* w, const ActPair* P, int nb, size_t pf, __m128& res) {
     __m256 acc = _mm256_setzero_ps();
     int p = 0;
-    for (; 2 * p + 1 < nb; ++p) q4_0_pair<true>(w, P[p], 2 * p, pf, acc);
-    if (2 * p < nb) q4_0_pair<false>(w, P[p], 2 * p, pf, acc);
+    for (; 2 * p + 1 < nb; ++p) pair<true>(w, P[p], 2 * p, pf, acc);
+    if (2 * p < nb) pair<false>(w, P[p], 2 * p, pf, acc);
     res = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+}
+
+// kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16).
+template <typename Block, int kOffset>
+void gemv(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out,
+          int out_stride, int r0, int r1) {
+    if (r1 <= r0) return;
+    const int nb = n_cols / 32;
+    ActPair* P = scratch<ActPair>(size_t(nb + 1) / 2);
+    const size_t pf = prefetch_distance(4 * w_row_bytes);
+    for (int t = 0; t < n_tokens; t++) {
+        prepare_pairs<kOffset>(reinterpret_cast<const block_q8_0*>(static_cast<const char*>(A) + size_t(t) * a_row_bytes), nb, P);
+        float* o = out + size_t(t) * out_stride;
+        for (int r = r0; r < r1; r += 4) {
+            const Block* w[4];
+            const int n = group_rows(W, w_row_bytes, r, r1, w);
+            __m128 s;
+            gemv_group(w, P, nb, pf, s);
+            store_rows(o, r, n, s);
+        }
+    }
 }
 
 }  // namespace
 
 void matmul_q4_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
-    if (r1 <= r0) return;
-    const int nb = n_cols / QK4_0;
-    Q40Pair* P = scratch<Q40Pair>(size_t(nb + 1) / 2);
-    const size_t pf = prefetch_distance(4 * w_row_bytes);
-    for (int t = 0; t < n_tokens; t++) {
-        prepare_q4_0(reinterpret_cast<const block_q8_0*>(static_cast<const char*>(A) + size_t(t) * a_row_bytes), nb, P);
-        float* o = out + size_t(t) * out_stride;
-        for (int r = r0; r < r1; r += 4) {
-            const block_q4_0* w[4];
-            const int n = group_rows(W, w_row_bytes, r, r1, w);
-            __m128 s;
-            gemv_q4_0_group(w, P, nb, pf, s);
-            store_rows(o, r, n, s);
-        }
-    }
+    gemv<block_q4_0, 8>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemv<block_q5_0, 16>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth
