@@ -113,32 +113,23 @@ inline void store_row_sums_x128(uint8_t* p) {
 }
 #endif
 
-// Block k (32 elements) of a weight row: its 32 quants in element order, as bytes, and its scale.
-// Unsigned quants for Q4_0, Q4_1 and Q5_1; signed values for the others, which take Q8_0's path
-// (Q5_0's q - 16 and the IQ4 grid values are exactly Q8_0 blocks with that scale, and never -128).
-inline __m256i block32(const block_q4_0* row, int k, float& d) {
-    d = _cvtsh_ss(row[k].d);
-    return unpack_nibbles16(row[k].qs);
+// The 32 quants of a block in element order, as bytes: unsigned for Q4_0, Q4_1 and Q5_1; signed
+// values for the others, which take Q8_0's path (Q5_0's q - 16 and the IQ4 grid values are exactly
+// Q8_0 blocks with the same scale, and never -128).
+inline __m256i quants(const block_q4_0& b) { return unpack_nibbles16(b.qs); }
+inline __m256i quants(const block_q8_0& b) { return loadu(b.qs); }
+inline __m256i quants(const block_q5_0& b) {
+    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles16(b.qs), q5_bit4(b.qh)), _mm256_set1_epi8(16));
 }
-inline __m256i block32(const block_q8_0* row, int k, float& d) {
+inline __m256i quants(const block_iq4_nl& b) { return iq4_values(b.qs); }
+inline __m256i quants(const block_q4_1& b) { return unpack_nibbles16(b.qs); }
+inline __m256i quants(const block_q5_1& b) { return _mm256_or_si256(unpack_nibbles16(b.qs), q5_bit4(b.qh)); }
+
+// Block k (32 elements) of a weight row: its quants, and its scale.
+template <typename WBlock>
+inline __m256i block32(const WBlock* row, int k, float& d) {
     d = _cvtsh_ss(row[k].d);
-    return loadu(row[k].qs);
-}
-inline __m256i block32(const block_q5_0* row, int k, float& d) {
-    d = _cvtsh_ss(row[k].d);
-    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles16(row[k].qs), q5_bit4(row[k].qh)), _mm256_set1_epi8(16));
-}
-inline __m256i block32(const block_iq4_nl* row, int k, float& d) {
-    d = _cvtsh_ss(row[k].d);
-    return iq4_values(row[k].qs);
-}
-inline __m256i block32(const block_q4_1* row, int k, float& d) {
-    d = _cvtsh_ss(row[k].d);
-    return unpack_nibbles16(row[k].qs);
-}
-inline __m256i block32(const block_q5_1* row, int k, float& d) {
-    d = _cvtsh_ss(row[k].d);
-    return _mm256_or_si256(unpack_nibbles16(row[k].qs), q5_bit4(row[k].qh));
+    return quants(row[k]);
 }
 // Sub-block k % 8 of super-block k / 8 (fp16 d times a 6-bit integer: exact in fp32).
 inline __m256i block32(const block_iq4_xs* row, int k, float& d) {
