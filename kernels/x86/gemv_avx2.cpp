@@ -1,8 +1,9 @@
-// Single-token (matrix x vector) AVX2 kernels for Q4_0 and Q5_0 in the plain layout: the kernel
+// Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1 and Q5_0 in the plain layout: the kernel
 // table's one-token rows (more tokens run one after another). run repacks Q4_0 matrices to the
 // interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the tokens/s); the Q4_0
 // kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token embedding used as the
-// output matrix, and callers that do not repack. Q5_0 (GGUF files) has no interleaved layout.
+// output matrix, and callers that do not repack. Q4_1 and Q5_0 (GGUF files) have no interleaved
+// layout.
 //
 // Generation multiplies every weight matrix by one activation row, so these kernels decide the
 // token rate. They work on 4 weight rows at once (each activation block is loaded / prepared
@@ -16,6 +17,8 @@
 //    high), so one and / shift gives the low and high nibbles of both; the activations are
 //    rearranged once per call to match. Unsigned nibbles x signed q8 with maddubs; the -8 is
 //    folded into an integer per-block term 8*sum(q8) subtracted from the int32 sums (exact).
+//  - Q4_1 (d*q + m): Q4_0's pairs without the -8; the offsets m, gathered as the scales are, times
+//    d8*sum(q8) of each block, one more FMA per block pair.
 //  - Q5_0 (most weights of the Q4_K_M files of models whose rows are no multiple of 256, e.g.
 //    Qwen2.5-0.5B): Q4_0's pairs with bit 4 of each quant from qh, the -16 as 16*sum(q8). Its
 //    pair sums are twice Q4_0's, so the 4 rows are reduced one hadd in int16, then in int32.
@@ -69,13 +72,13 @@ inline void store_rows(float* out, int r, int n, __m128 s) {
     for (int i = 0; i < n; ++i) out[r + i] = t[i];
 }
 
-// ---- Q4_0, Q5_0 --------------------------------------------------------------------------
+// ---- Q4_0, Q4_1, Q5_0 --------------------------------------------------------------------------
 // Activations of the block pair (2p, 2p+1), rearranged for the paired weight registers.
 struct alignas(32) ActPair {
     int8_t lo[32];  // a[2p].qs[0..15],  a[2p+1].qs[0..15]
     int8_t hi[32];  // a[2p].qs[16..31], a[2p+1].qs[16..31]
     float d[8];     // d8(2p) x 4, d8(2p+1) x 4
-    int32_t c[8];   // offset*sum(a[2p].qs) x 4, offset*sum(a[2p+1].qs) x 4 (the weights' offset: 8, 16)
+    int32_t c[8];   // offset*sum(a[2p].qs) x 4, offset*sum(a[2p+1].qs) x 4 (offset: Q4_0 8, Q5_0 16, Q4_1 1)
 };
 static_assert(sizeof(ActPair) == 128, "ActPair");
 
@@ -100,19 +103,20 @@ void prepare_pairs(const block_q8_0* a, int nb, ActPair* P) {
     }
 }
 
-// fp16 scales of rows w[0..3] at blocks b and b1 as floats: [r0b r1b r2b r3b r0b1 r1b1 r2b1 r3b1]
-// (kInterleave false) or [r0b r0b1 r1b r1b1 r2b r2b1 r3b r3b1] (kInterleave true).
+// fp16 scales (or, with field = &Block::m, Q4_1's offsets) of rows w[0..3] at blocks b and b1 as
+// floats: [r0b r1b r2b r3b r0b1 r1b1 r2b1 r3b1] (kInterleave false) or [r0b r0b1 r1b r1b1 r2b
+// r2b1 r3b r3b1] (kInterleave true).
 template <bool kInterleave = false, typename Block>
-inline __m256 scales_rows(const Block* const* w, int b, int b1) {
+inline __m256 scales_rows(const Block* const* w, int b, int b1, uint16_t Block::*field = &Block::d) {
     auto pos = [](int i, int k) { return kInterleave ? 2 * i + k : 4 * k + i; };
-    __m128i v = _mm_cvtsi32_si128(w[0][b].d);
-    v = _mm_insert_epi16(v, w[1][b].d, pos(1, 0));
-    v = _mm_insert_epi16(v, w[2][b].d, pos(2, 0));
-    v = _mm_insert_epi16(v, w[3][b].d, pos(3, 0));
-    v = _mm_insert_epi16(v, w[0][b1].d, pos(0, 1));
-    v = _mm_insert_epi16(v, w[1][b1].d, pos(1, 1));
-    v = _mm_insert_epi16(v, w[2][b1].d, pos(2, 1));
-    v = _mm_insert_epi16(v, w[3][b1].d, pos(3, 1));
+    __m128i v = _mm_cvtsi32_si128(w[0][b].*field);
+    v = _mm_insert_epi16(v, w[1][b].*field, pos(1, 0));
+    v = _mm_insert_epi16(v, w[2][b].*field, pos(2, 0));
+    v = _mm_insert_epi16(v, w[3][b].*field, pos(3, 0));
+    v = _mm_insert_epi16(v, w[0][b1].*field, pos(0, 1));
+    v = _mm_insert_epi16(v, w[1][b1].*field, pos(1, 1));
+    v = _mm_insert_epi16(v, w[2][b1].*field, pos(2, 1));
+    v = _mm_insert_epi16(v, w[3][b1].*field, pos(3, 1));
     return _mm256_cvtph_ps(v);
 }
 
@@ -171,8 +175,14 @@ inline void pair(const Block* const* w, const ActPair& P, int b, size_t pf, __m2
     }
     const __m256i sums =
         std::is_same<Block, block_q5_0>::value ? reduce_rows4_wide(s[0], s[1], s[2], s[3]) : reduce_rows4(s[0], s[1], s[2], s[3]);
-    const __m256i s32 = _mm256_sub_epi32(sums, _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c)));
-    acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(s32), acc);
+    const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c));
+    if constexpr (std::is_same<Block, block_q4_1>::value) {  // d*q + m: + m x d8 * sum(a) (c = sum(a))
+        const __m256 dsum = _mm256_mul_ps(_mm256_load_ps(P.d), _mm256_cvtepi32_ps(c));
+        acc = _mm256_fmadd_ps(scales_rows(w, b, kTwo ? b + 1 : b, &block_q4_1::m), dsum,
+                              _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(sums), acc));
+    } else {
+        acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, c)), acc);
+    }
 }
 
 template <typename Block>
@@ -184,7 +194,8 @@ void gemv_group(const Block* const* w, const ActPair* P, int nb, size_t pf, __m1
     res = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
 }
 
-// kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16).
+// kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16); Q4_1:
+// 1, ActPair::c is sum(a) for its offsets m.
 template <typename Block, int kOffset>
 void gemv(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out,
           int out_stride, int r0, int r1) {
@@ -210,6 +221,11 @@ void gemv(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, 
 void matmul_q4_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     gemv<block_q4_0, 8>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_1_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemv<block_q4_1, 1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q5_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
