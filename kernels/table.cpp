@@ -36,11 +36,12 @@
 //    fifth bit / the offsets, from 2 tokens the row kernel: bench_kernels (8192 x 8192, 3 runs,
 //    GB/s of weights, gemv / rows) Q5_0 1 token, 1 thread 7.4-10.6 / 7.0-8.3, 2 threads 14.4-16.3
 //    / 9.7-14.0; 2 tokens, 1 thread 3.9-5.4 / 6.1-6.9; Q4_1 1 token, 1 thread 9.5-13.4 / 7.6-10.2,
-//    2 threads 17.7-25.7 / 14.9-16.4; 2 tokens, 2 threads 8.6-10.3 / 10.5-11.0. Q5_0 and IQ4_NL blocks are Q8_0 blocks in fewer bits, so Q8_0's AVX2 GEMM
-//    packs them (x86/gemm_avx2.cpp): Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured
-//    with tools/bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows /
-//    GEMM): Q5_0 4 tokens 4.9 / 4.1, 8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL
-//    4 tokens 3.4 / 4.0, 64: 27.9 / 49.7 GMAC/s. Q4_1 and Q5_1 (d * q + m) are packed as Q4_0
+//    2 threads 17.7-25.7 / 14.9-16.4; 2 tokens, 2 threads 8.6-10.3 / 10.5-11.0. Q5_0 and IQ4_NL
+//    blocks are Q8_0 blocks in fewer bits, so Q8_0's AVX2 GEMM packs them (x86/gemm_avx2.cpp):
+//    Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured with tools/bench_kernels (4096 x
+//    4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows / GEMM): Q5_0 4 tokens 4.9 / 4.1,
+//    8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL 4 tokens 3.4 / 4.0, 64: 27.9 /
+//    49.7 GMAC/s. Q4_1 and Q5_1 (d * q + m) are packed as Q4_0
 //    (unsigned quants) with the blocks' offsets beside their scales: Q4_1 from 4 tokens, Q5_1
 //    from 8 (bench_kernels as above, 2-3 runs, rows / GEMM: Q4_1 3 tokens 4.4-5.4 / 4.3-4.5,
 //    4: 3.5-4.2 / 4.3-4.5, 8: 1.8 / 3.5, 64: 24 / 56-75 GMAC/s; Q5_1 4 tokens 3.4-4.5 / 3.6-3.7,
