@@ -78,11 +78,12 @@ all: run quantize
 build/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
-# The tests' own code (doctest's and nlohmann-json's templates, mostly) takes -O1: it compiles in
-# a fraction of -O3's time, and what it checks, the library and the programs, keeps their flags.
+# The tests' own code (doctest's and nlohmann-json's templates, mostly) takes -Og: it compiles in
+# half of -O1's time (test_hostile_inputs.o: 13 s, not 23) and ran the unit tests as fast (109 s,
+# 111; -O0: 129), and what it checks, the library and the programs, keeps their flags.
 build/tests/%.o: tests/%.cpp Makefile
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -O1 -c $< -o $@
+	$(CXX) $(CXXFLAGS) -Og -c $< -o $@
 
 run: build/run.o $(FRONTEND_OBJS) $(SERVER_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) $(EDIT_LIBS) $(SERVER_LIBS)
@@ -106,9 +107,6 @@ build/cli/options.o build/asan/cli/options.o build/aarch64/common/cli/options.o:
 FORCE:
 build/server/server.o build/server/connection.o: override CXXFLAGS += $(HTTPLIB_FLAGS)
 build/asan/server/server.o build/asan/server/connection.o: ASAN_FLAGS += $(HTTPLIB_FLAGS)
-# The server's own code does no arithmetic a test waits for (the model's is in the library):
-# sanitized at -O0, it compiles in half the time (server.o: 23 s, not 40), checked the same.
-build/asan/server/%.o: ASAN_FLAGS += -O0
 
 quantize: build/quantize.o build/cli/options.o $(CONVERT_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS)
@@ -130,22 +128,26 @@ build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNE
 # them runs under the sanitizers too; any report fails the run. The test binaries link the
 # tests' objects of the plain build with the sanitized library: what is under test is
 # instrumented, and the tests' own code (a third of the build's time when it was compiled
-# twice, sanitized) is not. -g1: line tables for the reports, at less cost than -g.
-ASAN_FLAGS := -O1 -g1 -march=native -std=c++17 $(OPENMP_FLAGS) -ffp-contract=off -fno-omit-frame-pointer -I. $(LIB_CFLAGS) \
+# twice, sanitized) is not. -g1: line tables for the reports, at less cost than -g. -Og, not -O1:
+# the sanitized objects compile in 60% of the time (355 s of one core, all of them, against 211)
+# and the sanitized unit tests ran within 3% (221 s, 215). The programs are linked -no-pie: a
+# sanitized binary's start-up relocated it page by page (40% of its page faults), and the tests
+# start them thousands of times (the most spawning test case ran in 14 s, not 18).
+ASAN_FLAGS := -Og -g1 -march=native -std=c++17 $(OPENMP_FLAGS) -ffp-contract=off -fno-omit-frame-pointer -I. $(LIB_CFLAGS) \
               -fsanitize=address,undefined -fno-sanitize-recover=all -MMD -MP
 ASAN_LIB_OBJS := $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
 build/asan/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(ASAN_FLAGS) -c $< -o $@
 build/asan/run: build/asan/run.o $(patsubst %.cpp,build/asan/%.o,$(FRONTEND_SRCS) $(SERVER_SRCS)) $(ASAN_LIB_OBJS)
-	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) $(EDIT_LIBS) $(SERVER_LIBS)
+	$(CXX) $(ASAN_FLAGS) -no-pie $^ -o $@ $(MODEL_LIBS) $(EDIT_LIBS) $(SERVER_LIBS)
 ASAN_CONVERT_OBJS := $(patsubst %.cpp,build/asan/%.o,$(CONVERT_SRCS))
 build/asan/quantize: build/asan/quantize.o build/asan/cli/options.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
-	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
+	$(CXX) $(ASAN_FLAGS) -no-pie $^ -o $@ $(MODEL_LIBS)
 build/asan/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) build/asan/server/request.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
-	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
+	$(CXX) $(ASAN_FLAGS) -no-pie $^ -o $@ $(MODEL_LIBS) -lsentencepiece_train -lutil
 build/asan/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS)) $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
-	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(OPENMP_LIBS)
+	$(CXX) $(ASAN_FLAGS) -no-pie $^ -o $@ $(OPENMP_LIBS)
 # The fuzz targets (tests/fuzz/), built with g++ and the sanitizers into one binary that runs
 # each committed seed and crash reproducer through its target once (tests/fuzz/replay_main.cpp);
 # `make fuzz` (clang, libFuzzer) is the fuzzing itself.
@@ -158,9 +160,9 @@ build/asan/fuzz/fuzz_%.o: tests/fuzz/fuzz_%.cpp Makefile
 # the targets, so it depends on the folder too (whose time changes when a target is added).
 build/asan/fuzz/replay_main.o: tests/fuzz/replay_main.cpp tests/fuzz Makefile
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -O1 '-DHEARTH_FUZZ_TARGETS=$(foreach t,$(FUZZ_NAMES),X($(t)))' -c $< -o $@
+	$(CXX) $(CXXFLAGS) -Og '-DHEARTH_FUZZ_TARGETS=$(foreach t,$(FUZZ_NAMES),X($(t)))' -c $< -o $@
 build/asan/fuzz_replay: build/asan/fuzz/replay_main.o $(patsubst %,build/asan/fuzz/fuzz_%.o,$(FUZZ_NAMES)) build/asan/server/request.o $(ASAN_CONVERT_OBJS) $(ASAN_LIB_OBJS)
-	$(CXX) $(ASAN_FLAGS) $^ -o $@ $(MODEL_LIBS)
+	$(CXX) $(ASAN_FLAGS) -no-pie $^ -o $@ $(MODEL_LIBS)
 # Under the sanitizers the unit tests skip the slowest checks against references, which compute
 # on the repository's own fixtures only (the PyTorch parity goldens and logits, perplexity and
 # quantization error budgets, the Llama-3 and Qwen3 vocabularies against their reference ids and
@@ -175,8 +177,8 @@ ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan
 # run on one that lacks them (cortex-a53). Two, because SDOT is chosen when the kernels are
 # compiled (HEARTH_ISA_DOTPROD, kernels/isa.h), not at run time: only the i8mm rows are asked
 # of the CPU (kernels/table.cpp), so a +dotprod build must not run on a CPU without it. The
-# kernels (-O2) and their tests (-O1) are compiled once per build; everything else (-O1: it is
-# checked, not timed) once, the same objects in both. Each build's kernel tests, run and
+# kernels (-O2) and their tests (-O1: at -Og they ran 20% slower under qemu) are compiled once
+# per build; everything else (-Og: it is checked, not timed) once, the same objects in both. Each build's kernel tests, run and
 # quantize link those objects: the first build holds the dotprod kernels to their references
 # too (the kernel table test runs every row the CPU can, the NEON rows beside the i8mm ones),
 # and tests/aarch64/run_e2e.sh compares run's greedy ids and quantize's files with the host's.
@@ -191,7 +193,7 @@ build/aarch64/i8mm/%.o: %.cpp Makefile
 	$(AARCH64_CXX) -O2 $(AARCH64_MARCH_i8mm) $(AARCH64_FLAGS) -c $< -o $@
 build/aarch64/common/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
-	$(AARCH64_CXX) -O1 $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) $(AARCH64_LIB_CFLAGS) -c $< -o $@
+	$(AARCH64_CXX) -Og $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) $(AARCH64_LIB_CFLAGS) -c $< -o $@
 # The kernel tests' own code takes -O1 in each build, as on the host (under qemu they ran no
 # slower than at -O2): it needs the build's -march, which says which kernels it tests; doctest's
 # runner does not, and is compiled once.

@@ -43,7 +43,7 @@ std::vector<std::string> files_in(const std::string& dir) {
     if (DIR* d = opendir(dir.c_str())) {
         while (dirent* e = readdir(d)) {
             const std::string name = e->d_name;
-            if (name[0] == '.' || name.size() > 3 && name.compare(name.size() - 3, 3, ".md") == 0) continue;
+            if (name[0] == '.' || (name.size() > 3 && name.compare(name.size() - 3, 3, ".md") == 0)) continue;
             out.push_back(dir + "/" + name);
         }
         closedir(d);
