@@ -30,22 +30,23 @@
 //    (x86/quant_avx2.cpp, gemm_k_avx2.cpp, arm/quant_neon.cpp), the GEMM from 8 tokens as Q4_K's.
 //    TinyLlama Q5_K_M from llama-quantize, 2 threads, AMD EPYC (docs/benchmarks.md): pp512 with
 //    the row kernel 50 tok/s, with the GEMM 92.
-//  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use
-//    where a row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0
-//    (one template). Q5_0 and Q4_1 x one token: Q4_0's 4-row gemv (x86/gemv_avx2.cpp) with the
-//    fifth bit / the offsets, from 2 tokens the row kernel: bench_kernels (8192 x 8192, 3 runs,
-//    GB/s of weights, gemv / rows) Q5_0 1 token, 1 thread 7.4-10.6 / 7.0-8.3, 2 threads 14.4-16.3
-//    / 9.7-14.0; 2 tokens, 1 thread 3.9-5.4 / 6.1-6.9; Q4_1 1 token, 1 thread 9.5-13.4 / 7.6-10.2,
-//    2 threads 17.7-25.7 / 14.9-16.4; 2 tokens, 2 threads 8.6-10.3 / 10.5-11.0. Q5_0 and IQ4_NL
-//    blocks are Q8_0 blocks in fewer bits, so Q8_0's AVX2 GEMM packs them (x86/gemm_avx2.cpp):
-//    Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured with tools/bench_kernels (4096 x
-//    4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows / GEMM): Q5_0 4 tokens 4.9 / 4.1,
-//    8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL 4 tokens 3.4 / 4.0, 64: 27.9 /
-//    49.7 GMAC/s. Q4_1 and Q5_1 (d * q + m) are packed as Q4_0
-//    (unsigned quants) with the blocks' offsets beside their scales: Q4_1 from 4 tokens, Q5_1
-//    from 8 (bench_kernels as above, 2-3 runs, rows / GEMM: Q4_1 3 tokens 4.4-5.4 / 4.3-4.5,
-//    4: 3.5-4.2 / 4.3-4.5, 8: 1.8 / 3.5, 64: 24 / 56-75 GMAC/s; Q5_1 4 tokens 3.4-4.5 / 3.6-3.7,
-//    6: 2.7-3.2 / 2.7-2.8, 8: 2.4 / 2.8, 64: 22 / 50-65 GMAC/s).
+//  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use where a
+//    row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0 (one
+//    template). Q5_0, Q4_1 and Q5_1 x one token: Q4_0's 4-row gemv (x86/gemv_avx2.cpp) with the fifth
+//    bit / the offsets / both, from 2 tokens the row kernel: bench_kernels (8192 x 8192, 3 runs, GB/s
+//    of weights, gemv / rows) Q5_0 1 token, 1 thread 7.4-10.6 / 7.0-8.3, 2 threads 14.4-16.3 /
+//    9.7-14.0; 2 tokens, 1 thread 3.9-5.4 / 6.1-6.9; Q4_1 1 token, 1 thread 9.5-13.4 / 7.6-10.2, 2
+//    threads 17.7-25.7 / 14.9-16.4; 2 tokens, 2 threads 8.6-10.3 / 10.5-11.0; Q5_1 1 token, 1 thread
+//    11.0 / 6.7, 2 threads 11.8 / 12.1 (this host's bandwidth that day: 15 GB/s); 2 tokens, 1 thread
+//    4.2 / 6.3 (one run). Q5_0 and IQ4_NL blocks are Q8_0 blocks in fewer bits, so Q8_0's AVX2 GEMM
+//    packs them (x86/gemm_avx2.cpp): Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured with
+//    tools/bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows / GEMM): Q5_0
+//    4 tokens 4.9 / 4.1, 8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL 4 tokens 3.4 /
+//    4.0, 64: 27.9 / 49.7 GMAC/s. Q4_1 and Q5_1 (d * q + m) are packed as Q4_0 (unsigned quants) with
+//    the blocks' offsets beside their scales: Q4_1 from 4 tokens, Q5_1 from 8 (bench_kernels as
+//    above, 2-3 runs, rows / GEMM: Q4_1 3 tokens 4.4-5.4 / 4.3-4.5, 4: 3.5-4.2 / 4.3-4.5, 8: 1.8 /
+//    3.5, 64: 24 / 56-75 GMAC/s; Q5_1 4 tokens 3.4-4.5 / 3.6-3.7, 6: 2.7-3.2 / 2.7-2.8, 8: 2.4 / 2.8,
+//    64: 22 / 50-65 GMAC/s).
 //  - Q3_K (Q3_K_M files): Q6_K's row kernels (one template: 16 groups of 16 with signed scales,
 //    the offset through the bsums), and Q6_K's AVX2 GEMM from 16 tokens, as Q6_K's (its panel
 //    takes q - 4 as it takes q - 32). bench_kernels (4096 x 4096, 1 thread, GB/s of weights,
@@ -181,7 +182,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q5_0, R, Isa::avx2, 8, AVX2(matmul_q5_0_gemm_avx2), nullptr},
     {M, TYPE_Q5_1, R, Isa::scalar, 1, matmul_q5_1_rows_scalar, nullptr},
     {M, TYPE_Q5_1, R, Isa::neon, 1, NEON(matmul_q5_1_rows_neon), nullptr},
-    {M, TYPE_Q5_1, R, Isa::avx2, 1, AVX2(matmul_q5_1_rows_avx2), nullptr},
+    {M, TYPE_Q5_1, R, Isa::avx2, 1, AVX2(matmul_q5_1_gemv_avx2), nullptr},
+    {M, TYPE_Q5_1, R, Isa::avx2, 2, AVX2(matmul_q5_1_rows_avx2), nullptr},
     {M, TYPE_Q5_1, R, Isa::avx2, 8, AVX2(matmul_q5_1_gemm_avx2), nullptr},
     {M, TYPE_IQ4_NL, R, Isa::scalar, 1, matmul_iq4_nl_rows_scalar, nullptr},
     {M, TYPE_IQ4_NL, R, Isa::neon, 1, NEON(matmul_iq4_nl_rows_neon), nullptr},

@@ -1,9 +1,9 @@
-// Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1 and Q5_0 in the plain layout: the kernel
+// Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1, Q5_0 and Q5_1 in the plain layout: the kernel
 // table's one-token rows (more tokens run one after another). run repacks Q4_0 matrices to the
 // interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the tokens/s); the Q4_0
 // kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token embedding used as the
-// output matrix, and callers that do not repack. Q4_1 and Q5_0 (GGUF files) have no interleaved
-// layout.
+// output matrix, and callers that do not repack. Q4_1, Q5_0 and Q5_1 (GGUF files) have no
+// interleaved layout.
 //
 // Generation multiplies every weight matrix by one activation row, so these kernels decide the
 // token rate. They work on 4 weight rows at once (each activation block is loaded / prepared
@@ -22,6 +22,8 @@
 //  - Q5_0 (most weights of the Q4_K_M files of models whose rows are no multiple of 256, e.g.
 //    Qwen2.5-0.5B): Q4_0's pairs with bit 4 of each quant from qh, the -16 as 16*sum(q8). Its
 //    pair sums are twice Q4_0's, so the 4 rows are reduced one hadd in int16, then in int32.
+//  - Q5_1 (d*q + m, q in 0..31: most weights of Qwen2.5-0.5B's Q5_K_M files): Q5_0's bit 4 and
+//    reduction, Q4_1's offsets.
 // Q8_0 keeps the tiled kernel of quant_avx2.cpp: a 4-row GEMV in this style measured 13%
 // slower end to end (tg64, TinyLlama shape, 2 threads, A/B in one sitting). Q4_K / Q6_K
 // keep theirs too, for now.
@@ -72,13 +74,19 @@ inline void store_rows(float* out, int r, int n, __m128 s) {
     for (int i = 0; i < n; ++i) out[r + i] = t[i];
 }
 
-// ---- Q4_0, Q4_1, Q5_0 --------------------------------------------------------------------------
+// ---- Q4_0, Q4_1, Q5_0, Q5_1 --------------------------------------------------------------------
+// What a block type adds to Q4_0's pairs: bit 4 of each quant (qh), an offset m per block.
+template <typename Block>
+constexpr bool kHasBit4 = std::is_same<Block, block_q5_0>::value || std::is_same<Block, block_q5_1>::value;
+template <typename Block>
+constexpr bool kHasOffsetM = std::is_same<Block, block_q4_1>::value || std::is_same<Block, block_q5_1>::value;
+
 // Activations of the block pair (2p, 2p+1), rearranged for the paired weight registers.
 struct alignas(32) ActPair {
     int8_t lo[32];  // a[2p].qs[0..15],  a[2p+1].qs[0..15]
     int8_t hi[32];  // a[2p].qs[16..31], a[2p+1].qs[16..31]
     float d[8];     // d8(2p) x 4, d8(2p+1) x 4
-    int32_t c[8];   // offset*sum(a[2p].qs) x 4, offset*sum(a[2p+1].qs) x 4 (offset: Q4_0 8, Q5_0 16, Q4_1 1)
+    int32_t c[8];   // offset*sum(a[2p].qs) x 4, offset*sum(a[2p+1].qs) x 4 (offset: Q4_0 8, Q5_0 16, Q4_1 and Q5_1 1)
 };
 static_assert(sizeof(ActPair) == 128, "ActPair");
 
@@ -103,7 +111,7 @@ void prepare_pairs(const block_q8_0* a, int nb, ActPair* P) {
     }
 }
 
-// fp16 scales (or, with field = &Block::m, Q4_1's offsets) of rows w[0..3] at blocks b and b1 as
+// fp16 scales (or, with field = &Block::m, Q4_1's and Q5_1's offsets) of rows w[0..3] at blocks b and b1 as
 // floats: [r0b r1b r2b r3b r0b1 r1b1 r2b1 r3b1] (kInterleave false) or [r0b r0b1 r1b r1b1 r2b
 // r2b1 r3b r3b1] (kInterleave true).
 template <bool kInterleave = false, typename Block>
@@ -128,7 +136,7 @@ inline __m256i reduce_rows4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
 }
 
-// The int16 pair sums of 4 rows of Q5_0 (each lane |x| <= 2*31*127*2 = 15748): one hadd in int16
+// The int16 pair sums of 4 rows of Q5_0 or Q5_1 (each lane |x| <= 2*31*127*2 = 15748): one hadd in int16
 // (<= 31496), then in int32 -> [r0 r1 r2 r3 | r0 r1 r2 r3] as reduce_rows4.
 inline __m256i reduce_rows4_wide(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     const __m256i ones = _mm256_set1_epi16(1);
@@ -136,9 +144,10 @@ inline __m256i reduce_rows4_wide(__m256i s0, __m256i s1, __m256i s2, __m256i s3)
                              _mm256_madd_epi16(_mm256_hadd_epi16(s2, s3), ones));
 }
 
-// Bit 4 of the quants of Q5_0 blocks x0 (low 128 bits) and x1 (high) as 0x10 bytes, in the
-// paired registers' order: lo for elements 0..15 (bits 0..15 of qh), hi for 16..31.
-inline void q5_0_pair_bit4(const block_q5_0& x0, const block_q5_0& x1, __m256i& lo, __m256i& hi) {
+// Bit 4 of the quants of Q5_0 or Q5_1 blocks x0 (low 128 bits) and x1 (high) as 0x10 bytes, in
+// the paired registers' order: lo for elements 0..15 (bits 0..15 of qh), hi for 16..31.
+template <typename Block>
+inline void q5_pair_bit4(const Block& x0, const Block& x1, __m256i& lo, __m256i& hi) {
     uint32_t h0, h1;
     std::memcpy(&h0, x0.qh, 4);
     std::memcpy(&h1, x1.qh, 4);
@@ -165,20 +174,19 @@ inline void pair(const Block* const* w, const ActPair& P, int b, size_t pf, __m2
         // odd tail: the high half repeats block b against zero activations (and zero scale)
         const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), kTwo ? loadu128(w[i][b + 1].qs) : x0, 1);
         __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-        if constexpr (std::is_same<Block, block_q5_0>::value) {
+        if constexpr (kHasBit4<Block>) {
             __m256i blo, bhi;
-            q5_0_pair_bit4(w[i][b], w[i][kTwo ? b + 1 : b], blo, bhi);
+            q5_pair_bit4(w[i][b], w[i][kTwo ? b + 1 : b], blo, bhi);
             lo = _mm256_or_si256(lo, blo);
             hi = _mm256_or_si256(hi, bhi);
         }
         s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
     }
-    const __m256i sums =
-        std::is_same<Block, block_q5_0>::value ? reduce_rows4_wide(s[0], s[1], s[2], s[3]) : reduce_rows4(s[0], s[1], s[2], s[3]);
+    const __m256i sums = kHasBit4<Block> ? reduce_rows4_wide(s[0], s[1], s[2], s[3]) : reduce_rows4(s[0], s[1], s[2], s[3]);
     const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c));
-    if constexpr (std::is_same<Block, block_q4_1>::value) {  // d*q + m: + m x d8 * sum(a) (c = sum(a))
+    if constexpr (kHasOffsetM<Block>) {  // d*q + m: + m x d8 * sum(a) (c = sum(a))
         const __m256 dsum = _mm256_mul_ps(_mm256_load_ps(P.d), _mm256_cvtepi32_ps(c));
-        acc = _mm256_fmadd_ps(scales_rows(w, b, kTwo ? b + 1 : b, &block_q4_1::m), dsum,
+        acc = _mm256_fmadd_ps(scales_rows(w, b, kTwo ? b + 1 : b, &Block::m), dsum,
                               _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(sums), acc));
     } else {
         acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, c)), acc);
@@ -194,8 +202,8 @@ void gemv_group(const Block* const* w, const ActPair* P, int nb, size_t pf, __m1
     res = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
 }
 
-// kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16); Q4_1:
-// 1, ActPair::c is sum(a) for its offsets m.
+// kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16); Q4_1
+// and Q5_1: 1, ActPair::c is sum(a) for their offsets m.
 template <typename Block, int kOffset>
 void gemv(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out,
           int out_stride, int r0, int r1) {
@@ -231,6 +239,11 @@ void matmul_q4_1_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q5_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     gemv<block_q5_0, 16>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_1_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemv<block_q5_1, 1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth
