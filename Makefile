@@ -131,8 +131,8 @@ build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNE
 # twice, sanitized) is not. -g1: line tables for the reports, at less cost than -g. -Og, not -O1:
 # the sanitized objects compile in 60% of the time (355 s of one core, all of them, against 211)
 # and the sanitized unit tests ran within 3% (221 s, 215). The programs are linked -no-pie: a
-# sanitized binary's start-up relocated it page by page (40% of its page faults), and the tests
-# start them thousands of times (the most spawning test case ran in 14 s, not 18).
+# sanitized binary's start-up relocated it page by page (40% of its page faults), and most test
+# cases start them, many of them again and again (the one that starts most ran in 14 s, not 18).
 ASAN_FLAGS := -Og -g1 -march=native -std=c++17 $(OPENMP_FLAGS) -ffp-contract=off -fno-omit-frame-pointer -I. $(LIB_CFLAGS) \
               -fsanitize=address,undefined -fno-sanitize-recover=all -MMD -MP
 ASAN_LIB_OBJS := $(patsubst %.cpp,build/asan/%.o,$(KERNEL_SRCS) $(MODEL_SRCS))
@@ -177,8 +177,8 @@ ASAN_BINS := build/asan/run build/asan/quantize build/asan/unit_tests build/asan
 # run on one that lacks them (cortex-a53). Two, because SDOT is chosen when the kernels are
 # compiled (HEARTH_ISA_DOTPROD, kernels/isa.h), not at run time: only the i8mm rows are asked
 # of the CPU (kernels/table.cpp), so a +dotprod build must not run on a CPU without it. The
-# kernels (-O2) and their tests (-O1: at -Og they ran 20% slower under qemu) are compiled once
-# per build; everything else (-Og: it is checked, not timed) once, the same objects in both. Each build's kernel tests, run and
+# kernels (-O2) and their tests (-O1) are compiled once per build; everything else (-Og: it is
+# checked, not timed) once, the same objects in both. Each build's kernel tests, run and
 # quantize link those objects: the first build holds the dotprod kernels to their references
 # too (the kernel table test runs every row the CPU can, the NEON rows beside the i8mm ones),
 # and tests/aarch64/run_e2e.sh compares run's greedy ids and quantize's files with the host's.
@@ -194,9 +194,9 @@ build/aarch64/i8mm/%.o: %.cpp Makefile
 build/aarch64/common/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) -Og $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) $(AARCH64_LIB_CFLAGS) -c $< -o $@
-# The kernel tests' own code takes -O1 in each build, as on the host (under qemu they ran no
-# slower than at -O2): it needs the build's -march, which says which kernels it tests; doctest's
-# runner does not, and is compiled once.
+# The kernel tests' own code takes -O1 in each build (under qemu they ran no slower than at
+# -O2, and at -Og 20% slower, where the host's ran as fast): it needs the build's -march, which
+# says which kernels it tests; doctest's runner does not, and is compiled once.
 build/aarch64/plain/tests/%.o: tests/%.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(AARCH64_CXX) -O1 $(AARCH64_MARCH_plain) $(AARCH64_FLAGS) -c $< -o $@

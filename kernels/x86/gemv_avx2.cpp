@@ -1,7 +1,7 @@
-// Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1, Q5_0 and Q5_1 in the plain layout: the kernel
-// table's one-token rows (more tokens run one after another). run repacks Q4_0 matrices to the
-// interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the tokens/s); the Q4_0
-// kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token embedding used as the
+// Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1, Q5_0 and Q5_1 in the plain layout:
+// the kernel table's one-token rows (more tokens run one after another). run repacks Q4_0
+// matrices to the interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the
+// tokens/s); the Q4_0 kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token embedding used as the
 // output matrix, and callers that do not repack. Q4_1, Q5_0 and Q5_1 (GGUF files) have no
 // interleaved layout.
 //
@@ -86,7 +86,7 @@ struct alignas(32) ActPair {
     int8_t lo[32];  // a[2p].qs[0..15],  a[2p+1].qs[0..15]
     int8_t hi[32];  // a[2p].qs[16..31], a[2p+1].qs[16..31]
     float d[8];     // d8(2p) x 4, d8(2p+1) x 4
-    int32_t c[8];   // offset*sum(a[2p].qs) x 4, offset*sum(a[2p+1].qs) x 4 (offset: Q4_0 8, Q5_0 16, Q4_1 and Q5_1 1)
+    int32_t c[8];   // offset*sum(a[2p].qs) x 4, offset*sum(a[2p+1].qs) x 4 (offset: Q4_0 8, Q5_0 16, else 1)
 };
 static_assert(sizeof(ActPair) == 128, "ActPair");
 
@@ -111,9 +111,9 @@ void prepare_pairs(const block_q8_0* a, int nb, ActPair* P) {
     }
 }
 
-// fp16 scales (or, with field = &Block::m, Q4_1's and Q5_1's offsets) of rows w[0..3] at blocks b and b1 as
-// floats: [r0b r1b r2b r3b r0b1 r1b1 r2b1 r3b1] (kInterleave false) or [r0b r0b1 r1b r1b1 r2b
-// r2b1 r3b r3b1] (kInterleave true).
+// fp16 scales (or, with field = &Block::m, Q4_1's and Q5_1's offsets) of rows w[0..3] at blocks
+// b and b1 as floats: [r0b r1b r2b r3b r0b1 r1b1 r2b1 r3b1] (kInterleave false) or [r0b r0b1 r1b
+// r1b1 r2b r2b1 r3b r3b1] (kInterleave true).
 template <bool kInterleave = false, typename Block>
 inline __m256 scales_rows(const Block* const* w, int b, int b1, uint16_t Block::*field = &Block::d) {
     auto pos = [](int i, int k) { return kInterleave ? 2 * i + k : 4 * k + i; };
@@ -136,8 +136,8 @@ inline __m256i reduce_rows4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
 }
 
-// The int16 pair sums of 4 rows of Q5_0 or Q5_1 (each lane |x| <= 2*31*127*2 = 15748): one hadd in int16
-// (<= 31496), then in int32 -> [r0 r1 r2 r3 | r0 r1 r2 r3] as reduce_rows4.
+// The int16 pair sums of 4 rows of Q5_0 or Q5_1 (each lane |x| <= 2*31*127*2 = 15748): one hadd
+// in int16 (<= 31496), then in int32 -> [r0 r1 r2 r3 | r0 r1 r2 r3] as reduce_rows4.
 inline __m256i reduce_rows4_wide(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     const __m256i ones = _mm256_set1_epi16(1);
     return _mm256_hadd_epi32(_mm256_madd_epi16(_mm256_hadd_epi16(s0, s1), ones),
