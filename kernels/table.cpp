@@ -92,6 +92,19 @@
 //    at 16, 0.93 at 24, 1.06-1.15 at 32, 1.1-1.2 at 64 and 128 (docs/benchmarks.md, "AMX prompt GEMM").
 //    Interleaved Q4_K from 32 too: AMX / zmm 0.95-1.16 at 32 tokens, 1.4-2.4 at 64 (bench_kernels,
 //    three runs; docs/benchmarks.md, "Q4_K on AMX tiles").
+//  - One token on AMD Zen 4 (family 0x19 with AVX-512): the AVX2 rows, not the AVX-512 few-token
+//    kernels of interleaved Q4_0, Q8_0 and Q4_K (Isa::avx512_not_zen4). Zen 4 runs them fast from
+//    cache (bench_kernels 5632 x 2048, 1 thread, Q4_0: 53.8 GB/s against the AVX2 rows' 42.3) but
+//    streams them from memory slowly (32768 x 4096, 75 MB, 2 threads, GB/s of weights, AVX2 rows /
+//    few-token kernel): Q4_0 1 token 48.2 / 32.1, 2: 43.8 / 31.3, 3: 33.7 / 32.2, 4: 26.9 / 32.7;
+//    Q8_0 1: 40.6 / 34.6, 2: 39.4 / 32.8, 3: 36.3 / 32.6, 4: 29.4 / 32.3; Q4_K 1: 51.7 / 28.6, 2:
+//    47.1 / 27.1, 4: 29.5 / 27.9, 5: 21.4 / 26.3, 6: 18.3 / 21.5. End to end (TinyLlama shape, tg128,
+//    2 threads, 3 alternated runs, medians, tok/s): q4_0 50.6 -> 73.4, q8_0 32.5 -> 45.7, q4_k_m 39.8
+//    -> 70.8; Llama-2-7B q4_0 tg64 7.42 -> 12.88 (docs/benchmarks.md, "Zen 4"). So there the
+//    few-token kernels take over where their rows of 4 (Q4_0, Q8_0) and 5 (Q4_K) tokens start. On
+//    the Intel Xeons measured above they are at least as fast from 1 token, so they stay from 1
+//    there; Zen 5 (family 0x1A) was not measured and is treated as Intel. Q6_K's few-token kernel
+//    reads as fast as the AVX2 rows on Zen 4 (1 token 42.6 / 43.0 GB/s) and stays.
 //  - NEON i8mm (SMMLA) GEMMs from 4 tokens: a guess, not measured (there is no ARM CPU here).
 #include "kernels/table.h"
 
@@ -218,7 +231,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2_NO_VNNI(matmul_q4_0x8_few_avx2), nullptr},  // over the GEMM, where built
-    {M, TYPE_Q4_0, X8, Isa::avx512, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512, 4, AVX512(matmul_q4_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
     {M, TYPE_Q4_0, X8, Isa::avx512, 16, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::amx, 32, AMX(matmul_q4_0x8_gemm_amx), nullptr},
@@ -227,7 +240,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q8_0, X8, Isa::i8mm, 4, I8MM(matmul_q8_0x8_gemm_i8mm), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
-    {M, TYPE_Q8_0, X8, Isa::avx512, 1, AVX512(matmul_q8_0x8_few_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q8_0x8_few_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512, 4, AVX512(matmul_q8_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
     {M, TYPE_Q8_0, X8, Isa::avx512, 16, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::amx, 32, AMX(matmul_q8_0x8_gemm_amx), nullptr},
@@ -236,7 +249,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, X8, Isa::i8mm, 4, I8MM(matmul_q4_kx8_gemm_i8mm), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 1, AVX2(matmul_q4_kx8_rows_avx2), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 32, AVX2(matmul_q4_kx8_gemm_avx2), nullptr},
-    {M, TYPE_Q4_K, X8, Isa::avx512, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx512, 5, AVX512(matmul_q4_kx8_few_avx512), nullptr},  // over the AVX2 rows on Zen 4
     {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::amx, 32, AMX(matmul_q4_kx8_gemm_amx), nullptr},
 };
@@ -255,6 +269,19 @@ bool cpu_has(Isa isa) {
         case Isa::avx512: {
             static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+            return ok;
+        }
+        case Isa::avx512_not_zen4: {
+            // Zen 4 is AMD's family 0x19 with AVX-512 (Zen 3, the same family, has none).
+            static const bool ok = [] {
+                unsigned a = 0, b = 0, c = 0, d = 0;
+                if (!cpu_has(Isa::avx512)) return false;
+                if (!__get_cpuid(0, &a, &b, &c, &d)) return true;
+                const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
+                if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return true;
+                const unsigned family = ((a >> 8) & 0xF) == 0xF ? 0xF + ((a >> 20) & 0xFF) : (a >> 8) & 0xF;
+                return family != 0x19;
+            }();
             return ok;
         }
         case Isa::amx: {
@@ -289,6 +316,7 @@ const char* isa_name(Isa isa) {
         case Isa::scalar: return "scalar";
         case Isa::avx2: return "avx2";
         case Isa::avx512: return "avx512";
+        case Isa::avx512_not_zen4: return "avx512-not-zen4";
         case Isa::amx: return "amx";
         case Isa::neon: return "neon";
         case Isa::i8mm: return "i8mm";

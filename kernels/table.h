@@ -10,8 +10,9 @@
 
 namespace hearth {
 
-// The instruction sets of the rows (the macros of kernels/isa.h).
-enum class Isa : uint8_t { scalar, avx2, avx512, amx, neon, i8mm };
+// The instruction sets of the rows (the macros of kernels/isa.h). avx512_not_zen4: AVX-512 on a CPU
+// other than AMD's Zen 4, for the rows that lose there (kernels/table.cpp says which and why).
+enum class Isa : uint8_t { scalar, avx2, avx512, avx512_not_zen4, amx, neon, i8mm };
 const char* isa_name(Isa isa);
 
 enum class KernelOp : uint8_t {
