@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <random>
@@ -376,4 +378,46 @@ TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the O
         MESSAGE("AMX rows: " << available << " of " << amx << " available and tested");
     else
         MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
+}
+
+TEST_CASE("kernel table: the AVX-512 rows kept off AMD Zen 4 are available exactly on AVX-512 CPUs other than Zen 4") {
+    // What the kernel asks CPUID, against what Linux reports in /proc/cpuinfo.
+    std::FILE* f = std::fopen("/proc/cpuinfo", "r");
+    if (!f) {
+        MESSAGE("not tested: no /proc/cpuinfo");
+        return;
+    }
+    std::string vendor, family, flags;
+    char line[8192];
+    while (std::fgets(line, sizeof line, f) && flags.empty()) {
+        const std::string l = line;
+        auto value = [&](const char* key) {
+            if (l.rfind(key, 0) != 0) return std::string();
+            const size_t colon = l.find(':');
+            return colon == std::string::npos ? std::string() : l.substr(colon + 1);
+        };
+        if (vendor.empty()) vendor = value("vendor_id");
+        if (family.empty()) family = value("cpu family");
+        flags = value("flags");
+    }
+    std::fclose(f);
+    if (flags.empty()) {
+        MESSAGE("not tested: /proc/cpuinfo has no x86 flags line (not an x86 CPU)");
+        return;
+    }
+    auto has_flag = [&](const char* name) { return (flags + " ").find(std::string(" ") + name + " ") != std::string::npos; };
+    const bool avx512 = has_flag("avx512f") && has_flag("avx512bw") && has_flag("avx512vl") && has_flag("avx512_vnni");
+    const bool amd_family_19 = vendor.find("AuthenticAMD") != std::string::npos && std::atoi(family.c_str()) == 25;
+    int n = 0, seen = 0;
+    const KernelRow* rows = kernel_rows(&n);
+    for (int i = 0; i < n; i++) {
+        if (rows[i].isa != Isa::avx512_not_zen4 || !rows[i].matmul) continue;  // built rows only
+        CAPTURE(describe(rows[i]));
+        CHECK(kernel_row_available(rows[i]) == (avx512 && !amd_family_19));  // Zen 4: family 25 with AVX-512
+        seen++;
+    }
+    const std::string cpu = std::string(amd_family_19 ? "AMD family 25 (Zen 3 or 4)" : "not AMD family 25") +
+                            (avx512 ? ", with" : ", without") +
+                            " AVX-512 VNNI; built avx512-not-zen4 rows checked: " + std::to_string(seen);
+    MESSAGE("CPU: " << cpu);
 }
