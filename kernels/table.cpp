@@ -98,7 +98,7 @@
 //    streams them from memory slowly (32768 x 4096, 75 MB, 2 threads, GB/s of weights, AVX2 rows /
 //    few-token kernel): Q4_0 1 token 48.2 / 32.1, 2: 43.8 / 31.3, 3: 33.7 / 32.2, 4: 26.9 / 32.7;
 //    Q8_0 1: 40.6 / 34.6, 2: 39.4 / 32.8, 3: 36.3 / 32.6, 4: 29.4 / 32.3; Q4_K 1: 51.7 / 28.6, 2:
-//    47.1 / 27.1, 4: 29.5 / 27.9, 5: 21.4 / 26.3, 6: 18.3 / 21.5. End to end (TinyLlama shape, tg128,
+//    47.1 / 27.1, 4: 29.5 / 27.7, 5: 21.4 / 26.3, 6: 18.3 / 21.5. End to end (TinyLlama shape, tg128,
 //    2 threads, 3 alternated runs, medians, tok/s): q4_0 49.8 -> 75.2, q8_0 32.0 -> 44.2, q4_k_m 39.6
 //    -> 70.4; Llama-2-7B q4_0 tg64 7.35 -> 12.60 (docs/benchmarks.md, "Zen 4"). So there the
 //    few-token kernels take over where their rows of 4 (Q4_0, Q8_0) and 5 (Q4_K) tokens start. On
