@@ -273,15 +273,7 @@ bool cpu_has(Isa isa) {
         }
         case Isa::avx512_not_zen4: {
             // Zen 4 is AMD's family 0x19 with AVX-512 (Zen 3, the same family, has none).
-            static const bool ok = [] {
-                unsigned a = 0, b = 0, c = 0, d = 0;
-                if (!cpu_has(Isa::avx512)) return false;
-                if (!__get_cpuid(0, &a, &b, &c, &d)) return true;
-                const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
-                if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return true;
-                const unsigned family = ((a >> 8) & 0xF) == 0xF ? 0xF + ((a >> 20) & 0xFF) : (a >> 8) & 0xF;
-                return family != 0x19;
-            }();
+            static const bool ok = cpu_has(Isa::avx512) && !__builtin_cpu_is("amdfam19h");
             return ok;
         }
         case Isa::amx: {

@@ -13,9 +13,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -381,26 +381,23 @@ TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the O
 }
 
 TEST_CASE("kernel table: the AVX-512 rows kept off AMD Zen 4 are available exactly on AVX-512 CPUs other than Zen 4") {
-    // What the kernel asks CPUID, against what Linux reports in /proc/cpuinfo.
-    std::FILE* f = std::fopen("/proc/cpuinfo", "r");
-    if (!f) {
+    // What the table asks the CPU (__builtin_cpu_is, from CPUID), against what Linux reports in /proc/cpuinfo.
+    std::ifstream in("/proc/cpuinfo");
+    if (!in) {
         MESSAGE("not tested: no /proc/cpuinfo");
         return;
     }
-    std::string vendor, family, flags;
-    char line[8192];
-    while (std::fgets(line, sizeof line, f) && flags.empty()) {
-        const std::string l = line;
+    std::string vendor, family, flags, line;
+    while (flags.empty() && std::getline(in, line)) {
         auto value = [&](const char* key) {
-            if (l.rfind(key, 0) != 0) return std::string();
-            const size_t colon = l.find(':');
-            return colon == std::string::npos ? std::string() : l.substr(colon + 1);
+            if (line.rfind(key, 0) != 0) return std::string();
+            const size_t colon = line.find(':');
+            return colon == std::string::npos ? std::string() : line.substr(colon + 1);
         };
         if (vendor.empty()) vendor = value("vendor_id");
         if (family.empty()) family = value("cpu family");
         flags = value("flags");
     }
-    std::fclose(f);
     if (flags.empty()) {
         MESSAGE("not tested: /proc/cpuinfo has no x86 flags line (not an x86 CPU)");
         return;
