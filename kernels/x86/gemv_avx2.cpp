@@ -1,9 +1,9 @@
 // Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1, Q5_0 and Q5_1 in the plain layout:
 // the kernel table's one-token rows (more tokens run one after another). run repacks Q4_0
 // matrices to the interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the
-// tokens/s); the Q4_0 kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token embedding used as the
-// output matrix, and callers that do not repack. Q4_1, Q5_0 and Q5_1 (GGUF files) have no
-// interleaved layout.
+// tokens/s); the Q4_0 kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token
+// embedding used as the output matrix, and callers that do not repack. Q4_1, Q5_0 and Q5_1 (GGUF
+// files) have no interleaved layout.
 //
 // Generation multiplies every weight matrix by one activation row, so these kernels decide the
 // token rate. They work on 4 weight rows at once (each activation block is loaded / prepared

@@ -25,8 +25,8 @@ HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_iq4_xs_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
-// Q4_0, Q4_1, Q5_0 and Q5_1 rows read 4 at a time for one token (x86/gemv_avx2.cpp); more tokens, one
-// after another.
+// Q4_0, Q4_1, Q5_0 and Q5_1 rows read 4 at a time for one token (x86/gemv_avx2.cpp); more
+// tokens, one after another.
 HEARTH_DECLARE_MATMUL(matmul_q4_0_gemv_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_1_gemv_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_0_gemv_avx2)
