@@ -21,7 +21,8 @@
 //    in registers (8 tokens: 8 int32 sums + 8 float accumulators + the weight vectors).
 //  - Weights are prefetched one record per block ahead of use in both streams, a distance of
 //    ~kPrefetchBytes per stream; near the end of a pair of groups the requests move on to the next
-//    pair's records, so that each pair's start is in flight before it is reached.
+//    pair's records, so that each pair's start is in flight before it is reached. Into L1, or
+//    into L2 for AMD Zen 4 (the _l2 functions; kernels/table.cpp says why).
 //  - An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
 // Whole groups only: kernels/matmul.cpp sends the plain rows after the last whole group to the
 // plain layout's kernel.
@@ -90,7 +91,7 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, Acts<NT>* out) {
 
 // The 16 rows of the groups at ga and gb (nb records each) x NT tokens: out[t * os + i] for the
 // rows i set in keep. (na, nbp): the next pair's groups, prefetched near the end (or null).
-template <typename WBlock, int NT>
+template <typename WBlock, PrefetchTo kTo, int NT>
 void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const Acts<NT>* act,
                  float* out, size_t os, __mmask16 keep, bool add) {
     constexpr bool kQ4 = sizeof(WBlock) == sizeof(block_q4_0);
@@ -105,12 +106,12 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; ++b, ga += kRec, gb += kRec, ++act) {
         if (b + kAhead < nb) {
-            prefetch_ahead<kRecLines>(ga, kAhead * kRec);
-            prefetch_ahead<kRecLines>(gb, kAhead * kRec);
+            prefetch_ahead<kRecLines, kTo>(ga, kAhead * kRec);
+            prefetch_ahead<kRecLines, kTo>(gb, kAhead * kRec);
         } else if (na) {
             const size_t o = size_t(b + kAhead - nb) * kRec;
-            prefetch_ahead<kRecLines>(na, o);
-            prefetch_ahead<kRecLines>(nbp, o);
+            prefetch_ahead<kRecLines, kTo>(na, o);
+            prefetch_ahead<kRecLines, kTo>(nbp, o);
         }
         __m512i s[NT], s2[NT];
         for (int t = 0; t < NT; ++t) {
@@ -159,30 +160,30 @@ void pack_tokens(const char* A, size_t arb, int nb, int t0, uint8_t* buf) {
     pack_acts<NT, sizeof(WBlock) == sizeof(block_q4_0) ? 8 : 128>(A, arb, nb, t0, reinterpret_cast<Acts<NT>*>(buf));
 }
 
-template <typename WBlock, int NT>
+template <typename WBlock, PrefetchTo kTo, int NT>
 void run_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const uint8_t* buf,
                 float* out, size_t os, __mmask16 keep, bool add) {
-    pair_tokens<WBlock, NT>(ga, gb, na, nbp, nb, reinterpret_cast<const Acts<NT>*>(buf), out, os, keep, add);
+    pair_tokens<WBlock, kTo, NT>(ga, gb, na, nbp, nb, reinterpret_cast<const Acts<NT>*>(buf), out, os, keep, add);
 }
 
 // The instantiations for 1..kMaxTok tokens, indexed by the token count - 1.
-template <typename WBlock, int... I>
+template <typename WBlock, PrefetchTo kTo, int... I>
 struct TokenKernels {
     using Pack = void (*)(const char*, size_t, int, int, uint8_t*);
     using Run = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, int, const uint8_t*, float*, size_t,
                          __mmask16, bool);
     static constexpr Pack pack[sizeof...(I)] = {pack_tokens<WBlock, I + 1>...};
-    static constexpr Run run[sizeof...(I)] = {run_tokens<WBlock, I + 1>...};
+    static constexpr Run run[sizeof...(I)] = {run_tokens<WBlock, kTo, I + 1>...};
 };
-template <typename WBlock, int... I>
-constexpr typename TokenKernels<WBlock, I...>::Pack TokenKernels<WBlock, I...>::pack[];
-template <typename WBlock, int... I>
-constexpr typename TokenKernels<WBlock, I...>::Run TokenKernels<WBlock, I...>::run[];
+template <typename WBlock, PrefetchTo kTo, int... I>
+constexpr typename TokenKernels<WBlock, kTo, I...>::Pack TokenKernels<WBlock, kTo, I...>::pack[];
+template <typename WBlock, PrefetchTo kTo, int... I>
+constexpr typename TokenKernels<WBlock, kTo, I...>::Run TokenKernels<WBlock, kTo, I...>::run[];
 
-template <typename WBlock, int... I>
-TokenKernels<WBlock, I...> token_kernels(std::integer_sequence<int, I...>);
-template <typename WBlock>
-using Kernels = decltype(token_kernels<WBlock>(std::make_integer_sequence<int, kMaxTok>()));
+template <typename WBlock, PrefetchTo kTo, int... I>
+TokenKernels<WBlock, kTo, I...> token_kernels(std::integer_sequence<int, I...>);
+template <typename WBlock, PrefetchTo kTo>
+using Kernels = decltype(token_kernels<WBlock, kTo>(std::make_integer_sequence<int, kMaxTok>()));
 
 // Whole groups of rows, any number of tokens (the driver, few_tokens_avx512.h), in chunks of
 // columns whose activations (8 tokens x 40 bytes per block) stay in L1 for all the pairs: with
@@ -201,25 +202,35 @@ static int chunk_blocks() {
 #endif
 }
 
-template <typename WBlock>
+template <typename WBlock, PrefetchTo kTo>
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                 int r1) {
     static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
     // 40 bytes per token and block
-    few_tokens_x8<Kernels<WBlock>, kMaxTok, 8 * sizeof(WBlock), sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK8_0, n_tokens, out,
-                                                                                 os, r0, r1, chunk_blocks());
+    few_tokens_x8<Kernels<WBlock, kTo>, kMaxTok, 8 * sizeof(WBlock), sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK8_0, n_tokens,
+                                                                                      out, os, r0, r1, chunk_blocks());
 }
 
 }  // namespace
 
 void matmul_q4_0x8_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                               float* out, int out_stride, int r0, int r1) {
-    few_tokens<block_q4_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    few_tokens<block_q4_0, PrefetchTo::l1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                               float* out, int out_stride, int r0, int r1) {
-    few_tokens<block_q8_0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    few_tokens<block_q8_0, PrefetchTo::l1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_0x8_few_l2_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                                 float* out, int out_stride, int r0, int r1) {
+    few_tokens<block_q4_0, PrefetchTo::l2>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q8_0x8_few_l2_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                                 float* out, int out_stride, int r0, int r1) {
+    few_tokens<block_q8_0, PrefetchTo::l2>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

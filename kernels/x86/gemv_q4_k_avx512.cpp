@@ -32,7 +32,8 @@
 //    columns (kChunk super-blocks), whose records are then in L1/L2.
 //  - Weights are prefetched one record per super-block ahead of use in both streams, a distance
 //    of ~kPrefetchBytes per stream; near the end of a pair's chunk the requests move on to the
-//    next pair's records, so that each pair's start is in flight before it is reached.
+//    next pair's records, so that each pair's start is in flight before it is reached. Into L1,
+//    or into L2 for AMD Zen 4 (the _l2 function; kernels/table.cpp says why).
 //  - An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
 // Whole groups only: kernels/matmul.cpp sends the plain rows after the last whole group to the
 // plain layout's kernel.
@@ -118,7 +119,7 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, Acts<NT>* out) {
 
 // The 16 rows of the groups at ga and gb (nb records each) x NT tokens: out[t * os + i] for the
 // rows i set in keep. (na, nbp): the next pair's groups, prefetched near the end (or null).
-template <int NT>
+template <PrefetchTo kTo, int NT>
 void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const Acts<NT>* act,
                  float* out, size_t os, __mmask16 keep, bool add) {
     constexpr size_t kRecLines = (kRec + 63) / 64 * 64;
@@ -130,12 +131,12 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; ++b, ga += kRec, gb += kRec, ++act) {
         if (b + kAhead < nb) {
-            prefetch_ahead<kRecLines>(ga, kAhead * kRec);
-            prefetch_ahead<kRecLines>(gb, kAhead * kRec);
+            prefetch_ahead<kRecLines, kTo>(ga, kAhead * kRec);
+            prefetch_ahead<kRecLines, kTo>(gb, kAhead * kRec);
         } else if (na) {
             const size_t o = size_t(b + kAhead - nb) * kRec;
-            prefetch_ahead<kRecLines>(na, o);
-            prefetch_ahead<kRecLines>(nbp, o);
+            prefetch_ahead<kRecLines, kTo>(na, o);
+            prefetch_ahead<kRecLines, kTo>(nbp, o);
         }
         // The 16 rows' scales and mins (byte j of a lane: sub-block j of sc_lo / mn_lo, 4 + j of
         // sc_hi / mn_hi); each sub-block's scale as a float per lane, read by the chunk loop.
@@ -209,29 +210,30 @@ void pack_tokens(const char* A, size_t arb, int nb, int t0, uint8_t* buf) {
     pack_acts<NT>(A, arb, nb, t0, reinterpret_cast<Acts<NT>*>(buf));
 }
 
-template <int NT>
+template <PrefetchTo kTo, int NT>
 void run_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const uint8_t* buf,
                 float* out, size_t os, __mmask16 keep, bool add) {
-    pair_tokens<NT>(ga, gb, na, nbp, nb, reinterpret_cast<const Acts<NT>*>(buf), out, os, keep, add);
+    pair_tokens<kTo, NT>(ga, gb, na, nbp, nb, reinterpret_cast<const Acts<NT>*>(buf), out, os, keep, add);
 }
 
 // The instantiations for 1..kMaxTok tokens, indexed by the token count - 1.
-template <int... I>
+template <PrefetchTo kTo, int... I>
 struct TokenKernels {
     using Pack = void (*)(const char*, size_t, int, int, uint8_t*);
     using Run = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, int, const uint8_t*, float*, size_t,
                          __mmask16, bool);
     static constexpr Pack pack[sizeof...(I)] = {pack_tokens<I + 1>...};
-    static constexpr Run run[sizeof...(I)] = {run_tokens<I + 1>...};
+    static constexpr Run run[sizeof...(I)] = {run_tokens<kTo, I + 1>...};
 };
-template <int... I>
-constexpr typename TokenKernels<I...>::Pack TokenKernels<I...>::pack[];
-template <int... I>
-constexpr typename TokenKernels<I...>::Run TokenKernels<I...>::run[];
+template <PrefetchTo kTo, int... I>
+constexpr typename TokenKernels<kTo, I...>::Pack TokenKernels<kTo, I...>::pack[];
+template <PrefetchTo kTo, int... I>
+constexpr typename TokenKernels<kTo, I...>::Run TokenKernels<kTo, I...>::run[];
 
-template <int... I>
-TokenKernels<I...> token_kernels(std::integer_sequence<int, I...>);
-using Kernels = decltype(token_kernels(std::make_integer_sequence<int, kMaxTok>()));
+template <PrefetchTo kTo, int... I>
+TokenKernels<kTo, I...> token_kernels(std::integer_sequence<int, I...>);
+template <PrefetchTo kTo>
+using Kernels = decltype(token_kernels<kTo>(std::make_integer_sequence<int, kMaxTok>()));
 
 // Whole groups of rows, any number of tokens (the driver, few_tokens_avx512.h), in chunks of
 // kChunk super-blocks. A chunk's activations of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in
@@ -241,18 +243,24 @@ using Kernels = decltype(token_kernels(std::make_integer_sequence<int, kMaxTok>(
 #endif
 constexpr int kChunk = HEARTH_Q4K_FEW_CHUNK;
 
+template <PrefetchTo kTo>
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                 int r1) {
     static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
     // 276 bytes per token and super-block
-    few_tokens_x8<Kernels, kMaxTok, kRec, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out, os, r0, r1, kChunk);
+    few_tokens_x8<Kernels<kTo>, kMaxTok, kRec, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out, os, r0, r1, kChunk);
 }
 
 }  // namespace
 
 void matmul_q4_kx8_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                               float* out, int out_stride, int r0, int r1) {
-    few_tokens(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    few_tokens<PrefetchTo::l1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_kx8_few_l2_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                                 float* out, int out_stride, int r0, int r1) {
+    few_tokens<PrefetchTo::l2>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

@@ -19,6 +19,8 @@
 //    token's d. The integer sub-block sums are the scalar kernel's exactly; the float side differs
 //    in rounding only.
 //  - Tokens beyond kMaxTok run in further passes over the same row, then in L1.
+//  - The row is prefetched ~kPrefetchBytes ahead, into L1, or into L2 for AMD Zen 4 at 2 to 5
+//    tokens (matmul_q6_k_few_l2_avx512; kernels/table.cpp says why).
 #include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX512)
@@ -71,7 +73,7 @@ void pack_act(const block_q8_K& a, Act& o) {
 // 128-bit chunk, so that lane l of all four vectors holds 16 elements of one sub-block: vpdpbusd
 // (4 products a lane, no saturation) then sums a whole sub-block per lane over the four, and the
 // scales apply once per token and block, in float (scale * d exact in float; then x the token's d).
-template <int NT>
+template <PrefetchTo kTo, int NT>
 void row_tokens(const block_q6_K* w, const Act* const* a, int nb, float* out, size_t os) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     alignas(16) int8_t perm[16];
@@ -82,7 +84,7 @@ void row_tokens(const block_q6_K* w, const Act* const* a, int nb, float* out, si
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nb; ++b) {
         const block_q6_K& x = w[b];
-        prefetch_ahead<sizeof(block_q6_K)>(&x, pf);
+        prefetch_ahead<sizeof(block_q6_K), kTo>(&x, pf);
         const __m512i h = loadu512(x.qh);
         const __m512i h2 = _mm512_srli_epi16(h, 2);
         __m512i n[4];
@@ -111,13 +113,13 @@ void row_tokens(const block_q6_K* w, const Act* const* a, int nb, float* out, si
 }
 
 using RowFn = void (*)(const block_q6_K*, const Act* const*, int, float*, size_t);
-constexpr RowFn kRow[kMaxTok] = {row_tokens<1>, row_tokens<2>, row_tokens<3>, row_tokens<4>,
-                                 row_tokens<5>, row_tokens<6>, row_tokens<7>, row_tokens<8>};
+template <PrefetchTo kTo>
+constexpr RowFn kRow[kMaxTok] = {row_tokens<kTo, 1>, row_tokens<kTo, 2>, row_tokens<kTo, 3>, row_tokens<kTo, 4>,
+                                 row_tokens<kTo, 5>, row_tokens<kTo, 6>, row_tokens<kTo, 7>, row_tokens<kTo, 8>};
 
-}  // namespace
-
-void matmul_q6_k_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
-                            float* out, int out_stride, int r0, int r1) {
+template <PrefetchTo kTo>
+void few_tokens(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out,
+                int out_stride, int r0, int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
     const int nb = n_cols / QK_K;
     const char* Wc = static_cast<const char*>(W);
@@ -133,9 +135,21 @@ void matmul_q6_k_few_avx512(const void* W, size_t w_row_bytes, const void* A, si
             const int nt = std::min(kMaxTok, n_tokens - t0);
             const Act* a[kMaxTok];
             for (int t = 0; t < nt; ++t) a[t] = acts + size_t(t0 + t) * size_t(nb);
-            kRow[nt - 1](w, a, nb, out + size_t(t0) * size_t(out_stride) + r, size_t(out_stride));
+            kRow<kTo>[nt - 1](w, a, nb, out + size_t(t0) * size_t(out_stride) + r, size_t(out_stride));
         }
     }
+}
+
+}  // namespace
+
+void matmul_q6_k_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                            float* out, int out_stride, int r0, int r1) {
+    few_tokens<PrefetchTo::l1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q6_k_few_l2_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
+    few_tokens<PrefetchTo::l2>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

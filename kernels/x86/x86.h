@@ -69,12 +69,17 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)
 // groups per pass, each record read once per block of up to 8 tokens, nothing packed.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_few_avx512)
+// The same kernels prefetching into L2, not L1 (kernels/prefetch.h): for AMD Zen 4.
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_l2_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q8_0x8_few_l2_avx512)
 // Few tokens on plain Q6_K rows (x86/gemv_q6_k_avx512.cpp): a row at a time, each super-block
 // decoded once per block of up to 8 tokens.
 HEARTH_DECLARE_MATMUL(matmul_q6_k_few_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q6_k_few_l2_avx512)  // prefetching into L2, for Zen 4
 // The same for interleaved Q4_K x Q8_K (x86/gemv_q4_k_avx512.cpp): sub-block scales applied per
 // token and chunk, the mins by their activation sums.
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_few_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q4_kx8_few_l2_avx512)  // prefetching into L2, for Zen 4
 
 // AMX tiles, TDPBSSD (x86/gemm_amx.cpp; HEARTH_ISA_AMX): 16 tokens x 16 rows (two interleaved
 // groups) per tile, the float side on zmm. Each call configures the tiles on its own thread.
