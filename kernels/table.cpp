@@ -92,19 +92,32 @@
 //    at 16, 0.93 at 24, 1.06-1.15 at 32, 1.1-1.2 at 64 and 128 (docs/benchmarks.md, "AMX prompt GEMM").
 //    Interleaved Q4_K from 32 too: AMX / zmm 0.95-1.16 at 32 tokens, 1.4-2.4 at 64 (bench_kernels,
 //    three runs; docs/benchmarks.md, "Q4_K on AMX tiles").
-//  - One token on AMD Zen 4 (family 0x19 with AVX-512): the AVX2 rows, not the AVX-512 few-token
-//    kernels of interleaved Q4_0, Q8_0 and Q4_K (Isa::avx512_not_zen4). Zen 4 runs them fast from
-//    cache (bench_kernels 5632 x 2048, 1 thread, Q4_0: 53.8 GB/s against the AVX2 rows' 42.3) but
-//    streams them from memory slowly (32768 x 4096, 75 MB, 2 threads, GB/s of weights, AVX2 rows /
-//    few-token kernel): Q4_0 1 token 48.2 / 32.1, 2: 43.8 / 31.3, 3: 33.7 / 32.2, 4: 26.9 / 32.7;
-//    Q8_0 1: 40.6 / 34.6, 2: 39.4 / 32.8, 3: 36.3 / 32.6, 4: 29.4 / 32.3; Q4_K 1: 51.7 / 28.6, 2:
-//    47.1 / 27.1, 4: 29.5 / 27.7, 5: 21.4 / 26.3, 6: 18.3 / 21.5. End to end (TinyLlama shape, tg128,
-//    2 threads, 3 alternated runs, medians, tok/s): q4_0 49.8 -> 75.2, q8_0 32.0 -> 44.2, q4_k_m 39.6
-//    -> 70.4; Llama-2-7B q4_0 tg64 7.35 -> 12.60 (docs/benchmarks.md, "Zen 4"). So there the
-//    few-token kernels take over where their rows of 4 (Q4_0, Q8_0) and 5 (Q4_K) tokens start. On
-//    the Intel Xeons measured above they are at least as fast from 1 token, so they stay from 1
-//    there; Zen 5 (family 0x1A) was not measured and is treated as Intel. Q6_K's few-token kernel
-//    reads as fast as the AVX2 rows on Zen 4 (1 token 42.6 / 43.0 GB/s) and stays.
+//  - AMD Zen 4 (family 0x19 with AVX-512; Isa::avx512_zen4 / avx512_not_zen4). One token: the
+//    AVX2 rows of interleaved Q4_0, Q8_0 and Q4_K, not the AVX-512 few-token kernels. From 2 tokens
+//    (Q8_0: 3): the few-token kernels prefetching into L2 (prefetcht1), not L1 (kernels/prefetch.h);
+//    plain Q6_K's from 2 to 5 tokens (from 6 it is compute-bound, and L1 is better again).
+//    Prefetching into L1, as on Intel, these kernels stream from memory slower than the AVX2 rows
+//    on Zen 4, though from cache they are faster (5632 x 2048, 1 thread, Q4_0 1 token: 53.8 GB/s
+//    against 42.3). bench_kernels 32768 x 4096 (75 MB), 2 threads, GB/s of weights, two runs,
+//    AVX2 rows / few-token kernel into L1 / into L2:
+//      Q4_0 1 token 67, 50 / 38, 31 / 77, 80; 2: 49, 44 / 42, 41 / 73, 72; 4: 28, 27 / 39, 32 /
+//      47, 48; 8: 14, 14 / 25, 25 / 25, 25
+//      Q8_0 1: 38, 40 / 33, 32 / 39, 53; 2: 38, 37 / 32, 31 / 39, 52; 3: 37, 35 / 31, 30 / 38,
+//      63; 8: 16, 16 / 31, 32 / 40, 43
+//      Q4_K 1: 49, 49 / 27, 26 / 37, 43; 2: 45, 44 / 25, 26 / 42, 44; 4: 30, 28 / 23, 23 / 39,
+//      40; 8: 15, 15 / 18, 19 / 23, 23
+//      Q6_K (L1 / L2) 1: 44, 41 / 38, 40; 2: 38, 36 / 38, 38; 4: 26, 25 / 32, 32; 8: 12, 12 / 10, 10
+//    End to end not every kernel figure carries over, so the rows follow run --bench (TinyLlama
+//    shape, tg64, 2 threads, 3 alternated runs, medians, tok/s in all; docs/benchmarks.md,
+//    "Prefetching into L2 on Zen 4"): one token, AVX2 rows / into L2, q4_0 68.6 / 64.5, q4_k_m
+//    59.7 / 51.5 (5 runs); q8_0 at 2 sequences 61.7 / 58.1. Before / after the L2 rows: q4_0 2
+//    sequences 97.2 -> 127.9, 4: 161.8 -> 195.1, 8: 248.2 -> 263.2; q8_0 3: 101.6 -> 112.1, 4:
+//    107.4 -> 116.3, 8: 197.5 -> 240.7; q4_k_m 2: 109.1 -> 115.1, 4: 141.9 -> 171.6, 8: 170.3 ->
+//    206.6. (Before them, the AVX2 rows ran up to 3 tokens there (Q4_K: 4) and the kernels into
+//    L1 from 4 (5); taking one token off the kernels into L1 had given q4_0 49.8 -> 75.2 tok/s,
+//    q8_0 32.0 -> 44.2, q4_k_m 39.6 -> 70.4, Llama-2-7B q4_0 7.35 -> 12.60.) Intel keeps the
+//    kernels into L1 from 1 token: they were measured there, the L2 ones were not. Zen 5 (family
+//    0x1A) was not measured and is treated as Intel.
 //  - NEON i8mm (SMMLA) GEMMs from 4 tokens: a guess, not measured (there is no ARM CPU here).
 #include "kernels/table.h"
 
@@ -222,6 +235,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q6_K, R, Isa::neon, 1, NEON(matmul_q6_k_rows_neon), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx2, 1, AVX2(matmul_q6_k_rows_avx2), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx512, 1, AVX512(matmul_q6_k_few_avx512), nullptr},
+    {M, TYPE_Q6_K, R, Isa::avx512_zen4, 2, AVX512(matmul_q6_k_few_l2_avx512), nullptr},
+    {M, TYPE_Q6_K, R, Isa::avx512_zen4, 6, AVX512(matmul_q6_k_few_avx512), nullptr},  // compute-bound from here
     {M, TYPE_Q6_K, R, Isa::avx2, 16, AVX2(matmul_q6_k_gemm_avx2), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx512, 16, AVX512(matmul_q6_k_gemm_avx512), nullptr},
     // Rows interleaved by 8 (kernels/rows_x8.h).
@@ -232,7 +247,9 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2_NO_VNNI(matmul_q4_0x8_few_avx2), nullptr},  // over the GEMM, where built
     {M, TYPE_Q4_0, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
-    {M, TYPE_Q4_0, X8, Isa::avx512, 4, AVX512(matmul_q4_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
+    {M, TYPE_Q4_0, X8, Isa::avx512_zen4, 2, AVX512(matmul_q4_0x8_few_l2_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512_not_zen4, 4, AVX512(matmul_q4_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
+    {M, TYPE_Q4_0, X8, Isa::avx512_zen4, 4, AVX512(matmul_q4_0x8_few_l2_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512, 16, AVX512(matmul_q4_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::amx, 32, AMX(matmul_q4_0x8_gemm_amx), nullptr},
     {M, TYPE_Q8_0, X8, Isa::scalar, 1, matmul_q8_0x8_rows_scalar, nullptr},
@@ -241,7 +258,9 @@ const KernelRow kRows[] = {
     {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q8_0x8_few_avx512), nullptr},
-    {M, TYPE_Q8_0, X8, Isa::avx512, 4, AVX512(matmul_q8_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
+    {M, TYPE_Q8_0, X8, Isa::avx512_zen4, 3, AVX512(matmul_q8_0x8_few_l2_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512_not_zen4, 4, AVX512(matmul_q8_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
+    {M, TYPE_Q8_0, X8, Isa::avx512_zen4, 4, AVX512(matmul_q8_0x8_few_l2_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512, 16, AVX512(matmul_q8_0x8_gemm_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::amx, 32, AMX(matmul_q8_0x8_gemm_amx), nullptr},
     {M, TYPE_Q4_K, X8, Isa::scalar, 1, matmul_q4_kx8_rows_scalar, nullptr},
@@ -250,7 +269,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, X8, Isa::avx2, 1, AVX2(matmul_q4_kx8_rows_avx2), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 32, AVX2(matmul_q4_kx8_gemm_avx2), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
-    {M, TYPE_Q4_K, X8, Isa::avx512, 5, AVX512(matmul_q4_kx8_few_avx512), nullptr},  // over the AVX2 rows on Zen 4
+    {M, TYPE_Q4_K, X8, Isa::avx512_zen4, 2, AVX512(matmul_q4_kx8_few_l2_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::amx, 32, AMX(matmul_q4_kx8_gemm_amx), nullptr},
 };
@@ -271,10 +290,11 @@ bool cpu_has(Isa isa) {
                                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
             return ok;
         }
-        case Isa::avx512_not_zen4: {
+        case Isa::avx512_not_zen4:
+        case Isa::avx512_zen4: {
             // Zen 4 is AMD's family 0x19 with AVX-512 (Zen 3, the same family, has none).
-            static const bool ok = cpu_has(Isa::avx512) && !__builtin_cpu_is("amdfam19h");
-            return ok;
+            static const bool zen4 = cpu_has(Isa::avx512) && __builtin_cpu_is("amdfam19h");
+            return cpu_has(Isa::avx512) && (isa == Isa::avx512_zen4) == zen4;
         }
         case Isa::amx: {
             // AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), the AVX-512 of the float side
@@ -309,6 +329,7 @@ const char* isa_name(Isa isa) {
         case Isa::avx2: return "avx2";
         case Isa::avx512: return "avx512";
         case Isa::avx512_not_zen4: return "avx512-not-zen4";
+        case Isa::avx512_zen4: return "avx512-zen4";
         case Isa::amx: return "amx";
         case Isa::neon: return "neon";
         case Isa::i8mm: return "i8mm";
@@ -323,6 +344,14 @@ const KernelRow* kernel_rows(int* n) {
 
 bool kernel_row_available(const KernelRow& row) {
     return (row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr) && cpu_has(row.isa);
+}
+
+bool kernel_row_runs_here(const KernelRow& row) {
+    if (kernel_row_available(row)) return true;
+    if (row.isa != Isa::avx512_zen4 && row.isa != Isa::avx512_not_zen4) return false;
+    KernelRow as_avx512 = row;
+    as_avx512.isa = Isa::avx512;
+    return kernel_row_available(as_avx512);
 }
 
 const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens) {

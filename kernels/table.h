@@ -10,9 +10,10 @@
 
 namespace hearth {
 
-// The instruction sets of the rows (the macros of kernels/isa.h). avx512_not_zen4: AVX-512 on a CPU
-// other than AMD's Zen 4, for the rows that lose there (kernels/table.cpp says which and why).
-enum class Isa : uint8_t { scalar, avx2, avx512, avx512_not_zen4, amx, neon, i8mm };
+// The instruction sets of the rows (the macros of kernels/isa.h). avx512_zen4 / avx512_not_zen4:
+// AVX-512 on AMD's Zen 4 / on any other CPU, for the rows whose best choice differs there
+// (kernels/table.cpp says which and why).
+enum class Isa : uint8_t { scalar, avx2, avx512, avx512_not_zen4, avx512_zen4, amx, neon, i8mm };
 const char* isa_name(Isa isa);
 
 enum class KernelOp : uint8_t {
@@ -35,6 +36,11 @@ const KernelRow* kernel_rows(int* n);
 
 // Built into this binary, and the running CPU has the row's ISA.
 bool kernel_row_available(const KernelRow& row);
+
+// Built, and its code runs on this CPU, whether or not the picker may take it: the rows for AMD
+// Zen 4 and for the other AVX-512 CPUs (Isa::avx512_zen4 / avx512_not_zen4) run on any CPU with
+// AVX-512, where tests and tools/bench_kernels run both.
+bool kernel_row_runs_here(const KernelRow& row);
 
 // The row for `op` on (type, layout) and n_tokens tokens: of the available rows, the one with the
 // largest min_tokens <= n_tokens; between rows of equal min_tokens, the later in the table (the

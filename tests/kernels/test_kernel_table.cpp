@@ -285,13 +285,12 @@ TEST_CASE("kernel table: every row this build and CPU run equals its type's scal
     int tested = 0;
     for (int i = 0; i < n; i++) {
         const KernelRow& row = rows[i];
-        if (!kernel_row_available(row)) {
+        if (!kernel_row_runs_here(row)) {
             const bool built = row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr;
             // AMX rows also need the OS's permission for the tiles (and no HEARTH_NO_AMX=1).
             const std::string why =
                 std::string(built ? "this CPU lacks " : "this build lacks ") + isa_name(row.isa) +
-                (built && row.isa == Isa::amx ? ", or the OS refused the tiles, or HEARTH_NO_AMX is set" : "") +
-                (built && row.isa == Isa::avx512_not_zen4 ? ": it is an AMD Zen 4; the kernel's other rows test it" : "");
+                (built && row.isa == Isa::amx ? ", or the OS refused the tiles, or HEARTH_NO_AMX is set" : "");
             MESSAGE("not tested: " << describe(row) << " (" << why << ")");
             continue;
         }
@@ -307,22 +306,25 @@ TEST_CASE("kernel table: every row this build and CPU run equals its type's scal
 }
 
 // The few-token kernels on plain Q6_K rows (x86/gemv_q6_k_avx512.cpp) handle up to 8 tokens per
-// pass, as templates on the count: every count the picker sends them (1..15), and 16, each.
+// pass, as templates on the count: every count the picker sends them (1..15), and 16, each. The
+// rows below 16 tokens other than the scalar one, each kernel once.
 TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1..16 tokens") {
     int n = 0, tested = 0;
     const KernelRow* rows = kernel_rows(&n);
     std::vector<int> tokens;
     for (int t = 1; t <= 16; t++) tokens.push_back(t);
+    std::vector<matmul_rows_fn> seen;
     for (int i = 0; i < n; i++) {
         const KernelRow& row = rows[i];
         if (row.op != KernelOp::matmul || row.type != TYPE_Q6_K || row.layout != Layout::rows || row.isa == Isa::scalar ||
-            row.min_tokens != 1 || !kernel_row_available(row))
+            row.min_tokens >= 16 || !kernel_row_runs_here(row) || std::find(seen.begin(), seen.end(), row.matmul) != seen.end())
             continue;
+        seen.push_back(row.matmul);
         CAPTURE(describe(row));
         check_matmul_row(row, tokens);
         tested++;
     }
-    MESSAGE(tested << " Q6_K row kernels from 1 token tested at 1..16 tokens");
+    MESSAGE(tested << " Q6_K row kernels below 16 tokens tested at 1..16 tokens");
 }
 
 // The AVX2 rows on interleaved Q4_0 from 4 tokens (x86/few_q4_0x8_avx2.cpp in builds without
@@ -380,7 +382,7 @@ TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the O
         MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
 }
 
-TEST_CASE("kernel table: the AVX-512 rows kept off AMD Zen 4 are available exactly on AVX-512 CPUs other than Zen 4") {
+TEST_CASE("kernel table: the rows for AMD Zen 4 are available exactly on it, those kept off it on the other AVX-512 CPUs") {
     // What the table asks the CPU (__builtin_cpu_is, from CPUID), against what Linux reports in /proc/cpuinfo.
     std::ifstream in("/proc/cpuinfo");
     if (!in) {
@@ -408,13 +410,15 @@ TEST_CASE("kernel table: the AVX-512 rows kept off AMD Zen 4 are available exact
     int n = 0, seen = 0;
     const KernelRow* rows = kernel_rows(&n);
     for (int i = 0; i < n; i++) {
-        if (rows[i].isa != Isa::avx512_not_zen4 || !rows[i].matmul) continue;  // built rows only
+        const bool zen4_row = rows[i].isa == Isa::avx512_zen4;
+        if ((!zen4_row && rows[i].isa != Isa::avx512_not_zen4) || !rows[i].matmul) continue;  // built rows only
         CAPTURE(describe(rows[i]));
-        CHECK(kernel_row_available(rows[i]) == (avx512 && !amd_family_19));  // Zen 4: family 25 with AVX-512
+        // Zen 4: family 25 with AVX-512
+        CHECK(kernel_row_available(rows[i]) == (avx512 && (zen4_row ? amd_family_19 : !amd_family_19)));
         seen++;
     }
     const std::string cpu = std::string(amd_family_19 ? "AMD family 25 (Zen 3 or 4)" : "not AMD family 25") +
                             (avx512 ? ", with" : ", without") +
-                            " AVX-512 VNNI; built avx512-not-zen4 rows checked: " + std::to_string(seen);
+                            " AVX-512 VNNI; built avx512-zen4 and avx512-not-zen4 rows checked: " + std::to_string(seen);
     MESSAGE("CPU: " << cpu);
 }
