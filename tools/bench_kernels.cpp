@@ -157,14 +157,14 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
     std::printf("\n%s  (%d x %d, %.1f MB of weights, %.3f bytes/weight); 1 token: GB/s, %d rows; 8, %d tokens: GMAC/s, %d rows\n",
                 type_name(type), rows, cols, wbytes / 1e6, double(type_block_bytes(type)) / type_block_size(type), rows,
                 gemm_tokens, rg);
-    std::printf("  %-22s %9s %9s", "row", "1t 1thr", "1t Nthr");
+    std::printf("  %-32s %9s %9s", "row", "1t 1thr", "1t Nthr");
     for (int f : few) std::printf(" %6dt 1 %6dt N", f, f);
     std::printf(" %9s %9s %9s\n", "8t 1thr", "Gt 1thr", "Gt Nthr");
     int n_rows = 0;
     const KernelRow* table = kernel_rows(&n_rows);
     for (int i = 0; i < n_rows; i++) {
         const KernelRow& row = table[i];
-        if (row.op != KernelOp::matmul || row.type != type || !kernel_row_available(row)) continue;
+        if (row.op != KernelOp::matmul || row.type != type || !kernel_row_runs_here(row)) continue;
         if (const char* only = std::getenv("HEARTH_BENCH_ROWS"); only && describe(row).find(only) == std::string::npos) continue;
         const bool x8 = row.layout == Layout::rows_x8;
         const uint8_t* W = x8 ? w_x8.data() : w.data();
@@ -173,7 +173,7 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
             row.matmul(W, wrb, a.data(), arb, cols, n_tokens, out.data(), rows, r0, r1);
         };
         auto gmacs = [&](int n_tokens, double t) { return double(rg) * cols * n_tokens / t / 1e9; };
-        std::printf("  %-22s", describe(row).c_str());
+        std::printf("  %-32s", describe(row).c_str());
         // GB/s of weights, all rows x n_tokens, on 1 thread (CPU time) and on nth (wall time).
         auto gbs_1thr = [&](int n_tokens) { return double(wrb) * all / best_time([&] { mm(n_tokens, 0, all); }, false) / 1e9; };
         auto gbs_nthr = [&](int n_tokens) {
@@ -208,7 +208,7 @@ void bench_quantizers(int cols) {
         if (row.op != KernelOp::quantize || !kernel_row_available(row) || cols % type_block_size(row.type) != 0) continue;
         std::vector<uint8_t> q(type_row_bytes(row.type, cols));
         const double t = best_time([&] { row.quantize(x.data(), q.data(), cols); }, false);
-        std::printf("  %-22s %9.2f\n", describe(row).c_str(), 4.0 * cols / t / 1e9);
+        std::printf("  %-32s %9.2f\n", describe(row).c_str(), 4.0 * cols / t / 1e9);
     }
 }
 
