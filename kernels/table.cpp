@@ -346,6 +346,11 @@ bool kernel_row_available(const KernelRow& row) {
     return (row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr) && cpu_has(row.isa);
 }
 
+std::string kernel_row_name(const KernelRow& row) {
+    return std::string(type_name(row.type)) + (row.layout == Layout::rows_x8 ? " x8 " : " ") + isa_name(row.isa) + " (from " +
+           std::to_string(row.min_tokens) + ")";
+}
+
 bool kernel_row_runs_here(const KernelRow& row) {
     if (kernel_row_available(row)) return true;
     if (row.isa != Isa::avx512_zen4 && row.isa != Isa::avx512_not_zen4) return false;

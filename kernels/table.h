@@ -4,6 +4,7 @@
 // choose. tests/kernels/test_kernel_table.cpp holds every row to its type's scalar reference.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
@@ -33,6 +34,9 @@ struct KernelRow {
 
 // Every row of the table, built in this binary or not (tests and tools/bench_kernels list them).
 const KernelRow* kernel_rows(int* n);
+
+// "q4_K x8 avx512-zen4 (from 2)": type, layout (x8 for rows_x8), ISA and from how many tokens.
+std::string kernel_row_name(const KernelRow& row);
 
 // Built into this binary, and the running CPU has the row's ISA.
 bool kernel_row_available(const KernelRow& row);

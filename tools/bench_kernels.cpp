@@ -103,11 +103,6 @@ double read_bandwidth(size_t bytes, int nth) {
     return double(bytes) / t / 1e9;
 }
 
-std::string describe(const KernelRow& row) {
-    return std::string(type_name(row.type)) + (row.layout == Layout::rows_x8 ? " x8 " : " ") + isa_name(row.isa) + " (from " +
-           std::to_string(row.min_tokens) + ")";
-}
-
 // A figure, starred when pick_kernel takes this row at n_tokens.
 void cell(const KernelRow& row, int n_tokens, double value) {
     const bool picked = pick_kernel(KernelOp::matmul, row.type, row.layout, n_tokens) == &row;
@@ -165,7 +160,8 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
     for (int i = 0; i < n_rows; i++) {
         const KernelRow& row = table[i];
         if (row.op != KernelOp::matmul || row.type != type || !kernel_row_runs_here(row)) continue;
-        if (const char* only = std::getenv("HEARTH_BENCH_ROWS"); only && describe(row).find(only) == std::string::npos) continue;
+        if (const char* only = std::getenv("HEARTH_BENCH_ROWS"); only && kernel_row_name(row).find(only) == std::string::npos)
+            continue;
         const bool x8 = row.layout == Layout::rows_x8;
         const uint8_t* W = x8 ? w_x8.data() : w.data();
         const int all = x8 ? rows / 8 * 8 : rows;  // interleaved kernels take whole groups
@@ -173,7 +169,7 @@ void bench_type(uint32_t type, int rows, int cols, int nth, int gemm_tokens, con
             row.matmul(W, wrb, a.data(), arb, cols, n_tokens, out.data(), rows, r0, r1);
         };
         auto gmacs = [&](int n_tokens, double t) { return double(rg) * cols * n_tokens / t / 1e9; };
-        std::printf("  %-32s", describe(row).c_str());
+        std::printf("  %-32s", kernel_row_name(row).c_str());
         // GB/s of weights, all rows x n_tokens, on 1 thread (CPU time) and on nth (wall time).
         auto gbs_1thr = [&](int n_tokens) { return double(wrb) * all / best_time([&] { mm(n_tokens, 0, all); }, false) / 1e9; };
         auto gbs_nthr = [&](int n_tokens) {
@@ -208,7 +204,7 @@ void bench_quantizers(int cols) {
         if (row.op != KernelOp::quantize || !kernel_row_available(row) || cols % type_block_size(row.type) != 0) continue;
         std::vector<uint8_t> q(type_row_bytes(row.type, cols));
         const double t = best_time([&] { row.quantize(x.data(), q.data(), cols); }, false);
-        std::printf("  %-32s %9.2f\n", describe(row).c_str(), 4.0 * cols / t / 1e9);
+        std::printf("  %-32s %9.2f\n", kernel_row_name(row).c_str(), 4.0 * cols / t / 1e9);
     }
 }
 
