@@ -140,8 +140,8 @@ CommandLine command_line(Options& o) {
             {"benchmark (instead of generating)",
              {
                  {"", "--bench", "", &o.bench,
-                  "print prompt processing (ppN) and generation (tgN) speed in tok/s, medians of --bench-reps runs, and "
-                  "the weight bandwidth of tg"},
+                  "print prompt processing (ppN) and generation (tgN) speed in tok/s, medians of --bench-reps runs, "
+                  "the weight bandwidth of tg, and the kernel rows this CPU runs for each"},
                  {"", "--bench-pp", "N", &o.bench_spec.n_pp, "prompt tokens evaluated in one batch", 0, 1 << 20},
                  {"", "--bench-tg", "N", &o.bench_spec.n_tg, "tokens generated one by one", 0, 1 << 20},
                  {"", "--bench-depth", "N", &o.bench_spec.depth,
@@ -167,7 +167,7 @@ CommandLine command_line(Options& o) {
                   "(Qwen2.5's), if any"},
                  {"", "--verbose", "", &o.chat_options.verbose,
                   "print each reply's timing (prompt, time to first token, tok/s) on stderr, and with -p too the "
-                  "drafts' acceptance rate"},
+                  "drafts' acceptance rate and the kernel rows of one token"},
              }},
             {"server (instead of a single prompt): an OpenAI-compatible HTTP API and a chat page",
              {
@@ -300,9 +300,11 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     const size_t n_gen = gen.tokens().size();
     std::fprintf(stderr, "run: load %.0f ms | prompt %zu tokens, %.1f tok/s | generation %zu tokens, %.1f tok/s | %d threads\n",
                  load_s * 1e3, n_prompt, n_prompt / std::max(prompt_s, 1e-9), n_gen, n_gen / std::max(gen_s, 1e-9), o.threads);
-    if (o.chat_options.verbose)
+    if (o.chat_options.verbose) {
         std::fprintf(stderr, "run: %s; %ld forward calls for %zu tokens\n",
                      o.draft ? draft_summary(gen.draft_stats()).c_str() : "drafts: off (--draft 0)", gen.evaluated(), n_gen);
+        std::fprintf(stderr, "run: kernels for one token: %s\n", kernel_choices(model, 1).c_str());
+    }
     return 0;
 }
 
@@ -352,6 +354,11 @@ int bench(const Model& model, const Options& o) {
     if (!err.empty()) return fail(err);
     std::printf("model: %s, %.1f MB of weights per generated token, %d threads, KV cache %s/%s\n", o.model_path.c_str(),
                 b.bytes_per_token / 1e6, o.threads, type_name(o.cache_types.k), type_name(o.cache_types.v));
+    if (spec.n_pp > 0) std::printf("kernels for pp%d: %s\n", spec.n_pp, kernel_choices(model, spec.n_pp).c_str());
+    if (spec.n_tg > 0)
+        std::printf("kernels for tg%s: %s\n",
+                    spec.n_seqs > 1 ? (" (" + std::to_string(spec.n_seqs) + " tokens a pass)").c_str() : "",
+                    kernel_choices(model, spec.n_seqs).c_str());
     // After a depth, the rows are named as llama-bench names them: pp512 @ d256.
     const std::string at = spec.depth ? " @ d" + std::to_string(spec.depth) : "";
     if (spec.n_pp > 0) std::printf("pp%d%s: %.2f tok/s\n", spec.n_pp, at.c_str(), b.pp_tok_s);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <vector>
 
+#include "kernels/table.h"
 #include "model/forward.h"
 
 namespace hearth {
@@ -75,6 +76,15 @@ std::string bench_model(const Model& m, const BenchSpec& spec, BenchResult* out)
     out->tg_tok_s = tg.empty() ? 0 : median(tg);
     out->bytes_per_token = weight_bytes_per_token(m);
     return "";
+}
+
+std::string kernel_choices(const Model& m, int n_tokens) {
+    std::string out;
+    for (const MatrixKind& k : matmul_kinds(m)) {
+        const KernelRow* row = pick_kernel(KernelOp::matmul, k.type, k.layout, n_tokens);
+        out += (out.empty() ? "" : ", ") + (row ? kernel_row_name(*row) : std::string(type_name(k.type)) + " none");
+    }
+    return out;
 }
 
 }  // namespace hearth

@@ -58,6 +58,20 @@ uint64_t weight_bytes_per_token(const Model& m) {
     return bytes;
 }
 
+std::vector<MatrixKind> matmul_kinds(const Model& m) {
+    std::vector<MatrixKind> kinds;
+    auto add = [&](const TensorView& v) {
+        for (const MatrixKind& k : kinds)
+            if (k.type == v.type && k.layout == v.layout) return;
+        kinds.push_back({v.type, v.layout});
+    };
+    for (const ModelTensor& t : model_tensors(m.config))
+        if (t.role->matrix && t.role->model_field != &Model::token_embd)
+            add(t.role->per_layer ? m.layers[size_t(t.layer)].*t.role->layer_field : m.*t.role->model_field);
+    if (m.config.tied_embeddings) add(m.token_embd);
+    return kinds;
+}
+
 // Q4_0 / Q8_0 / Q4_K matrices stored plain (a GGUF file, a hearth file of format version 1)
 // into the row-interleaved layout the kernels read (kernels/rows_x8.h), copied into one
 // anonymous buffer; the file's pages of them are then dropped. A hearth file stores that layout

@@ -58,4 +58,12 @@ std::string check_model_file(const std::string& path);
 // Weight bytes read to generate one token: every matrix once, one row of the embedding.
 uint64_t weight_bytes_per_token(const Model& m);
 
+// The (type, layout) pairs of the matrices the forward pass multiplies (the embedding only as a
+// tied output matrix), each once, in the order of the model's tensor table.
+struct MatrixKind {
+    uint32_t type;
+    Layout layout;
+};
+std::vector<MatrixKind> matmul_kinds(const Model& m);
+
 }  // namespace hearth

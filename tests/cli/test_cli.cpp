@@ -225,6 +225,37 @@ TEST_CASE("cli: --bench-depth starts both parts after that many cached positions
     CHECK(count_lines(r.err) == 1);
 }
 
+// The kernel rows chosen at start-up from the CPU are named: each entry "TYPE[ x8] ISA (from N)",
+// one per kind of matrix, so the file's q4_0 is among them.
+TEST_CASE("cli: --bench and --verbose name the kernel rows the CPU runs") {
+    const std::string model = "build/tests/cli-model-q4_0.hearth";
+    if (!exists(model)) REQUIRE(run_command("./quantize tests/data/parity/gqa " + model + " q4_0 -q").exit_code == 0);
+    auto check_entries = [](const std::string& text, const std::string& label) {
+        const size_t at = text.find(label);
+        REQUIRE(at != std::string::npos);
+        const std::string line = text.substr(at + label.size(), text.find('\n', at) - at - label.size());
+        CAPTURE(line);
+        CHECK(line.rfind("q4_0 ", 0) == 0);  // the first kind of matrix the tensor table lists is q4_0
+        size_t entries = 0;
+        for (size_t p = 0; p < line.size(); entries++) {
+            const size_t end = std::min(line.find(", ", p), line.size());
+            const std::string e = line.substr(p, end - p);
+            CAPTURE(e);
+            CHECK(e.find(" (from ") != std::string::npos);
+            CHECK(e.back() == ')');
+            p = end + 2;
+        }
+        CHECK(entries >= 1);
+    };
+    CommandResult r = run_command("./run " + model + " --bench --bench-pp 8 --bench-tg 4 --bench-seqs 2 --bench-reps 1 -t 1");
+    CHECK(r.exit_code == 0);
+    check_entries(r.out, "kernels for pp8: ");
+    check_entries(r.out, "kernels for tg (2 tokens a pass): ");
+    r = run_command("./run " + model + " -p 'a' -n 2 --verbose");
+    CHECK(r.exit_code == 0);
+    check_entries(r.err, "run: kernels for one token: ");
+}
+
 TEST_CASE("cli: the same seed samples the same text, and timing goes to stderr") {
     make_cli_model();
     std::string cmd = "./run " + kModel + " -p 'To be' -n 20 --temp 1 --seed 5 --ignore-eos --print-ids";
