@@ -95,7 +95,8 @@
 //  - AMD Zen 4 (family 0x19 with AVX-512; Isa::avx512_zen4 / avx512_not_zen4). One token: the
 //    AVX2 rows of interleaved Q4_0, Q8_0 and Q4_K, not the AVX-512 few-token kernels. From 2 tokens
 //    (Q8_0: 3): the few-token kernels prefetching into L2 (prefetcht1), not L1 (kernels/prefetch.h);
-//    plain Q6_K's from 2 to 5 tokens (from 6 it is compute-bound, and L1 is better again).
+//    plain Q6_K's too, whose L2 kernel also reads wide rows in column chunks that keep every
+//    token's activations in L1 (x86/gemv_q6_k_avx512.cpp).
 //    Prefetching into L1, as on Intel, these kernels stream from memory slower than the AVX2 rows
 //    on Zen 4, though from cache they are faster (5632 x 2048, 1 thread, Q4_0 1 token: 53.8 GB/s
 //    against 42.3). bench_kernels 32768 x 4096 (75 MB), 2 threads, GB/s of weights, two runs,
@@ -106,7 +107,9 @@
 //      63; 8: 16, 16 / 31, 32 / 40, 43
 //      Q4_K 1: 49, 49 / 27, 26 / 37, 43; 2: 45, 44 / 25, 26 / 42, 44; 4: 30, 28 / 23, 23 / 39,
 //      40; 8: 15, 15 / 18, 19 / 23, 23
-//      Q6_K (L1 / L2) 1: 44, 41 / 38, 40; 2: 38, 36 / 38, 38; 4: 26, 25 / 32, 32; 8: 12, 12 / 10, 10
+//      Q6_K (L1 / L2) 1: 44, 41 / 38, 40; 2: 38, 36 / 38, 38; 4: 26, 25 / 32, 32; and 32768 x
+//      5632 (the L2 kernel in column chunks): 4: 18.8, 19.1 / 23.2, 23.7; 6: 14.8, 14.7 / 20.4,
+//      19.5; 8: 11.8, 11.8 / 15.4, 15.4; 12: 8.2, 7.9 / 8.9, 8.9
 //    End to end not every kernel figure carries over, so the rows follow run --bench (TinyLlama
 //    shape, tg64, 2 threads, 3 alternated runs, medians, tok/s in all; docs/benchmarks.md,
 //    "Prefetching into L2 on Zen 4"): one token, AVX2 rows / into L2, q4_0 68.6 / 64.5, q4_k_m
@@ -236,7 +239,6 @@ const KernelRow kRows[] = {
     {M, TYPE_Q6_K, R, Isa::avx2, 1, AVX2(matmul_q6_k_rows_avx2), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx512, 1, AVX512(matmul_q6_k_few_avx512), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx512_zen4, 2, AVX512(matmul_q6_k_few_l2_avx512), nullptr},
-    {M, TYPE_Q6_K, R, Isa::avx512_zen4, 6, AVX512(matmul_q6_k_few_avx512), nullptr},  // compute-bound from here
     {M, TYPE_Q6_K, R, Isa::avx2, 16, AVX2(matmul_q6_k_gemm_avx2), nullptr},
     {M, TYPE_Q6_K, R, Isa::avx512, 16, AVX512(matmul_q6_k_gemm_avx512), nullptr},
     // Rows interleaved by 8 (kernels/rows_x8.h).
