@@ -19,8 +19,9 @@
 //    token's d. The integer sub-block sums are the scalar kernel's exactly; the float side differs
 //    in rounding only.
 //  - Tokens beyond kMaxTok run in further passes over the same row, then in L1.
-//  - The row is prefetched ~kPrefetchBytes ahead, into L1, or into L2 for AMD Zen 4 at 2 to 5
-//    tokens (matmul_q6_k_few_l2_avx512; kernels/table.cpp says why).
+//  - The row is prefetched ~kPrefetchBytes ahead, into L1; or, for AMD Zen 4 from 2 tokens, into
+//    L2 (matmul_q6_k_few_l2_avx512, which also reads wide rows in column chunks: few_tokens below;
+//    kernels/table.cpp says why).
 #include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX512)

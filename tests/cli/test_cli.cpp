@@ -226,7 +226,7 @@ TEST_CASE("cli: --bench-depth starts both parts after that many cached positions
 }
 
 // The kernel rows chosen at start-up from the CPU are named: each entry "TYPE[ x8] ISA (from N)",
-// one per kind of matrix, so the file's q4_0 is among them.
+// one per kind of matrix, the file's q4_0 first.
 TEST_CASE("cli: --bench and --verbose name the kernel rows the CPU runs") {
     const std::string model = "build/tests/cli-model-q4_0.hearth";
     if (!exists(model)) REQUIRE(run_command("./quantize tests/data/parity/gqa " + model + " q4_0 -q").exit_code == 0);
