@@ -38,7 +38,10 @@
 //    9.7-14.0; 2 tokens, 1 thread 3.9-5.4 / 6.1-6.9; Q4_1 1 token, 1 thread 9.5-13.4 / 7.6-10.2, 2
 //    threads 17.7-25.7 / 14.9-16.4; 2 tokens, 2 threads 8.6-10.3 / 10.5-11.0; Q5_1 1 token, 1 thread
 //    11.0 / 6.7, 2 threads 11.8 / 12.1 (this host's bandwidth that day: 15 GB/s); 2 tokens, 1 thread
-//    4.2 / 6.3 (one run). Q5_0 and IQ4_NL blocks are Q8_0 blocks in fewer bits, so Q8_0's AVX2 GEMM
+//    4.2 / 6.3 (one run). IQ4_NL x one token: the same gemv with its grid, from 2 tokens the row
+//    kernel: bench_kernels (8192 x 8192, 3 runs, GB/s of weights, gemv / rows; AMD EPYC Zen 4) 1
+//    thread 14.6, 14.7, 14.2 / 14.0, 13.9, 13.3; 2 threads 31.9, 30.3, 29.5 / 30.0, 29.2, 28.3.
+//    Q5_0 and IQ4_NL blocks are Q8_0 blocks in fewer bits, so Q8_0's AVX2 GEMM
 //    packs them (x86/gemm_avx2.cpp): Q5_0 from 8 tokens, IQ4_NL from 4, the crossovers measured with
 //    tools/bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 3; GB/s of weights, rows / GEMM): Q5_0
 //    4 tokens 4.9 / 4.1, 8: 2.8 / 3.0, 16: 1.3 / 1.7, 64: 27.6 / 50.0 GMAC/s; IQ4_NL 4 tokens 3.4 /
@@ -216,7 +219,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q5_1, R, Isa::avx2, 8, AVX2(matmul_q5_1_gemm_avx2), nullptr},
     {M, TYPE_IQ4_NL, R, Isa::scalar, 1, matmul_iq4_nl_rows_scalar, nullptr},
     {M, TYPE_IQ4_NL, R, Isa::neon, 1, NEON(matmul_iq4_nl_rows_neon), nullptr},
-    {M, TYPE_IQ4_NL, R, Isa::avx2, 1, AVX2(matmul_iq4_nl_rows_avx2), nullptr},
+    {M, TYPE_IQ4_NL, R, Isa::avx2, 1, AVX2(matmul_iq4_nl_gemv_avx2), nullptr},
+    {M, TYPE_IQ4_NL, R, Isa::avx2, 2, AVX2(matmul_iq4_nl_rows_avx2), nullptr},
     {M, TYPE_IQ4_NL, R, Isa::avx2, 4, AVX2(matmul_iq4_nl_gemm_avx2), nullptr},
     {M, TYPE_Q3_K, R, Isa::scalar, 1, matmul_q3_k_rows_scalar, nullptr},
     {M, TYPE_Q3_K, R, Isa::neon, 1, NEON(matmul_q3_k_rows_neon), nullptr},

@@ -1,9 +1,9 @@
-// Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1, Q5_0 and Q5_1 in the plain layout:
-// the kernel table's one-token rows (more tokens run one after another). run repacks Q4_0
+// Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL in the plain
+// layout: the kernel table's one-token rows (more tokens run one after another). run repacks Q4_0
 // matrices to the interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the
 // tokens/s); the Q4_0 kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token
-// embedding used as the output matrix, and callers that do not repack. Q4_1, Q5_0 and Q5_1 (GGUF
-// files) have no interleaved layout.
+// embedding used as the output matrix, and callers that do not repack. Q4_1, Q5_0, Q5_1 and
+// IQ4_NL (GGUF files) have no interleaved layout.
 //
 // Generation multiplies every weight matrix by one activation row, so these kernels decide the
 // token rate. They work on 4 weight rows at once (each activation block is loaded / prepared
@@ -24,6 +24,9 @@
 //    pair sums are twice Q4_0's, so the 4 rows are reduced one hadd in int16, then in int32.
 //  - Q5_1 (d*q + m, q in 0..31: most weights of Qwen2.5-0.5B's Q5_K_M files): Q5_0's bit 4 and
 //    reduction, Q4_1's offsets.
+//  - IQ4_NL (d * kIQ4Values[q]): Q4_0's nibbles looked up in the grid with one shuffle, signed
+//    values against the activations by the sign trick (maddubs(|v|, sign(a, v))), each row's pair
+//    sums widened to int32 (they reach 2 * 127 * 127) and reduced in int32.
 // Q8_0 keeps the tiled kernel of quant_avx2.cpp: a 4-row GEMV in this style measured 13%
 // slower end to end (tg64, TinyLlama shape, 2 threads, A/B in one sitting). Q4_K / Q6_K
 // keep theirs too, for now.
@@ -80,6 +83,9 @@ template <typename Block>
 constexpr bool kHasBit4 = std::is_same<Block, block_q5_0>::value || std::is_same<Block, block_q5_1>::value;
 template <typename Block>
 constexpr bool kHasOffsetM = std::is_same<Block, block_q4_1>::value || std::is_same<Block, block_q5_1>::value;
+// IQ4_NL: the nibbles index kIQ4Values, signed values (-127..113) in place of unsigned quants.
+template <typename Block>
+constexpr bool kGrid = std::is_same<Block, block_iq4_nl>::value;
 
 // Activations of the block pair (2p, 2p+1), rearranged for the paired weight registers.
 struct alignas(32) ActPair {
@@ -136,6 +142,11 @@ inline __m256i reduce_rows4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
 }
 
+// int32 sums of 4 rows (IQ4_NL's, widened per row) -> [r0 r1 r2 r3 | r0 r1 r2 r3].
+inline __m256i reduce_rows4_i32(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
+}
+
 // The int16 pair sums of 4 rows of Q5_0 or Q5_1 (each lane |x| <= 2*31*127*2 = 15748): one hadd
 // in int16 (<= 31496), then in int32 -> [r0 r1 r2 r3 | r0 r1 r2 r3] as reduce_rows4.
 inline __m256i reduce_rows4_wide(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
@@ -180,9 +191,22 @@ inline void pair(const Block* const* w, const ActPair& P, int b, size_t pf, __m2
             lo = _mm256_or_si256(lo, blo);
             hi = _mm256_or_si256(hi, bhi);
         }
-        s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+        if constexpr (kGrid<Block>) {
+            // Signed values: maddubs(|v|, a with v's sign); a pair sum reaches 2 * 127 * 127 =
+            // 32258, so each is widened to int32 before anything is added to it.
+            const __m256i grid = _mm256_broadcastsi128_si256(loadu128(kIQ4Values)), ones = _mm256_set1_epi16(1);
+            lo = _mm256_shuffle_epi8(grid, lo);
+            hi = _mm256_shuffle_epi8(grid, hi);
+            s[i] =
+                _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(alo, lo)), ones),
+                                 _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(ahi, hi)), ones));
+        } else {
+            s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+        }
     }
-    const __m256i sums = kHasBit4<Block> ? reduce_rows4_wide(s[0], s[1], s[2], s[3]) : reduce_rows4(s[0], s[1], s[2], s[3]);
+    const __m256i sums = kGrid<Block>      ? reduce_rows4_i32(s[0], s[1], s[2], s[3])
+                         : kHasBit4<Block> ? reduce_rows4_wide(s[0], s[1], s[2], s[3])
+                                           : reduce_rows4(s[0], s[1], s[2], s[3]);
     const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c));
     if constexpr (kHasOffsetM<Block>) {  // d*q + m: + m x d8 * sum(a) (c = sum(a))
         const __m256 dsum = _mm256_mul_ps(_mm256_load_ps(P.d), _mm256_cvtepi32_ps(c));
@@ -202,8 +226,8 @@ void gemv_group(const Block* const* w, const ActPair* P, int nb, size_t pf, __m1
     res = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
 }
 
-// kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16); Q4_1
-// and Q5_1: 1, ActPair::c is sum(a) for their offsets m.
+// kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16; IQ4_NL
+// 0, its values are signed); Q4_1 and Q5_1: 1, ActPair::c is sum(a) for their offsets m.
 template <typename Block, int kOffset>
 void gemv(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out,
           int out_stride, int r0, int r1) {
@@ -244,6 +268,11 @@ void matmul_q5_0_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_q5_1_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     gemv<block_q5_1, 1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_iq4_nl_gemv_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemv<block_iq4_nl, 0>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

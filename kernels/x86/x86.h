@@ -25,12 +25,13 @@ HEARTH_DECLARE_MATMUL(matmul_q4_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_iq4_xs_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_avx2)
-// Q4_0, Q4_1, Q5_0 and Q5_1 rows read 4 at a time for one token (x86/gemv_avx2.cpp); more
+// Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL rows read 4 at a time for one token (x86/gemv_avx2.cpp); more
 // tokens, one after another.
 HEARTH_DECLARE_MATMUL(matmul_q4_0_gemv_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_1_gemv_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_0_gemv_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_1_gemv_avx2)
+HEARTH_DECLARE_MATMUL(matmul_iq4_nl_gemv_avx2)  // Q4_0's nibbles through the IQ4_NL grid
 // GEMMs for prompt processing: 8 weight rows packed into a panel per chunk of blocks, tiles of
 // tokens against it (x86/gemm_avx2.cpp, gemm_k_avx2.cpp). The x8 ones pack from the interleaved
 // records (kernels/rows_x8.h).
