@@ -14,6 +14,12 @@
 
 namespace hearth {
 
+// The view of m that tensor t binds to (a Model or a const Model).
+template <typename M>
+static auto& view_of(M& m, const ModelTensor& t) {
+    return t.role->per_layer ? m.layers[size_t(t.layer)].*t.role->layer_field : m.*t.role->model_field;
+}
+
 std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
     m->config = parsed.config;
     m->tokenizer = parsed.tokenizer;
@@ -38,10 +44,7 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
                         ? " (convert the file with quantize, e.g. `quantize FILE OUT.hearth q4_k_m`)"
                         : "");
         if (!want.role->matrix && t.type != TYPE_F32) return "tensor " + want.name + " must be f32, not " + type_name(t.type);
-        if (want.role->per_layer)
-            m->layers[size_t(want.layer)].*want.role->layer_field = t;
-        else
-            m->*want.role->model_field = t;
+        view_of(*m, want) = t;
     }
     if (c.tied_embeddings) m->output = m->token_embd;
     return "";
@@ -50,7 +53,7 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
 uint64_t weight_bytes_per_token(const Model& m) {
     uint64_t bytes = 0;
     for (const ModelTensor& t : model_tensors(m.config)) {
-        const TensorView& v = t.role->per_layer ? m.layers[size_t(t.layer)].*t.role->layer_field : m.*t.role->model_field;
+        const TensorView& v = view_of(m, t);
         // The embedding is looked up one row per token, every other tensor read whole.
         bytes += t.role->model_field == &Model::token_embd ? v.bytes / v.rows() : v.bytes;
     }
@@ -66,8 +69,7 @@ std::vector<MatrixKind> matmul_kinds(const Model& m) {
         kinds.push_back({v.type, v.layout});
     };
     for (const ModelTensor& t : model_tensors(m.config))
-        if (t.role->matrix && t.role->model_field != &Model::token_embd)
-            add(t.role->per_layer ? m.layers[size_t(t.layer)].*t.role->layer_field : m.*t.role->model_field);
+        if (t.role->matrix && t.role->model_field != &Model::token_embd) add(view_of(m, t));
     if (m.config.tied_embeddings) add(m.token_embd);
     return kinds;
 }
@@ -80,8 +82,7 @@ std::vector<MatrixKind> matmul_kinds(const Model& m) {
 static std::string repack_for_kernels(Model* m) {
     std::vector<TensorView*> views;
     for (const ModelTensor& t : model_tensors(m->config))
-        if (t.role->matrix && t.role->model_field != &Model::token_embd)
-            views.push_back(t.role->per_layer ? &(m->layers[size_t(t.layer)].*t.role->layer_field) : &(m->*t.role->model_field));
+        if (t.role->matrix && t.role->model_field != &Model::token_embd) views.push_back(&view_of(*m, t));
     auto wanted = [&](const TensorView* t) {
         return t->layout == Layout::rows && kernel_layout(t->type) == Layout::rows_x8 && t->data != m->token_embd.data;
     };
