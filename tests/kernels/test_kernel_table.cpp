@@ -37,9 +37,7 @@ namespace {
 using kernel_test::Bytes;
 
 std::string describe(const KernelRow& row) {
-    return std::string(row.op == KernelOp::matmul ? "matmul " : "quantize ") + type_name(row.type) +
-           (row.layout == Layout::rows_x8 ? " rows_x8 " : " rows ") + isa_name(row.isa) + " from " +
-           std::to_string(row.min_tokens) + " tokens";
+    return std::string(row.op == KernelOp::matmul ? "matmul " : "quantize ") + kernel_row_name(row);
 }
 
 // The table's scalar row for (op, type, layout): the reference implementation of kernels/ref/.
