@@ -299,8 +299,8 @@ bool cpu_has(Isa isa) {
         case Isa::avx512_not_zen4:
         case Isa::avx512_zen4: {
             // Zen 4 is AMD's family 0x19 with AVX-512 (Zen 3, the same family, has none).
-            static const bool zen4 = cpu_has(Isa::avx512) && __builtin_cpu_is("amdfam19h");
-            return cpu_has(Isa::avx512) && (isa == Isa::avx512_zen4) == zen4;
+            static const bool amd_family_19 = __builtin_cpu_is("amdfam19h");
+            return cpu_has(Isa::avx512) && (isa == Isa::avx512_zen4) == amd_family_19;
         }
         case Isa::amx: {
             // AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), the AVX-512 of the float side
