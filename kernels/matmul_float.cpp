@@ -1,7 +1,7 @@
 // Multi-token matmul for fp32 and fp16 weights x fp32 activations, the contract of matmul_rows_fn
 // (kernels/quant.h) with rows one after another (the strides are n_cols elements; both are ignored).
-// The AVX2 version computes 3 rows x 4 tokens per step from registers, so each weight vector is
-// loaded once for four tokens; the scalar twin is the plain double loop.
+// The AVX2 version computes 3 rows x up to 4 tokens per step from registers, so each weight vector
+// is loaded once for every token of the tile; the scalar twin is the plain double loop.
 #include <algorithm>
 
 #include "kernels/dot_float.h"
@@ -44,41 +44,35 @@ inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(
 inline float to_float(float v) { return v; }
 inline float to_float(uint16_t h) { return fp16_to_fp32(h); }
 
-// Rows r..r+2 against tokens t..t+3: 12 accumulators, 3 weight vectors and 1 activation
-// vector fill the 16 ymm registers.
-template <typename W>
-void tile_3x4(const W* w, int cols, const float* x, float* out, int out_stride, int r, int t) {
-    const W* w0 = w + int64_t(r) * cols;
-    const W* w1 = w0 + cols;
-    const W* w2 = w1 + cols;
-    const float* x0 = x + int64_t(t) * cols;
-    const float* x1 = x0 + cols;
-    const float* x2 = x1 + cols;
-    const float* x3 = x2 + cols;
-    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
-    __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-    __m256 a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+// Rows r..r+2 against tokens t..t+NT-1 (NT <= 4): up to 12 accumulators, 3 weight vectors
+// and 1 activation vector fill the 16 ymm registers, and each weight vector is loaded (and, for
+// f16, converted) once for all NT tokens.
+template <int NT, typename W>
+void tile_3xn(const W* w, int cols, const float* x, float* out, int out_stride, int r, int t) {
+    static_assert(NT >= 1 && NT <= 4, "at most 4 tokens a tile");
+    const W* wr[3] = {w + int64_t(r) * cols, w + int64_t(r + 1) * cols, w + int64_t(r + 2) * cols};
+    const float* xt[NT];
+    for (int j = 0; j < NT; j++) xt[j] = x + int64_t(t + j) * cols;
+    __m256 acc[3][NT];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < NT; j++) acc[i][j] = _mm256_setzero_ps();
     int c = 0;
     for (; c + 8 <= cols; c += 8) {
-        const __m256 v0 = load8(w0 + c), v1 = load8(w1 + c), v2 = load8(w2 + c);
-        __m256 xv = _mm256_loadu_ps(x0 + c);
-        a00 = _mm256_fmadd_ps(v0, xv, a00), a10 = _mm256_fmadd_ps(v1, xv, a10), a20 = _mm256_fmadd_ps(v2, xv, a20);
-        xv = _mm256_loadu_ps(x1 + c);
-        a01 = _mm256_fmadd_ps(v0, xv, a01), a11 = _mm256_fmadd_ps(v1, xv, a11), a21 = _mm256_fmadd_ps(v2, xv, a21);
-        xv = _mm256_loadu_ps(x2 + c);
-        a02 = _mm256_fmadd_ps(v0, xv, a02), a12 = _mm256_fmadd_ps(v1, xv, a12), a22 = _mm256_fmadd_ps(v2, xv, a22);
-        xv = _mm256_loadu_ps(x3 + c);
-        a03 = _mm256_fmadd_ps(v0, xv, a03), a13 = _mm256_fmadd_ps(v1, xv, a13), a23 = _mm256_fmadd_ps(v2, xv, a23);
+        const __m256 v0 = load8(wr[0] + c), v1 = load8(wr[1] + c), v2 = load8(wr[2] + c);
+        for (int j = 0; j < NT; j++) {
+            const __m256 xv = _mm256_loadu_ps(xt[j] + c);
+            acc[0][j] = _mm256_fmadd_ps(v0, xv, acc[0][j]);
+            acc[1][j] = _mm256_fmadd_ps(v1, xv, acc[1][j]);
+            acc[2][j] = _mm256_fmadd_ps(v2, xv, acc[2][j]);
+        }
     }
-    float s[3][4] = {{hsum_avx2(a00), hsum_avx2(a01), hsum_avx2(a02), hsum_avx2(a03)},
-                     {hsum_avx2(a10), hsum_avx2(a11), hsum_avx2(a12), hsum_avx2(a13)},
-                     {hsum_avx2(a20), hsum_avx2(a21), hsum_avx2(a22), hsum_avx2(a23)}};
-    const W* wr[3] = {w0, w1, w2};
-    const float* xt[4] = {x0, x1, x2, x3};
+    float s[3][NT];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < NT; j++) s[i][j] = hsum_avx2(acc[i][j]);
     for (; c < cols; c++)
         for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 4; j++) s[i][j] += to_float(wr[i][c]) * xt[j][c];
-    for (int j = 0; j < 4; j++)
+            for (int j = 0; j < NT; j++) s[i][j] += to_float(wr[i][c]) * xt[j][c];
+    for (int j = 0; j < NT; j++)
         for (int i = 0; i < 3; i++) out[int64_t(t + j) * out_stride + r + i] = s[i][j];
 }
 
@@ -86,7 +80,11 @@ inline float dot(const float* w, const float* x, int n) { return dot_f32_avx2(w,
 inline float dot(const uint16_t* w, const float* x, int n) { return dot_f16_avx2(w, x, n); }
 
 // Tokens go in blocks whose activations stay in L2 while every row of the thread's range
-// passes over them; within a block, 3×4 tiles, and plain dots for the ragged edges.
+// passes over them; within a block, 3-row tiles of 4 tokens, then of the 2 or 3 left; a single
+// token left, and the ragged rows, take plain dots. One token on a 3-row tile streams three rows
+// at once, which read memory slower than one row at a time (tools/bench_kernels 16384 x 2048
+// f16, 2 threads, AMD EPYC Zen 4: 27 GB/s against 38-57); 2 and 3 tokens gain from sharing each
+// converted weight vector (2 tokens 24-28 against 20-23 GB/s, 3 tokens 20-22 against 17-18).
 template <typename W>
 void matmul_rows(const W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
     const int block = std::max(4, std::min(64, int((256 << 10) / (int64_t(cols) * 4)) / 4 * 4));
@@ -95,10 +93,16 @@ void matmul_rows(const W* w, int cols, const float* x, int n_tokens, float* out,
         int r = r0;
         for (; r + 3 <= r1; r += 3) {
             int t = tb;
-            for (; t + 4 <= te; t += 4) tile_3x4(w, cols, x, out, out_stride, r, t);
-            for (; t < te; t++)
-                for (int i = 0; i < 3; i++)
-                    out[int64_t(t) * out_stride + r + i] = dot(w + int64_t(r + i) * cols, x + int64_t(t) * cols, cols);
+            for (; t + 4 <= te; t += 4) tile_3xn<4>(w, cols, x, out, out_stride, r, t);
+            switch (te - t) {
+                case 3: tile_3xn<3>(w, cols, x, out, out_stride, r, t); break;
+                case 2: tile_3xn<2>(w, cols, x, out, out_stride, r, t); break;
+                case 1:  // plain dots: one row streamed at a time reads memory faster (above)
+                    for (int i = 0; i < 3; i++)
+                        out[int64_t(t) * out_stride + r + i] = dot(w + int64_t(r + i) * cols, x + int64_t(t) * cols, cols);
+                    break;
+                default: break;
+            }
         }
         for (; r < r1; r++)
             for (int t = tb; t < te; t++)
