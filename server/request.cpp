@@ -237,7 +237,10 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         if (ApiError e = read_real(j, name, -2, 2, &p)) return e;
         if (p != 0) return unsupported(name, "use 'repeat_penalty' (llama.cpp's) instead");
     }
-    if (const json* e = field(j, "echo"); e && *e != false) return unsupported("echo", "the prompt is not echoed");
+    // The legacy completions' echo: the prompt's text, and with logprobs its tokens' (a scorer's
+    // request, e.g. lm-evaluation-harness's loglikelihood: echo, logprobs and max_tokens 0 or 1).
+    if (ApiError e = read_bool(j, "echo", &r.echo)) return e;
+    if (r.echo && chat) return unsupported("echo", "it is the completions API's; a chat reply does not echo its messages");
     if (const json* s = field(j, "suffix"); s && *s != "") return unsupported("suffix", "no insertion (suffix)");
     for (const char* name : {"audio", "prediction"})
         if (field(j, name)) return unsupported(name, "text only");
@@ -291,8 +294,10 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     // max_completion_tokens is the newer name; when both are given it decides.
     for (const char* name : {"max_tokens", "max_completion_tokens"}) {
         v = -1;
-        if (ApiError e = read_int(j, name, 1, INT_MAX, true, &v)) return e;
-        if (v > 0) r.max_tokens = int(v);
+        if (ApiError e = read_int(j, name, 0, INT_MAX, true, &v)) return e;
+        if (v == 0 && !r.echo)
+            return bad_request("'" + std::string(name) + "' must be at least 1 (0, nothing generated, only with 'echo')", name);
+        if (v >= 0) r.max_tokens = int(v);
     }
     if (ApiError e = read_bool(j, "ignore_eos", &r.ignore_eos)) return e;
 

@@ -39,12 +39,13 @@ struct CompletionRequest {
     std::string model;                  // as given ("" when absent): echoed back
     bool stream = false;
     bool include_usage = false;     // stream_options.include_usage
-    int max_tokens = -1;            // -1: the rest of the slot's context; always capped by it
+    int max_tokens = -1;            // -1: the rest of the slot's context; always capped by it; 0 only with echo
     bool ignore_eos = false;        // llama.cpp's extra: go on past end-of-turn ids
     SamplerParams sampler;          // starts as the server's defaults
     bool seed_given = false;        // else the server draws one
     std::vector<std::string> stop;  // non-empty strings
     int logprobs = -1;              // -1: none; else each token's log-probability and this many alternatives'
+    bool echo = false;              // completions: the reply's text (and logprobs) begin with the prompt's
 };
 
 // Parses a request body. `defaults` are the server's sampling settings (run's --temp etc.),

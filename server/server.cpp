@@ -43,12 +43,22 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // ---- Jobs: one generation, shared by the HTTP thread that waits for it and the scheduler.
 
-// A reply token's log-probability and its most likely alternatives', for `logprobs`.
+// A token's log-probability and its most likely alternatives', for `logprobs`: a reply's, or
+// with a completion's echo the prompt's (whose first token has none: has_logprob false).
 struct TokenReport {
     std::string bytes;  // Tokenizer::token_bytes: may end inside a UTF-8 character
-    float logprob;
+    float logprob = 0;
+    bool has_logprob = true;
     std::vector<std::pair<std::string, float>> top;
+    long text_offset = 0;  // completions: the characters of the prompt's and reply's text before this token
 };
+
+// The characters (code points) of UTF-8 text: the bytes that do not continue one.
+long utf8_chars(const std::string& text) {
+    long n = 0;
+    for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+    return n;
+}
 
 // What the scheduler sends at once: reply text, and the reports of the tokens that made it
 // (with logprobs; a piece may hold reports and no text, when a token's text is held back).
@@ -60,6 +70,7 @@ struct Piece {
 struct Job {
     CompletionRequest req;
     std::vector<int> prompt;  // the ids to evaluate (the templated dialog, or the prompt with BOS)
+    std::string echo_text;    // with req.echo: the prompt's text, which the reply's begins with
     int max_tokens = 0;       // capped by the slot's context
     std::string id;
     long created = 0;
@@ -229,6 +240,14 @@ private:
         int most_shared = 0;               // the most other slots a step of this job was evaluated with
         std::string held;                  // text held back: it may be the start of a stop string
         std::vector<TokenReport> reports;  // with logprobs: the tokens not yet sent with a piece
+        // A completion's logprobs: where each token's text starts (TokenReport::text_offset),
+        // counted through a decoder of its own that has seen the prompt and the reply so far.
+        std::unique_ptr<TextStreamer> offsets;
+        long text_chars = 0;
+        // With echo and logprobs, the prompt's tokens (each logprob from the logits before it,
+        // filled in as the prompt is read), and the logits of a prompt chunk's every position.
+        std::vector<TokenReport> prompt_reports;
+        std::vector<float> chunk_logits;
         bool stop_hit = false;
         std::string emitted;  // the reply's text so far, as sent
         Clock::time_point started;
@@ -282,9 +301,12 @@ private:
         }
     }
 
+    static bool wants_prompt_logprobs(const Job& job) { return job.req.echo && job.req.logprobs >= 0; }
+
     void start(Slot& s, const std::shared_ptr<Job>& job, size_t prefix) {
-        // At least the prompt's last id is evaluated: its logits pick the first token.
-        const size_t keep = std::min(prefix, job->prompt.size() - 1);
+        // At least the prompt's last id is evaluated: its logits pick the first token. The
+        // prompt's own logprobs need the logits of all its positions: the whole prompt then.
+        const size_t keep = wants_prompt_logprobs(*job) ? 0 : std::min(prefix, job->prompt.size() - 1);
         s.cache.resize(keep);
         s.prompt_pos = keep;
         s.job = job;
@@ -302,6 +324,24 @@ private:
         s.gen->set_draft(draft_);
         s.cb.on_token = [this, &s](int, const std::string& text) { on_text(s, text); };
         s.reports.clear();
+        s.prompt_reports.clear();
+        s.offsets.reset();
+        s.text_chars = 0;
+        if (!job->req.chat && job->req.logprobs >= 0) {
+            // Offsets count from the prompt's start: its tokens' first (echoed or not).
+            s.offsets = std::make_unique<TextStreamer>(lm_.tok);
+            for (size_t i = 0; i < job->prompt.size(); i++) {
+                const int id = job->prompt[i];
+                if (job->req.echo) {
+                    TokenReport r;
+                    r.bytes = lm_.tok.token_bytes(id);
+                    r.has_logprob = false;  // until the logits before it are known; the first never
+                    r.text_offset = s.text_chars;
+                    s.prompt_reports.push_back(std::move(r));
+                }
+                s.text_chars += utf8_chars(s.offsets->push(id));
+            }
+        }
         s.cb.on_logits = nullptr;
         if (job->req.logprobs >= 0) s.cb.on_logits = [this, &s](int id, const float* logits) { report(s, id, logits); };
         s.cb.interrupted = [&s] { return s.stop_hit || s.job->cancelled.load(); };
@@ -349,16 +389,38 @@ private:
         s.reports.clear();
     }
 
-    // A kept token's log-probability, and its job's number of alternatives.
-    void report(Slot& s, int id, const float* logits) {
+    // Token id's log-probability under `logits`, and the job's number of alternatives, into r.
+    void fill_report(const Slot& s, int id, const float* logits, TokenReport* r) const {
         std::vector<TokenLogprob> top;
-        TokenReport r;
-        r.bytes = lm_.tok.token_bytes(id);
         // OpenAI's floor for tokens the model all but rules out (JSON has no -inf).
         constexpr float kFloor = -9999.0f;
-        r.logprob = std::max(kFloor, log_probabilities(logits, lm_.model.config.vocab_size, id, s.job->req.logprobs, &top));
-        for (const TokenLogprob& t : top) r.top.emplace_back(lm_.tok.token_bytes(t.id), std::max(kFloor, t.logprob));
+        r->logprob = std::max(kFloor, log_probabilities(logits, lm_.model.config.vocab_size, id, s.job->req.logprobs, &top));
+        r->has_logprob = true;
+        r->top.clear();
+        for (const TokenLogprob& t : top) r->top.emplace_back(lm_.tok.token_bytes(t.id), std::max(kFloor, t.logprob));
+    }
+
+    // A kept token's report.
+    void report(Slot& s, int id, const float* logits) {
+        TokenReport r;
+        r.bytes = lm_.tok.token_bytes(id);
+        fill_report(s, id, logits, &r);
+        if (s.offsets) {
+            r.text_offset = s.text_chars;
+            s.text_chars += utf8_chars(s.offsets->push(id));
+        }
         s.reports.push_back(std::move(r));
+    }
+
+    // The prompt is read: with echo, its text (and its tokens' reports) go out before the reply;
+    // with max_tokens 0 (echo only) that is all.
+    void prompt_read(Slot& s) {
+        if (s.job->req.echo) {
+            push_piece(*s.job, {s.job->echo_text, std::move(s.prompt_reports)});
+            s.prompt_reports.clear();
+            std::vector<float>().swap(s.chunk_logits);
+        }
+        if (s.job->max_tokens == 0) end_job(s, "length");
     }
 
     bool reading_prompt(const Slot& s) const { return s.prompt_pos < s.job->prompt.size(); }
@@ -410,10 +472,16 @@ private:
             if (room == 0) break;
             const std::vector<int>& prompt = s->job->prompt;
             const int n = std::min(room, int(prompt.size() - s->prompt_pos));
-            // Only the prompt's last chunk needs logits: they pick the first token.
+            // Only the prompt's last chunk needs logits: they pick the first token. With echo
+            // and logprobs every position's do: each gives the next prompt token's logprob.
             const bool last = s->prompt_pos + n == prompt.size();
-            chunks.push_back(
-                {&s->state, &prompt[s->prompt_pos], n, int(s->prompt_pos), last ? s->logits.data() : nullptr, false});
+            if (wants_prompt_logprobs(*s->job)) {
+                s->chunk_logits.resize(size_t(n) * size_t(lm_.model.config.vocab_size));
+                chunks.push_back({&s->state, &prompt[s->prompt_pos], n, int(s->prompt_pos), s->chunk_logits.data(), true});
+            } else {
+                chunks.push_back(
+                    {&s->state, &prompt[s->prompt_pos], n, int(s->prompt_pos), last ? s->logits.data() : nullptr, false});
+            }
             owners.push_back(s);
             room -= n;
         }
@@ -426,8 +494,20 @@ private:
                 if (!reading_prompt(s)) s.gen->fail_step(err);
                 end_job(s, "", server_error(500, err, "server_error"));
             } else if (reading_prompt(s)) {
-                s.cache.insert(s.cache.end(), chunks[i].tokens, chunks[i].tokens + chunks[i].n);
-                s.prompt_pos += chunks[i].n;
+                const SequenceChunk& c = chunks[i];
+                if (c.all_logits) {
+                    const size_t vocab = size_t(lm_.model.config.vocab_size);
+                    for (int j = 0; j < c.n; j++) {
+                        const size_t next = size_t(c.pos + j + 1);  // the prompt token these logits predict
+                        if (next < s.prompt_reports.size())
+                            fill_report(s, s.job->prompt[next], c.logits + j * vocab, &s.prompt_reports[next]);
+                    }
+                    if (size_t(c.pos + c.n) == s.job->prompt.size())
+                        std::copy(c.logits + (c.n - 1) * vocab, c.logits + c.n * vocab, s.logits.begin());
+                }
+                s.cache.insert(s.cache.end(), c.tokens, c.tokens + c.n);
+                s.prompt_pos += c.n;
+                if (!reading_prompt(s)) prompt_read(s);
             } else {
                 GenerationEnd end;
                 if (!s.gen->end_step(s.cache, s.logits, s.cb, &end))
@@ -616,16 +696,22 @@ json logprobs_json(const Job& j, const std::vector<TokenReport>& tokens) {
         }
         return {{"content", content}, {"refusal", nullptr}};
     }
-    json texts = json::array(), lps = json::array(), tops = json::array();
+    json texts = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
     for (const TokenReport& t : tokens) {
         texts.push_back(t.bytes);
+        offsets.push_back(t.text_offset);
+        if (!t.has_logprob) {  // an echoed prompt's first token: nothing comes before it
+            lps.push_back(nullptr);
+            tops.push_back(nullptr);
+            continue;
+        }
         lps.push_back(t.logprob);
         json top = json::object();
         for (const auto& a : t.top)
             if (!top.contains(a.first)) top[a.first] = a.second;  // ids of the same text: the likelier
         tops.push_back(top);
     }
-    return {{"tokens", texts}, {"token_logprobs", lps}, {"top_logprobs", tops}};
+    return {{"tokens", texts}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
 // One chunk of a stream: content (or finish) for chat, text for completions.
@@ -797,7 +883,8 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                                                    std::to_string(o.n_parallel) + " slots): nothing is left for a reply",
                                                chat ? "messages" : "prompt", "context_length_exceeded"));
         job->max_tokens = n_ctx_slot - n;
-        if (r.max_tokens > 0) job->max_tokens = std::min(job->max_tokens, r.max_tokens);
+        if (r.max_tokens >= 0) job->max_tokens = std::min(job->max_tokens, r.max_tokens);  // 0: echo only
+        if (r.echo) job->echo_text = r.prompt_is_ids ? lm.tok.decode(r.prompt_ids) : r.prompt;
         if (!r.seed_given) r.sampler.seed = random_seed();
         job->id = (chat ? "chatcmpl-" : "cmpl-") + random_id();
         job->created = long(std::time(nullptr));

@@ -153,6 +153,25 @@ test('completions.create: a text completion, unstreamed and streamed', OPTS, asy
     assert.equal(chunks[chunks.length - 1].choices[0].finish_reason, r.choices[0].finish_reason);
 });
 
+test('completions.create with echo and logprobs: the prompt scored, as a loglikelihood evaluation asks', OPTS, async () => {
+    const prompt = 'Once upon a time';
+    const r = await client.completions.create({ model, prompt, echo: true, logprobs: 1, max_tokens: 1, temperature: 0 });
+    const c = r.choices[0];
+    assert.ok(c.text.startsWith(prompt), `the text does not begin with the prompt: ${JSON.stringify(c.text)}`);
+    const lp = c.logprobs;
+    const n = r.usage.prompt_tokens + r.usage.completion_tokens;
+    for (const k of ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset']) assert.equal(lp[k].length, n, `logprobs.${k}`);
+    assert.equal(lp.token_logprobs[0], null, 'the first prompt token has no log-probability');
+    for (let i = 1; i < n; i++) {
+        assert.ok(lp.token_logprobs[i] <= 0, `token_logprobs[${i}] = ${lp.token_logprobs[i]}`);
+        assert.ok(lp.text_offset[i] >= lp.text_offset[i - 1], 'text_offset goes back');
+    }
+    assert.equal(lp.text_offset[n - 1], prompt.length, 'the reply starts where the prompt ends');
+    const only = await client.completions.create({ model, prompt, echo: true, max_tokens: 0 });
+    assert.equal(only.choices[0].text, prompt);
+    assert.equal(only.usage.completion_tokens, 0);
+});
+
 test('stop: a string and a list end the reply before the stop text, streamed or not', OPTS, async () => {
     const req = { model, messages: [USER], temperature: 0, seed: 7, max_tokens: 24 };
     const base = (await client.chat.completions.create(req)).choices[0].message.content;

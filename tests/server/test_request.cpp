@@ -134,7 +134,14 @@ TEST_CASE("server request: completions take a prompt string") {
     refused(R"({"max_tokens":5})", false, "prompt");
     refused(R"({"prompt":5})", false, "prompt");
     refused(R"({"prompt":["a","b"]})", false, "prompt");  // a batch of prompts: n choices
-    refused(R"({"prompt":"x","echo":true})", false, "echo");
+    // echo: the prompt's text (and with logprobs its tokens') first; max_tokens 0 only with it.
+    CHECK(completion_ok(R"({"prompt":"x","echo":true})").echo);
+    CHECK(!completion_ok(R"({"prompt":"x"})").echo);
+    CHECK(completion_ok(R"({"prompt":"x","echo":true,"max_tokens":0,"logprobs":1})").max_tokens == 0);
+    refused(R"({"prompt":"x","max_tokens":0})", false, "max_tokens");
+    refused(R"({"prompt":"x","echo":false,"max_completion_tokens":0})", false, "max_completion_tokens");
+    refused(R"({"prompt":"x","echo":"yes"})", false, "echo");
+    refused("{" + kUser + R"(,"echo":true})", true, "echo");  // a chat reply does not echo its messages
     refused(R"({"prompt":"x","suffix":"y"})", false, "suffix");
     refused(R"({"prompt":"x","best_of":2})", false, "best_of");
     CHECK(completion_ok(R"({"prompt":"x","echo":false,"best_of":1})").prompt == "x");
