@@ -113,7 +113,11 @@ CommandLine command_line(Options& o) {
              {
                  {"", "--repeat-penalty", "X", &o.sampler.repeat_penalty, "divide logits of recently seen tokens by X; 1 = off",
                   0.01, 100},
-                 {"", "--repeat-last-n", "N", &o.sampler.repeat_last_n, "how many recent tokens the penalty looks at", 0,
+                 {"", "--frequency-penalty", "X", &o.sampler.frequency_penalty,
+                  "subtract X times a recent token's count from its logit; 0 = off", -2, 2},
+                 {"", "--presence-penalty", "X", &o.sampler.presence_penalty,
+                  "subtract X from the logit of each recently seen token; 0 = off", -2, 2},
+                 {"", "--repeat-last-n", "N", &o.sampler.repeat_last_n, "how many recent tokens the penalties look at", 0,
                   1 << 24},
                  {"", "--top-k", "N", &o.sampler.top_k, "keep the N most likely tokens; 0 = off", 0, 1 << 30},
                  {"", "--top-p", "X", &o.sampler.top_p, "keep the smallest set with probability mass >= X; 1 = off", 0, 1},

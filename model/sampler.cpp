@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace hearth {
 
@@ -22,18 +22,27 @@ int Sampler::argmax(const float* logits, int vocab) {
     return best;
 }
 
-static bool repeat_penalty_applies(const std::vector<int>& recent, int last_n, float penalty) {
-    return penalty != 1.0f && last_n > 0 && !recent.empty();
+static bool penalties_apply(const std::vector<int>& recent, const SamplerParams& p) {
+    return (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) && p.repeat_last_n > 0 &&
+           !recent.empty();
 }
 
-// As llama.cpp and the CTRL paper: a seen token's positive logit is divided by the
-// penalty, a negative one multiplied, so either way it becomes less likely. Each id once,
-// however often it occurs in the last last_n.
-void Sampler::apply_repeat_penalty(float* logits, int vocab, const std::vector<int>& recent, int last_n, float penalty) {
-    if (!repeat_penalty_applies(recent, last_n, penalty)) return;
-    std::unordered_set<int> seen(recent.end() - std::min<size_t>(recent.size(), size_t(last_n)), recent.end());
-    for (int id : seen)
-        if (id >= 0 && id < vocab) logits[id] = logits[id] > 0 ? logits[id] / penalty : logits[id] * penalty;
+// As llama.cpp's penalties sampler, over the last repeat_last_n ids: a seen id's positive logit
+// is divided by repeat_penalty, a negative one multiplied (the CTRL paper's repetition
+// penalty, once however often the id occurs), so either way it becomes less likely; then
+// OpenAI's frequency and presence penalties, logit - count * frequency - presence (with count
+// the id's occurrences in the window: OpenAI counts the reply's tokens, llama.cpp the window).
+void Sampler::apply_penalties(float* logits, int vocab, const std::vector<int>& recent, const SamplerParams& p) {
+    if (!penalties_apply(recent, p)) return;
+    std::unordered_map<int, int> count;
+    for (auto it = recent.end() - std::min<size_t>(recent.size(), size_t(p.repeat_last_n)); it != recent.end(); ++it)
+        count[*it]++;
+    for (const auto& [id, n] : count) {
+        if (id < 0 || id >= vocab) continue;
+        float& l = logits[id];
+        if (p.repeat_penalty != 1.0f) l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+        l -= float(n) * p.frequency_penalty + p.presence_penalty;
+    }
 }
 
 // Highest logit first, the lower id first on ties: the order every step keeps.
@@ -115,9 +124,9 @@ float log_probabilities(const float* logits, int vocab, int id, int top_n, std::
 
 int Sampler::sample(const float* logits, int vocab, const std::vector<int>& recent) {
     const float* v = logits;
-    if (repeat_penalty_applies(recent, params_.repeat_last_n, params_.repeat_penalty)) {  // on a copy: logits are the caller's
+    if (penalties_apply(recent, params_)) {  // on a copy: logits are the caller's
         penalized_.assign(logits, logits + vocab);
-        apply_repeat_penalty(penalized_.data(), vocab, recent, params_.repeat_last_n, params_.repeat_penalty);
+        apply_penalties(penalized_.data(), vocab, recent, params_);
         v = penalized_.data();
     }
     if (params_.temperature <= 0.0f) return argmax(v, vocab);

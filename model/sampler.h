@@ -1,5 +1,5 @@
 // Picks the next token from the logits: greedy, or llama.cpp's default chain
-// (repetition penalty, top-k, top-p, min-p, temperature, then a random draw).
+// (penalties, top-k, top-p, min-p, temperature, then a random draw).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -7,12 +7,14 @@
 namespace hearth {
 
 struct SamplerParams {
-    float temperature = 0.8f;     // 0: greedy
-    int top_k = 40;               // 0: off
-    float top_p = 0.95f;          // 1: off
-    float min_p = 0.05f;          // 0: off
-    float repeat_penalty = 1.0f;  // 1: off
-    int repeat_last_n = 64;       // how many recent tokens the penalty looks at
+    float temperature = 0.8f;        // 0: greedy
+    int top_k = 40;                  // 0: off
+    float top_p = 0.95f;             // 1: off
+    float min_p = 0.05f;             // 0: off
+    float repeat_penalty = 1.0f;     // 1: off
+    float frequency_penalty = 0.0f;  // 0: off; minus this times a token's count in the window
+    float presence_penalty = 0.0f;   // 0: off; minus this once for a token in the window
+    int repeat_last_n = 64;          // the window: how many recent tokens the penalties look at
     uint64_t seed = 0;
 };
 
@@ -45,12 +47,13 @@ float log_probabilities(const float* logits, int vocab, int id, int top_n, std::
 class Sampler {
 public:
     explicit Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
-    // `recent` is the token history the repetition penalty looks at (its tail).
+    // `recent` is the token history the penalties look at (its tail).
     int sample(const float* logits, int vocab, const std::vector<int>& recent);
 
     // The steps, public so tests can check each one's effect on a distribution.
     // Each keeps `c` sorted by logit, highest first (after top_k/top_p/min_p/softmax).
-    static void apply_repeat_penalty(float* logits, int vocab, const std::vector<int>& recent, int last_n, float penalty);
+    // The penalties of p on the ids in the last p.repeat_last_n of recent (greedy too).
+    static void apply_penalties(float* logits, int vocab, const std::vector<int>& recent, const SamplerParams& p);
     // c = the k highest logits as candidates, sorted (all of them when k <= 0 or k >= vocab).
     static void top_k(const float* logits, int vocab, int k, std::vector<Candidate>& c);
     static void softmax_with_temperature(std::vector<Candidate>& c, float temperature);  // fills p, sorts

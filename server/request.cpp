@@ -232,11 +232,6 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     }
     if (const json* b = field(j, "logit_bias"); b && !(b->is_object() && b->empty()))
         return unsupported("logit_bias", "no logit bias");
-    for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-        float p = 0;
-        if (ApiError e = read_real(j, name, -2, 2, &p)) return e;
-        if (p != 0) return unsupported(name, "use 'repeat_penalty' (llama.cpp's) instead");
-    }
     // The legacy completions' echo: the prompt's text, and with logprobs its tokens' (a scorer's
     // request, e.g. lm-evaluation-harness's loglikelihood: echo, logprobs and max_tokens 0 or 1).
     if (ApiError e = read_bool(j, "echo", &r.echo)) return e;
@@ -306,6 +301,8 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     if (ApiError e = read_real(j, "top_p", 0, 1, &s.top_p)) return e;
     if (ApiError e = read_real(j, "min_p", 0, 1, &s.min_p)) return e;
     if (ApiError e = read_real(j, "repeat_penalty", 0.01, 100, &s.repeat_penalty)) return e;
+    if (ApiError e = read_real(j, "frequency_penalty", -2, 2, &s.frequency_penalty)) return e;
+    if (ApiError e = read_real(j, "presence_penalty", -2, 2, &s.presence_penalty)) return e;
     v = s.top_k;
     if (ApiError e = read_int(j, "top_k", 0, 1 << 30, false, &v)) return e;
     s.top_k = int(v);

@@ -30,7 +30,7 @@ TEST_CASE("cli: --help documents the options and exits 0") {
     CommandResult r = run_command("./run --help");
     CHECK(r.exit_code == 0);
     for (const char* opt : {"--prompt", "--prompt-ids", "--n-predict", "--ctx-size", "--threads", "--temp", "--top-k", "--top-p",
-                            "--min-p", "--repeat-penalty", "--seed", "--print-ids"})
+                            "--min-p", "--repeat-penalty", "--frequency-penalty", "--presence-penalty", "--seed", "--print-ids"})
         CHECK(r.out.find(opt) != std::string::npos);
     CommandResult q = run_command("./quantize --help");
     CHECK(q.exit_code == 0);

@@ -103,11 +103,53 @@ TEST_CASE("min-p drops tokens below min_p times the top probability") {
 
 TEST_CASE("repetition penalty divides positive and multiplies negative logits of recent tokens") {
     std::vector<float> l = {2.0f, -2.0f, 1.0f, 4.0f};
-    Sampler::apply_repeat_penalty(l.data(), 4, {0, 1, 3, 3}, 3, 2.0f);  // only the last 3 (1, 3, 3) count, 3 once
+    SamplerParams p;
+    p.repeat_penalty = 2.0f;
+    p.repeat_last_n = 3;
+    Sampler::apply_penalties(l.data(), 4, {0, 1, 3, 3}, p);  // only the last 3 (1, 3, 3) count, 3 once
     CHECK(l[0] == 2.0f);
     CHECK(l[1] == -4.0f);
     CHECK(l[2] == 1.0f);
     CHECK(l[3] == 2.0f);
+}
+
+TEST_CASE("frequency and presence penalties: logit - count * frequency - presence, after the repetition penalty") {
+    // OpenAI's formula (its API reference, "frequency and presence penalties"), counted over the
+    // window as llama.cpp's penalties sampler does, which applies the repetition penalty first.
+    std::vector<float> l = {2.0f, -1.0f, 0.5f, 3.0f, 1.0f};
+    SamplerParams p;
+    p.frequency_penalty = 0.5f;
+    p.presence_penalty = 0.25f;
+    p.repeat_last_n = 4;
+    Sampler::apply_penalties(l.data(), 5, {4, 0, 0, 1, 3}, p);  // the window is 0, 0, 1, 3: id 4 is outside it
+    CHECK(l[0] == 2.0f - 2 * 0.5f - 0.25f);
+    CHECK(l[1] == -1.0f - 0.5f - 0.25f);
+    CHECK(l[2] == 0.5f);
+    CHECK(l[3] == 3.0f - 0.5f - 0.25f);
+    CHECK(l[4] == 1.0f);
+    std::vector<float> m = {2.0f, -1.0f};
+    p.repeat_penalty = 2.0f;
+    Sampler::apply_penalties(m.data(), 2, {0, 0, 1}, p);
+    CHECK(m[0] == 2.0f / 2 - 2 * 0.5f - 0.25f);
+    CHECK(m[1] == -1.0f * 2 - 0.5f - 0.25f);
+    // A negative presence penalty makes seen tokens likelier, as OpenAI allows (-2..2).
+    std::vector<float> n = {0.0f, 0.0f};
+    SamplerParams q;
+    q.presence_penalty = -1.0f;
+    Sampler::apply_penalties(n.data(), 2, {1}, q);
+    CHECK(n[0] == 0.0f);
+    CHECK(n[1] == 1.0f);
+}
+
+TEST_CASE("greedy with a presence penalty takes the best logit after it") {
+    SamplerParams p;
+    p.temperature = 0.0f;
+    p.presence_penalty = 1.5f;
+    Sampler s(p);
+    std::vector<float> logits = {1.0f, 3.0f, 2.0f};
+    CHECK(s.sample(logits.data(), 3, {}) == 1);
+    CHECK(s.sample(logits.data(), 3, {1}) == 2);  // 3 - 1.5 < 2
+    CHECK(logits[1] == 3.0f);
 }
 
 TEST_CASE("greedy with a repetition penalty takes the best logit after the penalty") {

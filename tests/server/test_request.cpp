@@ -217,6 +217,15 @@ TEST_CASE("server request: wrong types and out-of-range values are 400 naming th
     refused("{" + kUser + R"(,"stop":")" + std::string(limits::kServerStopBytes + 1, 'x') + "\"}", true, "stop");
 }
 
+TEST_CASE("server request: presence_penalty and frequency_penalty, OpenAI's range") {
+    const CompletionRequest r = chat_ok("{" + kUser + R"(,"presence_penalty":0.5,"frequency_penalty":-1})");
+    CHECK(r.sampler.presence_penalty == 0.5f);
+    CHECK(r.sampler.frequency_penalty == -1.0f);
+    CHECK(completion_ok(R"({"prompt":"x","frequency_penalty":2})").sampler.frequency_penalty == 2.0f);
+    refused("{" + kUser + R"(,"presence_penalty":2.5})", true, "presence_penalty");
+    refused("{" + kUser + R"(,"frequency_penalty":"1"})", true, "frequency_penalty");
+}
+
 TEST_CASE("server request: parameters hearth does not implement are refused by name") {
     refused("{" + kUser + R"(,"n":2})", true, "n");
     refused("{" + kUser + R"(,"n":0})", true, "n");
@@ -226,8 +235,6 @@ TEST_CASE("server request: parameters hearth does not implement are refused by n
     refused("{" + kUser + R"(,"functions":[{"name":"f"}]})", true, "functions");
     refused("{" + kUser + R"(,"response_format":{"type":"json_object"}})", true, "response_format");
     refused("{" + kUser + R"(,"logit_bias":{"50256":-100}})", true, "logit_bias");
-    refused("{" + kUser + R"(,"presence_penalty":0.5})", true, "presence_penalty");
-    refused("{" + kUser + R"(,"frequency_penalty":1})", true, "frequency_penalty");
     // The neutral values of the same parameters change nothing and are accepted.
     CHECK(chat_ok("{" + kUser + R"(,"tool_choice":"none","tools":[],"response_format":{"type":"text"},
                                      "logit_bias":{},"presence_penalty":0,"frequency_penalty":0,"user":"u","store":false})")
