@@ -45,7 +45,9 @@ std::string header_string(const char* p, size_t n) {
 }
 
 // The interleaved ids of hearth files (docs/format.md).
-static const struct { uint32_t id, type; } kInterleavedIds[] = {{1002, TYPE_Q4_0}, {1008, TYPE_Q8_0}, {1012, TYPE_Q4_K}};
+static const struct {
+    uint32_t id, type;
+} kInterleavedIds[] = {{1002, TYPE_Q4_0}, {1008, TYPE_Q8_0}, {1012, TYPE_Q4_K}, {1013, TYPE_Q5_K}};
 
 bool hearth_type_id(uint32_t type, Layout layout, uint32_t* id) {
     if (layout == Layout::rows) {

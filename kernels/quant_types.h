@@ -249,7 +249,7 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {10, "q2_K", 256, 84, USE_DEQUANT, 0, nullptr, dequantize_row_q2_k, 0},
     {11, "q3_K", 256, 110, USE_STORE, 15, nullptr, dequantize_row_q3_k, 0},
     {12, "q4_K", 256, 144, USE_STORE, 15, quantize_row_q4_k, dequantize_row_q4_k, 4},
-    {13, "q5_K", 256, 176, USE_STORE, 15, quantize_row_q5_k, dequantize_row_q5_k, 0},
+    {13, "q5_K", 256, 176, USE_STORE, 15, quantize_row_q5_k, dequantize_row_q5_k, 4},
     {14, "q6_K", 256, 210, USE_STORE, 15, quantize_row_q6_k, dequantize_row_q6_k, 0},
     {15, "q8_K", 256, 292, USE_ACT, 0, quantize_row_q8_k_scalar, dequantize_row_q8_k, 0},
     {16, "iq2_xxs", 256, 66, USE_NONE, 0, nullptr, nullptr, 0},

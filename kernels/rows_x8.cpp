@@ -14,12 +14,14 @@ struct RecordShape {
     size_t block, head;
 };
 
+// The largest block with an interleaved layout (Q5_K's): the buffers below hold 8 of them.
+constexpr size_t kMaxX8Block = sizeof(block_q5_K);
+
 // Every type with an interleaved layout fits the buffers below and splits into 4-byte units after
 // its head.
 constexpr bool records_fit() {
     for (const TypeTraits& t : kTypeTraits)
-        if (t.x8_head_bytes > 0 && (t.block_bytes > int(sizeof(block_q4_K)) || (t.block_bytes - t.x8_head_bytes) % 4 != 0))
-            return false;
+        if (t.x8_head_bytes > 0 && (t.block_bytes > int(kMaxX8Block) || (t.block_bytes - t.x8_head_bytes) % 4 != 0)) return false;
     return true;
 }
 static_assert(records_fit(), "a type's records (kernels/rows_x8.h)");
@@ -54,7 +56,7 @@ void convert(uint32_t type, const void* src, void* dst, int64_t rows, int64_t co
     auto* dp = static_cast<uint8_t*>(dst);
 #pragma omp parallel for schedule(static)
     for (int64_t g = 0; g < groups; ++g) {
-        uint8_t blocks[8 * sizeof(block_q4_K)];  // the largest block with an interleaved layout
+        uint8_t blocks[8 * kMaxX8Block];
         const uint8_t* gs = sp + size_t(g) * group_bytes;
         uint8_t* gd = dp + size_t(g) * group_bytes;
         for (int64_t b = 0; b < nb; ++b) {
@@ -105,7 +107,7 @@ void dequantize_x8_row(uint32_t type, const void* w, int64_t rows, int64_t cols,
     // Block b of the row is one of the 8 a record of its group holds.
     const int64_t nb = cols / block_size, group = row / 8, i = row % 8;
     const uint8_t* records = base + size_t(group) * 8 * row_bytes;
-    uint8_t blocks[8 * sizeof(block_q4_K)];
+    uint8_t blocks[8 * kMaxX8Block];
     for (int64_t b = 0; b < nb; b++) {
         x8_record_to_blocks(type, records + size_t(b) * 8 * block, blocks);
         dequantize(blocks + size_t(i) * block, out + b * block_size, block_size);

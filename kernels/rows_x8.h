@@ -1,4 +1,4 @@
-// Rows interleaved by 8: the layout of Q4_0, Q8_0 and Q4_K matrices that the matmul kernels of
+// Rows interleaved by 8: the layout of Q4_0, Q8_0, Q4_K and Q5_K matrices that the matmul kernels of
 // every build read (AVX2, NEON with or without dotprod, scalar). GGUF files keep the plain layout;
 // the loader repacks at load time (model/model.cpp) where kernel_layout says so, hearth files hold
 // it already (docs/format.md describes the layout too).
@@ -10,8 +10,8 @@
 // activation bytes gives the 8 rows' partial sums in 8 lanes, with no horizontal work at all.
 //
 // Layout of a matrix of R rows x C columns of a type whose blocks start with h fp16 fields
-// (x8_head_bytes = 2h in its row of kTypeTraits: h = 1 for Q4_0 and Q8_0, d; h = 2 for Q4_K, d
-// and dmin) followed by U 4-byte units (the rest of the block): the rows are taken in groups of 8;
+// (x8_head_bytes = 2h in its row of kTypeTraits: h = 1 for Q4_0 and Q8_0, d; h = 2 for Q4_K and
+// Q5_K, d and dmin) followed by U 4-byte units (the rest of the block): the rows are taken in groups of 8;
 // a whole group is nb = C / block_size records, record b being block b of the 8 rows (row i):
 //   bytes 16f .. 16f+15          fp16 field f (f < h) of row i at 16f + 2i
 //   then U chunks of 32 bytes    chunk k holds unit k (block bytes 2h+4k .. 2h+4k+3) of row i at 4i
@@ -26,6 +26,12 @@
 //    step k of chunk c meets activation bytes 64c + 4k .. +3 and 64c + 32 + 4k .. +3. So the 8
 //    rows' packed scales lie one row per 32-bit lane in three vectors, and a few and/shift/or ops
 //    unpack all 8 rows' 6-bit scales and mins at once.
+//  - Q5_K: Q4_K's record with the 8 rows' qh between the scales and the quants: d, dmin and the
+//    scales as Q4_K's, qh[4k .. 4k+3] of row i at 128 + 32k + 4i (k < 8), then qs[j] of row i
+//    (j = 32c + 4k + m) at 384 + 256c + 32k + 4i + m. Step k of chunk c meets the same
+//    activation bytes as Q4_K's; bit 2c of qh byte 4k + m of the row's lane is bit 4 of its low
+//    nibble's quant, bit 2c + 1 of its high nibble's: the qh vector at 128 + 32k serves step k
+//    of every chunk.
 #pragma once
 #include <cstdint>
 
@@ -34,7 +40,7 @@
 namespace hearth {
 
 // The layout the matmul kernels read for weights of `type`: rows_x8 where the kernel table has
-// interleaved rows for it (Q4_0, Q8_0 and Q4_K, on every build: their scalar rows are built
+// interleaved rows for it (Q4_0, Q8_0, Q4_K and Q5_K, on every build: their scalar rows are built
 // everywhere); rows for every other type.
 Layout kernel_layout(uint32_t type);
 

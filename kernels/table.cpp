@@ -29,7 +29,13 @@
 //  - Q5_K (Q5_K_M files): Q4_K's kernels with a fifth bit
 //    (x86/quant_avx2.cpp, gemm_k_avx2.cpp, arm/quant_neon.cpp), the GEMM from 8 tokens as Q4_K's.
 //    TinyLlama Q5_K_M from llama-quantize, 2 threads, AMD EPYC (docs/benchmarks.md): pp512 with
-//    the row kernel 50 tok/s, with the GEMM 92.
+//    the row kernel 50 tok/s, with the GEMM 92. Interleaved as Q4_K (kernels/rows_x8.h), with
+//    interleaved Q4_K's kernels and the fifth bit (x86/q4_kx8_avx2.cpp, gemm_k_avx2.cpp,
+//    arm/q4_kx8_neon.cpp): the
+//    plain rows kernel read from memory at 21-22 GB/s on one thread (32768 x 4096, Zen 4), the
+//    interleaved at 26-28 (2 threads 31-37 / 42-53); tokens 2: 16.6 / 15.9, 4: 8.7 / 10.1, 5:
+//    7.9 / 7.4, 6: 6.7 / 6.0, 8: 5.2 / 4.6 against the interleaved GEMM's 5.2-5.5 (1 thread): so
+//    the GEMM from 8 tokens, as on plain rows.
 //  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use where a
 //    row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0 (one
 //    template). Q5_0, Q4_1 and Q5_1 x one token: Q4_0's 4-row gemv (x86/gemv_avx2.cpp) with the fifth
@@ -278,6 +284,10 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, X8, Isa::avx512_zen4, 2, AVX512(matmul_q4_kx8_few_l2_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::amx, 32, AMX(matmul_q4_kx8_gemm_amx), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::scalar, 1, matmul_q5_kx8_rows_scalar, nullptr},
+    {M, TYPE_Q5_K, X8, Isa::neon, 1, NEON(matmul_q5_kx8_rows_neon), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx2, 1, AVX2(matmul_q5_kx8_rows_avx2), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx2, 8, AVX2(matmul_q5_kx8_gemm_avx2), nullptr},
 };
 constexpr int kNumRows = int(sizeof kRows / sizeof kRows[0]);
 

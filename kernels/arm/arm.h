@@ -28,6 +28,7 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_neon)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_neon)
+HEARTH_DECLARE_MATMUL(matmul_q5_kx8_rows_neon)
 
 // i8mm: the SMMLA GEMMs of interleaved rows (arm/gemm_neon_i8mm.cpp).
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_i8mm)

@@ -1,7 +1,8 @@
-// Matmul of Q4_K rows interleaved by 8 (kernels/rows_x8.h) x Q8_K activations, AArch64 NEON with
-// or without dotprod: sub-block sums times each row's 6-bit scale, mins against the activation's
-// sub-block sums, as x86/q4_kx8_avx2.cpp does (the bounds are there); arm/rows_x8_neon.h has the
-// scheme of the tiles.
+// Matmul of Q4_K and Q5_K rows interleaved by 8 (kernels/rows_x8.h) x Q8_K activations, AArch64
+// NEON with or without dotprod: sub-block sums times each row's 6-bit scale, mins against the
+// activation's sub-block sums, as x86/q4_kx8_avx2.cpp does (the bounds are there); arm/rows_x8_neon.h
+// has the scheme of the tiles. Q5_K: the record's qh vector of step k (one per step, shared by
+// the chunks) gives bit 4 of the quants, bit 2c for chunk c's low nibbles, 2c + 1 for its high.
 #include "kernels/arm/arm.h"
 #include "kernels/isa.h"
 
@@ -14,10 +15,12 @@ namespace hearth {
 namespace x8_neon {
 namespace {
 
-// Interleaved Q4_K records (kernels/rows_x8.h) x Q8_K activations.
-struct X8Q4K {
-    static constexpr size_t kRecordBytes = 8 * sizeof(block_q4_K);
-    static constexpr size_t kScalesOffset = 32, kQsOffset = 128;  // layout in kernels/rows_x8.h
+// Interleaved Q4_K or Q5_K records (kernels/rows_x8.h) x Q8_K activations.
+template <typename WBlock>
+struct X8Q4KOrQ5K {
+    static constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
+    static constexpr size_t kRecordBytes = 8 * sizeof(WBlock);
+    static constexpr size_t kScalesOffset = 32, kQhOffset = 128, kQsOffset = kFifthBit ? 384 : 128;  // kernels/rows_x8.h
     static constexpr int kBlockElems = QK_K;
     // Registers per token: the sub-block sums 4 (8 without dotprod), the scaled sums 2, the floats
     // 2. With dotprod 4 tokens: the step loop keeps its 16 sums and the weights in registers, and
@@ -77,8 +80,14 @@ struct X8Q4K {
                     int8x16_t lo[2], hi[2];
                     for (int h = 0; h < 2; ++h) {
                         const uint8x16_t w = vld1q_u8(qw + 32 * k + 16 * h);
-                        lo[h] = vreinterpretq_s8_u8(vandq_u8(w, m4));
-                        hi[h] = vreinterpretq_s8_u8(vshrq_n_u8(w, 4));
+                        uint8x16_t l = vandq_u8(w, m4), u = vshrq_n_u8(w, 4);
+                        if constexpr (kFifthBit) {
+                            const uint8x16_t qh = vld1q_u8(rec + kQhOffset + 32 * k + 16 * h);
+                            l = vorrq_u8(l, q5_k_bit4(qh, 2 * c));
+                            u = vorrq_u8(u, q5_k_bit4(qh, 2 * c + 1));
+                        }
+                        lo[h] = vreinterpretq_s8_u8(l);
+                        hi[h] = vreinterpretq_s8_u8(u);
                     }
                     for (int t = 0; t < NT; ++t) {
                         const int8_t* q = a[t][b].qs + 64 * c + 4 * k;
@@ -108,7 +117,14 @@ struct X8Q4K {
 
 void matmul_q4_kx8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
-    x8_neon::matmul_x8<x8_neon::X8Q4K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    x8_neon::matmul_x8<x8_neon::X8Q4KOrQ5K<block_q4_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0,
+                                                        r1);
+}
+
+void matmul_q5_kx8_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    x8_neon::matmul_x8<x8_neon::X8Q4KOrQ5K<block_q5_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0,
+                                                        r1);
 }
 
 }  // namespace hearth

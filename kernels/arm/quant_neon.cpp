@@ -14,6 +14,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/arm/rows_x8_neon.h"
 #include "kernels/fp16.h"
 
 namespace hearth {
@@ -290,10 +291,7 @@ struct KBlock32 {
 using KQ8_0 = KBlock32<block_q8_0>;
 using KQ4_0 = KBlock32<block_q4_0>;
 
-// Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant.
-inline int8x16_t q5_k_bit4(uint8x16_t qh, int bit) {
-    return vreinterpretq_s8_u8(vandq_u8(vshlq_u8(qh, vdupq_n_s8(int8_t(4 - bit))), vdupq_n_u8(0x10)));
-}
+inline int8x16_t fifth_bit(uint8x16_t qh, int bit) { return vreinterpretq_s8_u8(x8_neon::q5_k_bit4(qh, bit)); }
 
 // Q5_K is Q4_K with bit 4 of each quant in qh (bit 2k of qh[l] for the low nibble of qs[32k + l],
 // bit 2k + 1 for its high nibble): quants 0..31.
@@ -323,10 +321,10 @@ struct KQ4_K_or_Q5_K {
                 int8x16_t v[4];
                 q4k_unpack_chunk(w[b].qs + 32 * k, v);
                 if constexpr (kFifthBit) {
-                    v[0] = vorrq_s8(v[0], q5_k_bit4(qh0, 2 * k));
-                    v[1] = vorrq_s8(v[1], q5_k_bit4(qh1, 2 * k));
-                    v[2] = vorrq_s8(v[2], q5_k_bit4(qh0, 2 * k + 1));
-                    v[3] = vorrq_s8(v[3], q5_k_bit4(qh1, 2 * k + 1));
+                    v[0] = vorrq_s8(v[0], fifth_bit(qh0, 2 * k));
+                    v[1] = vorrq_s8(v[1], fifth_bit(qh1, 2 * k));
+                    v[2] = vorrq_s8(v[2], fifth_bit(qh0, 2 * k + 1));
+                    v[3] = vorrq_s8(v[3], fifth_bit(qh1, 2 * k + 1));
                 }
                 const int32_t sl = sc[2 * k], sh = sc[2 * k + 1];
                 for (int t = 0; t < NT; ++t) {

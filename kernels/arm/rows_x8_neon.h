@@ -1,5 +1,5 @@
 // What the NEON kernels of interleaved rows share (arm/rows_x8_neon.cpp: Q4_0 and Q8_0;
-// arm/q4_kx8_neon.cpp: Q4_K): the dot-product steps with and without dotprod, and the driver of
+// arm/q4_kx8_neon.cpp: Q4_K and Q5_K): the dot-product steps with and without dotprod, and the driver of
 // tiles over a group's records. Each kernel K supplies its record layout and the dots of a tile
 // (K::records). Include only under HEARTH_ISA_NEON (kernels/isa.h).
 //
@@ -10,9 +10,9 @@
 //  - With dotprod, SDOT (vdotq_s32) adds the 4 products of each lane into it.
 //  - Without, SMULL / SMULL2 give the 16 products as int16, rows 0-1 and rows 2-3. Byte weights
 //    (Q8_0): a product reaches 128 * 128, two overflow int16, so each step is added into int32
-//    pairs with SADALP. 4-bit weights (Q4_0, Q4_K): |product| <= 15 * 128 = 1920, so SMLAL /
-//    SMLAL2 sum the up to 8 steps of a block or sub-block in int16 (<= 15360 < 32767), widened
-//    once. A pairwise add then gives one row per lane.
+//    pairs with SADALP. 4- and 5-bit weights (Q4_0, Q4_K; Q5_K): |product| <= 31 * 128 = 3968, so
+//    SMLAL / SMLAL2 sum the up to 8 steps of a block or sub-block in int16 (<= 31744 < 32767),
+//    widened once. A pairwise add then gives one row per lane.
 // Q4_0: unsigned nibbles (low: elements 4k.., high: 16 + 4k..), the -8 offset subtracted as the
 // integer 8 * sum(q) of the activation block. Q4_K: sub-block sums times each row's 6-bit scale,
 // mins against the activation's sub-block sums, as q4_kx8_avx2.cpp does (the bounds are there).
@@ -59,7 +59,7 @@ inline float32x4_t load_f16x4(const uint8_t* p) { return vcvt_f32_f16(vreinterpr
 
 // Per-row sums of the products of 16-byte weight registers (4 bytes of each of 4 rows, one row
 // per 32-bit lane) with broadcast activation bytes, over the steps of a block or sub-block;
-// rows() has row i in lane i. ByteDots takes any int8 weights, NibbleDots weights 0..15 and, with
+// rows() has row i in lane i. ByteDots takes any int8 weights, NibbleDots weights 0..31 and, with
 // no dotprod, at most 8 steps.
 #if defined(HEARTH_ISA_DOTPROD)
 struct ByteDots {
@@ -86,6 +86,11 @@ struct NibbleDots {
     int32x4_t rows() const { return vpaddq_s32(vpaddlq_s16(s01), vpaddlq_s16(s23)); }
 };
 #endif
+
+// Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant.
+inline uint8x16_t q5_k_bit4(uint8x16_t qh, int bit) {
+    return vandq_u8(vshlq_u8(qh, vdupq_n_s8(int8_t(4 - bit))), vdupq_n_u8(0x10));
+}
 
 // An empty volatile asm after each step of a tile: GCC's scheduler otherwise hoists the loads of
 // all the steps of a block or chunk above their first use and spills what it loaded (GCC 12 -O3,

@@ -903,4 +903,9 @@ void matmul_q4_kx8_rows_scalar(const void* W, size_t w_row_bytes, const void* A,
     matmul_x8_scalar<KQ4_K>(TYPE_Q4_K, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
+void matmul_q5_kx8_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
+    matmul_x8_scalar<KQ5_K>(TYPE_Q5_K, W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
 }  // namespace hearth

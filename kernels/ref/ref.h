@@ -25,6 +25,7 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_scalar)
+HEARTH_DECLARE_MATMUL(matmul_q5_kx8_rows_scalar)
 
 // Dot product of one weight row with one quantized activation row (n elements): the per-token
 // order of the sums the scalar matmul keeps, and the tests' reference for it.

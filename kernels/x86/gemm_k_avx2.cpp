@@ -33,7 +33,7 @@
 // into int32 lanes by dpbusd, one per step and token, and the scale is applied with an int32
 // multiply; the operands and offsets are the same. The int32 bounds: Q4_K as above; Q6_K a
 // group's sum <= 16*255*32, times |sc| <= 128, 16 groups and the correction: < 2^29.
-// Interleaved Q4_K weights (kernels/rows_x8.h) pack from their records without transposes.
+// Interleaved Q4_K and Q5_K weights (kernels/rows_x8.h) pack from their records without transposes.
 // Loop order: token blocks (kTokBlock tokens, their activations stay in L2) -> 8-row panels
 // -> K chunks (packed once per token block) -> tiles of kTile tokens.
 #include "kernels/x86/x86.h"
@@ -179,15 +179,25 @@ void pack_q4k(const Block* const row[8], int sb, PanelQ4K& p) {
     for (int j = 0; j < 6; ++j) store(reinterpret_cast<__m256i*>(p.min_pair) + j, rest[j]);
 }
 
-// The same panel from an interleaved Q4_K record (kernels/rows_x8.h), which already holds the 8 rows'
-// quants step by step and their packed scales one row per 32-bit lane: no transposes.
+// The same panel from an interleaved Q4_K or Q5_K record (kernels/rows_x8.h), which already holds
+// the 8 rows' quants step by step (Q5_K: and their fifth bits, a qh vector per step) and their
+// packed scales one row per 32-bit lane: no transposes.
+template <typename Block>
 void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
+    constexpr bool kFifthBit = std::is_same<Block, block_q5_K>::value;
+    constexpr size_t kQsOffset = kFifthBit ? 384 : 128, kQhOffset = 128;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int c = 0; c < 4; ++c)
         for (int k = 0; k < 8; ++k) {
-            const __m256i bits = loadu(rec + 128 + 256 * c + 32 * k);
-            store(p.q[2 * c][k], _mm256_and_si256(bits, m4));
-            store(p.q[2 * c + 1][k], _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4));
+            const __m256i bits = loadu(rec + kQsOffset + 256 * c + 32 * k);
+            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            if constexpr (kFifthBit) {
+                const __m256i qh = loadu(rec + kQhOffset + 32 * k);
+                lo = _mm256_or_si256(lo, q5_k_bit4(qh, 2 * c));
+                hi = _mm256_or_si256(hi, q5_k_bit4(qh, 2 * c + 1));
+            }
+            store(p.q[2 * c][k], lo);
+            store(p.q[2 * c + 1][k], hi);
         }
     const Q4kScalesX8 s = q4k_unpack_scales_x8(rec + 32);
     for (int j = 0; j < 8; ++j)
@@ -279,16 +289,21 @@ struct Q4KOrQ5K {
 using Q4K = Q4KOrQ5K<block_q4_K>;
 using Q5K = Q4KOrQ5K<block_q5_K>;
 
-// Interleaved Q4_K: whole groups of 8 rows; row[0] is the group, whose record sb is super-block sb
-// of its 8 rows, and the next group follows it.
-struct Q4KX8 : Q4K {
+// Interleaved Q4_K or Q5_K: whole groups of 8 rows; row[0] is the group, whose record sb is
+// super-block sb of its 8 rows, and the next group follows it.
+template <typename Plain>
+struct X8Of : Plain {
+    using Block = typename Plain::Block;
+    using Panel = typename Plain::Panel;
     static void pack(const Block* const row[8], int sb, Panel& p) {
-        pack_q4k_x8(reinterpret_cast<const uint8_t*>(row[0] + 8 * size_t(sb)), p);
+        pack_q4k_x8<Block>(reinterpret_cast<const uint8_t*>(row[0] + 8 * size_t(sb)), p);
     }
     static void prefetch_next(const Block* const row[8], int sb, size_t wrb) {
         prefetch_ahead<8 * sizeof(Block)>(row[0] + 8 * size_t(sb), 8 * wrb);
     }
 };
+using Q4KX8 = X8Of<Q4K>;
+using Q5KX8 = X8Of<Q5K>;
 
 // ---- Q6_K ----
 
@@ -479,6 +494,11 @@ void matmul_q4_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_q5_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
     gemm<Q5K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemm<Q5KX8>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -49,10 +49,12 @@ HEARTH_DECLARE_MATMUL(matmul_q3_k_gemm_avx2)  // in Q6_K's panel
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q5_kx8_gemm_avx2)
 // Interleaved rows, a group's 8 rows in the 8 lanes (x86/rows_x8_avx2.cpp, q4_kx8_avx2.cpp).
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q5_kx8_rows_avx2)
 // A few tokens, two to a vector, on interleaved Q4_0 (x86/few_q4_0x8_avx2.cpp); built without VNNI only.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_avx2)
 

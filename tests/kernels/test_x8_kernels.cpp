@@ -1,4 +1,4 @@
-// Tests for the matmul kernels of the interleaved layout (Q4_0, Q8_0, Q4_K; kernels/rows_x8.h)
+// Tests for the matmul kernels of the interleaved layout (Q4_0, Q8_0, Q4_K, Q5_K; kernels/rows_x8.h)
 // on every build: x86 AVX2 with and without
 // VNNI, aarch64 NEON with and without dotprod (under qemu), so that one layout serves them all.
 //  - The scalar twin on the repacked weights equals the plain scalar kernel on the plain weights
@@ -47,6 +47,7 @@ const X8Kernels kKernels[] = {
     {TYPE_Q4_0, matmul_q4_0_rows_scalar, matmul_q4_0x8_rows_scalar},
     {TYPE_Q8_0, matmul_q8_0_rows_scalar, matmul_q8_0x8_rows_scalar},
     {TYPE_Q4_K, matmul_q4_k_rows_scalar, matmul_q4_kx8_rows_scalar},
+    {TYPE_Q5_K, matmul_q5_k_rows_scalar, matmul_q5_kx8_rows_scalar},
 };
 
 // The kernel of this build for `type` in `layout` at n_tokens, as matmul picks it.
@@ -210,8 +211,8 @@ TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scal
                 // matmul_many quantizes x itself, to the bytes the scalar quantizers give.
                 Bytes a(arb * size_t(n_tokens));
                 for (int t = 0; t < n_tokens; t++)
-                    (k.plain == TYPE_Q4_K ? quantize_row_q8_k_scalar : quantize_row_q8_0_scalar)(&x[size_t(t) * cols],
-                                                                                                 &a[t * arb], cols);
+                    (type_vec_dot_type(k.plain) == TYPE_Q8_K ? quantize_row_q8_k_scalar : quantize_row_q8_0_scalar)(
+                        &x[size_t(t) * cols], &a[t * arb], cols);
                 std::vector<float> ref(size_t(n_tokens) * rows), got(ref.size(), NAN);
                 k.plain_scalar(plain.data(), wrb, a.data(), arb, cols, n_tokens, ref.data(), rows, 0, rows);
                 const MatmulJob job{got.data(), k.plain, Layout::rows_x8, x8.data(), rows};
@@ -308,7 +309,7 @@ TEST_CASE("x8 few-token (AVX-512 VNNI, zmm) equals the scalar twin within roundi
                              {TYPE_Q4_0, matmul_q4_0x8_few_l2_avx512, matmul_q4_0x8_rows_scalar},
                              {TYPE_Q8_0, matmul_q8_0x8_few_l2_avx512, matmul_q8_0x8_rows_scalar}};
     for (const FewCase& fc : cases) {
-        const bool k_type = fc.plain == TYPE_Q4_K;
+        const bool k_type = type_block_size(fc.plain) == QK_K;
         for (int nb : k_type ? std::vector<int>{1, 3, 8, 9, 19} : std::vector<int>{1, 3, 64, 65, 129}) {
             const int cols = nb * type_block_size(fc.plain);
             for (int groups : {1, 2, 3, 5}) {
