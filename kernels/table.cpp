@@ -26,16 +26,21 @@
 //            12: 13.6 / 10.4; 16: 9.1 / 9.9
 //    From 8 tokens the kernel is bound by vpdpbusd (~200 GMAC/s a thread here), as the GEMM is,
 //    and at 16 the GEMM's register tiles catch up. (Before it, the zmm GEMM ran from 8 tokens.)
-//  - Q5_K (Q5_K_M files): Q4_K's kernels with a fifth bit
-//    (x86/quant_avx2.cpp, gemm_k_avx2.cpp, arm/quant_neon.cpp), the GEMM from 8 tokens as Q4_K's.
-//    TinyLlama Q5_K_M from llama-quantize, 2 threads, AMD EPYC (docs/benchmarks.md): pp512 with
-//    the row kernel 50 tok/s, with the GEMM 92. Interleaved as Q4_K (kernels/rows_x8.h), with
-//    interleaved Q4_K's kernels and the fifth bit (x86/q4_kx8_avx2.cpp, gemm_k_avx2.cpp,
-//    arm/q4_kx8_neon.cpp): the
-//    plain rows kernel read from memory at 21-22 GB/s on one thread (32768 x 4096, Zen 4), the
-//    interleaved at 26-28 (2 threads 31-37 / 42-53); tokens 2: 16.6 / 15.9, 4: 8.7 / 10.1, 5:
-//    7.9 / 7.4, 6: 6.7 / 6.0, 8: 5.2 / 4.6 against the interleaved GEMM's 5.2-5.5 (1 thread): so
-//    the GEMM from 8 tokens, as on plain rows.
+//  - Q5_K (Q5_K_M files): Q4_K's kernels with a fifth bit (x86/quant_avx2.cpp, gemm_k_avx2.cpp,
+//    arm/quant_neon.cpp), the GEMM from 8 tokens as Q4_K's. TinyLlama Q5_K_M from llama-quantize, 2
+//    threads, AMD EPYC (docs/benchmarks.md): pp512 with the row kernel 50 tok/s, with the GEMM 92.
+//    Interleaved as Q4_K (kernels/rows_x8.h), with interleaved Q4_K's kernels and the fifth bit
+//    (x86/q4_kx8_avx2.cpp, gemm_k_avx2.cpp, arm/q4_kx8_neon.cpp): bench_kernels 32768 x 4096 on the
+//    Zen 4, GB/s of weights, plain / interleaved rows: 1 token 21-22 / 26-28 (2 threads 31-37 /
+//    42-53); 1 thread, tokens 2: 16.6 / 15.9, 4: 8.7 / 10.1, 5: 7.9 / 7.4, 6: 6.7 / 6.0, 8: 5.2 /
+//    4.6 against the interleaved GEMM's 5.2-5.5: so the GEMM from 8 tokens, as on plain rows. With
+//    AVX-512, interleaved Q4_K's few-token kernel with the fifth bit (x86/gemv_q4_k_avx512.cpp)
+//    from 1 token (Zen 4: into L2, from 2) up to 31, then the AVX2 GEMM (there is no zmm GEMM for
+//    Q5_K): the same bench, 2 threads, few-token kernel into L2 / AVX2 rows or GEMM: 1 token 28 /
+//    33-37 (so one token stays on the AVX2 rows on Zen 4), 2: 30-31 / 23, 4: 28-31 / 20, 8: 13-14 /
+//    10-11, 16: 7-9 / 6-7; 8192 x 4096, 1 thread, 24 tokens 2.1-3.0 / 2.6, 32: 2.2-2.3 / 2.2, 48:
+//    1.5 / 1.2-1.5; 64 tokens from cache 117 / 118-127 GMAC/s. Intel runs the kernel into L1 from 1
+//    token, as Q4_K's (measured there for Q4_K only).
 //  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use where a
 //    row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0 (one
 //    template). Q5_0, Q4_1 and Q5_1 x one token: Q4_0's 4-row gemv (x86/gemv_avx2.cpp) with the fifth
@@ -288,6 +293,11 @@ const KernelRow kRows[] = {
     {M, TYPE_Q5_K, X8, Isa::neon, 1, NEON(matmul_q5_kx8_rows_neon), nullptr},
     {M, TYPE_Q5_K, X8, Isa::avx2, 1, AVX2(matmul_q5_kx8_rows_avx2), nullptr},
     {M, TYPE_Q5_K, X8, Isa::avx2, 8, AVX2(matmul_q5_kx8_gemm_avx2), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q5_kx8_few_avx512), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx512_zen4, 2, AVX512(matmul_q5_kx8_few_l2_avx512), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx512_not_zen4, 8, AVX512(matmul_q5_kx8_few_avx512), nullptr},  // over the AVX2 GEMM's 8
+    {M, TYPE_Q5_K, X8, Isa::avx512_zen4, 8, AVX512(matmul_q5_kx8_few_l2_avx512), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx512, 32, AVX2(matmul_q5_kx8_gemm_avx2), nullptr},  // the AVX2 GEMM again, over them
 };
 constexpr int kNumRows = int(sizeof kRows / sizeof kRows[0]);
 

@@ -1,5 +1,5 @@
-// Few-token matmul of Q4_K rows interleaved by 8 (kernels/rows_x8.h) x Q8_K activations, AVX-512
-// VNNI on zmm: generation (1 token) and small batches (the server's conversations decoded
+// Few-token matmul of Q4_K and Q5_K rows interleaved by 8 (kernels/rows_x8.h) x Q8_K activations,
+// AVX-512 VNNI on zmm: generation (1 token) and small batches (the server's conversations decoded
 // together), which are memory-bound like one token. The design of x86/gemv_avx512.cpp (Q4_0,
 // Q8_0) for Q4_K's super-blocks:
 //  - A pass reads two groups of 8 rows (16 rows) record by record, each 1152-byte record exactly
@@ -35,6 +35,9 @@
 //    next pair's records, so that each pair's start is in flight before it is reached. Into L1,
 //    or into L2 for AMD Zen 4 (the _l2 function; kernels/table.cpp says why).
 //  - An odd group at the end of the row range is paired with itself, and only its 8 rows stored.
+//  - Q5_K (1408-byte records): the fifth bit of each quant from the qh vector of step k, bit 2c for
+//    chunk c's low nibbles and 2c + 1 for its high ones, or'ed in before the vpdpbusd; a
+//    sub-block's sum is then at most 32 * 31 * 128 = 126976, still exact in float.
 // Whole groups only: kernels/matmul.cpp sends the plain rows after the last whole group to the
 // plain layout's kernel.
 #include "kernels/x86/x86.h"
@@ -48,6 +51,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -59,10 +63,22 @@ namespace hearth {
 
 namespace {
 
-constexpr int kMaxTok = 8;                             // tokens per register block
-constexpr int kOnePassTok = 4;                         // up to this many tokens per block, one pass over each chunk
-constexpr size_t kRec = 8 * sizeof(block_q4_K);        // 1152 bytes: one group's super-block
-constexpr size_t kScalesOffset = 32, kQsOffset = 128;  // within a record (kernels/rows_x8.h)
+constexpr int kMaxTok = 8;      // tokens per register block
+constexpr int kOnePassTok = 4;  // up to this many tokens per block, one pass over each chunk
+
+// A record's shape (kernels/rows_x8.h): Q4_K's, or Q5_K's with the 8 rows' qh before the quants.
+template <typename WBlock>
+struct Record {
+    static constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
+    static constexpr size_t kBytes = 8 * sizeof(WBlock);  // one group's super-block: 1152, 1408
+    static constexpr size_t kScalesOffset = 32, kQhOffset = 128, kQsOffset = kFifthBit ? 384 : 128;
+};
+
+// Bit `bit` of each byte of the joined qh vectors moved to bit 4, the rest cleared.
+inline __m512i fifth_bit(__m512i qh, int bit) {
+    const __m512i v = bit <= 4 ? _mm512_slli_epi16(qh, unsigned(4 - bit)) : _mm512_srli_epi16(qh, unsigned(bit - 4));
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
 
 // The activations of a block of NT tokens, per super-block: each token's 256 quants, its scale,
 // and its sub-block sums s_j = bsums[2j] + bsums[2j+1] (|s_j| <= 32 * 128, an int16), paired as
@@ -119,9 +135,11 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, Acts<NT>* out) {
 
 // The 16 rows of the groups at ga and gb (nb records each) x NT tokens: out[t * os + i] for the
 // rows i set in keep. (na, nbp): the next pair's groups, prefetched near the end (or null).
-template <PrefetchTo kTo, int NT>
+template <typename WBlock, PrefetchTo kTo, int NT>
 void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const Acts<NT>* act,
                  float* out, size_t os, __mmask16 keep, bool add) {
+    using R = Record<WBlock>;
+    constexpr size_t kRec = R::kBytes, kScalesOffset = R::kScalesOffset;
     constexpr size_t kRecLines = (kRec + 63) / 64 * 64;
     constexpr int kAhead = int((kPrefetchBytes + kRec - 1) / kRec);  // records ahead, per stream
     constexpr bool kOnePass = NT <= kOnePassTok;
@@ -154,15 +172,25 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
         }
         __m512 fsum[NT];
         for (int t = 0; t < NT; ++t) fsum[t] = _mm512_setzero_ps();
-        const uint8_t *qa = ga + kQsOffset, *qb = gb + kQsOffset;
+        const uint8_t *qa = ga + R::kQsOffset, *qb = gb + R::kQsOffset;
+        // Q5_K: the nibbles of step k of chunk c with their fifth bits.
+        auto nibbles = [&](const __m512i w, int c, int k, __m512i& wl, __m512i& wh) {
+            wl = _mm512_and_si512(w, m4);
+            wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+            if constexpr (R::kFifthBit) {
+                const __m512i h = join(ga + R::kQhOffset + 32 * k, gb + R::kQhOffset + 32 * k);
+                wl = _mm512_or_si512(wl, fifth_bit(h, 2 * c));
+                wh = _mm512_or_si512(wh, fifth_bit(h, 2 * c + 1));
+            }
+        };
         const int8_t* q = act->q[0];
         for (int c = 0; c < 4; ++c, qa += 256, qb += 256, q += 64) {
             if (kOnePass) {
                 __m512i lo[NT], hi[NT];
                 for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
                 for (int k = 0; k < 8; ++k) {
-                    const __m512i w = join(qa + 32 * k, qb + 32 * k);
-                    const __m512i wl = _mm512_and_si512(w, m4), wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+                    __m512i wl, wh;
+                    nibbles(join(qa + 32 * k, qb + 32 * k), c, k, wl, wh);
                     for (int t = 0; t < NT; ++t) {
                         lo[t] = dpbusd_bcast(lo[t], wl, q + QK_K * t + 4 * k);
                         hi[t] = dpbusd_bcast(hi[t], wh, q + QK_K * t + 32 + 4 * k);
@@ -177,8 +205,9 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
                     __m512i s[NT];
                     for (int t = 0; t < NT; ++t) s[t] = _mm512_setzero_si512();
                     for (int k = 0; k < 8; ++k) {
-                        const __m512i w = join(qa + 32 * k, qb + 32 * k);
-                        const __m512i wn = _mm512_and_si512(h ? _mm512_srli_epi16(w, 4) : w, m4);
+                        __m512i wl, wh;
+                        nibbles(join(qa + 32 * k, qb + 32 * k), c, k, wl, wh);
+                        const __m512i wn = h ? wh : wl;
                         for (int t = 0; t < NT; ++t) s[t] = dpbusd_bcast(s[t], wn, q + QK_K * t + 32 * h + 4 * k);
                     }
                     for (int t = 0; t < NT; ++t) fsum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), scale[2 * c + h], fsum[t]);
@@ -210,30 +239,30 @@ void pack_tokens(const char* A, size_t arb, int nb, int t0, uint8_t* buf) {
     pack_acts<NT>(A, arb, nb, t0, reinterpret_cast<Acts<NT>*>(buf));
 }
 
-template <PrefetchTo kTo, int NT>
+template <typename WBlock, PrefetchTo kTo, int NT>
 void run_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const uint8_t* buf,
                 float* out, size_t os, __mmask16 keep, bool add) {
-    pair_tokens<kTo, NT>(ga, gb, na, nbp, nb, reinterpret_cast<const Acts<NT>*>(buf), out, os, keep, add);
+    pair_tokens<WBlock, kTo, NT>(ga, gb, na, nbp, nb, reinterpret_cast<const Acts<NT>*>(buf), out, os, keep, add);
 }
 
 // The instantiations for 1..kMaxTok tokens, indexed by the token count - 1.
-template <PrefetchTo kTo, int... I>
+template <typename WBlock, PrefetchTo kTo, int... I>
 struct TokenKernels {
     using Pack = void (*)(const char*, size_t, int, int, uint8_t*);
     using Run = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, int, const uint8_t*, float*, size_t,
                          __mmask16, bool);
     static constexpr Pack pack[sizeof...(I)] = {pack_tokens<I + 1>...};
-    static constexpr Run run[sizeof...(I)] = {run_tokens<kTo, I + 1>...};
+    static constexpr Run run[sizeof...(I)] = {run_tokens<WBlock, kTo, I + 1>...};
 };
-template <PrefetchTo kTo, int... I>
-constexpr typename TokenKernels<kTo, I...>::Pack TokenKernels<kTo, I...>::pack[];
-template <PrefetchTo kTo, int... I>
-constexpr typename TokenKernels<kTo, I...>::Run TokenKernels<kTo, I...>::run[];
+template <typename WBlock, PrefetchTo kTo, int... I>
+constexpr typename TokenKernels<WBlock, kTo, I...>::Pack TokenKernels<WBlock, kTo, I...>::pack[];
+template <typename WBlock, PrefetchTo kTo, int... I>
+constexpr typename TokenKernels<WBlock, kTo, I...>::Run TokenKernels<WBlock, kTo, I...>::run[];
 
-template <PrefetchTo kTo, int... I>
-TokenKernels<kTo, I...> token_kernels(std::integer_sequence<int, I...>);
-template <PrefetchTo kTo>
-using Kernels = decltype(token_kernels<kTo>(std::make_integer_sequence<int, kMaxTok>()));
+template <typename WBlock, PrefetchTo kTo, int... I>
+TokenKernels<WBlock, kTo, I...> token_kernels(std::integer_sequence<int, I...>);
+template <typename WBlock, PrefetchTo kTo>
+using Kernels = decltype(token_kernels<WBlock, kTo>(std::make_integer_sequence<int, kMaxTok>()));
 
 // Whole groups of rows, any number of tokens (the driver, few_tokens_avx512.h), in chunks of
 // kChunk super-blocks. A chunk's activations of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in
@@ -243,24 +272,35 @@ using Kernels = decltype(token_kernels<kTo>(std::make_integer_sequence<int, kMax
 #endif
 constexpr int kChunk = HEARTH_Q4K_FEW_CHUNK;
 
-template <PrefetchTo kTo>
+template <typename WBlock, PrefetchTo kTo>
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                 int r1) {
     static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
     // 276 bytes per token and super-block
-    few_tokens_x8<Kernels<kTo>, kMaxTok, kRec, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out, os, r0, r1, kChunk);
+    few_tokens_x8<Kernels<WBlock, kTo>, kMaxTok, Record<WBlock>::kBytes, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens,
+                                                                                          out, os, r0, r1, kChunk);
 }
 
 }  // namespace
 
 void matmul_q4_kx8_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                               float* out, int out_stride, int r0, int r1) {
-    few_tokens<PrefetchTo::l1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    few_tokens<block_q4_K, PrefetchTo::l1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q4_kx8_few_l2_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                                  float* out, int out_stride, int r0, int r1) {
-    few_tokens<PrefetchTo::l2>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    few_tokens<block_q4_K, PrefetchTo::l2>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_kx8_few_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                              float* out, int out_stride, int r0, int r1) {
+    few_tokens<block_q5_K, PrefetchTo::l1>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_kx8_few_l2_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                                 float* out, int out_stride, int r0, int r1) {
+    few_tokens<block_q5_K, PrefetchTo::l2>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

@@ -83,6 +83,9 @@ HEARTH_DECLARE_MATMUL(matmul_q6_k_few_l2_avx512)  // prefetching into L2, for Ze
 // token and chunk, the mins by their activation sums.
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_few_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_few_l2_avx512)  // prefetching into L2, for Zen 4
+// Interleaved Q5_K: Q4_K's with the fifth bit of each quant from the record's qh.
+HEARTH_DECLARE_MATMUL(matmul_q5_kx8_few_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q5_kx8_few_l2_avx512)
 
 // AMX tiles, TDPBSSD (x86/gemm_amx.cpp; HEARTH_ISA_AMX): 16 tokens x 16 rows (two interleaved
 // groups) per tile, the float side on zmm. Each call configures the tiles on its own thread.

@@ -307,7 +307,9 @@ TEST_CASE("x8 few-token (AVX-512 VNNI, zmm) equals the scalar twin within roundi
                              {TYPE_Q8_0, matmul_q8_0x8_few_avx512, matmul_q8_0x8_rows_scalar},
                              {TYPE_Q4_K, matmul_q4_kx8_few_l2_avx512, matmul_q4_kx8_rows_scalar},
                              {TYPE_Q4_0, matmul_q4_0x8_few_l2_avx512, matmul_q4_0x8_rows_scalar},
-                             {TYPE_Q8_0, matmul_q8_0x8_few_l2_avx512, matmul_q8_0x8_rows_scalar}};
+                             {TYPE_Q8_0, matmul_q8_0x8_few_l2_avx512, matmul_q8_0x8_rows_scalar},
+                             {TYPE_Q5_K, matmul_q5_kx8_few_avx512, matmul_q5_kx8_rows_scalar},
+                             {TYPE_Q5_K, matmul_q5_kx8_few_l2_avx512, matmul_q5_kx8_rows_scalar}};
     for (const FewCase& fc : cases) {
         const bool k_type = type_block_size(fc.plain) == QK_K;
         for (int nb : k_type ? std::vector<int>{1, 3, 8, 9, 19} : std::vector<int>{1, 3, 64, 65, 129}) {
