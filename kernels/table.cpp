@@ -35,12 +35,12 @@
 //    42-53); 1 thread, tokens 2: 16.6 / 15.9, 4: 8.7 / 10.1, 5: 7.9 / 7.4, 6: 6.7 / 6.0, 8: 5.2 /
 //    4.6 against the interleaved GEMM's 5.2-5.5: so the GEMM from 8 tokens, as on plain rows. With
 //    AVX-512, interleaved Q4_K's few-token kernel with the fifth bit (x86/gemv_q4_k_avx512.cpp)
-//    from 1 token (Zen 4: into L2, from 2) up to 31, then the AVX2 GEMM (there is no zmm GEMM for
-//    Q5_K): the same bench, 2 threads, few-token kernel into L2 / AVX2 rows or GEMM: 1 token 28 /
-//    33-37 (so one token stays on the AVX2 rows on Zen 4), 2: 30-31 / 23, 4: 28-31 / 20, 8: 13-14 /
-//    10-11, 16: 7-9 / 6-7; 8192 x 4096, 1 thread, 24 tokens 2.1-3.0 / 2.6, 32: 2.2-2.3 / 2.2, 48:
-//    1.5 / 1.2-1.5; 64 tokens from cache 117 / 118-127 GMAC/s. Intel runs the kernel into L1 from 1
-//    token, as Q4_K's (measured there for Q4_K only).
+//    from 1 token (Zen 4: into L2, from 2) up to 15, then the zmm GEMM (x86/gemm_avx512.cpp). The
+//    same bench, 2 threads, few-token kernel into L2 / AVX2 rows or GEMM: 1 token 28 / 33-37 (so
+//    one token stays on the AVX2 rows on Zen 4), 2: 30-31 / 23, 4: 28-31 / 20, 8: 13-14 / 10-11; 1
+//    thread, few-token kernel / zmm GEMM: 8 tokens 8.7-9.3 / 6.7-7.5, 12: 6.0-6.5 / 6.0, 16:
+//    4.4-4.6 / 5.9; 64 tokens from cache, 1 thread, zmm / AVX2 GEMM 170 / 125-128 GMAC/s. Intel
+//    runs the few-token kernel into L1 from 1 token, as Q4_K's (measured there for Q4_K only).
 //  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use where a
 //    row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0 (one
 //    template). Q5_0, Q4_1 and Q5_1 x one token: Q4_0's 4-row gemv (x86/gemv_avx2.cpp) with the fifth
@@ -297,7 +297,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q5_K, X8, Isa::avx512_zen4, 2, AVX512(matmul_q5_kx8_few_l2_avx512), nullptr},
     {M, TYPE_Q5_K, X8, Isa::avx512_not_zen4, 8, AVX512(matmul_q5_kx8_few_avx512), nullptr},  // over the AVX2 GEMM's 8
     {M, TYPE_Q5_K, X8, Isa::avx512_zen4, 8, AVX512(matmul_q5_kx8_few_l2_avx512), nullptr},
-    {M, TYPE_Q5_K, X8, Isa::avx512, 32, AVX2(matmul_q5_kx8_gemm_avx2), nullptr},  // the AVX2 GEMM again, over them
+    {M, TYPE_Q5_K, X8, Isa::avx512, 16, AVX512(matmul_q5_kx8_gemm_avx512), nullptr},
 };
 constexpr int kNumRows = int(sizeof kRows / sizeof kRows[0]);
 

@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
@@ -152,19 +153,19 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, __
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
 }
 
-// ---- Q4_K (interleaved, kernels/rows_x8.h) x Q8_K ----
+// ---- Q4_K and Q5_K (interleaved, kernels/rows_x8.h) x Q8_K ----
 //
 // The scheme of x86/gemm_k_avx2.cpp's VNNI tile on 16 rows: per sub-block of 32, 8 steps of
 // one dpbusd per token (nibbles unsigned, activations signed, embedded broadcast) into a fresh
 // int32 sum, then times the 16 rows' 6-bit scales (int32 multiply) into the super-block's int32
-// sum (<= 256*15*128*63 < 2^25). The mins: sum_j m_j * (activation sum of sub-block j), as 4
+// sum (<= 256*15*128*63 < 2^25; Q5_K, quants 0..31 with the fifth bit packed in: < 2^26). The mins: sum_j m_j * (activation sum of sub-block j), as 4
 // vpdpwssd of the (m_2k, m_2k+1) int16 pairs with the activation's paired sub-block sums
 // (<= 256*128*63 < 2^21). Per super-block and token: (d * isum - dmin * msum) * d8, in floats.
 
 constexpr int kChunkK = 4;  // super-blocks per packed chunk: 4 * 4992 = 20 KB
 
 struct alignas(64) PanelQ4K16 {
-    uint8_t q[8][8][64];   // [sub-block][step][4*row + e], nibbles 0..15
+    uint8_t q[8][8][64];   // [sub-block][step][4*row + e], quants 0..15 (Q5_K: 0..31)
     int32_t scale[8][16];  // [sub-block][row]
     Q4kMinsScales16 m;
 };
@@ -186,14 +187,27 @@ inline __m256i lane_byte_to_int32(int j) {
     return _mm256_add_epi32(_mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12), _mm256_set1_epi32(int32_t(0x80808000u | uint32_t(j))));
 }
 
-// Super-block records ra and rb (the group pair's) into p.
+// Super-block records ra and rb (the group pair's) into p. Q5_K: each step's fifth bits from the
+// qh vector of step k (bit 2c for chunk c's low nibbles, 2c + 1 for its high ones).
+template <typename WBlock>
 void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4K16& p) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
+    constexpr size_t kQsOffset = kFifthBit ? 384 : 128, kQhOffset = 128;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
     for (int c = 0; c < 4; ++c)
         for (int k = 0; k < 8; ++k) {
-            const __m512i bits = join(loadu256(ra + 128 + 256 * c + 32 * k), loadu256(rb + 128 + 256 * c + 32 * k));
-            _mm512_store_si512(p.q[2 * c][k], _mm512_and_si512(bits, m4));
-            _mm512_store_si512(p.q[2 * c + 1][k], _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4));
+            const __m512i bits = join(loadu256(ra + kQsOffset + 256 * c + 32 * k), loadu256(rb + kQsOffset + 256 * c + 32 * k));
+            __m512i lo = _mm512_and_si512(bits, m4), hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+            if constexpr (kFifthBit) {
+                const __m512i h = join(loadu256(ra + kQhOffset + 32 * k), loadu256(rb + kQhOffset + 32 * k));
+                // Bit 2c to bit 4: shifted left by 4 - 2c, or right by 2c - 4 (bits 6, 7).
+                const __m512i hl = c < 3 ? _mm512_slli_epi16(h, unsigned(4 - 2 * c)) : _mm512_srli_epi16(h, 2);
+                const __m512i hh = c < 2 ? _mm512_slli_epi16(h, unsigned(3 - 2 * c)) : _mm512_srli_epi16(h, unsigned(2 * c - 3));
+                lo = _mm512_or_si512(lo, _mm512_and_si512(hl, bit4));
+                hi = _mm512_or_si512(hi, _mm512_and_si512(hh, bit4));
+            }
+            _mm512_store_si512(p.q[2 * c][k], lo);
+            _mm512_store_si512(p.q[2 * c + 1][k], hi);
         }
     const Q4kScalesX8 sa = q4k_unpack_scales_x8(ra + 32), sb = q4k_unpack_scales_x8(rb + 32);
     for (int j = 0; j < 8; ++j) {
@@ -250,18 +264,19 @@ struct FormatQ8_0Family {
     }
 };
 
-// Interleaved Q4_K x Q8_K.
-struct FormatQ4_K {
+// Interleaved Q4_K or Q5_K x Q8_K.
+template <typename WBlock>
+struct FormatQ4_KOrQ5_K {
     using Packed = PanelQ4K16;
     using Act = ActSuper;
     using Scope = NoScope;
     static constexpr int kTile = hearth::kTile, kTokBlock = hearth::kTokBlock;
     static constexpr int kBlockCols = QK_K, kChunkBlocks = kChunkK;
-    static constexpr size_t kRec = 8 * sizeof(block_q4_K);
+    static constexpr size_t kRec = 8 * sizeof(WBlock);
     static Packed* packed() { return packed_buf_k(); }
     static Act* acts(size_t n) { return act_buf_k(n); }
     static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) {
-        for (int b = 0; b < kn; ++b) pack_q4k_pair(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);
+        for (int b = 0; b < kn; ++b) pack_q4k_pair<WBlock>(ga + size_t(b) * kRec, gb + size_t(b) * kRec, p[b]);
     }
     static void pack_activations(const char* A, size_t arb, int nb, int t0, int te, Act* out) {
         pack_acts_q8k(A, arb, nb, t0, te, out);
@@ -435,7 +450,12 @@ void matmul_q8_0x8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A,
 
 void matmul_q4_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                                float* out, int out_stride, int r0, int r1) {
-    gemm_x8_panels<FormatQ4_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_x8_panels<FormatQ4_KOrQ5_K<block_q4_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q5_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                               float* out, int out_stride, int r0, int r1) {
+    gemm_x8_panels<FormatQ4_KOrQ5_K<block_q5_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

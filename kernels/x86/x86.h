@@ -67,6 +67,7 @@ void quantize_row_q8_0_avx512(const float* x, void* y, int64_t n);
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q5_kx8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)
 // Few tokens (generation, small batches) on interleaved Q4_0 / Q8_0 (x86/gemv_avx512.cpp): two
 // groups per pass, each record read once per block of up to 8 tokens, nothing packed.

@@ -241,7 +241,8 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI zmm, and AMX tiles) equals the scalar twin with
     };
     std::vector<ZmmCase> cases = {{TYPE_Q4_0, matmul_q4_0x8_gemm_avx512, matmul_q4_0x8_rows_scalar},
                                   {TYPE_Q8_0, matmul_q8_0x8_gemm_avx512, matmul_q8_0x8_rows_scalar},
-                                  {TYPE_Q4_K, matmul_q4_kx8_gemm_avx512, matmul_q4_kx8_rows_scalar}};
+                                  {TYPE_Q4_K, matmul_q4_kx8_gemm_avx512, matmul_q4_kx8_rows_scalar},
+                                  {TYPE_Q5_K, matmul_q5_kx8_gemm_avx512, matmul_q5_kx8_rows_scalar}};
 #if defined(HEARTH_ISA_AMX)
     bool amx = false;  // one check decides for all the AMX rows (kernels/table.cpp)
     int n_rows = 0;
@@ -259,7 +260,7 @@ TEST_CASE("x8 GEMM (AVX-512 VNNI zmm, and AMX tiles) equals the scalar twin with
     MESSAGE("x8 GEMM (AMX): not tested (this build lacks AMX)");
 #endif
     for (const ZmmCase& zc : cases) {
-        const bool k_type = zc.plain == TYPE_Q4_K;  // chunks of 4 super-blocks, else of 32 blocks
+        const bool k_type = type_block_size(zc.plain) == QK_K;  // chunks of 4 super-blocks, else of 32 blocks
         for (int nb : k_type ? std::vector<int>{1, 3, 4, 5, 11} : std::vector<int>{1, 3, 32, 33, 70}) {
             const int cols = nb * type_block_size(zc.plain);
             for (int groups : {1, 2, 3, 5}) {
