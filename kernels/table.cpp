@@ -38,9 +38,10 @@
 //    from 1 token (Zen 4: into L2, from 2) up to 15, then the zmm GEMM (x86/gemm_avx512.cpp). The
 //    same bench, 2 threads, few-token kernel into L2 / AVX2 rows or GEMM: 1 token 28 / 33-37 (so
 //    one token stays on the AVX2 rows on Zen 4), 2: 30-31 / 23, 4: 28-31 / 20, 8: 13-14 / 10-11; 1
-//    thread, few-token kernel / zmm GEMM: 8 tokens 8.7-9.3 / 6.7-7.5, 12: 6.0-6.5 / 6.0, 16:
-//    4.4-4.6 / 5.9; 64 tokens from cache, 1 thread, zmm / AVX2 GEMM 170 / 125-128 GMAC/s. Intel
-//    runs the few-token kernel into L1 from 1 token, as Q4_K's (measured there for Q4_K only).
+//    thread, few-token kernel / zmm GEMM: 8 tokens 9.4-10.8 / 7.0-7.3, 12: 6.7-7.5 / 5.8-5.9, 16:
+//    5.3-5.8 / 5.6-5.8, 24: 3.7-3.9 / 4.3-4.4; 64 tokens from cache, 1 thread, zmm / AVX2 GEMM 170
+//    / 125-128 GMAC/s. Intel runs the few-token kernel into L1 from 1 token, as Q4_K's (measured
+//    there for Q4_K only).
 //  - Q4_1, Q5_0, Q5_1, IQ4_NL (GGUF files: the 32-element types llama.cpp's K-quant mixes use where a
 //    row is no multiple of 256, e.g. Qwen2.5-0.5B's): the row kernels of Q4_0 and Q8_0 (one
 //    template). Q5_0, Q4_1 and Q5_1 x one token: Q4_0's 4-row gemv (x86/gemv_avx2.cpp) with the fifth
