@@ -793,6 +793,15 @@ std::vector<json> stream_events(const Response& r) {
     return events;
 }
 
+// A token's text as SentencePiece's own pieces say (U+2581 as a space, a byte piece its byte):
+// the expected `tokens` of the logprobs tests.
+std::string piece_text(const sentencepiece::SentencePieceProcessor& sp, int id) {
+    if (sp.IsByte(id)) return std::string(1, char(std::stoi(sp.IdToPiece(id).substr(3, 2), nullptr, 16)));
+    std::string t = sp.IdToPiece(id);
+    for (size_t at; (at = t.find("\xE2\x96\x81")) != std::string::npos;) t.replace(at, 3, " ");
+    return t;
+}
+
 TEST_CASE("server http: logprobs are the PyTorch reference's log-softmax, in OpenAI's shapes") {
     // Expected values: the reference's logits at every position of the golden prompt
     // (tests/reference/make_default_golden.py), and SentencePiece's own pieces for the ids.
@@ -801,12 +810,7 @@ TEST_CASE("server http: logprobs are the PyTorch reference's log-softmax, in Ope
     const std::vector<std::vector<double>> logits = golden["logits"];
     sentencepiece::SentencePieceProcessor sp;
     REQUIRE(sp.Load("tests/data/tiny-shakespeare-tokenizer.model").ok());
-    auto text_of_id = [&](int id) {
-        if (sp.IsByte(id)) return std::string(1, char(std::stoi(sp.IdToPiece(id).substr(3, 2), nullptr, 16)));
-        std::string t = sp.IdToPiece(id);
-        for (size_t at; (at = t.find("\xE2\x96\x81")) != std::string::npos;) t.replace(at, 3, " ");
-        return t;
-    };
+    auto text_of_id = [&](int id) { return piece_text(sp, id); };
     // The reference keeps its cache in f32: so does this server.
     Server s("-np 1 -c 512 -ctk f32 -ctv f32");
     REQUIRE(s.ready());
@@ -920,12 +924,7 @@ TEST_CASE("server http: echo with logprobs scores a prompt as the PyTorch refere
     const int greedy = golden["greedy_ids"][0];
     sentencepiece::SentencePieceProcessor sp;
     REQUIRE(sp.Load("tests/data/tiny-shakespeare-tokenizer.model").ok());
-    auto text_of_id = [&](int id) {
-        if (sp.IsByte(id)) return std::string(1, char(std::stoi(sp.IdToPiece(id).substr(3, 2), nullptr, 16)));
-        std::string t = sp.IdToPiece(id);
-        for (size_t at; (at = t.find("\xE2\x96\x81")) != std::string::npos;) t.replace(at, 3, " ");
-        return t;
-    };
+    auto text_of_id = [&](int id) { return piece_text(sp, id); };
     auto log_softmax_at = [&](const std::vector<double>& row, int id, double* max_abs) {
         double max = row[0], sum = 0;
         *max_abs = 0;
