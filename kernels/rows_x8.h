@@ -33,11 +33,22 @@
 //    nibble's quant, bit 2c + 1 of its high nibble's: the qh vector at 128 + 32k serves step k
 //    of every chunk.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/quant_types.h"
 
 namespace hearth {
+
+// Where the fields of an interleaved Q4_K or Q5_K record lie (above): the one place the kernels
+// of every ISA take them from.
+template <typename WBlock>
+struct KRecordX8 {
+    static constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
+    static constexpr size_t kBytes = 8 * sizeof(WBlock);  // 1152 (Q4_K), 1408 (Q5_K)
+    static constexpr size_t kScalesOffset = 32, kQhOffset = 128, kQsOffset = kFifthBit ? 384 : 128;
+};
 
 // The layout the matmul kernels read for weights of `type`: rows_x8 where the kernel table has
 // interleaved rows for it (Q4_0, Q8_0, Q4_K and Q5_K, on every build: their scalar rows are built

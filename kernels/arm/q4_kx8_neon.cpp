@@ -9,6 +9,7 @@
 #if defined(HEARTH_ISA_NEON)
 
 #include "kernels/arm/rows_x8_neon.h"
+#include "kernels/rows_x8.h"
 
 namespace hearth {
 
@@ -18,9 +19,10 @@ namespace {
 // Interleaved Q4_K or Q5_K records (kernels/rows_x8.h) x Q8_K activations.
 template <typename WBlock>
 struct X8Q4KOrQ5K {
-    static constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
-    static constexpr size_t kRecordBytes = 8 * sizeof(WBlock);
-    static constexpr size_t kScalesOffset = 32, kQhOffset = 128, kQsOffset = kFifthBit ? 384 : 128;  // kernels/rows_x8.h
+    using R = KRecordX8<WBlock>;  // the record's layout (kernels/rows_x8.h)
+    static constexpr bool kFifthBit = R::kFifthBit;
+    static constexpr size_t kRecordBytes = R::kBytes;
+    static constexpr size_t kScalesOffset = R::kScalesOffset, kQhOffset = R::kQhOffset, kQsOffset = R::kQsOffset;
     static constexpr int kBlockElems = QK_K;
     // Registers per token: the sub-block sums 4 (8 without dotprod), the scaled sums 2, the floats
     // 2. With dotprod 4 tokens: the step loop keeps its 16 sums and the weights in registers, and

@@ -38,6 +38,7 @@
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/rows_x8.h"
 #include "kernels/x86/avx2_util.h"
 #include "kernels/scratch.h"
 #include "kernels/x86/gemm_x8_avx512.h"
@@ -191,15 +192,15 @@ inline __m256i lane_byte_to_int32(int j) {
 // qh vector of step k (bit 2c for chunk c's low nibbles, 2c + 1 for its high ones).
 template <typename WBlock>
 void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4K16& p) {
-    constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
-    constexpr size_t kQsOffset = kFifthBit ? 384 : 128, kQhOffset = 128;
+    using R = KRecordX8<WBlock>;
     const __m512i m4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
     for (int c = 0; c < 4; ++c)
         for (int k = 0; k < 8; ++k) {
-            const __m512i bits = join(loadu256(ra + kQsOffset + 256 * c + 32 * k), loadu256(rb + kQsOffset + 256 * c + 32 * k));
+            const __m512i bits =
+                join(loadu256(ra + R::kQsOffset + 256 * c + 32 * k), loadu256(rb + R::kQsOffset + 256 * c + 32 * k));
             __m512i lo = _mm512_and_si512(bits, m4), hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
-            if constexpr (kFifthBit) {
-                const __m512i h = join(loadu256(ra + kQhOffset + 32 * k), loadu256(rb + kQhOffset + 32 * k));
+            if constexpr (R::kFifthBit) {
+                const __m512i h = join(loadu256(ra + R::kQhOffset + 32 * k), loadu256(rb + R::kQhOffset + 32 * k));
                 // Bit 2c to bit 4: shifted left by 4 - 2c, or right by 2c - 4 (bits 6, 7).
                 const __m512i hl = c < 3 ? _mm512_slli_epi16(h, unsigned(4 - 2 * c)) : _mm512_srli_epi16(h, 2);
                 const __m512i hh = c < 2 ? _mm512_slli_epi16(h, unsigned(3 - 2 * c)) : _mm512_srli_epi16(h, unsigned(2 * c - 3));
@@ -209,7 +210,7 @@ void pack_q4k_pair(const uint8_t* ra, const uint8_t* rb, PanelQ4K16& p) {
             _mm512_store_si512(p.q[2 * c][k], lo);
             _mm512_store_si512(p.q[2 * c + 1][k], hi);
         }
-    const Q4kScalesX8 sa = q4k_unpack_scales_x8(ra + 32), sb = q4k_unpack_scales_x8(rb + 32);
+    const Q4kScalesX8 sa = q4k_unpack_scales_x8(ra + R::kScalesOffset), sb = q4k_unpack_scales_x8(rb + R::kScalesOffset);
     for (int j = 0; j < 8; ++j) {
         const __m256i ctl = lane_byte_to_int32(j % 4);
         _mm512_store_si512(p.scale[j], join(_mm256_shuffle_epi8(j < 4 ? sa.sc_lo : sa.sc_hi, ctl),
@@ -272,7 +273,7 @@ struct FormatQ4_KOrQ5_K {
     using Scope = NoScope;
     static constexpr int kTile = hearth::kTile, kTokBlock = hearth::kTokBlock;
     static constexpr int kBlockCols = QK_K, kChunkBlocks = kChunkK;
-    static constexpr size_t kRec = 8 * sizeof(WBlock);
+    static constexpr size_t kRec = KRecordX8<WBlock>::kBytes;
     static Packed* packed() { return packed_buf_k(); }
     static Act* acts(size_t n) { return act_buf_k(n); }
     static void pack_weights(const uint8_t* ga, const uint8_t* gb, int kn, Packed* p) {

@@ -52,6 +52,7 @@
 #include "kernels/scratch.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
+#include "kernels/rows_x8.h"
 
 namespace hearth {
 
@@ -184,22 +185,21 @@ void pack_q4k(const Block* const row[8], int sb, PanelQ4K& p) {
 // packed scales one row per 32-bit lane: no transposes.
 template <typename Block>
 void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
-    constexpr bool kFifthBit = std::is_same<Block, block_q5_K>::value;
-    constexpr size_t kQsOffset = kFifthBit ? 384 : 128, kQhOffset = 128;
+    using R = KRecordX8<Block>;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int c = 0; c < 4; ++c)
         for (int k = 0; k < 8; ++k) {
-            const __m256i bits = loadu(rec + kQsOffset + 256 * c + 32 * k);
+            const __m256i bits = loadu(rec + R::kQsOffset + 256 * c + 32 * k);
             __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            if constexpr (kFifthBit) {
-                const __m256i qh = loadu(rec + kQhOffset + 32 * k);
+            if constexpr (R::kFifthBit) {
+                const __m256i qh = loadu(rec + R::kQhOffset + 32 * k);
                 lo = _mm256_or_si256(lo, q5_k_bit4(qh, 2 * c));
                 hi = _mm256_or_si256(hi, q5_k_bit4(qh, 2 * c + 1));
             }
             store(p.q[2 * c][k], lo);
             store(p.q[2 * c + 1][k], hi);
         }
-    const Q4kScalesX8 s = q4k_unpack_scales_x8(rec + 32);
+    const Q4kScalesX8 s = q4k_unpack_scales_x8(rec + R::kScalesOffset);
     for (int j = 0; j < 8; ++j)
         store(p.scale[j], _mm256_shuffle_epi8(j < 4 ? s.sc_lo : s.sc_hi, lane_bytes_to_int16(j % 4, j % 4)));
     for (int k = 0; k < 4; ++k)  // (m_2k, m_2k+1)

@@ -63,6 +63,7 @@
 
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/rows_x8.h"
 #include "kernels/x86/few_tokens_avx512.h"
 
 namespace hearth {
@@ -75,10 +76,7 @@ constexpr int kOnePassTok = 4;  // up to this many tokens per block, one pass ov
 // A record (one group's super-block, kernels/rows_x8.h): Q4_K's, or Q5_K's (kQ5), which is Q4_K's
 // with the 8 rows' qh (256 bytes) between the scales and the quants.
 template <bool kQ5>
-struct Record {
-    static constexpr size_t bytes = 8 * (kQ5 ? sizeof(block_q5_K) : sizeof(block_q4_K));  // 1408 / 1152
-    static constexpr size_t scales = 32, qh = 128, qs = kQ5 ? 384 : 128;                  // offsets
-};
+using Record = KRecordX8<std::conditional_t<kQ5, block_q5_K, block_q4_K>>;
 
 // The activations of a block of NT tokens, per super-block: each token's 256 quants, its scale,
 // and its sub-block sums s_j = bsums[2j] + bsums[2j+1] (|s_j| <= 32 * 128, an int16), paired as
@@ -164,7 +162,7 @@ template <PrefetchTo kTo, bool kQ5, int NT>
 void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const uint8_t* nbp, int nb, const Acts<NT>* act,
                  float* out, size_t os, __mmask16 keep, bool add) {
     using R = Record<kQ5>;
-    constexpr size_t kRec = R::bytes;
+    constexpr size_t kRec = R::kBytes;
     constexpr size_t kRecLines = (kRec + 63) / 64 * 64;
     constexpr int kAhead = int((kPrefetchBytes + kRec - 1) / kRec);  // records ahead, per stream
     constexpr bool kOnePass = NT <= kOnePassTok;
@@ -184,8 +182,9 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
         }
         // The 16 rows' scales and mins (byte j of a lane: sub-block j of sc_lo / mn_lo, 4 + j of
         // sc_hi / mn_hi); each sub-block's scale as a float per lane, read by the chunk loop.
-        const __m512i u0 = join(ga + R::scales, gb + R::scales), u1 = join(ga + R::scales + 32, gb + R::scales + 32),
-                      u2 = join(ga + R::scales + 64, gb + R::scales + 64);
+        const __m512i u0 = join(ga + R::kScalesOffset, gb + R::kScalesOffset),
+                      u1 = join(ga + R::kScalesOffset + 32, gb + R::kScalesOffset + 32),
+                      u2 = join(ga + R::kScalesOffset + 64, gb + R::kScalesOffset + 64);
         const __m512i sc_lo = _mm512_and_si512(u0, m6),
                       sc_hi = _mm512_or_si512(_mm512_and_si512(u2, m4), _mm512_and_si512(_mm512_srli_epi16(u0, 2), m30));
         const __m512i mn_lo = _mm512_and_si512(u1, m6), mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(u2, 4), m4),
@@ -197,10 +196,10 @@ void pair_tokens(const uint8_t* ga, const uint8_t* gb, const uint8_t* na, const 
         }
         __m512 fsum[NT];
         for (int t = 0; t < NT; ++t) fsum[t] = _mm512_setzero_ps();
-        const uint8_t *ha = ga + R::qh, *hb = gb + R::qh;  // Q5_K: step k's qh at 32k, for every chunk
+        const uint8_t *ha = ga + R::kQhOffset, *hb = gb + R::kQhOffset;  // Q5_K: step k's qh at 32k, for every chunk
         // Chunk c; Q5_K: bit 2c of a qh byte is bit 4 of its low nibble's quant, bit 2c + 1 of its high's.
         repeat<kQ5, 4>([&](const auto c) {
-            const uint8_t *qa = ga + R::qs + 256 * c, *qb = gb + R::qs + 256 * c;
+            const uint8_t *qa = ga + R::kQsOffset + 256 * c, *qb = gb + R::kQsOffset + 256 * c;
             const int8_t* q = act->q[0] + 64 * c;
             if (kOnePass) {
                 __m512i lo[NT], hi[NT];
@@ -301,8 +300,8 @@ void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols
                 int r1) {
     static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
     // 276 bytes per token and super-block
-    few_tokens_x8<Kernels<kTo, kQ5>, kMaxTok, Record<kQ5>::bytes, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out,
-                                                                                   os, r0, r1, kChunk);
+    few_tokens_x8<Kernels<kTo, kQ5>, kMaxTok, Record<kQ5>::kBytes, sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK_K, n_tokens, out,
+                                                                                    os, r0, r1, kChunk);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/rows_x8.h"
 #include "kernels/x86/avx2_util.h"
 #include "kernels/scratch.h"
 #include "kernels/prefetch.h"
@@ -45,13 +46,10 @@ namespace hearth {
 
 namespace {
 
-// A record's shape (kernels/rows_x8.h): Q4_K's, or Q5_K's with the 8 rows' qh before the quants.
+// A record's shape (kernels/rows_x8.h), and how many steps its int16 sums may take.
 template <typename WBlock>
-struct Record {
-    static constexpr bool kFifthBit = std::is_same<WBlock, block_q5_K>::value;
-    static constexpr size_t kBytes = 8 * sizeof(WBlock);  // 1152, 1408
-    static constexpr size_t kScalesOffset = 32, kQhOffset = 128, kQsOffset = kFifthBit ? 384 : 128;
-    static constexpr int kStepsPerSum = kFifthBit ? 4 : 8;  // steps summed in int16 (the bounds above)
+struct Record : KRecordX8<WBlock> {
+    static constexpr int kStepsPerSum = KRecordX8<WBlock>::kFifthBit ? 4 : 8;  // (the bounds above)
 };
 constexpr int kMaxPassTokens = 4;  // tokens per pass: their accumulators stay in registers
 constexpr int kChunk = 8;          // super-blocks per chunk with several passes: 9-11 KB, stays in L1
