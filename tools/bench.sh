@@ -18,6 +18,9 @@
 #      first token (also of a request arriving while the others generate) and tokens/s, each
 #      shape in q4_0, beside llama.cpp's llama-server on its GGUF export when LLAMA_SERVER names
 #      it or PEERS_DIR has it (tools/bench_server.py)
+#   9. drafts: prompt-lookup drafts against none (tools/bench_draft.sh) on a copy task and on
+#      free generation: the trained copy model widened to TinyLlama's shapes
+#      (tools/widen_model.py), and the random TinyLlama-shape q4_0
 # Random-weight models are made here (tools/make_random_model.py) and kept in build/bench
 # (never committed). Choose parts with BENCH_PARTS="core quant quality" (default: all) and
 # shapes with BENCH_SHAPES="tinyllama llama2-7b". Results: stdout and build/bench/results.md.
@@ -25,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/bench
 mkdir -p "$dir"
-PARTS=${BENCH_PARTS:-"core quant quality tokenize layout peers server"}
+PARTS=${BENCH_PARTS:-"core quant quality tokenize layout peers server drafts"}
 SHAPES=${BENCH_SHAPES:-"tinyllama llama2-7b"}
 REPS=${BENCH_REPS:-3}
 out=$dir/results.md
@@ -231,6 +234,37 @@ if has server; then
         echo | tee -a "$out"
         /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" \
             --streams ${BENCH_SERVER_STREAMS:-1 4 8} --reps "${BENCH_SERVER_REPS:-3}" | tee -a "$out"
+        echo | tee -a "$out"
+    done
+fi
+
+if has drafts; then
+    # Prompt-lookup drafts (issue 23; tools/bench_draft.sh, greedy and sampled, --draft 0 4 8
+    # alternated). The copy task needs a model that copies, and one whose weights stream from
+    # memory as a real model's do, or a pass that verifies 5 tokens costs as much as 5 passes
+    # and what drafts save is overhead: the trained copy model (tests/data/copy-model.hearth,
+    # 0.35 MB, which runs from L2) widened to TinyLlama's shapes by tools/widen_model.py, the
+    # same function at ~1 GB a token. In q8_0: in q4_0 the 64-wide model's own weights lose
+    # the passage after ~15 tokens. Then the random TinyLlama-shape q4_0, whose output seldom
+    # repeats an n-gram of its context (so drafts are seldom proposed): what they must not do
+    # there is cost speed. (The default model runs a token in ~0.15 ms, where the runs'
+    # scatter hides any difference.) Its greedy ids with drafts may part from those without:
+    # random weights' logits are near-ties all along (where they parted at f1fdfda the top two
+    # were 3.5079 and 3.5054, `run --print-margins`), and a verifying batch's logits differ
+    # from one token's in the last bits (model/generate.h). The copy model's must not.
+    wide=$dir/copy-wide.q8_0.hearth
+    if [ ! -f "$wide" ]; then
+        tools/install_deps.sh --bench >&2
+        ./quantize tests/data/copy-model.hearth "$dir/copy.f32.gguf" f32 -q >&2
+        /usr/bin/python3 tools/widen_model.py "$dir/copy.f32.gguf" "$dir/copy-wide.f32.bin" >&2
+        ./quantize "$dir/copy-wide.f32.bin" "$wide" q8_0 -q --tokenizer tests/data/tiny-shakespeare-tokenizer.model >&2
+        rm -f "$dir/copy.f32.gguf" "$dir/copy-wide.f32.bin"
+    fi
+    for m in "$wide" "$(model tinyllama q4_0)"; do
+        cache_only "$m"
+        echo '```' | tee -a "$out"
+        REPS=$REPS TOKENS=200 tools/bench_draft.sh "$m" 4 8 | tee -a "$out"
+        echo '```' | tee -a "$out"
         echo | tee -a "$out"
     done
 fi
