@@ -346,7 +346,11 @@ build/membw: tools/membw.cpp base/platform.cpp
 # Debian's clang, AddressSanitizer and UndefinedBehaviorSanitizer against the whole library.
 FUZZ_CXX ?= clang++
 FUZZ_FLAGS := -g -O1 -march=native -std=c++17 -fopenmp -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. $(LIB_CFLAGS)
-FUZZ_TARGETS := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
+# FUZZ_TARGETS="gguf metadata" (tools/fuzz.sh's names, from the environment) builds and fuzzes
+# those alone. The Makefile must not assign that name itself: make hands a variable that came
+# from the environment to its recipes with the Makefile's value, so tools/fuzz.sh got the list
+# of binaries here in place of the user's names and ran none of them.
+FUZZ_BINS := $(if $(FUZZ_TARGETS),$(patsubst %,build/fuzz/fuzz_%,$(FUZZ_TARGETS)),$(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp)))
 FUZZ_LIB_OBJS := $(patsubst %.cpp,build/fuzz/obj/%.o,$(KERNEL_SRCS) $(MODEL_SRCS) $(CONVERT_SRCS) server/request.cpp)
 build/fuzz/obj/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
@@ -358,11 +362,11 @@ build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
 .PHONY: fuzz-regressions
 fuzz-regressions: deps
 	@tools/install_deps.sh --fuzz
-	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_TARGETS)
+	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_BINS)
 	tools/fuzz.sh --replay
 fuzz: deps
 	@tools/install_deps.sh --fuzz
-	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_TARGETS)
+	@$(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_BINS)
 	tools/fuzz.sh
 
 clean:
