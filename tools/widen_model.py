@@ -32,7 +32,8 @@ tokenizer:
       --tokenizer tests/data/tiny-shakespeare-tokenizer.model
 
 Options: --dim, --hidden, --layers, --heads, --kv-heads (the output's shapes), --seed.
-Needs python3-numpy; about 8 GB of memory and a 4 GB output for the default shapes.
+Needs python3-numpy (make bench installs it); the default shapes write 3.9 GB, one matrix in
+memory at a time.
 """
 
 import argparse
