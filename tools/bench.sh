@@ -241,7 +241,7 @@ fi
 if has drafts; then
     # Prompt-lookup drafts (issue 23; tools/bench_draft.sh, greedy and sampled, --draft 0 4 8
     # alternated). The copy task needs a model that copies, and one whose weights stream from
-    # memory as a real model's do, or a pass that verifies 5 tokens costs as much as 5 passes
+    # memory as a real model's do, or a pass that verifies 5 tokens costs ~3 single passes
     # and what drafts save is overhead: the trained copy model (tests/data/copy-model.hearth,
     # 0.35 MB, which runs from L2) widened to TinyLlama's shapes by tools/widen_model.py, the
     # same function at ~1 GB a token. In q8_0: in q4_0 the 64-wide model's own weights lose
