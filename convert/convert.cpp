@@ -63,12 +63,11 @@ static bool ends_with(const std::string& s, const char* suffix) {
     return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-// For `keep`: the type a tensor hearth cannot compute with becomes. Its values lie on another
-// format's grid, which no 4-6 bit format of run's holds: re-quantized to q6_K, a q5_K tensor
-// (measured before run computed with q5_K) gained as much error again (1.7% relative RMS) as
-// quantizing the original weights to q6_K gives, to q4_K a q2_K one 5%. q8_0 adds about 0.4%:
-// keeping the model as it is comes first, and a smaller TYPE is the user's choice (quantize's
-// warning says which tensors).
+// For `keep`: the type a tensor is stored in. Every quantized type quantize reads, run computes
+// with as it is (kernels/quant_types.h); bf16 becomes f16. A type read but not computed with
+// would become q8_0: its values lie on another format's grid, which no 4-6 bit format holds
+// (re-quantized to q6_K, a q5_K tensor once gained as much error again, 1.7% relative RMS, as
+// quantizing the original weights to q6_K gives; q8_0 adds about 0.4%).
 static uint32_t nearest_storage_type(uint32_t type) {
     if (type == TYPE_BF16) return TYPE_F16;  // as a Hugging Face BF16 folder converts by default
     return type_is_storage(type) ? type : TYPE_Q8_0;
@@ -212,17 +211,6 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
         specs.push_back(s);
     }
-    // Quantized types run cannot compute with lose a little more in their new type: say which.
-    std::string requantized;
-    int n_requantized = 0;
-    for (size_t i = 0; i < src.tensors.size(); i++)
-        if (type_is_known(src.tensors[i].type) && type_traits(src.tensors[i].type)->use == USE_DEQUANT &&
-            specs[i].type != src.tensors[i].type) {
-            n_requantized++;
-            if (n_requantized <= 8)
-                requantized += (n_requantized > 1 ? ", " : "") + src.tensors[i].name + " (" + type_name(src.tensors[i].type) +
-                               " -> " + type_name(specs[i].type) + ")";
-        }
     Metadata meta;
     std::string caveat;
     if (!(err = file_metadata(src, format, mix, specs, &meta, &caveat)).empty()) return err;
@@ -238,9 +226,6 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
                  output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size);
     // Warnings once the conversion is sure to start (names from the file escaped).
     if (!caveat.empty()) std::fprintf(stderr, "quantize: warning: %s\n", message_line(caveat).c_str());
-    if (n_requantized)
-        std::fprintf(stderr, "quantize: warning: %d tensors are of types run cannot use and are re-quantized: %s%s\n",
-                     n_requantized, requantized.c_str(), n_requantized > 8 ? ", ..." : "");
     const auto start = std::chrono::steady_clock::now();
     uint64_t bytes_in = 0, bytes_out = 0, elements = 0;
     double err2_all = 0, ref2_all = 0;

@@ -17,11 +17,10 @@
 //            q[128h+l+64] = ql[64h+l]    >> 4 | ((qh[32h+l] >> 4) & 3) << 4
 //            q[128h+l+96] = ql[64h+l+32] >> 4 | ((qh[32h+l] >> 6) & 3) << 4
 //   Q8_K : x = d * qs[i] (d is fp32), bsums[g] = sum of qs[16g .. 16g+15]. Activations only.
-// GGUF's other types. run computes with Q4_1, Q5_0, Q5_1, Q3_K, Q5_K, IQ4_NL and IQ4_XS as
-// they are (quantize writes Q5_K only); the rest, quantize dequantizes to fp32 and re-quantizes to a type run
-// computes with. Their dequantizers (kernels/ref/dequant_gguf.cpp) widen fp16 fields to fp32
-// first, and each product/sum below is one fp32 operation in the order written, as gguf-py
-// computes it:
+// GGUF's other types. run computes with Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS
+// as they are (quantize writes Q5_K only). Their dequantizers (kernels/ref/dequant_gguf.cpp)
+// widen fp16 fields to fp32 first, and each product/sum below is one fp32 operation in the order
+// written, as gguf-py computes it:
 //   Q4_1  : x = d*q + m, q in 0..15; q(i) = qs[i] & 15 for i < 16, qs[i-16] >> 4 for i >= 16.
 //   Q5_0  : x = d*(q - 16), q in 0..31; low 4 bits as Q4_1's q(i), bit 4 = bit i of qh
 //           (qh read as a little-endian uint32).
@@ -221,10 +220,9 @@ void dequantize_row_iq4_xs(const void* x, float* y, int64_t n);
 // type has no interleaved layout). Which kernels compute with a type, in which layout and on
 // which ISA, is the kernel table's (kernels/table.cpp).
 enum TypeUse : uint8_t {
-    USE_NONE = 0,     // known to GGUF only: sized and named, never computed with
-    USE_STORE = 1,    // run computes with it, and a hearth file may hold it
-    USE_DEQUANT = 2,  // quantize can read it (dequantized and re-quantized), run cannot
-    USE_ACT = 3,      // activations only (q8_K)
+    USE_NONE = 0,   // known to GGUF only: sized and named, never computed with
+    USE_STORE = 1,  // run computes with it, and a hearth file may hold it
+    USE_ACT = 2,    // activations only (q8_K)
 };
 struct TypeTraits {
     uint32_t id;
@@ -246,7 +244,7 @@ inline constexpr TypeTraits kTypeTraits[] = {
     {7, "q5_1", 32, 24, USE_STORE, 8, nullptr, dequantize_row_q5_1, 0},
     {8, "q8_0", 32, 34, USE_STORE, 8, quantize_row_q8_0_scalar, dequantize_row_q8_0, 2},
     {9, "q8_1", 32, 36, USE_NONE, 0, nullptr, nullptr, 0},
-    {10, "q2_K", 256, 84, USE_DEQUANT, 0, nullptr, dequantize_row_q2_k, 0},
+    {10, "q2_K", 256, 84, USE_STORE, 15, nullptr, dequantize_row_q2_k, 0},
     {11, "q3_K", 256, 110, USE_STORE, 15, nullptr, dequantize_row_q3_k, 0},
     {12, "q4_K", 256, 144, USE_STORE, 15, quantize_row_q4_k, dequantize_row_q4_k, 4},
     {13, "q5_K", 256, 176, USE_STORE, 15, quantize_row_q5_k, dequantize_row_q5_k, 4},

@@ -39,10 +39,7 @@ std::string bind_model(const ParsedCheckpoint& parsed, Model* m) {
         if (want.role->model_field == &Model::token_embd && t.layout != Layout::rows)
             return "tensor " + want.name + " has interleaved rows; the token embedding must have plain ones";
         if (want.role->matrix && !looked_up && !matmul_supports(t.type, t.layout))
-            return "tensor " + want.name + " has type " + type_name(t.type) + ", which run cannot multiply" +
-                   (type_is_known(t.type) && type_traits(t.type)->use == USE_DEQUANT
-                        ? " (convert the file with quantize, e.g. `quantize FILE OUT.hearth q4_k_m`)"
-                        : "");
+            return "tensor " + want.name + " has type " + type_name(t.type) + ", which run cannot multiply";
         if (!want.role->matrix && t.type != TYPE_F32) return "tensor " + want.name + " must be f32, not " + type_name(t.type);
         view_of(*m, want) = t;
     }

@@ -1,8 +1,9 @@
 // AArch64 NEON kernels. With dotprod (HEARTH_ISA_DOTPROD) the int8 products use SDOT (vdotq_s32);
 // otherwise SMULL/SMULL2 + SADALP (vmull_s8 / vpadalq_s16), which exist on every ARMv8-A core.
 // All weights are brought to signed int8 (Q4_0: q-8, Q5_0: q-16, IQ4_NL: its grid values, Q4_1 and
-// Q5_1: 0..31, Q3_K: -4..3, IQ4_XS: its grid values, Q4_K: 0..15, Q5_K: 0..31, Q6_K: q-32) so no offset correction is needed but Q4_1 and
-// Q5_1's block offsets (times the activations' sums) and the Q4_K and Q5_K mins (the Q8_K block sums).
+// Q5_1: 0..31, Q2_K: 0..3, Q3_K: -4..3, IQ4_XS: its grid values, Q4_K: 0..15, Q5_K: 0..31, Q6_K:
+// q-32) so no offset correction is needed but Q4_1 and Q5_1's block offsets (times the activations'
+// sums) and the Q4_K, Q5_K and Q2_K mins (the Q8_K block sums).
 #include "kernels/arm/arm.h"
 #include "kernels/quant.h"
 
@@ -349,18 +350,31 @@ struct KQ4_K_or_Q5_K {
 using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
 using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 
-// Q3_K half h (128 elements) -> 8 x int8x16 (groups 8h..8h+7), values -4..3: chunk k = 4h + s
-// is bits 2s..2s+1 of qs[32h..32h+31] and bit k of hmask, set for no offset.
-inline void q3k_unpack_half(const block_q3_K& b, int h, int8x16_t v[8]) {
-    const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+// Half h (128 elements) of Q2_K's and Q3_K's 2-bit fields qs[64] -> 8 x 16 (groups 8h..8h+7),
+// 0..3 (Q2_K's quants, Q3_K's low two bits): chunk k = 4h + s is bits 2s..2s+1 of qs[32h..32h+31].
+inline void two_bit_unpack_half(const uint8_t* qs, int h, uint8x16_t v[8]) {
     for (int j = 0; j < 2; ++j) {  // 16-byte halves of the 32-byte rows
-        const uint8x16_t q2 = vld1q_u8(b.qs + 32 * h + 16 * j), hm = vld1q_u8(b.hmask + 16 * j);
+        const uint8x16_t q2 = vld1q_u8(qs + 32 * h + 16 * j);
+        for (int s = 0; s < 4; ++s) v[2 * s + j] = vandq_u8(vshlq_u8(q2, vdupq_n_s8(int8_t(-2 * s))), vdupq_n_u8(3));
+    }
+}
+// Q3_K half h, values -4..3: the 2-bit fields and bit k of hmask, set for no offset.
+inline void q3k_unpack_half(const block_q3_K& b, int h, int8x16_t v[8]) {
+    const uint8x16_t four = vdupq_n_u8(4);
+    uint8x16_t low[8];
+    two_bit_unpack_half(b.qs, h, low);
+    for (int j = 0; j < 2; ++j) {
+        const uint8x16_t hm = vld1q_u8(b.hmask + 16 * j);
         for (int s = 0; s < 4; ++s) {
-            const uint8x16_t low = vandq_u8(vshlq_u8(q2, vdupq_n_s8(int8_t(-2 * s))), m3);
             const uint8x16_t high = vandq_u8(vtstq_u8(hm, vdupq_n_u8(uint8_t(1 << (4 * h + s)))), four);
-            v[2 * s + j] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low, high)), vreinterpretq_s8_u8(four));
+            v[2 * s + j] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low[2 * s + j], high)), vreinterpretq_s8_u8(four));
         }
     }
+}
+inline void q2k_unpack_half(const block_q2_K& b, int h, int8x16_t v[8]) {
+    uint8x16_t q[8];
+    two_bit_unpack_half(b.qs, h, q);
+    for (int i = 0; i < 8; ++i) v[i] = vreinterpretq_s8_u8(q[i]);
 }
 // IQ4_XS half h: sub-blocks 4h..4h+3, each two groups of grid values.
 inline void iq4xs_unpack_half(const block_iq4_xs& b, int h, int8x16_t v[8]) {
@@ -375,9 +389,14 @@ inline void iq4xs_unpack_half(const block_iq4_xs& b, int h, int8x16_t v[8]) {
 inline void group16_unpack_half(const block_iq4_xs& b, int h, int8x16_t v[8]) { iq4xs_unpack_half(b, h, v); }
 inline void group16_unpack_half(const block_q6_K& b, int h, int8x16_t v[8]) { q6k_unpack_half(b.ql + 64 * h, b.qh + 32 * h, v); }
 inline void group16_unpack_half(const block_q3_K& b, int h, int8x16_t v[8]) { q3k_unpack_half(b, h, v); }
+inline void group16_unpack_half(const block_q2_K& b, int h, int8x16_t v[8]) { q2k_unpack_half(b, h, v); }
 inline const int8_t* group16_scales(const block_q6_K& b, int8_t*) { return b.scales; }
 inline const int8_t* group16_scales(const block_q3_K& b, int8_t* tmp) {
     q3k_unpack_scales(b.scales, tmp);
+    return tmp;
+}
+inline const int8_t* group16_scales(const block_q2_K& b, int8_t* tmp) {  // the low nibbles
+    vst1q_s8(tmp, vreinterpretq_s8_u8(vandq_u8(vld1q_u8(b.scales), vdupq_n_u8(0x0F))));
     return tmp;
 }
 inline const int8_t* group16_scales(const block_iq4_xs& b, int8_t* tmp) {
@@ -387,10 +406,12 @@ inline const int8_t* group16_scales(const block_iq4_xs& b, int8_t* tmp) {
     return tmp;
 }
 
-// Q6_K, Q3_K and IQ4_XS: 16 groups of 16 with a signed scale each (IQ4_XS: two groups to a
-// sub-block's scale), the values signed.
+// Q6_K, Q3_K, IQ4_XS and Q2_K: 16 groups of 16 with a signed scale each (IQ4_XS: two groups to a
+// sub-block's scale), the values signed. Q2_K's mins (the scales' high nibbles) times dmin: their
+// dot with the Q8_K block sums, as Q4_K's.
 template <typename Block>
 struct KGroup16 {
+    static constexpr bool kMins = std::is_same<Block, block_q2_K>::value;
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
     template <int NR, int NT>
     static void tile(const Ctx& c, int r, int t0) {
@@ -417,6 +438,18 @@ struct KGroup16 {
             }
             const float dw = f16(w[b].d);
             for (int t = 0; t < NT; ++t) acc[0][t] = vfmaq_n_f32(acc[0][t], vcvtq_f32_s32(sumi[t]), dw * a[t][b].d);
+            if constexpr (kMins) {
+                const uint8x16_t m = vshrq_n_u8(vld1q_u8(w[b].scales), 4);
+                const int16x8_t m0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(m)));
+                const int16x8_t m1 = vreinterpretq_s16_u16(vmovl_high_u8(m));
+                const float neg_dmin = -f16(w[b].dmin);
+                for (int t = 0; t < NT; ++t) {
+                    const int16x8_t b0 = vld1q_s16(a[t][b].bsums), b1 = vld1q_s16(a[t][b].bsums + 8);
+                    int32x4_t pm = vmlal_high_s16(vmull_s16(vget_low_s16(m0), vget_low_s16(b0)), m0, b0);
+                    pm = vmlal_high_s16(vmlal_s16(pm, vget_low_s16(m1), vget_low_s16(b1)), m1, b1);
+                    acc[0][t] = vfmaq_n_f32(acc[0][t], vcvtq_f32_s32(pm), neg_dmin * a[t][b].d);
+                }
+            }
         }
         store_tile<1, NT>(c, r, t0, acc);
     }
@@ -457,6 +490,11 @@ void matmul_q5_1_rows_neon(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_iq4_nl_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     drive<KBlock32<block_iq4_nl>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / 32, out, out_stride), n_tokens, r0, r1);
+}
+
+void matmul_q2_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    drive<KGroup16<block_q2_K>>(make_ctx(W, w_row_bytes, A, a_row_bytes, n_cols / QK_K, out, out_stride), n_tokens, r0, r1);
 }
 
 void matmul_q3_k_rows_neon(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -1,5 +1,5 @@
 // Scalar reference: quantizers, dequantizers, dot products and tiled matmul for
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (weights) and Q8_0, Q8_K (activations).
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (weights) and Q8_0, Q8_K (activations).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -244,7 +244,7 @@ inline float q4k_dot_decoded(const Q4KDecoded& w, const block_q8_K& a) {
 // A super-block of 16 groups of 16 with a signed scale each (Q6_K, Q3_K; IQ4_XS, whose
 // sub-blocks of 32 are two groups), as signed values.
 struct Group16Decoded {
-    int8_t q[QK_K];  // Q6_K: q - 32; Q3_K: -4..3; IQ4_XS: the grid values
+    int8_t q[QK_K];  // Q6_K: q - 32; Q3_K: -4..3; IQ4_XS: the grid values; Q2_K: 0..3
     int8_t sc[16];
     float d;
 };
@@ -297,6 +297,32 @@ inline float group16_dot_decoded(const Group16Decoded& w, const block_q8_K& a) {
         sumi += w.sc[g] * s;
     }
     return (w.d * a.d) * float(sumi);
+}
+
+// Q2_K: the groups' quants (0..3) and scales (0..15) as the others', and a min per group, which
+// dmin scales; its term goes through the Q8_K bsums, as Q4_K's.
+struct Q2KDecoded : Group16Decoded {
+    uint8_t m[16];
+    float dmin;
+};
+
+inline void q2k_decode(const block_q2_K& b, Q2KDecoded& o) {
+    for (int e = 0; e < QK_K; ++e) {  // e = 32k + l, chunk k = 4h + s
+        const int k = e / 32, h = k / 4, s = k % 4, l = e % 32;
+        o.q[e] = int8_t((b.qs[32 * h + l] >> (2 * s)) & 3);
+    }
+    for (int g = 0; g < 16; ++g) {
+        o.sc[g] = int8_t(b.scales[g] & 0xF);
+        o.m[g] = uint8_t(b.scales[g] >> 4);
+    }
+    o.d = f16(b.d);
+    o.dmin = f16(b.dmin);
+}
+
+inline float q2k_dot_decoded(const Q2KDecoded& w, const block_q8_K& a) {
+    int summ = 0;
+    for (int g = 0; g < 16; ++g) summ += w.m[g] * a.bsums[g];
+    return group16_dot_decoded(w, a) - (w.dmin * a.d) * float(summ);
 }
 
 inline void q4_0_decode(const block_q4_0& b, int8_t* q) {
@@ -826,6 +852,14 @@ struct KGroup16 {
     static void decode(const block_iq4_xs& b, Group16Decoded& o) { iq4xs_decode(b, o); }
     static float dot(const Group16Decoded& w, const block_q8_K& a) { return group16_dot_decoded(w, a); }
 };
+struct KQ2_K {
+    using WBlock = block_q2_K;
+    using ABlock = block_q8_K;
+    using Decoded = Q2KDecoded;
+    static constexpr int kBlockElems = QK_K;
+    static void decode(const block_q2_K& b, Q2KDecoded& o) { q2k_decode(b, o); }
+    static float dot(const Q2KDecoded& w, const block_q8_K& a) { return q2k_dot_decoded(w, a); }
+};
 using KQ6_K = KGroup16<block_q6_K>;
 using KQ3_K = KGroup16<block_q3_K>;
 using KIQ4_XS = KGroup16<block_iq4_xs>;
@@ -861,6 +895,11 @@ void matmul_q5_1_rows_scalar(const void* W, size_t w_row_bytes, const void* A, s
 void matmul_iq4_nl_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                                float* out, int out_stride, int r0, int r1) {
     matmul_plain_scalar<KBlock32<block_iq4_nl>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q2_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    matmul_plain_scalar<KQ2_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q3_k_rows_scalar(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

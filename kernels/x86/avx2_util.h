@@ -64,9 +64,12 @@ inline __m256i q5_bit4(const uint8_t* qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-// The 16 group scales of a Q6_K, Q3_K or IQ4_XS block as signed bytes (Q3_K's and IQ4_XS's
-// unpacked, -32..31; IQ4_XS's sub-block j is groups 2j and 2j + 1).
+// The 16 group scales of a Q6_K, Q3_K, IQ4_XS or Q2_K block as signed bytes (Q3_K's and IQ4_XS's
+// unpacked, -32..31; IQ4_XS's sub-block j is groups 2j and 2j + 1; Q2_K's the low nibbles, 0..15).
 inline __m128i group16_scales(const block_q6_K& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
+inline __m128i group16_scales(const block_q2_K& b) {
+    return _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), _mm_set1_epi8(0x0F));
+}
 inline __m128i group16_scales(const block_q3_K& b) {
     int8_t sc[16];
     q3k_unpack_scales(b.scales, sc);
@@ -90,11 +93,16 @@ inline __m128i group16_scales(const block_iq4_xs& b) {
     return _mm_unpacklo_epi8(s8, s8);
 }
 
-// Q3_K chunk k (elements 32k..32k+31, k = 4h + s) as unsigned quants 0..7: bits 2s..2s+1 of
-// qs[32h..32h+31], and bit k of hmask as bit 2 (the quant is this minus 4).
+// Chunk k (elements 32k..32k+31, k = 4h + s) of Q2_K's and Q3_K's 2-bit fields qs[64]: bits
+// 2s..2s+1 of qs[32h..32h+31], 0..3 (Q2_K's quants, Q3_K's low two bits).
+inline __m256i two_bit_chunk(const uint8_t* qs, int k) {
+    return _mm256_and_si256(_mm256_srl_epi16(loadu(qs + 32 * (k / 4)), _mm_cvtsi32_si128(2 * (k % 4))), _mm256_set1_epi8(3));
+}
+
+// Q3_K chunk k as unsigned quants 0..7: its 2-bit field, and bit k of hmask as bit 2 (the quant
+// is this minus 4).
 inline __m256i q3k_chunk(const block_q3_K& b, int k) {
-    const __m256i q2 = loadu(b.qs + 32 * (k / 4)), hm = loadu(b.hmask);
-    const __m256i low = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * (k % 4))), _mm256_set1_epi8(3));
+    const __m256i low = two_bit_chunk(b.qs, k), hm = loadu(b.hmask);
     const __m256i bit = _mm256_set1_epi8(char(1 << k));
     return _mm256_or_si256(low, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), _mm256_set1_epi8(4)));
 }

@@ -6,12 +6,12 @@
 //                  c = -d8*sum(q8) computed once per call, so the inner loop is maddubs, madd, cvt, 2 fma per block/token.
 //                  Q5_0 (-16) likewise; Q4_1 / Q5_1 add their offset m times d8*sum(q8); IQ4_NL's grid
 //                  values take Q8_0's sign trick.
-//  - Q4_K / Q5_K / Q6_K / Q3_K : unsigned 4/5/6/3-bit quants x q8, sub-block scales applied with
-//                  _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K/Q5_K
+//  - Q4_K / Q5_K / Q6_K / Q3_K / Q2_K : unsigned 4/5/6/3/2-bit quants x q8, sub-block scales applied
+//                  with _mm256_madd_epi16 and accumulated in int32 over the super-block; Q4_K/Q5_K/Q2_K
 //                  mins and Q6_K's -32 (Q3_K's -4) offset go through the q8 block sums (bsums).
 //                  IQ4_XS's grid values take the sign trick (Q8_K activations are never -128 either).
 // No int16 saturation is possible: max pair sums are 2*127*127 (Q8_0, IQ4_NL, IQ4_XS),
-// 2*15*128 (Q4), 2*31*128 (Q5), 2*63*128 (Q6), 2*7*128 (Q3_K).
+// 2*15*128 (Q4), 2*31*128 (Q5), 2*63*128 (Q6), 2*7*128 (Q3_K), 2*3*128 (Q2_K).
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
 #include "kernels/x86/x86.h"
@@ -468,16 +468,21 @@ struct KQ4_K_or_Q5_K {
 using KQ4_K = KQ4_K_or_Q5_K<block_q4_K>;
 using KQ5_K = KQ4_K_or_Q5_K<block_q5_K>;
 
-// ---- Q6_K, Q3_K and IQ4_XS x Q8_K: 16 groups of 16 with a signed scale each (IQ4_XS: sub-blocks
-// of 32, two groups of one scale). Q6_K and Q3_K: unsigned quants (0..63, 0..7) whose offset (32,
-// 4) goes through the bsums. IQ4_XS: its grid values, signed, by Q8_0's sign trick (Q8_K
-// activations are never -128 either: the quantizer clamps to +-127). Table entry: [d8, pad x7,
-// bsums as int16]. ----
+// ---- Q6_K, Q3_K, IQ4_XS and Q2_K x Q8_K: 16 groups of 16 with a scale each (IQ4_XS: sub-blocks
+// of 32, two groups of one scale). Table entry: [d8, pad x7, bsums as int16]. The quants:
+//  - unsigned with a fixed offset (Q6_K 0..63 - 32, Q3_K 0..7 - 4), which goes through the bsums
+//    times the group's scale;
+//  - signed (IQ4_XS's grid values), by Q8_0's sign trick (Q8_K activations are never -128 either:
+//    the quantizer clamps to +-127);
+//  - unsigned with a min per group (Q2_K 0..3: d*sc*q - dmin*m), whose term is dmin times the
+//    mins' dot with the bsums, as Q4_K's. ----
+enum class Group16Kind { fixed_offset, signed_values, mins };
+
 template <typename Block>
 struct Group16;
 template <>
 struct Group16<block_q6_K> {
-    static constexpr bool kSigned = false;
+    static constexpr Group16Kind kKind = Group16Kind::fixed_offset;
     static constexpr int kOffsetShift = 5;
     static __m128i scales(const block_q6_K& b) { return group16_scales(b); }
     // f(k, quants of 32-element chunk k), in the order two chunks share their loads.
@@ -499,7 +504,7 @@ struct Group16<block_q6_K> {
 };
 template <>
 struct Group16<block_q3_K> {
-    static constexpr bool kSigned = false;
+    static constexpr Group16Kind kKind = Group16Kind::fixed_offset;
     static constexpr int kOffsetShift = 2;
     static __m128i scales(const block_q3_K& b) { return group16_scales(b); }
     template <typename F>
@@ -510,11 +515,26 @@ struct Group16<block_q3_K> {
 
 template <>
 struct Group16<block_iq4_xs> {
-    static constexpr bool kSigned = true;
+    static constexpr Group16Kind kKind = Group16Kind::signed_values;
     static __m128i scales(const block_iq4_xs& b) { return group16_scales(b); }
     template <typename F>
     static void chunks(const block_iq4_xs& b, F f) {
         for (int k = 0; k < 8; ++k) f(k, iq4_values(b.qs + 16 * k));
+    }
+};
+
+template <>
+struct Group16<block_q2_K> {
+    static constexpr Group16Kind kKind = Group16Kind::mins;
+    static __m128i scales(const block_q2_K& b) { return group16_scales(b); }
+    // The 16 mins (the scales' high nibbles) as int16.
+    static __m256i mins(const block_q2_K& b) {
+        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+        return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F)));
+    }
+    template <typename F>
+    static void chunks(const block_q2_K& b, F f) {
+        for (int k = 0; k < 8; ++k) f(k, two_bit_chunk(b.qs, k));
     }
 };
 
@@ -540,16 +560,16 @@ struct KGroup16 {
             const float* tbb = tb + size_t(b) * NT * 16;
             __m256i sumi[NT];
             for (int t = 0; t < NT; ++t) {
-                if constexpr (G::kSigned)
-                    sumi[t] = _mm256_setzero_si256();
-                else
+                if constexpr (G::kKind == Group16Kind::fixed_offset)
                     sumi[t] =
                         _mm256_sub_epi32(_mm256_setzero_si256(),
                                          _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(tbb + 16 * t + 8)), G::kOffsetShift));
+                else
+                    sumi[t] = _mm256_setzero_si256();
             }
             G::chunks(w[b], [&](int k, __m256i q) {
                 const __m256i sk = q6k_chunk_scales(sc8, k);
-                if constexpr (G::kSigned) {
+                if constexpr (G::kKind == Group16Kind::signed_values) {
                     const __m256i qabs = _mm256_sign_epi8(q, q);
                     for (int t = 0; t < NT; ++t) {
                         const __m256i qa = _mm256_sign_epi8(load_a(ab + QK_K * t + 32 * k), q);
@@ -566,6 +586,15 @@ struct KGroup16 {
             for (int t = 0; t < NT; ++t)
                 acc[0][t] =
                     _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(tbb + 16 * t)), _mm256_cvtepi32_ps(sumi[t]), acc[0][t]);
+            if constexpr (G::kKind == Group16Kind::mins) {
+                const __m256i m16 = G::mins(w[b]);
+                const __m256 neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), bcast_f16(&w[b].dmin));
+                for (int t = 0; t < NT; ++t) {
+                    const __m256i summ = _mm256_madd_epi16(m16, loadu(tbb + 16 * t + 8));
+                    acc[0][t] = _mm256_fmadd_ps(_mm256_mul_ps(neg_dmin, _mm256_broadcast_ss(tbb + 16 * t)),
+                                                _mm256_cvtepi32_ps(summ), acc[0][t]);
+                }
+            }
         }
         Acc<1, NT> A1;
         for (int t = 0; t < NT; ++t) A1.v[0][t] = acc[0][t];
@@ -582,6 +611,7 @@ struct KGroup16 {
 using KQ6_K = KGroup16<block_q6_K>;
 using KQ3_K = KGroup16<block_q3_K>;
 using KIQ4_XS = KGroup16<block_iq4_xs>;
+using KQ2_K = KGroup16<block_q2_K>;
 
 template <typename K>
 void matmul(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int qk, int n_tokens, float* out, int os, int r0,
@@ -627,6 +657,11 @@ void matmul_q5_1_rows_avx2(const void* W, size_t w_row_bytes, const void* A, siz
 void matmul_iq4_nl_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
     matmul<KBlock32<block_iq4_nl>>(W, w_row_bytes, A, a_row_bytes, n_cols, 32, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q2_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    matmul<KQ2_K>(W, w_row_bytes, A, a_row_bytes, n_cols, QK_K, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q3_k_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -20,9 +20,9 @@ namespace kernel_test {
 using Bytes = std::vector<uint8_t>;
 
 // Weight rows by r % 4: random bytes in every field (finite random fp16 scales), quantized
-// gaussian data (Q3_K and IQ4_XS, which hearth does not quantize: random bytes again), all bytes
-// 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q6_K scales -1), all quant bytes 0 with
-// the extreme scales (Q4_K and Q5_K 63, Q6_K -128; Q6_K quants at -32).
+// gaussian data (Q2_K, Q3_K and IQ4_XS, which hearth does not quantize: random bytes again), all
+// bytes 0xFF (largest quants, Q4_K and Q5_K scales and mins 63, Q2_K 15, Q6_K scales -1), all quant
+// bytes 0 with the extreme scales (Q4_K and Q5_K 63, Q2_K 15, Q6_K -128; Q6_K quants at -32).
 inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255);
@@ -48,6 +48,11 @@ inline Bytes random_weights_k(TensorType t, int rows, int n, uint32_t seed) {
                 if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
             } else if (t == TYPE_Q5_K) {
                 block_q5_K& k = reinterpret_cast<block_q5_K*>(row)[b];
+                k.d = d;
+                k.dmin = dmin;
+                if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
+            } else if (t == TYPE_Q2_K) {  // 0xFF: scales and mins 15, quants 3; 0: quants 0 (the mins' term alone)
+                block_q2_K& k = reinterpret_cast<block_q2_K*>(row)[b];
                 k.d = d;
                 k.dmin = dmin;
                 if (r % 4 == 3) std::memset(k.scales, 0xFF, sizeof k.scales);
@@ -128,6 +133,18 @@ inline double magnitude_k(TensorType t, const uint8_t* w, const uint8_t* a, int 
             }
             const uint16_t d = q5 ? w5->d : w4->d, dmin = q5 ? w5->dmin : w4->dmin;
             m += std::fabs(double(fp16_to_fp32(d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(dmin)) * ab.d) * smin;
+        } else if (t == TYPE_Q2_K) {
+            // d*sc*q and dmin*m apart, as the kernels sum them (group g: sc, m the nibbles of
+            // scales[g]; element 128h + 32s + l: q = (qs[32h + l] >> 2s) & 3)
+            const block_q2_K& wb = reinterpret_cast<const block_q2_K*>(w)[b];
+            double s = 0, smin = 0;
+            for (int e = 0; e < QK_K; ++e) {
+                const int h = e / 128, sh = (e / 32) % 4, l = e % 32;
+                const int q = (wb.qs[32 * h + l] >> (2 * sh)) & 3;
+                s += double(wb.scales[e / 16] & 15) * q * std::abs(int(ab.qs[e]));
+                smin += double(wb.scales[e / 16] >> 4) * std::abs(int(ab.qs[e]));
+            }
+            m += std::fabs(double(fp16_to_fp32(wb.d)) * ab.d) * s + std::fabs(double(fp16_to_fp32(wb.dmin)) * ab.d) * smin;
         } else {
             // dequantized with d = 1: sc_g * (q - 32) per element (Q3_K: sc_g * q; IQ4_XS: scale times grid value)
             const size_t bb = type_block_bytes(t), d_at = t == TYPE_Q3_K     ? offsetof(block_q3_K, d)
@@ -158,22 +175,23 @@ inline uint16_t random_fp16(std::mt19937& rng) {
     return h;
 }
 
-// rows x cols of Q4_0, Q8_0, Q4_K or Q5_K, by r % 4: every byte random, fp16 scales random finite
-// bit patterns; quantized gaussian data; and two rows of extreme quants with ordinary scales:
-// Q4_0 all nibbles 15 then all 0 (+7, -8), Q8_0 all -128 then all +127, Q4_K and Q5_K those of
-// random_weights_k. Q6_K, Q3_K and IQ4_XS: random_weights_k. Q4_1, Q5_0, Q5_1, IQ4_NL: below.
+// rows x cols of Q4_0, Q8_0, Q4_K, Q5_K or Q2_K, by r % 4: every byte random, fp16 scales random
+// finite bit patterns; quantized gaussian data; and two rows of extreme quants with ordinary scales:
+// Q4_0 all nibbles 15 then all 0 (+7, -8), Q8_0 all -128 then all +127, Q4_K, Q5_K and Q2_K those
+// of random_weights_k. Q6_K, Q3_K and IQ4_XS: random_weights_k. Q4_1, Q5_0, Q5_1, IQ4_NL: below.
 inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     std::mt19937 rng(seed);
     const size_t rb = type_row_bytes(type, cols), block = type_block_bytes(type);
     if (type == TYPE_Q6_K || type == TYPE_Q3_K || type == TYPE_IQ4_XS)
         return random_weights_k(TensorType(type), rows, cols, seed);
-    if (type == TYPE_Q4_K || type == TYPE_Q5_K) {  // d and dmin are the first 4 bytes of both
+    if (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q2_K) {
         Bytes w = random_weights_k(TensorType(type), rows, cols, seed);
+        // d, then dmin: the first 4 bytes of Q4_K and Q5_K, the last of Q2_K
+        const size_t d_at = type == TYPE_Q2_K ? offsetof(block_q2_K, d) : offsetof(block_q4_K, d);
         for (int r = 0; r < rows; r += 4)
             for (size_t at = size_t(r) * rb; at < size_t(r + 1) * rb; at += block) {
-                block_q4_K& b = *reinterpret_cast<block_q4_K*>(&w[at]);
-                b.d = random_fp16(rng);
-                b.dmin = random_fp16(rng);
+                const uint16_t d_dmin[2] = {random_fp16(rng), random_fp16(rng)};
+                std::memcpy(&w[at + d_at], d_dmin, 4);
             }
         return w;
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
 
@@ -101,17 +102,15 @@ TEST_CASE("dequant_gguf: bitwise equal to gguf-py's dequantizers") {
     CHECK(seen == std::set<uint32_t>{TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q2_K, TYPE_Q3_K, TYPE_Q5_K, TYPE_IQ4_NL, TYPE_IQ4_XS});
 }
 
-TEST_CASE("dequant_gguf: a dequantizer for exactly the types marked USE_DEQUANT") {
-    // The GGUF-only dequantizers: the rows of kTypeTraits hearth reads but does not compute with.
-    auto handles = [](uint32_t t) {
-        return type_is_known(t) && type_traits(t)->use == USE_DEQUANT && type_traits(t)->dequantize != nullptr;
-    };
+TEST_CASE("dequant_gguf: every type hearth reads has a dequantizer, and no other") {
+    // quantize converts from any of them (f32 output, or another type), and the embedding is
+    // looked up row by row through it.
     for (const TypeTraits& t : kTypeTraits) {
         CAPTURE(t.name);
-        CHECK(handles(t.id) == (t.use == USE_DEQUANT));
-        CHECK(bool(t.dequantize) == (t.use != USE_NONE));  // every type hearth reads has one
+        CHECK(bool(t.dequantize) == (t.use != USE_NONE));
+        CHECK(dequantize_supports(t.id) == (t.use != USE_NONE));
     }
-    CHECK_FALSE(handles(TYPE_Q4_0));  // a stored type: it has its own kernels
-    CHECK_FALSE(handles(16));         // iq2_xxs: known to GGUF, not handled
-    CHECK_FALSE(handles(12345));
+    CHECK(dequantize_supports(TYPE_Q2_K));
+    CHECK_FALSE(dequantize_supports(16));  // iq2_xxs: known to GGUF, not read
+    CHECK_FALSE(dequantize_supports(12345));
 }

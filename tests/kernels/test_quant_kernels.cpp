@@ -210,8 +210,8 @@ TEST_CASE("type helpers and block layouts") {
     CHECK(type_vec_dot_type(TYPE_Q4_K) == TYPE_Q8_K);
     CHECK(type_vec_dot_type(TYPE_Q6_K) == TYPE_Q8_K);
     CHECK(type_is_storage(14));
-    CHECK(type_is_known(10));
-    CHECK(!type_is_storage(10));  // q2_K: quantize reads it, run does not compute with it
+    CHECK(type_is_known(16));
+    CHECK(!type_is_storage(16));  // iq2_xxs: known to GGUF, not computed with
     CHECK(!type_is_known(4));
     for (TensorType t : {TYPE_Q8_0, TYPE_Q4_0, TYPE_Q4_K, TYPE_Q6_K}) {
         const TypeTraits* k = type_traits(t);
