@@ -73,8 +73,13 @@
 //    4096, 1 thread, 3 runs, GB/s of weights, rows / GEMM) 4 tokens 4.1-4.8 / 2.6-3.6, 8: 2.0-2.4
 //    / 1.8-2.4, 16: 1.2 / 1.3-1.5, 64: 37 / 52 GMAC/s.
 //  - Q2_K (Q2_K files, which llama.cpp mixes with Q3_K, Q4_K and Q6_K): that template's row kernels,
-//    at every token count, with a min per group (dmin times the mins' dot with the bsums, as
-//    Q4_K's). No GEMM: Q6_K's panel has no mins, and Q4_K's has one scale and min per 32.
+//    with a min per group (dmin times the mins' dot with the bsums, as Q4_K's), and from 8 tokens
+//    Q6_K's AVX2 GEMM, whose panel takes the quants 0..3 and scales 0..15 and keeps the mins
+//    beside them for that term. bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 4, 3 runs,
+//    GB/s of weights, rows / GEMM; the GEMM's time steps with each tile of 4 tokens): with VNNI
+//    7 tokens 2.81 / 2.69, 8: 2.51 / 2.69, 9: 2.12 / 1.96, 10: 1.98 / 1.96, 12: 1.72 / 1.95, 16:
+//    1.26 / 1.53, 64: 61 / 84 GMAC/s; built for plain AVX2 (-march=haswell), 6 tokens 3.20 /
+//    3.0, 8: 2.28 / 3.12, 12: 1.57 / 2.31, 64: 56 / 104 GMAC/s.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
 //    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
 //    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
@@ -240,6 +245,7 @@ const KernelRow kRows[] = {
     {M, TYPE_Q2_K, R, Isa::scalar, 1, matmul_q2_k_rows_scalar, nullptr},
     {M, TYPE_Q2_K, R, Isa::neon, 1, NEON(matmul_q2_k_rows_neon), nullptr},
     {M, TYPE_Q2_K, R, Isa::avx2, 1, AVX2(matmul_q2_k_rows_avx2), nullptr},
+    {M, TYPE_Q2_K, R, Isa::avx2, 8, AVX2(matmul_q2_k_gemm_avx2), nullptr},
     {M, TYPE_Q3_K, R, Isa::scalar, 1, matmul_q3_k_rows_scalar, nullptr},
     {M, TYPE_Q3_K, R, Isa::neon, 1, NEON(matmul_q3_k_rows_neon), nullptr},
     {M, TYPE_Q3_K, R, Isa::avx2, 1, AVX2(matmul_q3_k_rows_avx2), nullptr},

@@ -1,4 +1,4 @@
-// GEMM for Q4_K / Q5_K / Q6_K / Q3_K weights x Q8_K activations (AVX2 + FMA + F16C, no AVX-512).
+// GEMM for Q4_K / Q5_K / Q6_K / Q3_K / Q2_K weights x Q8_K activations (AVX2 + FMA + F16C, no AVX-512).
 //
 // The scheme of x86/gemm_avx2.cpp, for super-blocks of 256: a panel of 8 weight rows x a
 // chunk of kChunk super-blocks is repacked into a small buffer in row-interleaved order. Per 32
@@ -29,6 +29,10 @@
 //    Per super-block: |sum| <= 256*255*32*128 < 2^28 and |correction| <= 128*256*32*128 = 2^27,
 //    so the int32 accumulator, which starts at -correction, stays below 2^29.
 //  - Q3_K: Q6_K's panel with q - 4 in -4..3 and its 6-bit scales -32..31: within Q6_K's bounds.
+//  - Q2_K: x = d*sc_g*q - dmin*m_g, q in 0..3, 4-bit sc_g and m_g per group of 16. The d*sc_g*q
+//    part is Q6_K's panel with q in 0..3 and scales 0..15 (within Q6_K's bounds); the min term
+//    sum_g m_g * (the group's activation sum, the Q8_K bsums) is Q4_K's, a madd per pair of
+//    groups (<= 16*15*16*128 < 2^19), with its own float factor -dmin*d8.
 // With VNNI (kernels/x86/avx2_util.h) the steps of a sub-block (Q4_K) or group (Q6_K) go straight
 // into int32 lanes by dpbusd, one per step and token, and the scale is applied with an int32
 // multiply; the operands and offsets are the same. The int32 bounds: Q4_K as above; Q6_K a
@@ -78,11 +82,18 @@ struct alignas(32) PanelQ6K {
     float d[8];
 };
 
+// Q2_K: Q6_K's panel of its quants and scales, and the groups' mins.
+struct alignas(32) PanelQ2K : PanelQ6K {
+    uint32_t min_pair[8][8];  // [k][row]: m_2k | m_2k+1 << 16
+    float neg_dmin[8];
+};
+
 // Activations of a tile of kTile tokens, one super-block.
 struct alignas(32) ActSuper {
     uint8_t q[kTile][256];  // Q4_K: the int8 quants; Q6_K: quants + 128, unsigned
     float d[kTile];
-    int16_t sub_sums[kTile][8];  // Q4_K: sums of the 8 sub-blocks of 32 (|.| <= 32*128)
+    int16_t sub_sums[kTile][8];     // Q4_K: sums of the 8 sub-blocks of 32 (|.| <= 32*128)
+    int16_t group_sums[kTile][16];  // Q6_K's panel: the Q8_K bsums (Q2_K's mins take them)
 };
 
 template <typename Panel>
@@ -209,6 +220,26 @@ void pack_q4k_x8(const uint8_t* rec, PanelQ4K& p) {
                                               _mm256_set1_ps(-0.f)));
 }
 
+// The min terms' integer part for the kTile tokens: m_t = sum_k madd(min pair k of the 8 rows,
+// sums 2k and 2k + 1 of token t).
+template <int kPairs, int kSums>
+inline void add_min_sums(const uint32_t (*min_pair)[8], const int16_t (*sums)[kSums], __m256i& m0, __m256i& m1, __m256i& m2,
+                         __m256i& m3) {
+    for (int k = 0; k < kPairs; ++k) {
+        const __m256i mp = load(min_pair[k]);
+        m0 = _mm256_add_epi32(m0, _mm256_madd_epi16(mp, bcast32(sums[0] + 2 * k)));
+        m1 = _mm256_add_epi32(m1, _mm256_madd_epi16(mp, bcast32(sums[1] + 2 * k)));
+        m2 = _mm256_add_epi32(m2, _mm256_madd_epi16(mp, bcast32(sums[2] + 2 * k)));
+        m3 = _mm256_add_epi32(m3, _mm256_madd_epi16(mp, bcast32(sums[3] + 2 * k)));
+    }
+}
+
+// acc + (d*isum - dmin*msum)*d8: a super-block's scaled sum and min term for one token.
+inline __m256 add_with_mins(__m256 acc, __m256i isum, __m256i msum, __m256 d, __m256 neg_dmin, float d8) {
+    const __m256 x = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, _mm256_mul_ps(_mm256_cvtepi32_ps(msum), neg_dmin));
+    return _mm256_fmadd_ps(x, _mm256_set1_ps(d8), acc);
+}
+
 // kn packed super-blocks x the activation tile ab: res[t][i] = partial dot of row i with token t.
 // kFifthBit (Q5_K, quants 0..31): a lane of 8 steps would add 16 products up to 31*128, past
 // int16, so each half of a sub-block (8 products, <= 31744) is scaled on its own.
@@ -246,24 +277,13 @@ void tile_q4k(const PanelQ4K* pw, const ActSuper* ab, int kn, float res[kTile][8
             }
 #endif
         }
-        __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256(), m2 = _mm256_setzero_si256(),
-                m3 = _mm256_setzero_si256();
-        for (int k = 0; k < 4; ++k) {
-            const __m256i mp = load(pw->min_pair[k]);
-            m0 = _mm256_add_epi32(m0, _mm256_madd_epi16(mp, bcast32(ab->sub_sums[0] + 2 * k)));
-            m1 = _mm256_add_epi32(m1, _mm256_madd_epi16(mp, bcast32(ab->sub_sums[1] + 2 * k)));
-            m2 = _mm256_add_epi32(m2, _mm256_madd_epi16(mp, bcast32(ab->sub_sums[2] + 2 * k)));
-            m3 = _mm256_add_epi32(m3, _mm256_madd_epi16(mp, bcast32(ab->sub_sums[3] + 2 * k)));
-        }
+        __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+        add_min_sums<4>(pw->min_pair, ab->sub_sums, m0, m1, m2, m3);
         const __m256 d = _mm256_load_ps(pw->d), neg_dmin = _mm256_load_ps(pw->neg_dmin);
-        auto add = [&](__m256 acc, __m256i isum, __m256i msum, float d8) {  // acc + (d*isum - dmin*msum)*d8
-            const __m256 x = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, _mm256_mul_ps(_mm256_cvtepi32_ps(msum), neg_dmin));
-            return _mm256_fmadd_ps(x, _mm256_set1_ps(d8), acc);
-        };
-        acc0 = add(acc0, i0, m0, ab->d[0]);
-        acc1 = add(acc1, i1, m1, ab->d[1]);
-        acc2 = add(acc2, i2, m2, ab->d[2]);
-        acc3 = add(acc3, i3, m3, ab->d[3]);
+        acc0 = add_with_mins(acc0, i0, m0, d, neg_dmin, ab->d[0]);
+        acc1 = add_with_mins(acc1, i1, m1, d, neg_dmin, ab->d[1]);
+        acc2 = add_with_mins(acc2, i2, m2, d, neg_dmin, ab->d[2]);
+        acc3 = add_with_mins(acc3, i3, m3, d, neg_dmin, ab->d[3]);
     }
     _mm256_storeu_ps(res[0], acc0);
     _mm256_storeu_ps(res[1], acc1);
@@ -323,8 +343,10 @@ inline __m256i q6k_chunk(const block_q6_K& b, int c) {
 }
 
 // Q3_K in Q6_K's panel: quants q - 4 in -4..3, its 16 scales -32..31 (the bounds below hold).
+// Q2_K: its quants 0..3 and scales 0..15; pack_q2k adds the mins.
 inline __m256i group16_chunk(const block_q6_K& b, int c) { return q6k_chunk(b, c); }
 inline __m256i group16_chunk(const block_q3_K& b, int c) { return _mm256_sub_epi8(q3k_chunk(b, c), _mm256_set1_epi8(4)); }
+inline __m256i group16_chunk(const block_q2_K& b, int c) { return two_bit_chunk(b.qs, c); }
 
 template <typename Block>
 void pack_q6k(const Block* const row[8], int sb, PanelQ6K& p) {
@@ -364,7 +386,27 @@ void pack_q6k(const Block* const row[8], int sb, PanelQ6K& p) {
     store(p.neg_corr, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
 }
 
-void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8]) {
+// Q6_K's panel with Q2_K's mins: per row its 16 mins (the scales' high nibbles) as int16 pairs,
+// and -dmin; transposed, the panel's vectors.
+void pack_q2k(const block_q2_K* const row[8], int sb, PanelQ2K& p) {
+    pack_q6k(row, sb, p);
+    __m256i mins[8];
+    alignas(16) uint16_t dmin[8];
+    for (int i = 0; i < 8; ++i) {
+        const block_q2_K& b = row[i][sb];
+        const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+        mins[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F)));
+        dmin[i] = b.dmin;
+    }
+    transpose8(mins);
+    for (int k = 0; k < 8; ++k) store(p.min_pair[k], mins[k]);
+    _mm256_store_ps(p.neg_dmin,
+                    _mm256_xor_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dmin))), _mm256_set1_ps(-0.f)));
+}
+
+template <typename Panel>
+void tile_q6k(const Panel* pw, const ActSuper* ab, int kn, float res[kTile][8]) {
+    constexpr bool kMins = std::is_same<Panel, PanelQ2K>::value;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
         __m256i i0 = load(pw->neg_corr), i1 = i0, i2 = i0, i3 = i0;
@@ -394,10 +436,20 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
 #endif
         }
         const __m256 d = _mm256_load_ps(pw->d);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[0])), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[1])), acc1);
-        acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[2])), acc2);
-        acc3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i3), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[3])), acc3);
+        if constexpr (kMins) {
+            __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+            add_min_sums<8>(pw->min_pair, ab->group_sums, m0, m1, m2, m3);
+            const __m256 neg_dmin = _mm256_load_ps(pw->neg_dmin);
+            acc0 = add_with_mins(acc0, i0, m0, d, neg_dmin, ab->d[0]);
+            acc1 = add_with_mins(acc1, i1, m1, d, neg_dmin, ab->d[1]);
+            acc2 = add_with_mins(acc2, i2, m2, d, neg_dmin, ab->d[2]);
+            acc3 = add_with_mins(acc3, i3, m3, d, neg_dmin, ab->d[3]);
+        } else {
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[0])), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[1])), acc1);
+            acc2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[2])), acc2);
+            acc3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i3), _mm256_mul_ps(d, _mm256_set1_ps(ab->d[3])), acc3);
+        }
     }
     _mm256_storeu_ps(res[0], acc0);
     _mm256_storeu_ps(res[1], acc1);
@@ -405,12 +457,19 @@ void tile_q6k(const PanelQ6K* pw, const ActSuper* ab, int kn, float res[kTile][8
     _mm256_storeu_ps(res[3], acc3);
 }
 
+// Q6_K, Q3_K and Q2_K (with its mins) in Q6_K's panel.
 template <typename BlockType>
-struct Q6KOrQ3K {
+struct Group16 {
     using Block = BlockType;
-    using Panel = PanelQ6K;
+    static constexpr bool kMins = std::is_same<Block, block_q2_K>::value;
+    using Panel = std::conditional_t<kMins, PanelQ2K, PanelQ6K>;
     static constexpr bool kActsPlus128 = true;
-    static void pack(const Block* const row[8], int sb, Panel& p) { pack_q6k(row, sb, p); }
+    static void pack(const Block* const row[8], int sb, Panel& p) {
+        if constexpr (kMins)
+            pack_q2k(row, sb, p);
+        else
+            pack_q6k(row, sb, p);
+    }
     static void tile(const Panel* pw, const ActSuper* ab, int kn, float res[kTile][8]) { tile_q6k(pw, ab, kn, res); }
     static void prefetch_next(const Block* const row[8], int sb, size_t wrb) {
         for (int i = 0; i < 8; ++i) prefetch_ahead<sizeof(Block)>(row[i] + sb, 8 * wrb);
@@ -433,6 +492,7 @@ void pack_acts(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out
                 out->d[i] = x.d;
                 if (kActsPlus128) {  // a + 128 == a ^ 0x80 as a byte
                     for (int k = 0; k < 256; k += 32) store(out->q[i] + k, _mm256_xor_si256(loadu(x.qs + k), bias));
+                    std::memcpy(out->group_sums[i], x.bsums, sizeof x.bsums);
                 } else {
                     std::memcpy(out->q[i], x.qs, 256);
                     const __m256i bs = loadu(x.bsums);
@@ -503,12 +563,17 @@ void matmul_q5_kx8_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, s
 
 void matmul_q6_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
-    gemm<Q6KOrQ3K<block_q6_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<Group16<block_q6_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q3_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                            float* out, int out_stride, int r0, int r1) {
-    gemm<Q6KOrQ3K<block_q3_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm<Group16<block_q3_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q2_k_gemm_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                           float* out, int out_stride, int r0, int r1) {
+    gemm<Group16<block_q2_K>>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

@@ -47,6 +47,7 @@ HEARTH_DECLARE_MATMUL(matmul_q4_k_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_k_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q3_k_gemm_avx2)  // in Q6_K's panel
+HEARTH_DECLARE_MATMUL(matmul_q2_k_gemm_avx2)  // in Q6_K's panel, with the mins
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx2)
