@@ -70,6 +70,11 @@ inline __m128i group16_scales(const block_q6_K& b) { return _mm_loadu_si128(rein
 inline __m128i group16_scales(const block_q2_K& b) {
     return _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), _mm_set1_epi8(0x0F));
 }
+// Q2_K's 16 group mins (the scales' high nibbles, 0..15) as int16.
+inline __m256i q2k_mins_epi16(const block_q2_K& b) {
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F)));
+}
 inline __m128i group16_scales(const block_q3_K& b) {
     int8_t sc[16];
     q3k_unpack_scales(b.scales, sc);

@@ -394,8 +394,7 @@ void pack_q2k(const block_q2_K* const row[8], int sb, PanelQ2K& p) {
     alignas(16) uint16_t dmin[8];
     for (int i = 0; i < 8; ++i) {
         const block_q2_K& b = row[i][sb];
-        const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-        mins[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F)));
+        mins[i] = q2k_mins_epi16(b);
         dmin[i] = b.dmin;
     }
     transpose8(mins);

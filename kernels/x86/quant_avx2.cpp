@@ -527,11 +527,7 @@ template <>
 struct Group16<block_q2_K> {
     static constexpr Group16Kind kKind = Group16Kind::mins;
     static __m128i scales(const block_q2_K& b) { return group16_scales(b); }
-    // The 16 mins (the scales' high nibbles) as int16.
-    static __m256i mins(const block_q2_K& b) {
-        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-        return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F)));
-    }
+    static __m256i mins(const block_q2_K& b) { return q2k_mins_epi16(b); }
     template <typename F>
     static void chunks(const block_q2_K& b, F f) {
         for (int k = 0; k < 8; ++k) f(k, two_bit_chunk(b.qs, k));
