@@ -75,10 +75,16 @@ inline __m256i q2k_mins_epi16(const block_q2_K& b) {
     const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
     return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F)));
 }
+// Q3_K's as kernels/quant.h's q3k_unpack_scales, in vector lanes: unpacked into memory and loaded
+// back, they cost a store-forwarding stall per block (as IQ4_XS's below).
 inline __m128i group16_scales(const block_q3_K& b) {
-    int8_t sc[16];
-    q3k_unpack_scales(b.scales, sc);
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    uint32_t hi;
+    std::memcpy(&hi, b.scales + 8, 4);
+    const __m128i lo8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales));  // words lo0, lo1
+    const __m128i low =
+        _mm_and_si128(_mm_srlv_epi32(_mm_unpacklo_epi64(lo8, lo8), _mm_setr_epi32(0, 0, 4, 4)), _mm_set1_epi8(0x0F));
+    const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(int(hi)), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi32(high, 4)), _mm_set1_epi8(32));
 }
 // IQ4_XS's in vector lanes (the bit layout of iq4xs_scale, kernels/quant.h): unpacked one byte at
 // a time and then loaded as a vector, they cost a store-forwarding stall per block, a tenth or
@@ -108,8 +114,9 @@ inline __m256i two_bit_chunk(const uint8_t* qs, int k) {
 // is this minus 4).
 inline __m256i q3k_chunk(const block_q3_K& b, int k) {
     const __m256i low = two_bit_chunk(b.qs, k), hm = loadu(b.hmask);
-    const __m256i bit = _mm256_set1_epi8(char(1 << k));
-    return _mm256_or_si256(low, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), _mm256_set1_epi8(4)));
+    // bit k of each byte to bit 2 by a 16-bit shift: the mask keeps no bit from the next byte
+    const __m256i at2 = k < 2 ? _mm256_sll_epi16(hm, _mm_cvtsi32_si128(2 - k)) : _mm256_srl_epi16(hm, _mm_cvtsi32_si128(k - 2));
+    return _mm256_or_si256(low, _mm256_and_si256(at2, _mm256_set1_epi8(4)));
 }
 
 // Bit `bit` (0-7) of each byte moved to bit 4, the others cleared: Q5_K's fifth bit of a quant
