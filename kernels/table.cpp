@@ -80,6 +80,23 @@
 //    7 tokens 2.81 / 2.69, 8: 2.51 / 2.69, 9: 2.12 / 1.96, 10: 1.98 / 1.96, 12: 1.72 / 1.95, 16:
 //    1.26 / 1.53, 64: 61 / 84 GMAC/s; built for plain AVX2 (-march=haswell), 6 tokens 3.20 /
 //    3.0, 8: 2.28 / 3.12, 12: 1.57 / 2.31, 64: 56 / 104 GMAC/s.
+//  - Q3_K and Q2_K with AVX-512: Q6_K's zmm GEMM (x86/gemm_avx512.cpp: the same panel on 16 rows,
+//    Q2_K's mins beside it) from 6 tokens, listed again at the AVX2 GEMMs' 16 and 8 to take over
+//    there. bench_kernels (4096 x 4096, 1 thread, AMD EPYC Zen 4, 3 runs, GB/s of weights, AVX2
+//    rows / AVX2 GEMM / zmm GEMM; the zmm GEMM's time is that of its 8-token tile up to 8 tokens):
+//      q3_K 5 tokens 5.35-5.37 / 3.50-3.52 / 4.36-4.47; 6: 3.98-4.02 / 3.50-3.52 / 4.35-4.46; 8:
+//           3.11-3.21 / 3.33-3.49 / 4.18-4.44; 16: 1.59-1.61 / 2.00-2.14 / 2.86-2.99; 64: 60 /
+//           92-93 / 150-153 GMAC/s
+//      q2_K 5 tokens 4.22-4.25 / 2.67-2.69 / 3.84-3.85; 6: 3.54-3.55 / 2.67-2.69 / 3.83-3.84; 8:
+//           2.51-2.52 / 2.67-2.68 / 3.78-3.83; 16: 1.26 / 1.50-1.54 / 2.37-2.38; 64: 55-61 /
+//           79-83 / 144 GMAC/s
+//    16384 x 4096 on 2 threads (2 runs, rows / zmm GEMM): q3_K 5 tokens 10.4, 10.6 / 8.2, 8.5; 6:
+//    7.7, 7.9 / 7.9, 8.2; q2_K 5: 6.8, 8.3 / 7.5, 7.5; 6: 6.9, 6.9 / 7.5, 7.6. The panel's scales
+//    are now unpacked in vector lanes (they were stored one at a time), which Q6_K's zmm GEMM
+//    gains too (same bench, 3 alternated runs, before / after: 8 tokens 6.4-7.0 / 7.8-8.0, 16:
+//    4.3-5.0 / 5.2-5.4, 64: 145-147 / 150-151 GMAC/s). TinyLlama run --bench pp512, 2 threads,
+//    5 alternated runs, medians, tok/s, AVX2 GEMM / zmm GEMM: Q3_K_M 188.9 / 247.5, Q2_K 159.1 /
+//    242.7.
 //  - Plain Q6_K (the output matrix of quantized models): with AVX-512, the few-token kernel
 //    (x86/gemv_q6_k_avx512.cpp: each super-block decoded once per 8 tokens) from 1 token up to
 //    15, the zmm GEMM from 16. Measured with tools/bench_kernels (32000 x 2048, TinyLlama's output,
@@ -246,10 +263,14 @@ const KernelRow kRows[] = {
     {M, TYPE_Q2_K, R, Isa::neon, 1, NEON(matmul_q2_k_rows_neon), nullptr},
     {M, TYPE_Q2_K, R, Isa::avx2, 1, AVX2(matmul_q2_k_rows_avx2), nullptr},
     {M, TYPE_Q2_K, R, Isa::avx2, 8, AVX2(matmul_q2_k_gemm_avx2), nullptr},
+    {M, TYPE_Q2_K, R, Isa::avx512, 6, AVX512(matmul_q2_k_gemm_avx512), nullptr},
+    {M, TYPE_Q2_K, R, Isa::avx512, 8, AVX512(matmul_q2_k_gemm_avx512), nullptr},  // over the AVX2 GEMM's 8
     {M, TYPE_Q3_K, R, Isa::scalar, 1, matmul_q3_k_rows_scalar, nullptr},
     {M, TYPE_Q3_K, R, Isa::neon, 1, NEON(matmul_q3_k_rows_neon), nullptr},
     {M, TYPE_Q3_K, R, Isa::avx2, 1, AVX2(matmul_q3_k_rows_avx2), nullptr},
     {M, TYPE_Q3_K, R, Isa::avx2, 16, AVX2(matmul_q3_k_gemm_avx2), nullptr},
+    {M, TYPE_Q3_K, R, Isa::avx512, 6, AVX512(matmul_q3_k_gemm_avx512), nullptr},
+    {M, TYPE_Q3_K, R, Isa::avx512, 16, AVX512(matmul_q3_k_gemm_avx512), nullptr},  // over the AVX2 GEMM's 16
     {M, TYPE_Q4_K, R, Isa::scalar, 1, matmul_q4_k_rows_scalar, nullptr},
     {M, TYPE_Q4_K, R, Isa::neon, 1, NEON(matmul_q4_k_rows_neon), nullptr},
     {M, TYPE_Q4_K, R, Isa::avx2, 1, AVX2(matmul_q4_k_rows_avx2), nullptr},

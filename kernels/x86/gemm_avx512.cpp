@@ -1,6 +1,6 @@
 // GEMM with AVX-512 VNNI on zmm registers (prompt processing): interleaved Q4_0 / Q8_0 weights
 // (Q4_0 / Q8_0, kernels/rows_x8.h) x Q8_0 activations here; interleaved Q4_K
-// and plain Q6_K x Q8_K in the sections further down.
+// and plain Q6_K, Q3_K and Q2_K x Q8_K in the sections further down.
 //
 // The scheme of x86/gemm_avx2.cpp, twice as wide: a panel is two groups of 8 interleaved rows
 // (16 rows), so that one 64-byte step holds elements 4j..4j+3 of 16 rows (row i of the first group
@@ -40,6 +40,7 @@
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/group16_chunk.h"
 #include "kernels/scratch.h"
 #include "kernels/x86/gemm_x8_avx512.h"
 
@@ -287,60 +288,98 @@ struct FormatQ4_KOrQ5_K {
     }
 };
 
-// ---- Q6_K (plain rows) x Q8_K ----
+// ---- Q6_K, Q3_K and Q2_K (plain rows) x Q8_K ----
 //
-// The scheme of x86/gemm_k_avx2.cpp's Q6_K tile on 16 rows: the weights packed signed (q - 32)
-// with 16 rows' transposed steps per 64 bytes, the activations + 128 as dpbusd's unsigned operand
-// (broadcast by a separate load: the embedded broadcast needs the signed operand), 4 steps per
-// group of 16 into a fresh int32 sum, times the 16 rows' group scales (int32 multiply). The +128
-// adds 128 * sum_g sc_g * sum (q - 32) per row: computed when packing, and the super-block's
-// starting value, negated. Bounds as the ymm tile's: |sum| < 2^29.
+// The scheme of x86/gemm_k_avx2.cpp's Q6_K tile on 16 rows, for the types its panel holds: the
+// weights packed signed (x86/group16_chunk.h: Q6_K q - 32, Q3_K q - 4, Q2_K q) with 16 rows'
+// transposed steps per 64 bytes, the activations + 128 as dpbusd's unsigned operand (broadcast by
+// a separate load: the embedded broadcast needs the signed operand), 4 steps per group of 16 into
+// a fresh int32 sum, times the 16 rows' group scales (int32 multiply). The +128 adds
+// 128 * sum_g sc_g * sum q per row: computed when packing, and the super-block's starting value,
+// negated. Q2_K's mins (y = d * sc_g * q - dmin * m_g per group) are Q4_K's term on groups of 16:
+// sum_g m_g * (the group's activation sum, the Q8_K bsums), 8 vpdpwssd of (m_2k, m_2k+1) pairs
+// per token, with the float factor -dmin * d8 (super_add_with_mins). The int32 sums of a
+// super-block (a group's 16 products, activations + 128 in 0..255, times its scale, 16 groups;
+// and the correction):
+//  - Q6_K, |q| <= 32, |sc| <= 128: <= 16*255*32*128*16 < 2^28, correction <= 128*128*256*32 = 2^27.
+//  - Q3_K, |q| <= 4, |sc| <= 32: <= 16*255*4*32*16 < 2^23, correction <= 128*32*256*4 = 2^22.
+//  - Q2_K, q <= 3, sc <= 15: <= 16*255*3*15*16 < 2^22, correction <= 128*15*256*3 < 2^21; the
+//    mins' sum <= 16*15*16*128 < 2^19.
 
-constexpr int kChunkQ6 = 4;  // super-blocks per packed chunk: 4 * 5248 = 21 KB
+constexpr int kChunkQ6 = 4;  // super-blocks per packed chunk: 4 * 5248 = 21 KB (Q2_K: 4 * 5824 = 23 KB)
 
 struct alignas(64) PanelQ6K16 {
-    int8_t q[16][4][64];    // [group][step][4*row + e], q - 32
+    int8_t q[16][4][64];    // [group][step][4*row + e], the signed quants
     int32_t scale[16][16];  // [group][row]
-    int32_t neg_corr[16];   // [row]: -128 * sum_g sc_g * sum (q - 32)
+    int32_t neg_corr[16];   // [row]: -128 * sum_g sc_g * sum q
     float d[16];
 };
 
-PanelQ6K16* packed_buf_q6() {
-    thread_local PanelQ6K16 buf[kChunkQ6];
+// Q2_K: Q6_K's panel of its quants and scales, and the groups' mins.
+struct alignas(64) PanelQ2K16 : PanelQ6K16 {
+    uint32_t min_pair[8][16];  // [k][row]: m_2k | m_2k+1 << 16
+    float neg_dmin[16];
+};
+
+template <typename Block>
+constexpr bool kHasMins = std::is_same<Block, block_q2_K>::value;
+
+template <typename Block>
+using PanelOf = std::conditional_t<kHasMins<Block>, PanelQ2K16, PanelQ6K16>;
+
+template <typename Panel>
+Panel* packed_buf_group16() {
+    thread_local Panel buf[kChunkQ6];
     return buf;
 }
 
-// Quants 32c..32c+31 of a block minus 32, in element order (layout in quant_types.h).
-inline __m256i q6k_chunk(const block_q6_K& b, int c) {
-    const int h = c / 4, p = c % 4;
-    const __m256i l = loadu256(b.ql + 64 * h + 32 * (p & 1));
-    const __m256i qh = loadu256(b.qh + 32 * h);
-    const __m256i lo = _mm256_and_si256(p < 2 ? l : _mm256_srli_epi16(l, 4), _mm256_set1_epi8(0x0F));
-    const __m256i hb = p == 0   ? _mm256_slli_epi16(qh, 4)
-                       : p == 1 ? _mm256_slli_epi16(qh, 2)
-                       : p == 2 ? qh
-                                : _mm256_srli_epi16(qh, 2);
-    const __m256i q = _mm256_or_si256(lo, _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
+// Activations of a tile of kTile tokens, one super-block: the quants + 128 (dpbusd's unsigned
+// operand), the scales, and the group sums (the Q8_K bsums) for Q2_K's mins.
+struct alignas(64) ActGroup16 {
+    uint8_t q[kTile][256];
+    float d[kTile];
+    int16_t group_sums[kTile][16];
+};
+
+ActGroup16* act_buf_group16(size_t n) {
+    struct Tag;
+    return thread_scratch<Tag, ActGroup16>(n);
+}
+
+// An fp16 field of each of the 16 rows' super-block sb (d, dmin) as floats.
+template <typename Block, typename Get>
+__m512 fp16_per_row(const Block* const row[16], int sb, Get get) {
+    alignas(32) uint16_t h[16];
+    for (int i = 0; i < 16; ++i) h[i] = get(row[i][sb]);
+    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
 }
 
 // Super-block sb of the 16 rows row[0..15] into p.
-void pack_q6k16(const block_q6_K* const row[16], int sb, PanelQ6K16& p) {
+template <typename Block>
+void pack_group16(const Block* const row[16], int sb, PanelOf<Block>& p) {
     for (int c = 0; c < 8; ++c) {  // groups 2c, 2c + 1
         __m256i va[8], vb[8];
         for (int i = 0; i < 8; ++i) {
-            va[i] = q6k_chunk(row[i][sb], c);
-            vb[i] = q6k_chunk(row[8 + i][sb], c);
+            va[i] = group16_chunk(row[i][sb], c);
+            vb[i] = group16_chunk(row[8 + i][sb], c);
         }
         transpose8(va);
         transpose8(vb);
         for (int j = 0; j < 8; ++j) _mm512_store_si512(p.q[2 * c + j / 4][j % 4], join(va[j], vb[j]));
     }
-    for (int i = 0; i < 16; ++i) {
-        const block_q6_K& b = row[i][sb];
-        for (int g = 0; g < 16; ++g) p.scale[g][i] = b.scales[g];
-        p.d[i] = _cvtsh_ss(b.d);
+    // The scales as 32-bit words of 4 groups, row i's in lanes 0-3 of v[i] and row 8 + i's in
+    // lanes 4-7; transposed, lane i of v[w] (v[4 + w]) is row i's (8 + i's) groups 4w..4w+3, one
+    // byte each, sign-extended into the lanes of scale[4w + j].
+    __m256i v[8];
+    for (int i = 0; i < 8; ++i)
+        v[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(group16_scales(row[i][sb])), group16_scales(row[8 + i][sb]), 1);
+    transpose8(v);
+    for (int w = 0; w < 4; ++w) {
+        const __m512i s = join(v[w], v[4 + w]);
+        for (int j = 0; j < 4; ++j)
+            _mm512_store_si512(p.scale[4 * w + j], _mm512_srai_epi32(_mm512_slli_epi32(s, unsigned(24 - 8 * j)), 24));
     }
+    _mm512_store_ps(p.d, fp16_per_row(row, sb, [](const Block& b) { return b.d; }));
     // A group's 4 steps added as bytes (4 * [-32, 31] fits in int8), summed per row by a dpbusd
     // with 1s, times the group's scales.
     const __m512i ones = _mm512_set1_epi8(1);
@@ -352,9 +391,22 @@ void pack_q6k16(const block_q6_K* const row[16], int sb, PanelQ6K16& p) {
             corr, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, s8), _mm512_load_si512(p.scale[g])));
     }
     _mm512_store_si512(p.neg_corr, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(corr, 7)));
+    if constexpr (kHasMins<Block>) {
+        // Per row its 16 mins as 8 int16 pairs; transposed, the panel's vectors.
+        __m256i ma[8], mb[8];
+        for (int i = 0; i < 8; ++i) {
+            ma[i] = q2k_mins_epi16(row[i][sb]);
+            mb[i] = q2k_mins_epi16(row[8 + i][sb]);
+        }
+        transpose8(ma);
+        transpose8(mb);
+        for (int k = 0; k < 8; ++k) _mm512_store_si512(p.min_pair[k], join(ma[k], mb[k]));
+        _mm512_store_ps(p.neg_dmin,
+                        _mm512_sub_ps(_mm512_setzero_ps(), fp16_per_row(row, sb, [](const Block& b) { return b.dmin; })));
+    }
 }
 
-void pack_acts_q6(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* out) {
+void pack_acts_group16(const char* A, size_t arb, int nsb, int t0, int te, ActGroup16* out) {
     const __m256i bias = _mm256_set1_epi8(char(0x80));
     for (int g = t0; g < te; g += kTile) {
         const block_q8_K* a[kTile];
@@ -365,11 +417,13 @@ void pack_acts_q6(const char* A, size_t arb, int nsb, int t0, int te, ActSuper* 
                 out->d[i] = x.d;
                 for (int k = 0; k < 256; k += 32)  // a + 128 == a ^ 0x80 as a byte
                     _mm256_store_si256(reinterpret_cast<__m256i*>(out->q[i] + k), _mm256_xor_si256(loadu256(x.qs + k), bias));
+                std::memcpy(out->group_sums[i], x.bsums, sizeof x.bsums);
             }
     }
 }
 
-void tile_q6k(const PanelQ6K16* pw, const ActSuper* ab, int kn, __m512 res[kTile]) {
+template <typename Panel>
+void tile_group16(const Panel* pw, const ActGroup16* ab, int kn, __m512 res[kTile]) {
     __m512 acc[kTile];
     for (int t = 0; t < kTile; ++t) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < kn; ++b, ++pw, ++ab) {
@@ -389,42 +443,46 @@ void tile_q6k(const PanelQ6K16* pw, const ActSuper* ab, int kn, __m512 res[kTile
             const __m512i sc = _mm512_load_si512(pw->scale[g]);
             for (int t = 0; t < kTile; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
         }
-        const __m512 d = _mm512_load_ps(pw->d);
-        for (int t = 0; t < kTile; ++t)
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(ab->d[t])), acc[t]);
+        if constexpr (std::is_same<Panel, PanelQ2K16>::value) {
+            for (int t = 0; t < kTile; ++t)
+                acc[t] = super_add_with_mins<8>(acc[t], isum[t], pw->min_pair, ab->group_sums[t], pw->d, pw->neg_dmin, ab->d[t]);
+        } else {
+            const __m512 d = _mm512_load_ps(pw->d);
+            for (int t = 0; t < kTile; ++t)
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(ab->d[t])), acc[t]);
+        }
     }
     for (int t = 0; t < kTile; ++t) res[t] = acc[t];
 }
 
-// Q6_K weights, any rows [r0, r1) (plain layout): panels of 16 rows, the last one's missing rows
-// repeating its last row and not stored.
-void gemm_q6k(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
-              int r1) {
+// Q6_K, Q3_K or Q2_K weights, any rows [r0, r1) (plain layout): panels of 16 rows, the last one's
+// missing rows repeating its last row and not stored.
+template <typename Block>
+void gemm_group16(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
+                  int r1) {
     if (r0 >= r1 || n_tokens <= 0) return;
     const int nsb = n_cols / QK_K;
     const char* Wc = static_cast<const char*>(W);
-    PanelQ6K16* pw = packed_buf_q6();
-    ActSuper* acts = act_buf_k(size_t((kTokBlock + kTile - 1) / kTile) * nsb);
+    PanelOf<Block>* pw = packed_buf_group16<PanelOf<Block>>();
+    ActGroup16* acts = act_buf_group16(size_t((kTokBlock + kTile - 1) / kTile) * nsb);
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
-        pack_acts_q6(static_cast<const char*>(A), arb, nsb, t0, te, acts);
+        pack_acts_group16(static_cast<const char*>(A), arb, nsb, t0, te, acts);
         for (int r = r0; r < r1; r += 16) {
             const int nr = std::min(16, r1 - r);
             const __mmask16 keep = __mmask16((1u << nr) - 1);
-            const block_q6_K* row[16];
-            for (int i = 0; i < 16; ++i) row[i] = reinterpret_cast<const block_q6_K*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
+            const Block* row[16];
+            for (int i = 0; i < 16; ++i) row[i] = reinterpret_cast<const Block*>(Wc + size_t(r + std::min(i, nr - 1)) * wrb);
             for (int kb = 0; kb < nsb; kb += kChunkQ6) {
                 const int kn = std::min(kChunkQ6, nsb - kb);
                 for (int b = 0; b < kn; ++b) {
-                    pack_q6k16(row, kb + b, pw[b]);
+                    pack_group16(row, kb + b, pw[b]);
                     if (r + 16 < r1)  // the next panel's super-block, so that its packing does not wait on memory
-                        for (int i = 0; i < 16; ++i)
-                            for (size_t o = 0; o < sizeof(block_q6_K); o += 64)
-                                __builtin_prefetch(reinterpret_cast<const char*>(row[i] + kb + b) + 16 * wrb + o, 0, 3);
+                        for (int i = 0; i < 16; ++i) prefetch_ahead<sizeof(Block)>(row[i] + kb + b, 16 * wrb);
                 }
                 for (int t = t0; t < te; t += kTile) {
                     __m512 res[kTile];
-                    tile_q6k(pw, acts + size_t(t - t0) / kTile * nsb + kb, kn, res);
+                    tile_group16(pw, acts + size_t(t - t0) / kTile * nsb + kb, kn, res);
                     const int nt = std::min(kTile, te - t);
                     for (int i = 0; i < nt; ++i) {
                         float* o = out + size_t(t + i) * size_t(os) + r;
@@ -461,7 +519,17 @@ void matmul_q5_kx8_gemm_avx512(const void* W, size_t w_row_bytes, const void* A,
 
 void matmul_q6_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
                              float* out, int out_stride, int r0, int r1) {
-    gemm_q6k(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+    gemm_group16<block_q6_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q3_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemm_group16<block_q3_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q2_k_gemm_avx512(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,
+                             float* out, int out_stride, int r0, int r1) {
+    gemm_group16<block_q2_K>(W, w_row_bytes, A, a_row_bytes, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 }  // namespace hearth

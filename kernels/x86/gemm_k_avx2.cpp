@@ -53,6 +53,7 @@
 #include <type_traits>
 
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/group16_chunk.h"
 #include "kernels/scratch.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant.h"
@@ -327,27 +328,8 @@ using Q5KX8 = X8Of<Q5K>;
 
 // ---- Q6_K ----
 
-// Quants 32c..32c+31 of a block minus 32, in element order (layout in quant_types.h).
-inline __m256i q6k_chunk(const block_q6_K& b, int c) {
-    const int h = c / 4, p = c % 4;
-    const __m256i l = loadu(b.ql + 64 * h + 32 * (p & 1));
-    const __m256i qh = loadu(b.qh + 32 * h);
-    const __m256i lo = _mm256_and_si256(p < 2 ? l : _mm256_srli_epi16(l, 4), _mm256_set1_epi8(0x0F));
-    // bits 2p, 2p+1 of qh to bits 4, 5
-    const __m256i hb = p == 0   ? _mm256_slli_epi16(qh, 4)
-                       : p == 1 ? _mm256_slli_epi16(qh, 2)
-                       : p == 2 ? qh
-                                : _mm256_srli_epi16(qh, 2);
-    const __m256i q = _mm256_or_si256(lo, _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
-}
-
-// Q3_K in Q6_K's panel: quants q - 4 in -4..3, its 16 scales -32..31 (the bounds below hold).
-// Q2_K: its quants 0..3 and scales 0..15; pack_q2k adds the mins.
-inline __m256i group16_chunk(const block_q6_K& b, int c) { return q6k_chunk(b, c); }
-inline __m256i group16_chunk(const block_q3_K& b, int c) { return _mm256_sub_epi8(q3k_chunk(b, c), _mm256_set1_epi8(4)); }
-inline __m256i group16_chunk(const block_q2_K& b, int c) { return two_bit_chunk(b.qs, c); }
-
+// Q6_K, Q3_K or Q2_K (their quants as x86/group16_chunk.h gives them, their scales as
+// group16_scales) into Q6_K's panel; pack_q2k adds Q2_K's mins.
 template <typename Block>
 void pack_q6k(const Block* const row[8], int sb, PanelQ6K& p) {
     for (int c = 0; c < 8; ++c) {

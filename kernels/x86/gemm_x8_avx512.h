@@ -1,6 +1,7 @@
 // What the GEMMs on interleaved rows (kernels/rows_x8.h) of x86/gemm_avx512.cpp (zmm) and
 // x86/gemm_amx.cpp (tiles) share: the driver over token blocks, 16-row panels, packed K chunks and
-// tiles of tokens, and the parts of Q4_K's packing that do not depend on how the products are made.
+// tiles of tokens, and the parts of Q4_K's packing that do not depend on how the products are made
+// (its super-block's float side with the mins, Q2_K's too on plain rows in x86/gemm_avx512.cpp).
 // AVX-512 code: included only where HEARTH_ISA_AVX512 is set.
 #pragma once
 
@@ -45,19 +46,26 @@ inline void pack_q4k_mins_and_scales(const uint8_t* ra, const uint8_t* rb, const
     _mm512_store_ps(p.neg_dmin, _mm512_sub_ps(_mm512_setzero_ps(), halves16(ra + 16, rb + 16)));
 }
 
-// acc + one token's Q4_K super-block on 16 rows: (d * isum - dmin * sum_j m_j * sub_sums[j]) * d8,
-// isum being sum_j sc_j * (the integer dot of sub-block j), the mins' sum by 4 vpdpwssd of the
-// (m_2k, m_2k+1) pairs (<= 256 * 128 * 63 < 2^21).
-inline __m512 q4k_super_add(__m512 acc, __m512i isum, const Q4kMinsScales16& w, const int16_t* sub_sums, float d8) {
+// acc + one token's super-block of 16 rows of a type with mins: (d * isum - dmin * sum_j m_j *
+// sums[j]) * d8, isum being sum_j sc_j * (the integer dot of part j), the mins' sum by kPairs
+// vpdpwssd of the (m_2k, m_2k+1) int16 pairs with the token's (sums[2k], sums[2k+1]).
+template <int kPairs>
+inline __m512 super_add_with_mins(__m512 acc, __m512i isum, const uint32_t (*min_pair)[16], const int16_t* sums, const float* d,
+                                  const float* neg_dmin, float d8) {
     __m512i m = _mm512_setzero_si512();
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kPairs; ++k) {
         int32_t pair;
-        std::memcpy(&pair, sub_sums + 2 * k, 4);
-        m = _mm512_dpwssd_epi32(m, _mm512_load_si512(w.min_pair[k]), _mm512_set1_epi32(pair));
+        std::memcpy(&pair, sums + 2 * k, 4);
+        m = _mm512_dpwssd_epi32(m, _mm512_load_si512(min_pair[k]), _mm512_set1_epi32(pair));
     }
-    const __m512 x = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_load_ps(w.d),
-                                     _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_load_ps(w.neg_dmin)));
+    const __m512 x = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_load_ps(d),
+                                     _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_load_ps(neg_dmin)));
     return _mm512_fmadd_ps(x, _mm512_set1_ps(d8), acc);
+}
+
+// Q4_K's: the parts are its 8 sub-blocks of 32, the mins' sum <= 256 * 128 * 63 < 2^21.
+inline __m512 q4k_super_add(__m512 acc, __m512i isum, const Q4kMinsScales16& w, const int16_t* sub_sums, float d8) {
+    return super_add_with_mins<4>(acc, isum, w.min_pair, sub_sums, w.d, w.neg_dmin, d8);
 }
 
 // One super-block of Q8_K activations for a tile of kTileN tokens: token t's quants, its scale,

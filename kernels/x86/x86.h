@@ -64,13 +64,15 @@ HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_avx2)
 // scalar reference.
 void quantize_row_q8_0_avx512(const float* x, void* y, int64_t n);
 
-// AVX-512 VNNI on zmm (x86/gemm_avx512.cpp): 16 rows (two interleaved groups; Q6_K: plain rows,
-// any range) per panel.
+// AVX-512 VNNI on zmm (x86/gemm_avx512.cpp): 16 rows (two interleaved groups; Q6_K, Q3_K, Q2_K:
+// plain rows, any range) per panel.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q5_kx8_gemm_avx512)
 HEARTH_DECLARE_MATMUL(matmul_q6_k_gemm_avx512)
+HEARTH_DECLARE_MATMUL(matmul_q3_k_gemm_avx512)  // in Q6_K's panel
+HEARTH_DECLARE_MATMUL(matmul_q2_k_gemm_avx512)  // in Q6_K's panel, with the mins
 // Few tokens (generation, small batches) on interleaved Q4_0 / Q8_0 (x86/gemv_avx512.cpp): two
 // groups per pass, each record read once per block of up to 8 tokens, nothing packed.
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_few_avx512)

@@ -169,15 +169,19 @@ TEST_CASE("GEMM (AVX2): a wrong result is detected (sanity of the comparison)") 
 }
 
 TEST_CASE(
-    "GEMM (AVX2, and AVX-512 zmm for Q6_K) for Q4_K / Q6_K / Q2_K equals the scalar matmul: tokens, rows, super-blocks, row ranges") {
+    "GEMM (AVX2, and AVX-512 zmm for Q6_K's panel) for Q4_K / Q6_K / Q3_K / Q2_K equals the scalar matmul: tokens, rows, super-blocks, "
+    "row ranges") {
     const GemmCase cases[] = {
         {TYPE_Q4_K, matmul_q4_k_gemm_avx2, matmul_q4_k_rows_scalar},
         {TYPE_Q6_K, matmul_q6_k_gemm_avx2, matmul_q6_k_rows_scalar},
+        {TYPE_Q3_K, matmul_q3_k_gemm_avx2, matmul_q3_k_rows_scalar},  // Q6_K's panel
         {TYPE_Q2_K, matmul_q2_k_gemm_avx2, matmul_q2_k_rows_scalar},  // Q6_K's panel with the mins
 #if defined(HEARTH_ISA_AVX512)
         // zmm tiles (kernels/x86/gemm_avx512.cpp): panels of 16 rows, tiles of 8
         // tokens, token blocks of 128, chunks of 4 super-blocks
         {TYPE_Q6_K, matmul_q6_k_gemm_avx512, matmul_q6_k_rows_scalar},
+        {TYPE_Q3_K, matmul_q3_k_gemm_avx512, matmul_q3_k_rows_scalar},
+        {TYPE_Q2_K, matmul_q2_k_gemm_avx512, matmul_q2_k_rows_scalar},
 #endif
     };
     struct Range {
