@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/limits.h"
+#include "base/printable.h"
 #include "server/request.h"
 
 namespace hearth {
@@ -85,15 +86,34 @@ public:
         body_over_ = false;
         deadline_ = Clock::now() + std::chrono::milliseconds(read_ms_);
     }
-    // cpp-httplib has parsed the head; what follows (the body) has its own limit.
+    // cpp-httplib has parsed the head; what follows (the body) has its own limit. Refused here,
+    // before any of the body is read:
+    //  - a compressed body: cpp-httplib inflates it with no bound (the payload limit holds the
+    //    bytes sent: 200 KB of gzip grew the server by gigabytes), and OpenAI's clients do not
+    //    compress requests;
+    //  - a Content-Length that is not a number, or over the payload limit: cpp-httplib would
+    //    wait for the whole body (or its read timeout) before answering.
     void end_head(const httplib::Request& req) {
         in_head_ = false;
         const std::string length = req.get_header_value("Content-Length");
         char* end = nullptr;
+        errno = 0;
         body_length_ = length.empty() ? 0 : std::strtoull(length.c_str(), &end, 10);
-        body_length_known_ = length.empty() || (end && *end == '\0' && std::isdigit((unsigned char)length[0]));
+        body_length_known_ = length.empty() || (end && *end == '\0' && std::isdigit((unsigned char)length[0]) && errno != ERANGE);
         body_chunked_ = req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+        const std::string encoding = req.get_header_value("Content-Encoding");
+        if (!encoding.empty() && encoding != "identity")
+            refuse(415, "the body is compressed (Content-Encoding: " + printable(encoding, 40) + "): send it uncompressed");
+        else if (!body_length_known_)
+            refuse(400, "the Content-Length header is not a number of bytes");
+        else if (body_length_ > max_body_)
+            refuse(413, "the request body is larger than " + std::to_string(max_body_ >> 20) + " MiB");
     }
+    // Whether the request's head was parsed (end_head): a request line or header that
+    // cpp-httplib could not read gets its 400, and the connection ends there, since where the
+    // next request would start is unknown (reading on, a request hidden in the bad one's body
+    // would be served).
+    bool head_parsed() const { return !in_head_; }
 
     // After a request: reads and drops what of its body the handler did not read (a request
     // answered before its body was read: 401, 503), so that the next request on the
@@ -114,7 +134,8 @@ public:
     // Whether the connection ends with bytes of the client's unread: a request refused here
     // (431, 408: closed after that), or a body not read to its end.
     bool unread() const {
-        return refused_ || body_over_ || (body_chunked_ ? body_read_ == 0 : !body_length_known_ || body_read_ < body_length_);
+        return refused_ || body_over_ || in_head_ ||
+               (body_chunked_ ? body_read_ == 0 : !body_length_known_ || body_read_ < body_length_);
     }
 
     // Before closing a connection with bytes unread: stops sending, and reads and drops what the client
@@ -214,7 +235,11 @@ private:
         e.message = message;
         e.type = "invalid_request_error";
         const std::string body = error_body(e);
-        const std::string reason = status == 431 ? "Request Header Fields Too Large" : "Request Timeout";
+        const std::string reason = status == 431   ? "Request Header Fields Too Large"
+                                   : status == 408 ? "Request Timeout"
+                                   : status == 413 ? "Payload Too Large"
+                                   : status == 415 ? "Unsupported Media Type"
+                                                   : "Bad Request";
         const std::string response =
             "HTTP/1.1 " + std::to_string(status) + " " + reason +
             "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
@@ -284,7 +309,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
         c.begin_head();
         bool closed = false;
         ok = process_request(c, left == 1, closed, [&c](httplib::Request& req) { c.end_head(req); });
-        if (!ok || closed || !c.skip_unread_body()) break;
+        if (!ok || closed || !c.head_parsed() || !c.skip_unread_body()) break;
     }
     return ok;
 }

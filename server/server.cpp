@@ -765,6 +765,12 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     svr.set_keep_alive_max_count(limits::kServerKeepAliveRequests);
     svr.set_keep_alive_timeout(5);
     svr.set_tcp_nodelay(true);
+    // SO_REUSEADDR (a restart binds while the last run's connections close) but not cpp-httplib's
+    // SO_REUSEPORT, with which a second server on the same port started and took half the requests.
+    svr.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+    });
 
     const std::string& key = o.api_key;
     svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {

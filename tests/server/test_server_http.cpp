@@ -489,7 +489,7 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     // Unknown paths and methods: 404.
     check_error_shape(http(p, "GET", "/v2/nothing"), 404);
     check_error_shape(http(p, "GET", "/v1/chat/completions"), 404);
-    // A body over the limit: 413 (cpp-httplib 0.11 reads and drops the body first, keeping none of it).
+    // A body over the limit: 413, answered from its Content-Length (server/connection.cpp).
     check_error_shape(raw_exchange(p, request_text("POST", "/v1/completions", std::string(limits::kServerBodyBytes + 1, ' '))),
                       413);
     // A header line over cpp-httplib's 8 KiB is refused without an answer or with 400.
@@ -506,6 +506,63 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     Response health = http(p, "GET", "/health");
     CHECK(health.status == 200);
     CHECK(health.j()["status"] == "ok");
+    CHECK(s.stop() == 0);
+}
+
+TEST_CASE(
+    "server http: a request that cannot be read ends its connection; bodies it cannot take are refused before they are read") {
+    // --timeout 30: an answer that waited for the body or the read timeout would be late.
+    Server s("-np 1 -c 512 --timeout 30");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // A request line cpp-httplib cannot parse (HTTP/1.2, an unknown method): one 400, and the
+    // connection ends; the lines after it, a request hidden in its "body" among them, are not
+    // served (they were, as requests of their own, before).
+    const std::string hidden = request_text("POST", "/v1/completions", completion_body("ROMEO:", 2));
+    for (const std::string line : {"POST /tokenize HTTP/1.2", "post /tokenize HTTP/1.1", "FOO / HTTP/1.1"}) {
+        const int fd = connect_to(p, 10);
+        REQUIRE(fd >= 0);
+        const auto t = Clock::now();
+        send_all(fd, line + "\r\nHost: x\r\nContent-Length: " + std::to_string(hidden.size()) + "\r\n\r\n" + hidden);
+        const std::string raw = read_to_close(fd);
+        close(fd);
+        INFO(line << ": " << raw);
+        size_t responses = 0;
+        for (size_t at = raw.find("HTTP/1.1 "); at != std::string::npos; at = raw.find("HTTP/1.1 ", at + 1)) responses++;
+        CHECK(responses == 1);
+        CHECK(parse_response(raw).status == 400);
+        CHECK(raw.find("\"choices\"") == std::string::npos);
+        CHECK(seconds_since(t) < 5);
+    }
+    // A compressed body: 415 at once (cpp-httplib would inflate it with no bound: 200 KB of
+    // gzip grew the server by gigabytes). The bytes need not be gzip: nothing of them is read.
+    {
+        const auto t = Clock::now();
+        check_error_shape(http(p, "POST", "/v1/completions", std::string(4096, 'x'), "Content-Encoding: gzip\r\n"), 415);
+        check_error_shape(http(p, "POST", "/v1/completions", std::string(4096, 'x'), "Content-Encoding: br\r\n"), 415);
+        CHECK(seconds_since(t) < 5);
+    }
+    // A Content-Length that is not a number, or over the body limit: answered before the body
+    // (which never comes here), not at the read timeout.
+    for (const std::string length : {std::string("-5"), std::string("99999999999999999999"), std::string("12abc"),
+                                     std::to_string(limits::kServerBodyBytes + 1)}) {
+        const auto t = Clock::now();
+        const Response r = raw_exchange(p,
+                                        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                        "Content-Length: " +
+                                            length + "\r\n\r\n{\"prompt\":\"a\"}");
+        INFO("Content-Length: " << length);
+        check_error_shape(r, length.size() > 12 || length[0] == '-' || length.back() == 'c' ? 400 : 413);
+        CHECK(seconds_since(t) < 5);
+    }
+    CHECK(http(p, "POST", "/v1/completions", completion_body("ROMEO:", 2)).status == 200);
+    // A second server on the port this one listens on is refused (cpp-httplib's SO_REUSEPORT let
+    // it start, and the two shared the requests).
+    // (timeout: a second server that started would serve until stopped)
+    const CommandResult second =
+        run_command("timeout 30 ./run models/tiny-shakespeare.hearth --server --port " + std::to_string(p));
+    CHECK(second.exit_code == 1);
+    CHECK(second.err.find("cannot listen") != std::string::npos);
     CHECK(s.stop() == 0);
 }
 
