@@ -73,6 +73,13 @@ constexpr uint32_t kBpeRegexHeapKiB = 16 * 1024;  // PCRE2's backtracking memory
 constexpr uint32_t kBpeRegexDepth = 100000;       // PCRE2's nested backtracking per match (the interpreter's)
 constexpr size_t kBpeJitStackBytes = 4 * MiB;
 
+// ---- A prompt against its context: a text of more than this many bytes per token of the
+// context is refused before it is tokenized (tokenizer.h, text_exceeds_context). Tokenizing
+// costs memory in proportion to the text (~230 bytes per byte in the SentencePiece library:
+// a 7.5 MiB prompt to the server took 1.8 GB, to be refused as longer than the context);
+// prose takes 3-5 bytes a token, code with long runs of spaces a few tens at most.
+constexpr size_t kPromptBytesPerContextToken = 64;
+
 // ---- The server (server/): what one HTTP request may carry. A request over a limit gets an
 // OpenAI-shaped error (413 for the body, 400 for the rest) and the server goes on serving.
 constexpr uint64_t kServerBodyBytes = 8 * MiB;   // a request body; a prompt of 2M tokens would not fit any context anyway

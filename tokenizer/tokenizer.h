@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/limits.h"
 #include "tokenizer/bpe.h"
 namespace sentencepiece {
 class SentencePieceProcessor;
@@ -65,6 +66,12 @@ private:
     bool sp_loaded_ = false;                   // a SentencePiece model is loaded (else, without bpe_, nothing is)
     std::shared_ptr<const BpeTokenizer> bpe_;  // shared with the TokenizerSpec it was built for
 };
+
+// Whether a prompt of `bytes` (its text, or its messages' texts together) is refused before it
+// is tokenized, for a context of n_ctx tokens (base/limits.h, kPromptBytesPerContextToken).
+inline bool text_exceeds_context(size_t bytes, int n_ctx) {
+    return bytes > size_t(n_ctx > 0 ? n_ctx : 1) * limits::kPromptBytesPerContextToken;
+}
 
 // Turns ids into text one at a time, so output can stream. Bytes (SentencePiece's
 // byte-fallback pieces, a BPE token's bytes) are held until they form whole UTF-8

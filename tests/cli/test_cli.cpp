@@ -105,6 +105,15 @@ TEST_CASE("cli: every option of run and quantize is in --help and refuses a bad 
 
 TEST_CASE("cli: run refuses bad input with one line on stderr") {
     make_cli_model();
+    // 16 MiB of text: tokenized whole it took gigabytes (the SentencePiece library's ~230
+    // bytes per byte) and seconds, to be refused as longer than the context after all.
+    {
+        std::FILE* f = std::fopen("build/tests/cli-huge-prompt.txt", "wb");
+        REQUIRE(f);
+        const std::string mib(1 << 20, 'a');
+        for (int i = 0; i < 16; i++) std::fwrite(mib.data(), 1, mib.size(), f);
+        std::fclose(f);
+    }
     struct Case {
         std::string args, expect;
     } cases[] = {
@@ -119,6 +128,9 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,,2", "list"},
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
+        // Over 64 bytes a token of the context: refused before tokenizing (base/limits.h).
+        {kModel + " -c 4 -p " + std::string(300, 'a'), "too long to be tokenized"},
+        {kModel + " -f build/tests/cli-huge-prompt.txt", "too long to be tokenized"},
         {kModel + " --perplexity tests/data/tinyshakespeare-valid.txt -c 2", "at least 3"},
         // 68 GB of KV cache for the default model: more than this machine (and CI's) has.
         {"models/tiny-shakespeare.hearth -c 16777216 -p hi", "largest -c that fits"},

@@ -510,7 +510,8 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
 }
 
 TEST_CASE(
-    "server http: a request that cannot be read ends its connection; bodies it cannot take are refused before they are read") {
+    "server http: a request that cannot be read ends its connection; bodies and prompts it cannot take are refused before they are "
+    "read") {
     // --timeout 30: an answer that waited for the body or the read timeout would be late.
     Server s("-np 1 -c 512 --timeout 30");
     REQUIRE(s.ready());
@@ -553,6 +554,23 @@ TEST_CASE(
                                             length + "\r\n\r\n{\"prompt\":\"a\"}");
         INFO("Content-Length: " << length);
         check_error_shape(r, length.size() > 12 || length[0] == '-' || length.back() == 'c' ? 400 : 413);
+        CHECK(seconds_since(t) < 5);
+    }
+    // A prompt of more than 64 bytes a token of the slot's context (512): refused before it is
+    // tokenized (it took ~230 bytes of memory per byte, to be refused after that).
+    {
+        const auto t = Clock::now();
+        const std::string text(4 * limits::MiB, 'a');
+        Response r = http(p, "POST", "/v1/completions", json{{"prompt", text}}.dump());
+        check_error_shape(r, 400, "prompt");
+        CHECK(r.j()["error"]["code"] == "context_length_exceeded");
+        CHECK(r.body.find("too long to be tokenized") != std::string::npos);
+        json messages = json::array();
+        for (int i = 0; i < 5; i++)  // alternating, as a dialog must
+            messages.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", std::string(limits::MiB, 'b')}});
+        r = http(p, "POST", "/v1/chat/completions", json{{"messages", messages}}.dump());
+        check_error_shape(r, 400, "messages");
+        CHECK(r.body.find("too long to be tokenized") != std::string::npos);
         CHECK(seconds_since(t) < 5);
     }
     CHECK(http(p, "POST", "/v1/completions", completion_body("ROMEO:", 2)).status == 200);
