@@ -267,6 +267,10 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
             }
             r.prompt_is_ids = true;
         } else {
+            if (p->is_array() && p->empty()) return bad_request("'prompt' is an empty list", "prompt");
+            if (p->is_array() && p->size() > 1 && (*p)[0].is_string())
+                return bad_request("'prompt' holds " + std::to_string(p->size()) + " prompts: hearth takes one per request",
+                                   "prompt");
             if (!p->is_string())
                 return bad_request(
                     std::string("'prompt' must be a string or a list of token ids (or a list of one of them), not ") +

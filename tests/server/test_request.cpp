@@ -134,6 +134,14 @@ TEST_CASE("server request: completions take a prompt string") {
     refused(R"({"max_tokens":5})", false, "prompt");
     refused(R"({"prompt":5})", false, "prompt");
     refused(R"({"prompt":["a","b"]})", false, "prompt");  // a batch of prompts: n choices
+    // ...said as such (it said "not an array" of an array), as is an empty list.
+    for (const auto& [body, says] : {std::pair<std::string, std::string>{R"({"prompt":["a","b"]})", "holds 2 prompts"},
+                                     {R"({"prompt":[]})", "empty list"}}) {
+        CompletionRequest r;
+        const ApiError e = parse_completion_request(body, false, server_defaults(), &r);
+        INFO(body << " -> " << e.message);
+        CHECK(e.message.find(says) != std::string::npos);
+    }
     // echo: the prompt's text (and with logprobs its tokens') first; max_tokens 0 only with it.
     CHECK(completion_ok(R"({"prompt":"x","echo":true})").echo);
     CHECK(!completion_ok(R"({"prompt":"x"})").echo);
