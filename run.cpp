@@ -445,6 +445,11 @@ int main(int argc, char** argv) {
     if (o.tokenize && ids_given) return fail("--tokenize encodes --prompt text, not --prompt-ids");
     if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
     if (o.chat && (prompt_given || ids_given)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
+    // An empty key (an unset $KEY) would serve without one, silently; an empty host would bind
+    // to whatever the resolver gives for "".
+    if (args.was_given("--api-key") && o.server_options.api_key.empty())
+        return fail("--api-key is empty: give a key, or leave the option out to serve without one");
+    if (args.was_given("--host") && o.server_options.host.empty()) return fail("--host is empty");
     std::string err;
     // The logits the callback sees are the step's own only without drafts (model/generate.cpp).
     if (o.print_margins && (o.sampler.temperature > 0 || o.draft != 0))

@@ -128,6 +128,8 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,,2", "list"},
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
+        {kModel + " --server --api-key ''", "--api-key is empty"},
+        {kModel + " --server --host ''", "--host is empty"},
         // Over 64 bytes a token of the context: refused before tokenizing (base/limits.h).
         {kModel + " -c 4 -p " + std::string(300, 'a'), "too long to be tokenized"},
         {kModel + " -f build/tests/cli-huge-prompt.txt", "too long to be tokenized"},
