@@ -89,6 +89,9 @@ constexpr size_t kServerHeaderLineBytes = 8192;  // each header line (cpp-httpli
 // connection is closed. Browsers and SDKs send 1-2 KiB in 10-20 lines.
 constexpr size_t kServerHeadBytes = 64 * KiB;
 constexpr size_t kServerHeaderLines = 256;
+// A request's head must be whole within this (or --timeout, if shorter): a slow client holds one
+// of the server's connection threads for no longer (408).
+constexpr int kServerHeadSeconds = 10;
 constexpr size_t kServerQueuedJobs = 16;       // generations waiting for a slot; one more is 503
 constexpr size_t kServerMessages = 4096;       // messages in one chat request
 constexpr size_t kServerStopStrings = 4;       // stop strings, as OpenAI's API allows

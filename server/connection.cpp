@@ -72,9 +72,10 @@ public:
         return false;
     }
 
-    // A request starts: its head (request line and headers) must end within the limits, and
-    // the whole request, head and body, must come within the read timeout (a client sending a
-    // byte now and then does not hold a thread for longer).
+    // A request starts: its head (request line and headers) must end within the limits and
+    // within limits::kServerHeadSeconds, and the whole request, head and body, within the read
+    // timeout (a client sending a byte now and then does not hold a thread for longer; the
+    // connection threads are few, so a few slow heads would hold the server for --timeout).
     void begin_head() {
         in_head_ = true;
         head_bytes_ = 0;
@@ -84,7 +85,9 @@ public:
         body_length_known_ = true;
         body_chunked_ = false;
         body_over_ = false;
-        deadline_ = Clock::now() + std::chrono::milliseconds(read_ms_);
+        const auto now = Clock::now();
+        deadline_ = now + std::chrono::milliseconds(read_ms_);
+        head_deadline_ = now + std::chrono::milliseconds(head_ms());
     }
     // cpp-httplib has parsed the head; what follows (the body) has its own limit. Refused here,
     // before any of the body is read:
@@ -175,10 +178,11 @@ public:
     ssize_t read(char* ptr, size_t size) override {
         if (refused_) return -1;
         if (off_ == len_) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+            const auto until = in_head_ ? std::min(deadline_, head_deadline_) : deadline_;
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
             if (left <= 0 || !wait_for(fd_, POLLIN, int(left))) {
                 if (in_head_)
-                    return refuse(408, "the request's headers did not arrive within " + std::to_string(read_ms_ / 1000) + " s");
+                    return refuse(408, "the request's headers did not arrive within " + std::to_string(head_ms() / 1000) + " s");
                 return -1;  // cpp-httplib answers 400
             }
             const ssize_t n = recv(fd_, buf_, sizeof buf_, 0);
@@ -267,13 +271,15 @@ private:
         }
     }
 
+    int head_ms() const { return std::min(read_ms_, limits::kServerHeadSeconds * 1000); }
+
     const int fd_, read_ms_, write_ms_;
     const uint64_t max_body_;
     char buf_[4096];
     size_t off_ = 0, len_ = 0;
     bool in_head_ = false;
     size_t head_bytes_ = 0, head_lines_ = 0;
-    Clock::time_point deadline_;
+    Clock::time_point deadline_, head_deadline_;
     uint64_t body_length_ = 0, body_read_ = 0;
     bool body_length_known_ = true, body_chunked_ = false, body_over_ = false;
     bool refused_ = false;

@@ -556,6 +556,21 @@ TEST_CASE(
         check_error_shape(r, length.size() > 12 || length[0] == '-' || length.back() == 'c' ? 400 : 413);
         CHECK(seconds_since(t) < 5);
     }
+    // A head that trickles in is 408 at limits::kServerHeadSeconds, not at --timeout (30 here).
+    {
+        const int fd = connect_to(p, 40);
+        REQUIRE(fd >= 0);
+        const auto t = Clock::now();
+        send_all(fd, "GET /health HTTP/1.1\r\n");
+        for (int i = 0; i < 60 && send_all(fd, "X: y\r\n"); i++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            if (seconds_since(t) > limits::kServerHeadSeconds + 3) break;
+        }
+        const Response r = parse_response(read_to_close(fd));
+        close(fd);
+        CHECK(r.status == 408);
+        CHECK(seconds_since(t) < limits::kServerHeadSeconds + 5);
+    }
     // A prompt of more than 64 bytes a token of the slot's context (512): refused before it is
     // tokenized (it took ~230 bytes of memory per byte, to be refused after that).
     {
