@@ -30,7 +30,7 @@ static const char* kUsage =
     "        a GGUF file (llama.cpp's), a llama2.c checkpoint (legacy, or \"ak42\" version 1\n"
     "        or 2: MODEL.bin), or a hearth checkpoint\n"
     "OUTPUT  the file to write: GGUF when its name ends in .gguf, else hearth (--format\n"
-    "        overrides). It appears only once complete (written to OUTPUT.partial-PID\n"
+    "        overrides). It appears only once complete (written to OUTPUT.partial-XXXXXX\n"
     "        first), and an existing file of that name is replaced only on success\n"
     "TYPE    f32, f16, q8_0, q4_0, q4_k, q5_k, q6_k, or the mixes q4_k_m and q5_k_m: q4_k\n"
     "        (q5_k) with q6_k for the embedding, the output and half of attn_v/ffn_down, as\n"
