@@ -135,7 +135,7 @@ public:
     }
 
     // Whether the connection ends with bytes of the client's unread: a request refused here
-    // (431, 408: closed after that), or a body not read to its end.
+    // (closed after that), a head cpp-httplib could not parse, or a body not read to its end.
     bool unread() const {
         return refused_ || body_over_ || in_head_ ||
                (body_chunked_ ? body_read_ == 0 : !body_length_known_ || body_read_ < body_length_);
