@@ -95,12 +95,15 @@ int main(int argc, char** argv) {
     }
     OutputMix mix = OutputMix::F16;
     if (type_given && !parse_output_mix(type, &mix)) return fail("unknown type '" + type + "' (see --help)");
+    if (positional.size() > 2)  // INPUT OUTPUT TYPE, and more
+        return fail("too many arguments, from '" + positional[3] + "' (see --help)");
     if (positional.size() != 2) {
         std::fputs(kUsage, stderr);
         return 1;
     }
     const std::string& in_path = positional[0];
     const std::string& out_path = positional[1];
+    if (in_path.empty() || out_path.empty()) return fail(std::string(in_path.empty() ? "INPUT" : "OUTPUT") + " is empty");
     CheckpointFormat format = checkpoint_format_for_path(out_path);
     if (args.was_given("--format") && !parse_checkpoint_format(format_name, &format))
         return fail("unknown format '" + format_name + "' (hearth or gguf)");

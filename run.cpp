@@ -227,7 +227,7 @@ std::string parse_prompt_ids(const std::string& s, int vocab, std::vector<int>* 
             return "--prompt-ids: id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(vocab - 1);
         ids->push_back(int(id));
         p = end;
-        if (*p == ',')
+        if (*p == ',' && p[1])  // a comma between ids, not at the end
             p++;
         else if (*p)
             return not_a_list;

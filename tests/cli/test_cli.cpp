@@ -126,6 +126,7 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " -n", "needs"},
         {kModel + " --prompt-ids 1,99999", "outside"},
         {kModel + " --prompt-ids 1,,2", "list"},
+        {kModel + " --prompt-ids 1,2,", "list"},
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
         {kModel + " --server --api-key ''", "--api-key is empty"},
@@ -289,6 +290,18 @@ TEST_CASE("cli: quantize refuses bad input and leaves no output behind") {
     CHECK(run_command("./quantize build/tests/no-such-folder " + out).exit_code == 1);
     CHECK(run_command("./quantize tests/data/parity/gqa " + out + " --type q9").exit_code == 1);
     CHECK(run_command("./quantize tests/data/parity/gqa").exit_code == 1);
+    // Too many arguments, or an empty path: one line that says so, before any work.
+    for (const auto& [args, says] :
+         {std::pair<std::string, std::string>{"tests/data/parity/gqa " + out + " q8_0 extra", "too many"},
+          {"tests/data/parity/gqa '' q8_0", "OUTPUT is empty"},
+          {"'' " + out, "INPUT is empty"}}) {
+        const CommandResult r = run_command("./quantize " + args);
+        INFO(args << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(count_lines(r.err) == 1);
+        CHECK(r.err.find(says) != std::string::npos);
+    }
+    CHECK(!exists(out));
 
     // The output may not replace the input.
     std::string before = read_text(kModel);
