@@ -43,6 +43,7 @@ std::string compute_perplexity(const Model& m, const std::vector<int>& tokens, i
             const bool scored_here = done + n > first;  // else the chunk only fills the KV cache
             if (!(err = forward(m, s, window.data() + done, n, done, scored_here ? logits.data() : nullptr, scored_here)).empty())
                 return err;
+            if (scored_here && !(err = check_logits(logits.data(), size_t(n) * vocab)).empty()) return err;
             // The logits at position j predict token j + 1 of the original text.
             for (int j = std::max(first, done); j < std::min(done + n, n_ctx - 1); j++) {
                 const float* row = &logits[size_t(j - done) * vocab];

@@ -349,6 +349,15 @@ std::string forward_batch(const Model& m, RunState& work, const SequenceChunk* s
     return "";
 }
 
+std::string check_logits(const float* logits, size_t n) {
+    bool numbers = true, any_finite = n == 0;
+    for (size_t i = 0; i < n; i++) {
+        numbers &= !std::isnan(logits[i]) && logits[i] != INFINITY;
+        any_finite |= std::isfinite(logits[i]);
+    }
+    return numbers && any_finite ? "" : "the model's output is not a number (NaN or infinite weights in the file?)";
+}
+
 std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits) {
     std::string err = check_chunk(m.config, s.n_ctx, tokens, n, pos);
     if (!err.empty()) return err;

@@ -89,4 +89,9 @@ std::string forward_batch(const Model& m, RunState& work, const SequenceChunk* s
 // (a token id outside the vocabulary, or positions beyond the context).
 std::string forward(const Model& m, RunState& s, const int* tokens, int n, int pos, float* logits, bool all_logits = false);
 
+// "" when n logits can be sampled and scored (no NaN, no +infinity, not all -infinity), else why
+// not: a file's NaN or infinite weights, which would give id 0 at every step and perplexity nan
+// without a word. The callers that sample and score ask it (model/generate.cpp, cli/perplexity.cpp).
+std::string check_logits(const float* logits, size_t n);
+
 }  // namespace hearth

@@ -56,6 +56,13 @@ bool Generator::begin_step(RunState& state, std::vector<int>& context, std::vect
     if (int(tokens_.size()) >= max_tokens) return stop(GenerationEnd::length_limit, end);
     if (cb.interrupted && cb.interrupted()) return stop(GenerationEnd::interrupted, end);
     if (int(context.size()) >= state.n_ctx) return stop(GenerationEnd::context_full, end);
+    if (pending_ < 0) {  // else the token was sampled from batch logits that end_step checked
+        const std::string err = check_logits(logits.data(), size_t(vocab));
+        if (!err.empty()) {
+            fail_step(err);
+            return stop(GenerationEnd::error, end);
+        }
+    }
     mask_padding(logits.data());
     int next = pending_;
     pending_ = -1;
@@ -96,7 +103,11 @@ bool Generator::end_step(std::vector<int>& context, std::vector<float>& logits, 
     context.push_back(batch_[0]);
     evaluated_++;
     evaluated_tokens_ += k + 1;
-    if (k == 0) return true;
+    if (k == 0) return true;  // its logits are checked where the next step samples them
+    if (std::string err = check_logits(batch_logits_.data(), size_t(k + 1) * vocab); !err.empty()) {
+        fail_step(err);
+        return stop(GenerationEnd::error, end);
+    }
     draft_stats_.verifications++;
     draft_stats_.proposed += k;
     // Draft token i is checked by sampling the token that follows batch_[i-1], exactly as a

@@ -2,7 +2,10 @@
 // with a non-zero exit for every kind of bad input.
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
+#include <cstring>
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 #include <sys/stat.h>
@@ -145,6 +148,32 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         CHECK(count_lines(r.err) == 1);
         CHECK(r.err.find(c.expect) != std::string::npos);
         CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("cli: a model whose weights hold a NaN is refused when its output is sampled or scored, not run to id 0") {
+    // The GQA parity model's folder with one NaN in the final norm's weights (F32 safetensors).
+    REQUIRE(run_command("rm -rf build/tests/nan-model && cp -r tests/data/parity/gqa build/tests/nan-model").exit_code == 0);
+    std::string st = read_text("build/tests/nan-model/model.safetensors");
+    uint64_t header = 0;
+    std::memcpy(&header, st.data(), 8);
+    const nlohmann::json h = nlohmann::json::parse(st.substr(8, header));
+    REQUIRE(h["model.norm.weight"]["dtype"] == "F32");
+    const float nan = std::nanf("");
+    std::memcpy(&st[8 + header + h["model.norm.weight"]["data_offsets"][0].get<size_t>()], &nan, 4);
+    {
+        std::FILE* f = std::fopen("build/tests/nan-model/model.safetensors", "wb");
+        REQUIRE(f);
+        std::fwrite(st.data(), 1, st.size(), f);
+        std::fclose(f);
+    }
+    REQUIRE(run_command("./quantize build/tests/nan-model build/tests/nan-model.hearth f32 -q").exit_code == 0);
+    for (const std::string args :
+         {"-p hi -n 4 --temp 0", "-p hi -n 4", "--perplexity tests/data/tinyshakespeare-valid.txt -c 64"}) {
+        const CommandResult r = run_command("./run build/tests/nan-model.hearth " + args);
+        INFO(args << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("not a number") != std::string::npos);
     }
 }
 
