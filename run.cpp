@@ -243,10 +243,8 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
         std::string err = parse_prompt_ids(o.prompt_ids, c.vocab_size, &tokens);
         if (!err.empty()) return fail(err);
     } else {
-        if (text_exceeds_context(o.prompt.size(), context_length(o, c)))
-            return fail("the prompt is " + std::to_string(o.prompt.size()) + " bytes, more than " +
-                        std::to_string(limits::kPromptBytesPerContextToken) + " per token of the context of " +
-                        std::to_string(context_length(o, c)) + ": too long to be tokenized (raise -c)");
+        if (std::string why = check_text_for_context(o.prompt.size(), context_length(o, c)); !why.empty())
+            return fail("the prompt is " + why + " (raise -c)");
         std::string err = tok.encode(o.prompt, true, &tokens);
         if (!err.empty()) return fail("the prompt: " + err);
         if (tokens.empty()) tokens.push_back(c.bos_id >= 0 ? c.bos_id : 0);

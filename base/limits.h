@@ -74,7 +74,7 @@ constexpr uint32_t kBpeRegexDepth = 100000;       // PCRE2's nested backtracking
 constexpr size_t kBpeJitStackBytes = 4 * MiB;
 
 // ---- A prompt against its context: a text of more than this many bytes per token of the
-// context is refused before it is tokenized (tokenizer.h, text_exceeds_context). Tokenizing
+// context is refused before it is tokenized (tokenizer.h, check_text_for_context). Tokenizing
 // costs memory in proportion to the text (~230 bytes per byte in the SentencePiece library:
 // a 7.5 MiB prompt to the server took 1.8 GB, to be refused as longer than the context);
 // prose takes 3-5 bytes a token, code with long runs of spaces a few tens at most.

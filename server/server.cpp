@@ -861,13 +861,10 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         std::string err;
         size_t text_bytes = r.prompt.size();
         for (const ChatMessage& m : r.messages) text_bytes += m.content.size();
-        if (text_exceeds_context(text_bytes, n_ctx_slot))
+        if (std::string why = check_text_for_context(text_bytes, n_ctx_slot); !why.empty())
             return send_error(
-                res,
-                bad_request("the " + std::string(chat ? "messages are " : "prompt is ") + std::to_string(text_bytes) +
-                                " bytes, more than " + std::to_string(limits::kPromptBytesPerContextToken) +
-                                " per token of a slot's context of " + std::to_string(n_ctx_slot) + ": too long to be tokenized",
-                            chat ? "messages" : "prompt", "context_length_exceeded"));
+                res, bad_request("the " + std::string(chat ? "messages are " : "prompt is ") + why + " (a slot's: -c / -np)",
+                                 chat ? "messages" : "prompt", "context_length_exceeded"));
         if (chat) {
             replies.fill(&r.messages);
             // As the model's Jinja template renders a dialog without a system message (Qwen2.5's).

@@ -67,10 +67,13 @@ private:
     std::shared_ptr<const BpeTokenizer> bpe_;  // shared with the TokenizerSpec it was built for
 };
 
-// Whether a prompt of `bytes` (its text, or its messages' texts together) is refused before it
-// is tokenized, for a context of n_ctx tokens (base/limits.h, kPromptBytesPerContextToken).
-inline bool text_exceeds_context(size_t bytes, int n_ctx) {
-    return bytes > size_t(n_ctx > 0 ? n_ctx : 1) * limits::kPromptBytesPerContextToken;
+// "" when a prompt of `bytes` (its text, or its messages' texts together) may be tokenized for a
+// context of n_ctx tokens, else why not, for the caller to put after what the prompt is: over
+// base/limits.h's kPromptBytesPerContextToken bytes per token of the context, it is refused first.
+inline std::string check_text_for_context(size_t bytes, int n_ctx) {
+    if (bytes <= size_t(n_ctx > 0 ? n_ctx : 1) * limits::kPromptBytesPerContextToken) return "";
+    return std::to_string(bytes) + " bytes, more than " + std::to_string(limits::kPromptBytesPerContextToken) +
+           " per token of a context of " + std::to_string(n_ctx) + ": too long to be tokenized";
 }
 
 // Turns ids into text one at a time, so output can stream. Bytes (SentencePiece's
