@@ -796,10 +796,14 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     // Statuses cpp-httplib sets itself (404, 413, 400 for a malformed request line...) get a body in OpenAI's shape.
     svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
-        std::string msg = res.status == 404 ? "no such endpoint: " + req.method + " " + printable(req.path, 200)
-                          : res.status == 413
-                              ? "the request body is larger than " + std::to_string(limits::kServerBodyBytes >> 20) + " MiB"
-                              : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
+        std::string msg =
+            res.status == 404 ? "no such endpoint: " + req.method + " " + printable(req.path, 200)
+            : res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0
+                // cpp-httplib's own limit for such bodies (curl -d sends that type)
+                ? "a body sent as application/x-www-form-urlencoded may hold 8 KiB: send JSON with "
+                  "'Content-Type: application/json'"
+                : res.status == 413 ? "the request body is larger than " + std::to_string(limits::kServerBodyBytes >> 20) + " MiB"
+                                    : "the request could not be read (HTTP " + std::to_string(res.status) + ")";
         ApiError e = server_error(res.status, msg, res.status == 404 ? "not_found_error" : "invalid_request_error");
         res.set_content(error_body(e), "application/json; charset=utf-8");
     });

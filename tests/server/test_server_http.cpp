@@ -489,6 +489,12 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     // Unknown paths and methods: 404.
     check_error_shape(http(p, "GET", "/v2/nothing"), 404);
     check_error_shape(http(p, "GET", "/v1/chat/completions"), 404);
+    // A JSON body of 40 KB sent as a form (curl -d's type): cpp-httplib's 8 KiB limit for forms,
+    // said as such (it said "larger than 8 MiB").
+    Response form = http(p, "POST", "/v1/completions", json{{"prompt", std::string(40000, 'a')}}.dump(),
+                         "Content-Type: application/x-www-form-urlencoded\r\n");
+    check_error_shape(form, 413);
+    CHECK(form.body.find("application/json") != std::string::npos);
     // A body over the limit: 413, answered from its Content-Length (server/connection.cpp).
     check_error_shape(raw_exchange(p, request_text("POST", "/v1/completions", std::string(limits::kServerBodyBytes + 1, ' '))),
                       413);
