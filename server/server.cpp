@@ -793,11 +793,30 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         }
         return httplib::Server::HandlerResponse::Unhandled;
     });
-    // Statuses cpp-httplib sets itself (404, 413, 400 for a malformed request line...) get a body in OpenAI's shape.
-    svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    // Every endpoint is registered through these, which also note its method: a known path asked
+    // with another method is then told 405 and which method it takes, not "no such endpoint".
+    std::map<std::string, std::string> method_of;
+    auto get = [&](const char* path, httplib::Server::Handler h) {
+        method_of[path] = "GET";
+        svr.Get(path, std::move(h));
+    };
+    auto post = [&](const char* path, httplib::Server::Handler h) {
+        method_of[path] = "POST";
+        svr.Post(path, std::move(h));
+    };
+    // Statuses cpp-httplib sets itself (404, 413, 400 for a malformed request line...) get a body
+    // in OpenAI's shape. The routes are all registered before the server listens, and
+    // method_of is only read here after that.
+    svr.set_error_handler([&method_of](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
+        const auto known = res.status == 404 ? method_of.find(req.path) : method_of.end();
+        if (known != method_of.end()) {
+            res.status = 405;
+            res.set_header("Allow", known->second);
+        }
         std::string msg =
-            res.status == 404 ? "no such endpoint: " + req.method + " " + printable(req.path, 200)
+            res.status == 405   ? printable(req.method, 20) + " " + req.path + ": this endpoint takes " + known->second
+            : res.status == 404 ? "no such endpoint: " + printable(req.method, 20) + " " + printable(req.path, 200)
             : res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0
                 // cpp-httplib's own limit for such bodies (curl -d sends that type)
                 ? "a body sent as application/x-www-form-urlencoded may hold 8 KiB: send JSON with "
@@ -817,17 +836,17 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         send_error(res, server_error(500, "internal error: " + printable(what, 200), "server_error"));
     });
 
-    svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    get("/", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(kChatPage, sizeof kChatPage - 1, "text/html; charset=utf-8");
     });
-    svr.Get("/index.html", [](const httplib::Request&, httplib::Response& res) {
+    get("/index.html", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(kChatPage, sizeof kChatPage - 1, "text/html; charset=utf-8");
     });
-    svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+    get("/health", [&](const httplib::Request&, httplib::Response& res) {
         if (!loaded) return send_error(res, server_error(503, "the model is loading", "unavailable_error"));
         send_json(res, 200, {{"status", "ok"}});
     });
-    svr.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+    get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200,
                   {{"object", "list"},
                    {"data",
@@ -839,11 +858,11 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                           {"meta",
                            {{"n_ctx_slot", n_ctx_slot}, {"n_parallel", o.n_parallel}, {"chat_template", lm.template_name}}}}})}});
     });
-    svr.Get("/slots", [&](const httplib::Request&, httplib::Response& res) {
+    get("/slots", [&](const httplib::Request&, httplib::Response& res) {
         std::lock_guard<std::mutex> lk(sched_m);
         send_json(res, 200, sched ? sched->slots_json() : json::array());
     });
-    svr.Post("/tokenize", [&](const httplib::Request& req, httplib::Response& res) {
+    post("/tokenize", [&](const httplib::Request& req, httplib::Response& res) {
         std::string content;
         bool add_special = false;
         if (ApiError e = parse_tokenize_request(req.body, &content, &add_special)) return send_error(res, e);
@@ -852,7 +871,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         if (!err.empty()) return send_error(res, bad_request("the content cannot be tokenized: " + err, "content"));
         send_json(res, 200, {{"tokens", ids}});
     });
-    svr.Post("/detokenize", [&](const httplib::Request& req, httplib::Response& res) {
+    post("/detokenize", [&](const httplib::Request& req, httplib::Response& res) {
         std::vector<int> ids;
         if (ApiError e = parse_detokenize_request(req.body, lm.tok.vocab_size(), &ids)) return send_error(res, e);
         send_json(res, 200, {{"content", lm.tok.decode(ids)}});
@@ -999,10 +1018,10 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                 if (!job->finished) job->cancelled = true;  // however the response ended
             });
     };
-    svr.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
-    svr.Post("/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
-    svr.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
-    svr.Post("/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+    post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+    post("/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+    post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+    post("/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
 
     if (!svr.bind_to_port(o.host, o.port)) {
         std::fprintf(stderr, "run: cannot listen on %s port %d (in use, or not an address of this machine)\n",

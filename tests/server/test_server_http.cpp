@@ -486,9 +486,15 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     Response lg = http(p, "POST", "/v1/completions", json{{"prompt", longer}, {"stream", true}}.dump());
     check_error_shape(lg, 400, "prompt");
     CHECK(lg.j()["error"]["code"] == "context_length_exceeded");
-    // Unknown paths and methods: 404.
+    // An unknown path: 404. A known path asked with another method: 405 with an Allow header
+    // naming the method it takes (RFC 9110, 15.5.6).
     check_error_shape(http(p, "GET", "/v2/nothing"), 404);
-    check_error_shape(http(p, "GET", "/v1/chat/completions"), 404);
+    Response wrong_method = http(p, "GET", "/v1/chat/completions");
+    check_error_shape(wrong_method, 405);
+    CHECK((wrong_method.headers + "\r\n").find("\r\nAllow: POST\r\n") != std::string::npos);
+    wrong_method = http(p, "POST", "/health", "{}");
+    check_error_shape(wrong_method, 405);
+    CHECK((wrong_method.headers + "\r\n").find("\r\nAllow: GET\r\n") != std::string::npos);
     // A JSON body of 40 KB sent as a form (curl -d's type): cpp-httplib's 8 KiB limit for forms,
     // said as such (it said "larger than 8 MiB").
     Response form = http(p, "POST", "/v1/completions", json{{"prompt", std::string(40000, 'a')}}.dump(),
