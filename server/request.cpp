@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -50,7 +51,10 @@ const char* type_name_of(const json& v) {
 }
 
 ApiError wrong_type(const char* name, const json& v, const std::string& want) {
-    return bad_request(std::string("'") + name + "' must be " + want + ", not " + type_name_of(v), name);
+    // A number that is not an integer is shown as it was read: 2^70 or 1e30 are read as floats
+    // (past 64 bits), and "must be an integer, not a number" would puzzle.
+    const std::string given = v.is_number_float() ? v.dump() : type_name_of(v);
+    return bad_request(std::string("'") + name + "' must be " + want + ", not " + given, name);
 }
 
 // Each reads an optional field into *out; absent or null leaves *out as it is.
@@ -239,6 +243,9 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     if (const json* s = field(j, "suffix"); s && *s != "") return unsupported("suffix", "no insertion (suffix)");
     for (const char* name : {"audio", "prediction"})
         if (field(j, name)) return unsupported(name, "text only");
+    if (const json* m = field(j, "modalities"))
+        if (!m->is_array() || std::any_of(m->begin(), m->end(), [](const json& x) { return x != "text"; }))
+            return unsupported("modalities", "text only ([\"text\"])");
 
     if (const json* m = field(j, "model")) {
         if (!m->is_string()) return wrong_type("model", *m, "a string");

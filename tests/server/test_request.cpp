@@ -218,6 +218,16 @@ TEST_CASE("server request: wrong types and out-of-range values are 400 naming th
     refused("{" + kUser + R"(,"stream":"yes"})", true, "stream");
     refused("{" + kUser + R"(,"stream_options":{"include_usage":true}})", true, "stream_options");  // without stream
     refused("{" + kUser + R"(,"seed":"1"})", true, "seed");
+    {
+        // 2^70 does not fit 64 bits, so the JSON parser reads it as a float: the message shows
+        // the value, not "must be an integer, not a number".
+        CompletionRequest r;
+        const ApiError e =
+            parse_completion_request("{" + kUser + R"(,"seed":1180591620717411303424})", true, server_defaults(), &r);
+        INFO(e.message);
+        CHECK(e.param == "seed");
+        CHECK(e.message.find("1.1805916207174113e+21") != std::string::npos);
+    }
     refused("{" + kUser + R"(,"model":5})", true, "model");
     refused("{" + kUser + R"(,"stop":5})", true, "stop");
     refused("{" + kUser + R"(,"stop":["a",1]})", true, "stop");
@@ -243,9 +253,12 @@ TEST_CASE("server request: parameters hearth does not implement are refused by n
     refused("{" + kUser + R"(,"functions":[{"name":"f"}]})", true, "functions");
     refused("{" + kUser + R"(,"response_format":{"type":"json_object"}})", true, "response_format");
     refused("{" + kUser + R"(,"logit_bias":{"50256":-100}})", true, "logit_bias");
+    refused("{" + kUser + R"(,"modalities":["text","audio"]})", true, "modalities");
+    refused("{" + kUser + R"(,"modalities":"text"})", true, "modalities");
+    refused("{" + kUser + R"(,"modalities":["image"]})", true, "modalities");
     // The neutral values of the same parameters change nothing and are accepted.
     CHECK(chat_ok("{" + kUser + R"(,"tool_choice":"none","tools":[],"response_format":{"type":"text"},
-                                     "logit_bias":{},"presence_penalty":0,"frequency_penalty":0,"user":"u","store":false})")
+                                     "logit_bias":{},"modalities":["text"],"presence_penalty":0,"frequency_penalty":0,"user":"u","store":false})")
               .messages.size() == 1);
 }
 
