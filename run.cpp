@@ -355,6 +355,12 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
 int bench(const Model& model, const Options& o) {
     BenchSpec spec = o.bench_spec;
     spec.cache_types = o.cache_types;
+    // Said before a run that may take minutes: attention's cost grows with the positions, and
+    // past the trained context the figures are not the model's in use.
+    const int positions = bench_context(spec, 0);
+    if (positions > model.config.max_seq_len)
+        std::fprintf(stderr, "run: note: the bench runs to position %d, past the model's context of %d\n", positions,
+                     model.config.max_seq_len);
     BenchResult b;
     std::string err = bench_model(model, spec, &b);
     if (!err.empty()) return fail(err);

@@ -259,6 +259,13 @@ TEST_CASE("cli: --bench-depth starts both parts after that many cached positions
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("pp8 @ d70: ") != std::string::npos);
     CHECK(r.out.find("tg4 @ d70 x 2 sequences: ") != std::string::npos);
+    CHECK(r.err.find("past the model's context") == std::string::npos);
+    // Past the model's context (the default model's is far below 4000) it runs, and says so first.
+    r = run_command(
+        "./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 0 --bench-depth 4000 --bench-reps 1 -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("run: note: the bench runs to position 4008, past the model's context of ") != std::string::npos);
+    CHECK(r.out.find("pp8 @ d4000: ") != std::string::npos);
     // Without a depth the rows keep their names.
     r = run_command("./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -t 1");
     CHECK(r.exit_code == 0);
