@@ -232,7 +232,10 @@ if has server; then
             echo "| | $n | $v |${runs[$n]} | $(awk -v a="$v" -v n="$n" 'BEGIN { printf "%.2f", a / n }') | $(awk -v a="$v" -v b="$one" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |" | tee -a "$out"
         done
         echo | tee -a "$out"
-        /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" \
+        # The 7B's streams generate 64 tokens, as its engine rows do: at 128, llama-server's rounds
+        # of 8 streams take minutes each (a make bench on the Zen 4 host was stopped after 15
+        # minutes in the 7B's server rounds).
+        /usr/bin/python3 tools/bench_server.py --model "$f" --gguf "$g" --llama-server "$peer" --tokens "$tg_batch" \
             --streams ${BENCH_SERVER_STREAMS:-1 4 8} --reps "${BENCH_SERVER_REPS:-3}" | tee -a "$out"
         echo | tee -a "$out"
     done
