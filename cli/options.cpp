@@ -141,7 +141,8 @@ std::string help_text(const CommandLine& cl, const std::vector<std::string>& def
     }
     out += help_lines("  -h, --help", "this text");
     out += help_lines("      --version", "the commit these programs were built from");
-    if (!cl.epilogue.empty()) out += "\n" + cl.epilogue;
+    out += "\nAn option given more than once takes its last value.\n";
+    if (!cl.epilogue.empty()) out += cl.epilogue;
     return out;
 }
 

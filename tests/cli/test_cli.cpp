@@ -40,6 +40,17 @@ TEST_CASE("cli: --help documents the options and exits 0") {
     CHECK(q.out.find("--type") != std::string::npos);
 }
 
+TEST_CASE("cli: an option given twice takes its last value, as --help says") {
+    for (const std::string program : {"run", "quantize"})
+        CHECK(run_command("./" + program + " --help").out.find("An option given more than once takes its last value.") !=
+              std::string::npos);
+    const CommandResult r =
+        run_command("./run models/tiny-shakespeare.hearth --bench --bench-pp 0 --bench-tg 7 --bench-tg 3 --bench-reps 1 -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("tg3: ") != std::string::npos);
+    CHECK(r.out.find("tg7: ") == std::string::npos);
+}
+
 TEST_CASE("cli: --version names the commit the programs were built from, as git does") {
     // "unknown" when the tree is not a git clone; else git describe's, which holds the commit.
     const CommandResult head = run_command("git rev-parse --short=7 HEAD 2>/dev/null");
