@@ -263,7 +263,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     if (c.eos_id >= 0 && !o.ignore_eos) end_ids.push_back(c.eos_id);
     Generator gen(model, tok, sampler, end_ids);
     gen.set_draft(o.draft);
-    if (!o.print_ids) std::fputs(gen.text_before(tokens).c_str(), stdout);
+    if (!o.print_ids) write_text(gen.text_before(tokens));
     std::fflush(stdout);
 
     std::vector<float> logits(c.vocab_size);
@@ -277,7 +277,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
         if (o.print_ids)
             std::printf(gen.tokens().size() > 1 ? ",%d" : "%d", id);
         else
-            std::fputs(text.c_str(), stdout);
+            write_text(text);
         std::fflush(stdout);
         if (o.print_margins) {
             // The logits id was chosen from (padding ids masked): the largest and the second.
@@ -296,7 +296,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     const auto t_gen = Clock::now();
     const GenerationEnd end = gen.generate(state, tokens, logits, o.n_predict, cb);
     const double gen_s = seconds_since(t_gen);
-    if (!o.print_ids) std::fputs(gen.finish().c_str(), stdout);
+    if (!o.print_ids) write_text(gen.finish());
     std::fputs("\n", stdout);
     std::fflush(stdout);
 

@@ -3,6 +3,7 @@
 // bytes that are not valid UTF-8 become \xNN, and the result is cut to a sane length.
 #pragma once
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,9 @@ int utf8_char_length(std::string_view s, size_t at);
 
 // Whether s is valid UTF-8 throughout.
 bool is_valid_utf8(std::string_view s);
+
+// A model's text (a prompt echoed, a reply) written whole: a token may decode to a NUL byte
+// (<0x00>), at which fputs of its c_str() stopped and the rest of the text was lost.
+inline void write_text(std::string_view s, std::FILE* to = stdout) { std::fwrite(s.data(), 1, s.size(), to); }
 
 }  // namespace hearth

@@ -202,7 +202,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     bool wrote_text = false;
     cb.on_text = [&](const std::string& s) {
         if (s.empty()) return;
-        std::fputs(s.c_str(), stdout);
+        write_text(s);
         std::fflush(stdout);
         wrote_text = true;
     };

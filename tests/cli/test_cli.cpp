@@ -40,6 +40,19 @@ TEST_CASE("cli: --help documents the options and exits 0") {
     CHECK(q.out.find("--type") != std::string::npos);
 }
 
+TEST_CASE("cli: the prompt echoed and the reply are written whole, NUL bytes too") {
+    // SentencePiece's byte fallback gives a NUL its own token (<0x00>); echoed through fputs,
+    // the text after it was lost while the model still read it.
+    const std::string path = "build/tests/cli-nul-prompt.txt";
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    std::fwrite("hello\0world ROMEO", 1, 17, f);
+    std::fclose(f);
+    const CommandResult r = run_command("./run models/tiny-shakespeare.hearth -f " + path + " -n 0 -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == std::string("hello\0world ROMEO\n", 18));
+}
+
 TEST_CASE("cli: an option given twice takes its last value, as --help says") {
     for (const std::string program : {"run", "quantize"})
         CHECK(run_command("./" + program + " --help").out.find("An option given more than once takes its last value.") !=
