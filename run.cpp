@@ -215,6 +215,14 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 int context_length(const Options& o, const ModelConfig& c) { return o.n_ctx ? o.n_ctx : std::min(c.max_seq_len, 4096); }
 
+// Positions past the context the model declares (as a rule, its training's) give text and
+// perplexity it was never trained for: said on stderr before the work, as llama.cpp warns.
+void note_past_context(const std::string& lead, int positions, const ModelConfig& c) {
+    if (positions > c.max_seq_len)
+        std::fprintf(stderr, "run: note: %s %d positions, past the model's context of %d\n", lead.c_str(), positions,
+                     c.max_seq_len);
+}
+
 // --prompt-ids: comma-separated ids, each inside the vocabulary. "" on success.
 std::string parse_prompt_ids(const std::string& s, int vocab, std::vector<int>* ids) {
     const std::string not_a_list = "--prompt-ids: '" + s + "' is not a comma-separated list of ids";
@@ -355,12 +363,8 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
 int bench(const Model& model, const Options& o) {
     BenchSpec spec = o.bench_spec;
     spec.cache_types = o.cache_types;
-    // Said before a run that may take minutes: attention's cost grows with the positions, and
-    // past the trained context the figures are not the model's in use.
-    const int positions = bench_context(spec, 0);
-    if (positions > model.config.max_seq_len)
-        std::fprintf(stderr, "run: note: the bench runs to position %d, past the model's context of %d\n", positions,
-                     model.config.max_seq_len);
+    // Also because a run past the context may take minutes: attention's cost grows with the positions.
+    note_past_context("the bench runs to", bench_context(spec, 0), model.config);
     BenchResult b;
     std::string err = bench_model(model, spec, &b);
     if (!err.empty()) return fail(err);
@@ -410,6 +414,9 @@ int serve_model(Options& o) {
         if (!is_chat_template(lm->template_name)) return "unknown chat template " + in_quotes(lm->template_name);
         lm->default_system = default_system_message(lm->model.config, lm->template_name);
         lm->n_ctx_total = context_length(o, lm->model.config);
+        note_past_context(
+            "-c " + std::to_string(lm->n_ctx_total) + " split among " + std::to_string(so.n_parallel) + " slots gives each",
+            lm->n_ctx_total / std::max(so.n_parallel, 1), lm->model.config);
         return check_context_memory(lm->model.config, lm->n_ctx_total, o.cache_types);
     });
 }
@@ -509,6 +516,7 @@ int main(int argc, char** argv) {
                       : o.bench                                ? bench_positions(o.bench_spec)
                                                                : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
     if (!(err = check_context_memory(model.config, n_ctx, o.cache_types)).empty()) return fail(err);
+    if (!o.bench) note_past_context("-c gives", n_ctx, model.config);
 
     if (o.chat) {
         ChatOptions& c = o.chat_options;

@@ -40,6 +40,16 @@ TEST_CASE("cli: --help documents the options and exits 0") {
     CHECK(q.out.find("--type") != std::string::npos);
 }
 
+TEST_CASE("cli: a -c past the model's context runs, with a note on stderr") {
+    // The default model declares 512 positions (models/README.md); llama.cpp warns alike.
+    CommandResult r = run_command("./run models/tiny-shakespeare.hearth -p ROMEO: -n 2 -c 4096 -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("run: note: -c gives 4096 positions, past the model's context of 512\n") != std::string::npos);
+    r = run_command("./run models/tiny-shakespeare.hearth -p ROMEO: -n 2 -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("past the model's context") == std::string::npos);
+}
+
 TEST_CASE("cli: the prompt echoed and the reply are written whole, NUL bytes too") {
     // SentencePiece's byte fallback gives a NUL its own token (<0x00>); echoed through fputs,
     // the text after it was lost while the model still read it.
@@ -288,7 +298,7 @@ TEST_CASE("cli: --bench-depth starts both parts after that many cached positions
     r = run_command(
         "./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 0 --bench-depth 4000 --bench-reps 1 -t 1");
     CHECK(r.exit_code == 0);
-    CHECK(r.err.find("run: note: the bench runs to position 4008, past the model's context of ") != std::string::npos);
+    CHECK(r.err.find("run: note: the bench runs to 4008 positions, past the model's context of ") != std::string::npos);
     CHECK(r.out.find("pp8 @ d4000: ") != std::string::npos);
     // Without a depth the rows keep their names.
     r = run_command("./run models/tiny-shakespeare.hearth --bench --bench-pp 8 --bench-tg 4 --bench-reps 1 -t 1");
