@@ -243,8 +243,14 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                         std::fprintf(stderr, "[system prompt set]\n");
                     }
                 } else if (word == "/stats") {
-                    std::printf("context: %zu of %d tokens, %zu messages\n", session.context().size(), session.n_ctx(),
-                                session.turns().size());
+                    // After /reset the cache keeps the last conversation's tokens until the next
+                    // prompt (what it shares with them is reused): not the conversation's.
+                    if (session.turns().empty() && !session.context().empty())
+                        std::printf("context: 0 messages (%zu tokens of the last conversation stay cached, for reuse)\n",
+                                    session.context().size());
+                    else
+                        std::printf("context: %zu of %d tokens, %zu messages\n", session.context().size(), session.n_ctx(),
+                                    session.turns().size());
                     if (have_last)
                         std::printf(
                             "last reply: %d tokens, %.1f tok/s; its prompt: %d new tokens evaluated (%d reused), "

@@ -172,6 +172,10 @@ TEST_CASE("chat pty: two turns, /reset, Ctrl-C in a long answer, Ctrl-D; the pro
     chat.type("/reset\r");
     CHECK(chat.expect("[conversation reset]", kWait));
     REQUIRE(chat.expect_prompt(kWait));
+    // /stats after it: no messages, not the last conversation's token count as the context's.
+    chat.type("/stats\r");
+    CHECK(chat.expect("context: 0 messages (", kWait));
+    REQUIRE(chat.expect_prompt(kWait));
 
     // Ctrl-C once the answer is under way: it stops, and the prompt returns.
     chat.type("Tell me a long tale\r");
