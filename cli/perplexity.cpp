@@ -11,9 +11,12 @@ std::string perplexity_windows(size_t n_tokens, int n_ctx, int* windows) {
     // Window positions n_ctx/2 .. n_ctx-2 are scored: fewer than 3 positions score none.
     if (n_ctx < 3) return "perplexity needs a context of at least 3 tokens (-c)";
     *windows = int(n_tokens / size_t(n_ctx));
-    if (*windows < 1)
-        return "the text is " + std::to_string(n_tokens) + " tokens, less than one window of " + std::to_string(n_ctx) +
-               " (lower -c)";
+    if (*windows < 1) {
+        const std::string count = std::to_string(n_tokens) + (n_tokens == 1 ? " token" : " tokens");
+        if (n_tokens < 3) return "the text is " + count + ": perplexity needs at least 3";
+        return "the text is " + count + ", less than one window of " + std::to_string(n_ctx) + " (-c " +
+               std::to_string(n_tokens) + " or less fits it)";
+    }
     return "";
 }
 

@@ -151,6 +151,13 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         for (int i = 0; i < 16; i++) std::fwrite(mib.data(), 1, mib.size(), f);
         std::fclose(f);
     }
+    for (const auto& [path, text] : {std::pair<std::string, std::string>{"build/tests/cli-empty.txt", ""},
+                                     {"build/tests/cli-one-line.txt", "ROMEO: Good morrow, my lord, and how fare you?\n"}}) {
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        REQUIRE(f);
+        std::fwrite(text.data(), 1, text.size(), f);
+        std::fclose(f);
+    }
     struct Case {
         std::string args, expect;
     } cases[] = {
@@ -172,6 +179,10 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " -c 4 -p " + std::string(300, 'a'), "too long to be tokenized"},
         {kModel + " -f build/tests/cli-huge-prompt.txt", "too long to be tokenized"},
         {kModel + " --perplexity tests/data/tinyshakespeare-valid.txt -c 2", "at least 3"},
+        // Too short for a window: the -c that fits it is named (it said "lower -c", also for
+        // an empty text, where no -c would do).
+        {kModel + " --perplexity build/tests/cli-empty.txt", "perplexity needs at least 3"},
+        {kModel + " --perplexity build/tests/cli-one-line.txt", " or less fits it)"},
         // 68 GB of KV cache for the default model: more than this machine (and CI's) has.
         {"models/tiny-shakespeare.hearth -c 16777216 -p hi", "largest -c that fits"},
     };
