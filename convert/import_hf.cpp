@@ -333,7 +333,11 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         char hf[256];
         std::snprintf(hf, sizeof hf, hf_tensor_name(family_of(c), want.role->name, want.role->hf_name), want.layer);
         auto it = all.find(hf);
-        if (it == all.end()) return std::string("tensor ") + hf + " is missing from the safetensors files";
+        if (it == all.end())
+            return std::string("tensor ") + hf + " is missing from the safetensors files" +
+                   (std::string(hf) == "lm_head.weight" ? " (a model whose output matrix is its embedding's says "
+                                                          "\"tie_word_embeddings\": true in config.json)"
+                                                        : "");
         const SafeTensor& st = *it->second;
         if (st.shape != std::vector<uint64_t>(want.shape, want.shape + want.n_dims)) {
             std::string got;

@@ -82,6 +82,10 @@ TEST_CASE("import_hf: safetensors headers are checked against the file") {
     REQUIRE(import_with_header([](nlohmann::json&) {}) == "");
     // Data moved to an odd offset would be read with misaligned loads.
     CHECK(import_with_header([](nlohmann::json&) {}, 2).find("aligned") != std::string::npos);
+    // An untied model without its output matrix: the message names the config key a user would fix.
+    const std::string no_head = import_with_header([](nlohmann::json& h) { h.erase("lm_head.weight"); });
+    CHECK(no_head.find("lm_head.weight is missing") != std::string::npos);
+    CHECK(no_head.find("\"tie_word_embeddings\": true") != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) {
               h[embed]["shape"] = {512.5, 64};
           }).find("whole numbers") != std::string::npos);
