@@ -73,7 +73,8 @@ static uint32_t nearest_storage_type(uint32_t type) {
     return type_is_storage(type) ? type : TYPE_Q8_0;
 }
 
-uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format, bool tied_embeddings) {
+// The mix's type for a tensor, before the fallback for rows its blocks do not divide.
+static uint32_t mix_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format, bool tied_embeddings) {
     if (t.n_dims == 1) return TYPE_F32;
     // The output projection: output.weight, or the token embedding that stands in for it.
     const bool is_output = t.name == "output.weight" || (tied_embeddings && t.name == "token_embd.weight");
@@ -100,6 +101,11 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
             break;
         }
     }
+    return want;
+}
+
+uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format, bool tied_embeddings) {
+    uint32_t want = mix_type_for(mix, t, n_layers, format, tied_embeddings);
     const uint64_t cols = t.cols();
     if (cols % type_block_size(want) != 0)
         want = cols % type_block_size(TYPE_Q8_0) == 0 && want != TYPE_F32 ? TYPE_Q8_0 : TYPE_F16;
@@ -202,10 +208,12 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     std::string err = validate_config(c);
     if (!err.empty()) return "bad model configuration: " + err;
     std::vector<TensorSpec> specs;
+    int fallbacks = 0;  // matrices whose rows the mix's blocks do not divide
     for (const SourceTensor& t : src.tensors) {
         TensorSpec s;
         s.name = t.name;
         s.type = tensor_type_for(mix, t, c.n_layers, format, c.tied_embeddings);
+        fallbacks += s.type != mix_type_for(mix, t, c.n_layers, format, c.tied_embeddings);
         s.layout = tensor_layout_for(t.name, s.type, format);
         s.n_dims = t.n_dims;
         for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
@@ -291,6 +299,11 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
                  "quantize: wrote %s in %.1f s: tensors %.2f MB -> %.2f MB, relative RMS error %.2e, %.3f bits per weight\n",
                  shown_path(out_path).c_str(), secs, bytes_in / 1e6, bytes_out / 1e6,
                  ref2_all > 0 ? std::sqrt(err2_all / ref2_all) : 0.0, 8.0 * bytes_out / std::max<uint64_t>(elements, 1));
+    // Said with -q too: the file is then larger than the type's name promises.
+    if (fallbacks > 0)
+        std::fprintf(stderr,
+                     "quantize: note: %d matrices are in q8_0 or f16 instead: the type's blocks do not divide their rows\n",
+                     fallbacks);
     return "";
 }
 

@@ -134,6 +134,22 @@ TEST_CASE("llama2c: the default conversion (f16) of stories260K keeps the refere
     CHECK(greedy_ids(out, g) == join_ids(g.greedy_ids) + "\n");
 }
 
+TEST_CASE("llama2c: quantize says how many matrices the type's blocks could not take") {
+    // stories260K (llama2.c's config: dim 64, hidden 172, 5 layers, tied embedding): its 36
+    // matrices have rows of 64 or 172, which Q4_K's blocks of 256 do not divide; of them
+    // Q8_0's blocks of 32 do not divide the 5 ffn_down rows of 172.
+    for (const auto& [type, count] : {std::pair<std::string, int>{"q4_k_m", 36}, {"q8_0", 5}}) {
+        const CommandResult q =
+            run_command("./quantize " + kData + "stories260K.bin build/tests/llama2c-fallbacks.hearth " + type + " -q");
+        INFO(q.err);
+        CHECK(q.exit_code == 0);
+        CHECK(q.err.find("quantize: note: " + std::to_string(count) + " matrices are in q8_0 or f16 instead") !=
+              std::string::npos);
+    }
+    const CommandResult f = run_command("./quantize " + kData + "stories260K.bin build/tests/llama2c-fallbacks.hearth f16 -q");
+    CHECK(f.err.find("note:") == std::string::npos);
+}
+
 TEST_CASE("llama2c: an int8 file becomes q8_0 by default, its groups of 32 kept as they are") {
     ImportedCheckpoint src;
     REQUIRE(import_llama2c(kData + "stories260K-v2-gs32.bin", "", &src) == "");
