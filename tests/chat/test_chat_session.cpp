@@ -247,8 +247,8 @@ TEST_CASE("chat session: run --chat over a pipe, with a context small enough to 
                     " --chat -n 5 --temp 0 -t 1");
     CHECK(cmds.exit_code == 0);
     CHECK(cmds.out.find(" of 256 tokens, 2 messages") != std::string::npos);
-    CHECK(cmds.out.find(" of 256 tokens, 0 messages") != std::string::npos);
-    CHECK(cmds.out.find("/reset") != std::string::npos);  // the help text
+    CHECK(cmds.out.find("context: 0 messages (") != std::string::npos);  // after /reset
+    CHECK(cmds.out.find("/reset") != std::string::npos);                 // the help text
     CHECK(cmds.err.find("conversation reset") != std::string::npos);
 
     CommandResult help = run_command("./run --help");
