@@ -66,6 +66,12 @@ public:
         // (el_wset: el_set would copy the two strings to wide ones that libedit never frees.)
         el_wset(el_, EL_ADDFN, L"hearth-ctrl-c", L"cancel the line; leave at an empty prompt", &LineReader::on_ctrl_c);
         el_set(el_, EL_BIND, "^C", "hearth-ctrl-c", nullptr);
+        // A Ctrl-D typed while a reply was written, in the terminal's own canonical mode, is an
+        // end-of-file mark there, not a byte; once libedit switches to its raw mode the mark
+        // reads as a NUL (^@, emacs's set-mark) and was dropped. At an empty prompt it leaves.
+        el_wset(el_, EL_ADDFN, L"hearth-typed-ahead-eof", L"leave at an empty prompt (a Ctrl-D typed during a reply)",
+                &LineReader::on_typed_ahead_eof);
+        el_set(el_, EL_BIND, "^@", "hearth-typed-ahead-eof", nullptr);
         hist_ = history_init();
         HistEvent ev;
         history(hist_, &ev, H_SETSIZE, 1000);
@@ -137,6 +143,10 @@ private:
     static unsigned char on_ctrl_c(EditLine*, int) {
         g_interrupted = 1;
         return CC_EOF;  // el_gets returns; read() sees g_interrupted and the line as typed
+    }
+    static unsigned char on_typed_ahead_eof(EditLine* el, int) {
+        const LineInfo* li = el_line(el);
+        return li && li->lastchar == li->buffer ? CC_EOF : CC_NORM;
     }
     static char* prompt(EditLine* el) {
         LineReader* self = nullptr;
