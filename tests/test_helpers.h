@@ -8,6 +8,7 @@
 #include <string>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 struct CommandResult {
@@ -53,6 +54,16 @@ inline std::string read_text(const std::string& path) {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+// Writes bytes to path as a new file: the old one is unlinked first, never written through (a
+// test's folder may hold hard links into a shared one). A failed write throws, which fails
+// the test case as a REQUIRE would.
+inline void write_file(const std::string& path, const std::string& bytes) {
+    unlink(path.c_str());
+    std::ofstream f(path, std::ios::binary);
+    f.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!f.good()) throw std::runtime_error("cannot write " + path);
 }
 
 // A text's ids, for tests whose tokenizer must encode it: an encoding error fails the test.

@@ -54,10 +54,7 @@ TEST_CASE("cli: the prompt echoed and the reply are written whole, NUL bytes too
     // SentencePiece's byte fallback gives a NUL its own token (<0x00>); echoed through fputs,
     // the text after it was lost while the model still read it.
     const std::string path = "build/tests/cli-nul-prompt.txt";
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    REQUIRE(f);
-    std::fwrite("hello\0world ROMEO", 1, 17, f);
-    std::fclose(f);
+    write_file(path, std::string("hello\0world ROMEO", 17));
     const CommandResult r = run_command("./run models/tiny-shakespeare.hearth -f " + path + " -n 0 -t 1");
     CHECK(r.exit_code == 0);
     CHECK(r.out == std::string("hello\0world ROMEO\n", 18));
@@ -151,13 +148,8 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         for (int i = 0; i < 16; i++) std::fwrite(mib.data(), 1, mib.size(), f);
         std::fclose(f);
     }
-    for (const auto& [path, text] : {std::pair<std::string, std::string>{"build/tests/cli-empty.txt", ""},
-                                     {"build/tests/cli-one-line.txt", "ROMEO: Good morrow, my lord, and how fare you?\n"}}) {
-        std::FILE* f = std::fopen(path.c_str(), "wb");
-        REQUIRE(f);
-        std::fwrite(text.data(), 1, text.size(), f);
-        std::fclose(f);
-    }
+    write_file("build/tests/cli-empty.txt", "");
+    write_file("build/tests/cli-one-line.txt", "ROMEO: Good morrow, my lord, and how fare you?\n");
     struct Case {
         std::string args, expect;
     } cases[] = {

@@ -374,14 +374,6 @@ Outcome run_job(const Job& job) { return run_jobs({job})[0]; }
 // ---------------------------------------------------------------------------------------
 // Files
 
-void write_file(const std::string& path, const std::string& bytes) {
-    // Replaced, never written through: a variant's files are hard links into a base folder.
-    unlink(path.c_str());
-    std::ofstream f(path, std::ios::binary);
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    REQUIRE_MESSAGE(f.good(), "cannot write " << path);
-}
-
 bool exists(const std::string& path) {
     struct stat st;
     return lstat(path.c_str(), &st) == 0;

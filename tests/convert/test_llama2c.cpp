@@ -96,11 +96,6 @@ std::string convert(const std::string& file, const std::string& type, const std:
     return out;
 }
 
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
 void put_i32(std::string* s, size_t at, int32_t v) { std::memcpy(&(*s)[at], &v, 4); }
 
 }  // namespace
