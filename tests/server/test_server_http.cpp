@@ -557,8 +557,8 @@ TEST_CASE(
     }
     // A Content-Length that is not a number, or over the body limit: answered before the body
     // (which never comes here), not at the read timeout.
-    for (const std::string length : {std::string("-5"), std::string("99999999999999999999"), std::string("12abc"),
-                                     std::to_string(limits::kServerBodyBytes + 1)}) {
+    for (const std::string& length : {std::string("-5"), std::string("99999999999999999999"), std::string("12abc"),
+                                      std::to_string(limits::kServerBodyBytes + 1)}) {
         const auto t = Clock::now();
         const Response r = raw_exchange(p,
                                         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
