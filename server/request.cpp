@@ -80,18 +80,32 @@ ApiError read_real(const json& j, const char* name, double lo, double hi, float*
     return {};
 }
 
+// A JSON number that is an integer: an integer, or a float with no fraction within 64 bits
+// (2.0: Python clients send max_tokens=n/2, and llama-server takes it). *x is clamped to
+// [LLONG_MIN, LLONG_MAX] for unsigned values past it. False for anything else.
+bool integer_value(const json& v, long long* x) {
+    if (v.is_number_unsigned()) {
+        const uint64_t u = v.get<uint64_t>();
+        *x = u > uint64_t(LLONG_MAX) ? LLONG_MAX : (long long)u;
+        return true;
+    }
+    if (v.is_number_integer()) {
+        *x = v.get<long long>();
+        return true;
+    }
+    if (!v.is_number_float()) return false;
+    const double d = v.get<double>();
+    if (!(d >= -9.2e18 && d <= 9.2e18) || d != std::floor(d)) return false;
+    *x = (long long)d;
+    return true;
+}
+
 // An integer in [lo, hi]; above hi it is clamped to hi when clamp, else refused.
 ApiError read_int(const json& j, const char* name, long long lo, long long hi, bool clamp, long long* out) {
     const json* v = field(j, name);
     if (!v) return {};
-    if (!v->is_number_integer()) return wrong_type(name, *v, "an integer");
     long long x;
-    if (v->is_number_unsigned()) {
-        const uint64_t u = v->get<uint64_t>();
-        x = u > uint64_t(LLONG_MAX) ? LLONG_MAX : (long long)u;
-    } else {
-        x = v->get<long long>();
-    }
+    if (!integer_value(*v, &x)) return wrong_type(name, *v, "an integer");
     if (x > hi && clamp) x = hi;
     if (x < lo || x > hi)
         return bad_request("'" + std::string(name) + "' must be an integer from " + std::to_string(lo) +
@@ -125,6 +139,7 @@ ApiError message_text(const json& content, size_t index, std::string* out) {
                 "messages", "unsupported_parameter");
         const json* text = field(part, "text");
         if (!text || !text->is_string()) return bad_request("a text part of '" + where + "' needs a string 'text'", "messages");
+        if (&part != &content.front()) *out += '\n';  // parts are lines, as llama-server and vLLM join them
         *out += text->get<std::string>();
     }
     return {};
@@ -199,8 +214,44 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
 
     // Parameters that would change the reply and that hearth does not implement.
     if (const json* n = field(j, "n")) {
-        if (!n->is_number_integer()) return wrong_type("n", *n, "an integer");
-        if (*n != 1) return unsupported("n", "one choice per request (n = 1); send the request again for another");
+        long long x = 0;
+        if (!integer_value(*n, &x)) return wrong_type("n", *n, "an integer");
+        if (x != 1) return unsupported("n", "one choice per request (n = 1); send the request again for another");
+    }
+    // llama-server's own fields that change the reply, which clients written for it send: refused
+    // by name unless they hold the value that changes nothing (other unknown fields are ignored).
+    struct Neutral {
+        const char* name;
+        double value;  // NaN: no value is neutral (only null is)
+    };
+    static const Neutral kLlamaFields[] = {{"grammar", NAN},
+                                           {"json_schema", NAN},
+                                           {"samplers", NAN},
+                                           {"mirostat", 0},
+                                           {"typical_p", 1},
+                                           {"tfs_z", 1},
+                                           {"dynatemp_range", 0},
+                                           {"xtc_probability", 0},
+                                           {"dry_multiplier", 0},
+                                           {"top_n_sigma", -1},
+                                           {"n_probs", 0},
+                                           {"reasoning_effort", NAN},
+                                           {"web_search_options", NAN},
+                                           {"chat_template_kwargs", NAN}};
+    for (const Neutral& f : kLlamaFields) {
+        const json* v = field(j, f.name);
+        if (!v || (v->is_number() && v->get<double>() == f.value) ||
+            (v->is_string() && v->get<std::string>().empty() && std::isnan(f.value)))
+            continue;
+        if (std::string(f.name) == "chat_template_kwargs" && v->is_object()) {
+            // Qwen3's switch: hearth's template renders thinking off, so only true changes anything.
+            const json* think = field(*v, "enable_thinking");
+            if (v->size() == (think ? 1u : 0u) && (!think || *think == false)) continue;
+            return unsupported(f.name, "the built-in templates take no arguments (Qwen3's thinking stays off)");
+        }
+        char off[48];
+        std::snprintf(off, sizeof off, "only %g, which turns it off", f.value);
+        return unsupported(f.name, std::isnan(f.value) ? "llama-server's extension, not implemented" : off);
     }
     if (const json* b = field(j, "best_of"); b && *b != 1) return unsupported("best_of", "only best_of = 1");
     for (const char* name : {"tools", "functions"})
@@ -297,10 +348,12 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         }
     }
     long long v = 0;
-    // max_completion_tokens is the newer name; when both are given it decides.
-    for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    // max_completion_tokens is the newer name; when both are given it decides. n_predict is
+    // llama-server's, where -1 means no limit but the context (as absent).
+    for (const char* name : {"n_predict", "max_tokens", "max_completion_tokens"}) {
         v = -1;
-        if (ApiError e = read_int(j, name, 0, INT_MAX, true, &v)) return e;
+        const bool llama = name[0] == 'n';
+        if (ApiError e = read_int(j, name, llama ? -1 : 0, INT_MAX, true, &v)) return e;
         if (v == 0 && !r.echo)
             return bad_request("'" + std::string(name) + "' must be at least 1 (0, nothing generated, only with 'echo')", name);
         if (v >= 0) r.max_tokens = int(v);
@@ -321,9 +374,13 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     if (ApiError e = read_int(j, "repeat_last_n", 0, 1 << 24, false, &v)) return e;
     s.repeat_last_n = int(v);
     if (const json* seed = field(j, "seed")) {
-        if (!seed->is_number_integer()) return wrong_type("seed", *seed, "an integer");
-        s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>());
-        r.seed_given = true;
+        long long x = 0;
+        if (!integer_value(*seed, &x)) return wrong_type("seed", *seed, "an integer");
+        // -1 asks for a random seed, as in llama-server (whose clients send it by default).
+        if (x != -1) {
+            s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(x);
+            r.seed_given = true;
+        }
     }
 
     if (const json* st = field(j, "stop")) {

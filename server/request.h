@@ -4,10 +4,10 @@
 //
 // What a body may hold follows OpenAI's API reference (chat completions and the legacy
 // completions), plus llama.cpp's cheap extras (top_k, min_p, repeat_penalty, repeat_last_n,
-// ignore_eos). Fields hearth does not implement are refused by name when they would change
-// the reply (n > 1, tools, a response_format other than text, ...); fields that
-// change nothing (user, metadata, store, ...) and unknown fields are ignored, as OpenAI's
-// clients send such things.
+// ignore_eos, n_predict). Fields hearth does not implement are refused by name when they would
+// change the reply (n > 1, tools, a response_format other than text, llama-server's grammar,
+// mirostat, ...); fields that change nothing (user, metadata, store, ...) and unknown fields are
+// ignored, as llama-server does, since clients send such things.
 #pragma once
 #include <string>
 #include <string_view>

@@ -80,8 +80,9 @@ TEST_CASE("server request: sampling fields, max_tokens and max_completion_tokens
     CHECK(r.sampler.top_k == 3);
     CHECK(r.sampler.min_p == doctest::Approx(0.1));
     CHECK(r.sampler.repeat_penalty == doctest::Approx(1.1));
-    CHECK(r.seed_given);
-    CHECK(r.sampler.seed == UINT64_MAX);  // -1 as 64 bits
+    CHECK(!r.seed_given);  // -1 asks for a random seed (llama.cpp's LLAMA_DEFAULT_SEED)
+    CHECK(chat_ok("{" + kUser + R"(,"seed":18446744073709551615})").sampler.seed == UINT64_MAX);
+    CHECK(chat_ok("{" + kUser + R"(,"seed":-2})").seed_given);
     CHECK(r.max_tokens == 10);
     CHECK(r.stream);
     CHECK(r.include_usage);
@@ -89,6 +90,10 @@ TEST_CASE("server request: sampling fields, max_tokens and max_completion_tokens
     // max_completion_tokens is the newer name and wins; a huge value is capped later by the context.
     CHECK(chat_ok("{" + kUser + R"(,"max_tokens":10,"max_completion_tokens":3})").max_tokens == 3);
     CHECK(chat_ok("{" + kUser + R"(,"max_tokens":99999999999999})").max_tokens == INT_MAX);
+    // llama-server's name, where -1 is no limit; a whole number written as a float is that number.
+    CHECK(chat_ok("{" + kUser + R"(,"n_predict":7})").max_tokens == 7);
+    CHECK(chat_ok("{" + kUser + R"(,"n_predict":-1})").max_tokens == -1);
+    CHECK(chat_ok("{" + kUser + R"(,"max_tokens":2.0,"n":1.0,"seed":5.0})").max_tokens == 2);
     // null is "not given", as OpenAI's clients send it.
     CompletionRequest n = chat_ok("{" + kUser + R"(,"temperature":null,"max_tokens":null,"stop":null,"n":null,"tools":null})");
     CHECK(n.sampler.temperature == doctest::Approx(0.8));
@@ -102,8 +107,8 @@ TEST_CASE("server request: messages: roles, content parts, order") {
         R"({"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
                                      {"role":"assistant","content":"c"},{"role":"user","content":"d","name":"me"}]})");
     REQUIRE(r.messages.size() == 4);
-    CHECK(r.messages[0].role == "system");  // developer is OpenAI's newer name for system
-    CHECK(r.messages[1].content == "ab");
+    CHECK(r.messages[0].role == "system");   // developer is OpenAI's newer name for system
+    CHECK(r.messages[1].content == "a\nb");  // text parts are lines, as llama-server joins them
     CHECK(r.messages[2].role == "assistant");
     CHECK(r.messages[3].content == "d");
 
@@ -256,6 +261,18 @@ TEST_CASE("server request: parameters hearth does not implement are refused by n
     refused("{" + kUser + R"(,"modalities":["text","audio"]})", true, "modalities");
     refused("{" + kUser + R"(,"modalities":"text"})", true, "modalities");
     refused("{" + kUser + R"(,"modalities":["image"]})", true, "modalities");
+    // llama-server's own ones, as its clients send them.
+    refused("{" + kUser + R"(,"grammar":"root ::= \"yes\""})", true, "grammar");
+    refused("{" + kUser + R"(,"json_schema":{}})", true, "json_schema");
+    refused("{" + kUser + R"(,"mirostat":2})", true, "mirostat");
+    refused("{" + kUser + R"(,"typical_p":0.5})", true, "typical_p");
+    refused("{" + kUser + R"(,"samplers":["top_k"]})", true, "samplers");
+    refused("{" + kUser + R"(,"n_probs":3})", true, "n_probs");
+    refused("{" + kUser + R"(,"chat_template_kwargs":{"enable_thinking":true}})", true, "chat_template_kwargs");
+    refused("{" + kUser + R"(,"reasoning_effort":"low"})", true, "reasoning_effort");
+    CHECK(chat_ok("{" + kUser + R"(,"grammar":"","mirostat":0,"typical_p":1,"tfs_z":1.0,"dry_multiplier":0,"n_probs":0,
+                                     "chat_template_kwargs":{"enable_thinking":false},"cache_prompt":true,"id_slot":-1})")
+              .messages.size() == 1);
     // The neutral values of the same parameters change nothing and are accepted.
     CHECK(chat_ok("{" + kUser + R"(,"tool_choice":"none","tools":[],"response_format":{"type":"text"},
                                      "logit_bias":{},"modalities":["text"],"presence_penalty":0,"frequency_penalty":0,"user":"u","store":false})")
