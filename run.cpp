@@ -81,7 +81,8 @@ CommandLine command_line(Options& o) {
                  {"-p", "--prompt", "TEXT", &o.prompt, "prompt text; encoded with BOS prepended (when the tokenizer adds one)", 0,
                   0, "just BOS"},
                  {"-f", "--file", "FILE", &o.prompt_file, "prompt text read from a file (instead of --prompt)"},
-                 {"", "--prompt-ids", "IDS", &o.prompt_ids, "prompt as raw token ids, comma-separated (nothing is added)"},
+                 {"", "--prompt-ids", "IDS", &o.prompt_ids,
+                  "prompt as raw token ids, comma-separated (nothing is added); llama-tokenize's [1, 15043] too"},
                  {"-n", "--n-predict", "N", &o.n_predict, "tokens to generate at most; stops earlier at EOS", 0, 1 << 30},
                  {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
                  {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
@@ -90,7 +91,7 @@ CommandLine command_line(Options& o) {
                   "to tell a near-tie from a difference when two builds disagree"},
                  {"", "--tokenize", "", &o.tokenize,
                   "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
-                  "comma-separated on one line as llama.cpp's llama-tokenize --ids does, and exit"},
+                  "comma-separated on one line (the ids llama.cpp's llama-tokenize --ids prints as [a, b, ...]), and exit"},
                  {"-c", "--ctx-size", "N", &o.n_ctx,
                   "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
                   "llama-server does)",
@@ -223,9 +224,12 @@ void note_past_context(const std::string& lead, int positions, const ModelConfig
                      c.max_seq_len);
 }
 
-// --prompt-ids: comma-separated ids, each inside the vocabulary. "" on success.
-std::string parse_prompt_ids(const std::string& s, int vocab, std::vector<int>* ids) {
-    const std::string not_a_list = "--prompt-ids: '" + s + "' is not a comma-separated list of ids";
+// --prompt-ids: comma-separated ids, each inside the vocabulary, a space allowed after each
+// comma and the whole in brackets or not (llama-tokenize --ids prints "[1, 15043]"). "" on success.
+std::string parse_prompt_ids(const std::string& given, int vocab, std::vector<int>* ids) {
+    const std::string not_a_list = "--prompt-ids: '" + given + "' is not a list of ids like 1,15043 or [1, 15043]";
+    std::string s = given;
+    if (s.size() >= 2 && s.front() == '[' && s.back() == ']') s = s.substr(1, s.size() - 2);
     for (const char* p = s.c_str(); *p;) {
         char* end = nullptr;
         errno = 0;
@@ -235,10 +239,12 @@ std::string parse_prompt_ids(const std::string& s, int vocab, std::vector<int>* 
             return "--prompt-ids: id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(vocab - 1);
         ids->push_back(int(id));
         p = end;
-        if (*p == ',' && p[1])  // a comma between ids, not at the end
+        if (*p == ',' && p[1]) {  // a comma between ids, not at the end
             p++;
-        else if (*p)
+            if (*p == ' ' && p[1]) p++;
+        } else if (*p) {
             return not_a_list;
+        }
     }
     return ids->empty() ? "--prompt-ids is empty" : "";
 }

@@ -220,6 +220,24 @@ TEST_CASE("cli: padding ids past the tokenizer (vocab 520, 512 pieces) print as 
     CHECK(r.exit_code == 0);
 }
 
+TEST_CASE("cli: --prompt-ids takes llama-tokenize's [a, b] as it prints them") {
+    make_cli_model();
+    const std::string args = " -n 6 --temp 0 --ignore-eos --print-ids";
+    const CommandResult plain = run_command("./run " + kModel + " --prompt-ids 1,5,6" + args);
+    const CommandResult bracketed = run_command("./run " + kModel + " --prompt-ids '[1, 5, 6]'" + args);
+    INFO(plain.err << bracketed.err);
+    CHECK(plain.exit_code == 0);
+    CHECK(bracketed.exit_code == 0);
+    CHECK(!plain.out.empty());
+    CHECK(bracketed.out == plain.out);
+    for (const char* bad : {"'[1, 5'", "'1,  5'", "'[]'", "' 1'"}) {
+        const CommandResult r = run_command("./run " + kModel + " --prompt-ids " + bad + args);
+        INFO(bad << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("--prompt-ids") != std::string::npos);
+    }
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);
