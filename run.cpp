@@ -452,8 +452,18 @@ int main(int argc, char** argv) {
     }
     if (args.was_given("--file")) {
         if (args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
-        std::string err = read_input_file(o.prompt_file, InputKind::text, &o.prompt);
+        // A prompt over 64 bytes a token of its context is refused before tokenizing (generate):
+        // read no more of a pipe than that, not a text file's 1 GiB. The context is -c, or the
+        // model's of at most 4096 (not loaded yet). --tokenize has no context.
+        const uint64_t most = o.tokenize ? 0 : uint64_t(o.n_ctx ? o.n_ctx : 4096) * limits::kPromptBytesPerContextToken + 1;
+        std::string err = read_input_file(o.prompt_file, InputKind::text, &o.prompt, nullptr, most);
         if (!err.empty()) return fail("--file: " + err);
+        if (most && o.prompt.size() == most)
+            return fail("--file: " + shown_path(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
+                        " bytes: more than " + std::to_string(limits::kPromptBytesPerContextToken) +
+                        " per token of a context of " + std::to_string(o.n_ctx ? o.n_ctx : 4096) +
+                        ", too long to be tokenized (raise -c)");
+        if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file %s is empty\n", shown_path(o.prompt_file).c_str());
     }
     const bool prompt_given = args.was_given("--prompt") || args.was_given("--file"), ids_given = args.was_given("--prompt-ids");
     const bool perplexity_given = args.was_given("--perplexity");

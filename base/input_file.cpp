@@ -1,8 +1,10 @@
 #include "base/input_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,8 +86,9 @@ int open_regular_file(const std::string& path, std::string* why, FileId* id, uin
     return fd;
 }
 
-std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id) {
+std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id, uint64_t read_at_most) {
     const KindRow& row = row_of(kind);
+    const bool cut = read_at_most > 0 && read_at_most <= row.max_bytes;
     out->clear();
     std::string why;
     struct stat st;
@@ -97,7 +100,7 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
         ::close(fd);
         return shown + " is " + file_kind_name(st.st_mode) + ", not a regular file (a " + row.what + " must be one)";
     }
-    if (uint64_t(st.st_size) > row.max_bytes) {
+    if (uint64_t(st.st_size) > row.max_bytes && !cut) {
         ::close(fd);
         return shown + " is " + bytes_text(uint64_t(st.st_size)) + ", more than a " + row.what + " may have (" +
                mib(row.max_bytes) + ")";
@@ -105,14 +108,32 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
     // A FIFO's writer may not have written yet: from here on, reads may wait for it.
     if (fifo) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (id) *id = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
-    out->reserve(size_t(st.st_size));
+    out->reserve(size_t(cut ? std::min(read_at_most, uint64_t(st.st_size)) : uint64_t(st.st_size)));
     char buf[1 << 16];
+    bool waited = false;
     for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
+        const size_t want = cut ? size_t(std::min(uint64_t(sizeof buf), read_at_most - out->size())) : sizeof buf;
+        if (want == 0) break;
+        const ssize_t n = ::read(fd, buf, want);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             why = shown + ": cannot read it: " + std::strerror(errno);
             break;
+        }
+        if (n == 0 && fifo && out->empty() && !waited) {
+            // End of file at once: either a writer came and went without a byte (an empty text),
+            // or none has opened the FIFO yet (`run -f fifo &` before `echo ... > fifo`). Only in
+            // the second case does poll wait: it reports a hang-up for a writer that has gone.
+            waited = true;
+            pollfd p = {fd, POLLIN, 0};
+            int r;
+            while ((r = poll(&p, 1, limits::kFifoWriterWaitSeconds * 1000)) < 0 && errno == EINTR) {}
+            if (r == 0) {
+                why = shown + " is a FIFO that no one opened for writing within " +
+                      std::to_string(limits::kFifoWriterWaitSeconds) + " s";
+                break;
+            }
+            continue;
         }
         if (n == 0) break;
         // A file may grow while it is read, and a FIFO states no size: the limit holds anyway.

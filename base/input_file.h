@@ -28,8 +28,12 @@ enum class InputKind {
 };
 
 // The file's bytes in *out and, when asked, its identity. "" on success, else one line
-// naming the path (escaped) and the reason.
-std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id = nullptr);
+// naming the path (escaped) and the reason. read_at_most (if not 0 and below the kind's limit):
+// a larger file is not an error, its first read_at_most bytes are read, so that a caller with a
+// smaller limit of its own (a prompt for its context) can refuse it having read no more.
+// A FIFO that no one has opened for writing is waited for, up to limits::kFifoWriterWaitSeconds.
+std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id = nullptr,
+                            uint64_t read_at_most = 0);
 
 // The identity of the file a path names now (following links); false when there is none.
 bool file_id_of(const std::string& path, FileId* id);

@@ -20,6 +20,9 @@ constexpr uint64_t kTokenizerJsonBytes = 128 * MiB;       // tokenizer.json (Gem
 constexpr uint64_t kSafetensorsIndexBytes = 64 * MiB;     // model.safetensors.index.json
 constexpr uint64_t kSentencePieceModelBytes = 64 * MiB;   // tokenizer.model (Gemma's: 4 MB)
 constexpr uint64_t kTextFileBytes = 1 * GiB;              // a prompt (--file) or a text to score (--perplexity)
+// A text given as a FIFO (mkfifo) that no one has opened for writing yet: how long a reader
+// waits for a writer (as cat would, but not for ever) before it refuses the file.
+constexpr int kFifoWriterWaitSeconds = 10;
 
 // ---- JSON (base/json_input.h): nesting deeper than this is refused while parsing, so no
 // later copy, comparison or printing of a value can recurse deeply. Real files nest 6 deep.

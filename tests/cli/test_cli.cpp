@@ -238,6 +238,30 @@ TEST_CASE("cli: --prompt-ids takes llama-tokenize's [a, b] as it prints them") {
     }
 }
 
+TEST_CASE("cli: -f waits for a FIFO's writer, and reads no more of a pipe than the context could take") {
+    make_cli_model();
+    const std::string fifo = "build/tests/cli-prompt.fifo";
+    unlink(fifo.c_str());
+    REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+    // The writer opens the FIFO a second after run has: run must wait for it, not read an empty prompt.
+    const CommandResult late =
+        run_command("(sleep 1; timeout 10 sh -c \"printf 'Hi there' > " + fifo + "\") & ./run " + kModel + " --tokenize -f " + fifo + "; wait");
+    const CommandResult direct = run_command("./run " + kModel + " --tokenize -p 'Hi there'");
+    INFO(late.err << direct.err);
+    CHECK(late.exit_code == 0);
+    CHECK(direct.exit_code == 0);
+    CHECK(direct.out.size() > 1);
+    CHECK(late.out == direct.out);
+    unlink(fifo.c_str());
+    // 50 MB through a pipe with -c 512: refused having read 64 bytes a token of the context (the
+    // limit generation would apply), not the 1 GiB a text file may have.
+    const CommandResult big = run_command("head -c 50000000 /dev/zero | tr '\\0' a | ./run " + kModel + " -c 512 -f /dev/stdin");
+    INFO(big.err);
+    CHECK(big.exit_code == 1);
+    CHECK(big.err.find("more than 32768 bytes") != std::string::npos);
+    CHECK(big.err.find("raise -c") != std::string::npos);
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);
