@@ -351,6 +351,23 @@ async function main() {
         await clear('#message');
     });
 
+    await check('Stop before the first token takes the turn back, and the conversation goes on', async () => {
+        const before = (await messages()).length;
+        await type('#message', 'Stopped at once');
+        // Send, then Stop in the same task: the request is aborted before any token can come.
+        await js(() => { const b = document.getElementById('send'); b.click(); b.click(); });
+        await waitFor('the button to be Send again', async () => await sendText() === 'Send', 10000);
+        expect((await messages()).length === before, `the stopped turn stayed: ${json(await messages())}`);
+        expect(await js(() => document.getElementById('message').value) === 'Stopped at once', 'the message was not given back');
+        const msgs = await sendAndWait('click');
+        expect(msgs.length === before + 2, `messages: ${json(msgs)}`);
+        expect(await errorText() === '', `#error says "${await errorText()}"`);
+        const sent = (await recorded()).requests.pop()?.body.messages || [];
+        const roles = sent.filter((m) => m.role !== 'system').map((m) => m.role).join(' ');
+        expect(/^(user assistant )*user$/.test(roles) && sent[sent.length - 1].content === 'Stopped at once',
+               `messages sent: ${json(sent)}`);
+    });
+
     await check('New conversation clears the dialog and keeps the system prompt and temperature', async () => {
         await click('#new-conversation');
         expect((await messages()).length === 0, 'messages are left');
