@@ -22,6 +22,12 @@ float dot_f16_scalar(const uint16_t* w, const float* x, int n) {
     return sum;
 }
 
+float dot_bf16_scalar(const uint16_t* w, const float* x, int n) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += bf16_to_fp32(w[i]) * x[i];
+    return sum;
+}
+
 void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n) {
     for (int i = 0; i < n; i++) out[i] = fp16_to_fp32(h[i]);
 }
@@ -61,21 +67,27 @@ float dot_f32_avx2(const float* w, const float* x, int n) {
     return sum;
 }
 
-float dot_f16_avx2(const uint16_t* w, const float* x, int n) {
+// fp16 and bf16 rows: the same loop, each with its widening of 8 values (x86/avx2_util.h).
+namespace {
+template <__m256 (*load8)(const uint16_t*), float (*to_f32)(uint16_t)>
+float dot_u16_avx2(const uint16_t* w, const float* x, int n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int i = 0;
-    auto load_f16 = [](const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); };
     for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(load_f16(w + i), _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(load_f16(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
-        a2 = _mm256_fmadd_ps(load_f16(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
-        a3 = _mm256_fmadd_ps(load_f16(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+        a0 = _mm256_fmadd_ps(load8(w + i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(load8(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(load8(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(load8(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
     }
-    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(load_f16(w + i), _mm256_loadu_ps(x + i), a0);
+    for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(load8(w + i), _mm256_loadu_ps(x + i), a0);
     float sum = hsum_avx2(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; i++) sum += fp16_to_fp32(w[i]) * x[i];
+    for (; i < n; i++) sum += to_f32(w[i]) * x[i];
     return sum;
 }
+}  // namespace
+
+float dot_f16_avx2(const uint16_t* w, const float* x, int n) { return dot_u16_avx2<load8_f16, fp16_to_fp32>(w, x, n); }
+float dot_bf16_avx2(const uint16_t* w, const float* x, int n) { return dot_u16_avx2<load8_bf16, bf16_to_fp32>(w, x, n); }
 #endif
 
 #if defined(HEARTH_ISA_NEON)
@@ -107,23 +119,42 @@ float dot_f32_neon(const float* w, const float* x, int n) {
     return sum;
 }
 
-// fcvtl widens fp16 to fp32 in base ARMv8; no fp16 arithmetic extension needed.
-float dot_f16_neon(const uint16_t* w, const float* x, int n) {
+// fp16 and bf16 rows: the same loop, each with its widening to fp32. fcvtl widens fp16 in base
+// ARMv8 (no fp16 arithmetic extension needed); a bf16 is the upper half of an fp32, so shll by 16
+// widens it exactly (no BF16 extension needed).
+namespace {
+struct NeonF16 {
+    static float32x4_t lo(uint16x8_t v) { return vcvt_f32_f16(vget_low_f16(vreinterpretq_f16_u16(v))); }
+    static float32x4_t hi(uint16x8_t v) { return vcvt_high_f32_f16(vreinterpretq_f16_u16(v)); }
+    static float32x4_t four(uint16x4_t v) { return vcvt_f32_f16(vreinterpret_f16_u16(v)); }
+    static float one(uint16_t h) { return fp16_to_fp32(h); }
+};
+struct NeonBF16 {
+    static float32x4_t lo(uint16x8_t v) { return vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16)); }
+    static float32x4_t hi(uint16x8_t v) { return vreinterpretq_f32_u32(vshll_high_n_u16(v, 16)); }
+    static float32x4_t four(uint16x4_t v) { return vreinterpretq_f32_u32(vshll_n_u16(v, 16)); }
+    static float one(uint16_t h) { return bf16_to_fp32(h); }
+};
+template <typename F>
+float dot_u16_neon(const uint16_t* w, const float* x, int n) {
     float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
     int i = 0;
     for (; i + 16 <= n; i += 16) {
-        float16x8_t h0 = vreinterpretq_f16_u16(vld1q_u16(w + i));
-        float16x8_t h1 = vreinterpretq_f16_u16(vld1q_u16(w + i + 8));
-        a0 = vfmaq_f32(a0, vcvt_f32_f16(vget_low_f16(h0)), vld1q_f32(x + i));
-        a1 = vfmaq_f32(a1, vcvt_high_f32_f16(h0), vld1q_f32(x + i + 4));
-        a2 = vfmaq_f32(a2, vcvt_f32_f16(vget_low_f16(h1)), vld1q_f32(x + i + 8));
-        a3 = vfmaq_f32(a3, vcvt_high_f32_f16(h1), vld1q_f32(x + i + 12));
+        const uint16x8_t h0 = vld1q_u16(w + i), h1 = vld1q_u16(w + i + 8);
+        a0 = vfmaq_f32(a0, F::lo(h0), vld1q_f32(x + i));
+        a1 = vfmaq_f32(a1, F::hi(h0), vld1q_f32(x + i + 4));
+        a2 = vfmaq_f32(a2, F::lo(h1), vld1q_f32(x + i + 8));
+        a3 = vfmaq_f32(a3, F::hi(h1), vld1q_f32(x + i + 12));
     }
-    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w + i))), vld1q_f32(x + i));
+    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, F::four(vld1_u16(w + i)), vld1q_f32(x + i));
     float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; i < n; i++) sum += fp16_to_fp32(w[i]) * x[i];
+    for (; i < n; i++) sum += F::one(w[i]) * x[i];
     return sum;
 }
+}  // namespace
+
+float dot_f16_neon(const uint16_t* w, const float* x, int n) { return dot_u16_neon<NeonF16>(w, x, n); }
+float dot_bf16_neon(const uint16_t* w, const float* x, int n) { return dot_u16_neon<NeonBF16>(w, x, n); }
 #endif
 
 }  // namespace hearth

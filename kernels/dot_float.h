@@ -1,4 +1,4 @@
-// Dot products of an fp32 activation vector with an fp32 or fp16 weight row.
+// Dot products of an fp32 activation vector with an fp32, fp16 or bf16 weight row.
 // Each SIMD version has a scalar twin; tests/kernels/test_dot_float.cpp holds them together.
 #pragma once
 #include <cstdint>
@@ -9,17 +9,20 @@ namespace hearth {
 
 float dot_f32_scalar(const float* w, const float* x, int n);
 float dot_f16_scalar(const uint16_t* w, const float* x, int n);
+float dot_bf16_scalar(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_scalar(const uint16_t* h, float* out, int n);
 void f32_to_f16_row_scalar(const float* x, uint16_t* out, int n);
 #if defined(HEARTH_ISA_AVX2)
 float dot_f32_avx2(const float* w, const float* x, int n);
 float dot_f16_avx2(const uint16_t* w, const float* x, int n);
+float dot_bf16_avx2(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_avx2(const uint16_t* h, float* out, int n);
 void f32_to_f16_row_avx2(const float* x, uint16_t* out, int n);
 #endif
 #if defined(HEARTH_ISA_NEON)
 float dot_f32_neon(const float* w, const float* x, int n);
 float dot_f16_neon(const uint16_t* w, const float* x, int n);
+float dot_bf16_neon(const uint16_t* w, const float* x, int n);
 void f16_to_f32_row_neon(const uint16_t* h, float* out, int n);
 void f32_to_f16_row_neon(const float* x, uint16_t* out, int n);
 #endif
@@ -42,6 +45,16 @@ inline float dot_f16(const uint16_t* w, const float* x, int n) {
     return dot_f16_neon(w, x, n);
 #else
     return dot_f16_scalar(w, x, n);
+#endif
+}
+
+inline float dot_bf16(const uint16_t* w, const float* x, int n) {
+#if defined(HEARTH_ISA_AVX2)
+    return dot_bf16_avx2(w, x, n);
+#elif defined(HEARTH_ISA_NEON)
+    return dot_bf16_neon(w, x, n);
+#else
+    return dot_bf16_scalar(w, x, n);
 #endif
 }
 

@@ -1,4 +1,4 @@
-// Multi-token matmul for fp32 and fp16 weights x fp32 activations, the contract of matmul_rows_fn
+// Multi-token matmul for fp32, fp16 and bf16 weights x fp32 activations, the contract of matmul_rows_fn
 // (kernels/quant.h) with rows one after another (the strides are n_cols elements; both are ignored).
 // The AVX2 version computes 3 rows x up to 4 tokens per step from registers, so each weight vector
 // is loaded once for every token of the tile; the scalar twin is the plain double loop.
@@ -27,29 +27,58 @@ void matmul_f32_rows_scalar(const void* W, size_t, const void* A, size_t, int co
             out[int64_t(t) * out_stride + r] = dot_f32(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
 }
 
-void matmul_f16_rows_scalar(const void* W, size_t, const void* A, size_t, int cols, int n_tokens, float* out, int out_stride,
-                            int r0, int r1) {
+namespace {
+template <float (*dot)(const uint16_t*, const float*, int)>
+void matmul_u16_rows_scalar(const void* W, const void* A, int cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
     const uint16_t* w = static_cast<const uint16_t*>(W);
     const float* x = static_cast<const float*>(A);
     for (int r = r0; r < r1; r++)
         for (int t = 0; t < n_tokens; t++)
-            out[int64_t(t) * out_stride + r] = dot_f16(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
+            out[int64_t(t) * out_stride + r] = dot(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
+}
+}  // namespace
+
+void matmul_f16_rows_scalar(const void* W, size_t, const void* A, size_t, int cols, int n_tokens, float* out, int out_stride,
+                            int r0, int r1) {
+    matmul_u16_rows_scalar<dot_f16>(W, A, cols, n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_bf16_rows_scalar(const void* W, size_t, const void* A, size_t, int cols, int n_tokens, float* out, int out_stride,
+                             int r0, int r1) {
+    matmul_u16_rows_scalar<dot_bf16>(W, A, cols, n_tokens, out, out_stride, r0, r1);
 }
 
 #if defined(HEARTH_ISA_AVX2)
 namespace {
 
-inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline float to_float(float v) { return v; }
-inline float to_float(uint16_t h) { return fp16_to_fp32(h); }
+// Each weight format: its element type (fp16 and bf16 are both uint16_t), 8 elements and one as
+// fp32, and its dot product of a row (single tokens, below).
+struct F32 {
+    using W = float;
+    static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+    static float one(float v) { return v; }
+    static float dot(const float* w, const float* x, int n) { return dot_f32_avx2(w, x, n); }
+};
+struct F16 {
+    using W = uint16_t;
+    static __m256 load8(const uint16_t* p) { return load8_f16(p); }
+    static float one(uint16_t h) { return fp16_to_fp32(h); }
+    static float dot(const uint16_t* w, const float* x, int n) { return dot_f16_avx2(w, x, n); }
+};
+struct BF16 {
+    using W = uint16_t;
+    static __m256 load8(const uint16_t* p) { return load8_bf16(p); }
+    static float one(uint16_t h) { return bf16_to_fp32(h); }
+    static float dot(const uint16_t* w, const float* x, int n) { return dot_bf16_avx2(w, x, n); }
+};
 
 // Rows r..r+2 against tokens t..t+NT-1 (NT <= 4): up to 12 accumulators, 3 weight vectors
 // and 1 activation vector fill the 16 ymm registers, and each weight vector is loaded (and, for
-// f16, converted) once for all NT tokens.
-template <int NT, typename W>
-void tile_3xn(const W* w, int cols, const float* x, float* out, int out_stride, int r, int t) {
+// f16 and bf16, widened) once for all NT tokens.
+template <int NT, typename F>
+void tile_3xn(const typename F::W* w, int cols, const float* x, float* out, int out_stride, int r, int t) {
     static_assert(NT >= 1 && NT <= 4, "at most 4 tokens a tile");
+    using W = typename F::W;
     const W* wr[3] = {w + int64_t(r) * cols, w + int64_t(r + 1) * cols, w + int64_t(r + 2) * cols};
     const float* xt[NT];
     for (int j = 0; j < NT; j++) xt[j] = x + int64_t(t + j) * cols;
@@ -58,7 +87,7 @@ void tile_3xn(const W* w, int cols, const float* x, float* out, int out_stride, 
         for (int j = 0; j < NT; j++) acc[i][j] = _mm256_setzero_ps();
     int c = 0;
     for (; c + 8 <= cols; c += 8) {
-        const __m256 v0 = load8(wr[0] + c), v1 = load8(wr[1] + c), v2 = load8(wr[2] + c);
+        const __m256 v0 = F::load8(wr[0] + c), v1 = F::load8(wr[1] + c), v2 = F::load8(wr[2] + c);
         for (int j = 0; j < NT; j++) {
             const __m256 xv = _mm256_loadu_ps(xt[j] + c);
             acc[0][j] = _mm256_fmadd_ps(v0, xv, acc[0][j]);
@@ -71,13 +100,10 @@ void tile_3xn(const W* w, int cols, const float* x, float* out, int out_stride, 
         for (int j = 0; j < NT; j++) s[i][j] = hsum_avx2(acc[i][j]);
     for (; c < cols; c++)
         for (int i = 0; i < 3; i++)
-            for (int j = 0; j < NT; j++) s[i][j] += to_float(wr[i][c]) * xt[j][c];
+            for (int j = 0; j < NT; j++) s[i][j] += F::one(wr[i][c]) * xt[j][c];
     for (int j = 0; j < NT; j++)
         for (int i = 0; i < 3; i++) out[int64_t(t + j) * out_stride + r + i] = s[i][j];
 }
-
-inline float dot(const float* w, const float* x, int n) { return dot_f32_avx2(w, x, n); }
-inline float dot(const uint16_t* w, const float* x, int n) { return dot_f16_avx2(w, x, n); }
 
 // Tokens go in blocks whose activations stay in L2 while every row of the thread's range
 // passes over them; within a block, 3-row tiles of 4 tokens, then of the 2 or 3 left; a single
@@ -85,28 +111,28 @@ inline float dot(const uint16_t* w, const float* x, int n) { return dot_f16_avx2
 // at once, which read memory slower than one row at a time (tools/bench_kernels 16384 x 2048
 // f16, 2 threads, AMD EPYC Zen 4: 27 GB/s against 38-57); 2 and 3 tokens gain from sharing each
 // converted weight vector (2 tokens 24-28 against 20-23 GB/s, 3 tokens 20-22 against 17-18).
-template <typename W>
-void matmul_rows(const W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
+template <typename F>
+void matmul_rows(const typename F::W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
     const int block = std::max(4, std::min(64, int((256 << 10) / (int64_t(cols) * 4)) / 4 * 4));
     for (int tb = 0; tb < n_tokens; tb += block) {
         const int te = std::min(n_tokens, tb + block);
         int r = r0;
         for (; r + 3 <= r1; r += 3) {
             int t = tb;
-            for (; t + 4 <= te; t += 4) tile_3xn<4>(w, cols, x, out, out_stride, r, t);
+            for (; t + 4 <= te; t += 4) tile_3xn<4, F>(w, cols, x, out, out_stride, r, t);
             switch (te - t) {
-                case 3: tile_3xn<3>(w, cols, x, out, out_stride, r, t); break;
-                case 2: tile_3xn<2>(w, cols, x, out, out_stride, r, t); break;
+                case 3: tile_3xn<3, F>(w, cols, x, out, out_stride, r, t); break;
+                case 2: tile_3xn<2, F>(w, cols, x, out, out_stride, r, t); break;
                 case 1:  // plain dots: one row streamed at a time reads memory faster (above)
                     for (int i = 0; i < 3; i++)
-                        out[int64_t(t) * out_stride + r + i] = dot(w + int64_t(r + i) * cols, x + int64_t(t) * cols, cols);
+                        out[int64_t(t) * out_stride + r + i] = F::dot(w + int64_t(r + i) * cols, x + int64_t(t) * cols, cols);
                     break;
                 default: break;
             }
         }
         for (; r < r1; r++)
             for (int t = tb; t < te; t++)
-                out[int64_t(t) * out_stride + r] = dot(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
+                out[int64_t(t) * out_stride + r] = F::dot(w + int64_t(r) * cols, x + int64_t(t) * cols, cols);
     }
 }
 
@@ -114,12 +140,17 @@ void matmul_rows(const W* w, int cols, const float* x, int n_tokens, float* out,
 
 void matmul_f32_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_rows<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_rows<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_bf16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
+                           int r0, int r1) {
+    matmul_rows<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 #endif
 

@@ -3,6 +3,12 @@
 // min_tokens not above it, and among rows of equal min_tokens the last one.
 //
 // Thresholds, and why:
+//  - F32, F16 and BF16 (kernels/matmul_float.cpp): the AVX2 row from 1 token; on ARM the scalar
+//    row, whose dot products are NEON's. No AVX-512 BF16 (vdpbf16ps) row: generation is
+//    memory-bound, and the AVX2 row reads bf16 as fast as f16 (tools/bench_kernels 16384 x 4096,
+//    1 token, AMD EPYC Zen 4 with one core busy with other work, 3 alternated runs, GB/s of
+//    weights, f16 / bf16: 1 thread 18.8, 17.1, 19.4 / 20.0, 22.2, 21.0; 2 threads 25.3, 24.5, 16.8
+//    / 26.0, 39.9, 33.5).
 //  - AVX2 GEMMs (x86/gemm_avx2.cpp, gemm_k_avx2.cpp) on plain rows from 4 tokens (Q4_0, Q8_0),
 //    8 (Q4_K), 16 (Q6_K): the break-even batch sizes against the tiles, from tools/bench_kernels
 //    (Q4_K/Q6_K pack more per row than Q4_0/Q8_0). Q4_0 x one token: the 4-row gemv.
@@ -229,6 +235,8 @@ const KernelRow kRows[] = {
     {M, TYPE_F32, R, Isa::avx2, 1, AVX2(matmul_f32_rows_avx2), nullptr},
     {M, TYPE_F16, R, Isa::scalar, 1, matmul_f16_rows_scalar, nullptr},
     {M, TYPE_F16, R, Isa::avx2, 1, AVX2(matmul_f16_rows_avx2), nullptr},
+    {M, TYPE_BF16, R, Isa::scalar, 1, matmul_bf16_rows_scalar, nullptr},
+    {M, TYPE_BF16, R, Isa::avx2, 1, AVX2(matmul_bf16_rows_avx2), nullptr},
     // Plain rows.
     {M, TYPE_Q4_0, R, Isa::scalar, 1, matmul_q4_0_rows_scalar, nullptr},
     {M, TYPE_Q4_0, R, Isa::neon, 1, NEON(matmul_q4_0_rows_neon), nullptr},

@@ -11,6 +11,7 @@ namespace hearth {
 
 HEARTH_DECLARE_MATMUL(matmul_f32_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_f16_rows_scalar)
+HEARTH_DECLARE_MATMUL(matmul_bf16_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_scalar)
 HEARTH_DECLARE_MATMUL(matmul_q4_1_rows_scalar)

@@ -35,6 +35,15 @@ inline uint8_t* few_tokens_act_buf(size_t bytes) {
     return thread_scratch<FewTokensActs, uint8_t, 64>(bytes);
 }
 
+// Eight fp16 values at p as fp32 (F16C's vcvtph2ps).
+inline __m256 load8_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+// Eight bf16 values at p as fp32: a bf16 is the upper half of an fp32, so each is widened to 32
+// bits and shifted into place (exact, as bf16_to_fp32).
+inline __m256 load8_bf16(const uint16_t* p) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+
 // 4 bytes at p in every 32-bit lane (one activation step of a GEMM tile).
 inline __m256i bcast32(const void* p) {
     int32_t v;

@@ -13,6 +13,7 @@ void quantize_row_q8_0_avx2(const float* x, void* y, int64_t n);  // bytes of th
 void quantize_row_q8_k_avx2(const float* x, void* y, int64_t n);
 HEARTH_DECLARE_MATMUL(matmul_f32_rows_avx2)  // kernels/matmul_float.cpp: 3 rows x 4 tokens per step
 HEARTH_DECLARE_MATMUL(matmul_f16_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_bf16_rows_avx2)
 // Tiles of a few rows x up to 8 tokens on plain rows (x86/quant_avx2.cpp).
 HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_avx2)

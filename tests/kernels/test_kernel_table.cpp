@@ -49,7 +49,7 @@ const KernelRow* scalar_row(KernelOp op, uint32_t type, Layout layout) {
     return nullptr;
 }
 
-bool is_float_type(uint32_t type) { return type == TYPE_F32 || type == TYPE_F16; }
+bool is_float_type(uint32_t type) { return type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16; }
 
 // One matmul problem: `rows` x `cols` weights of `type` (plain and, where the type has it,
 // interleaved), `n_tokens` activation rows as the kernels take them, and what every kernel is held

@@ -49,9 +49,9 @@ Matrix make_matrix(uint32_t type, int rows, int cols, uint32_t seed) {
     return m;
 }
 
-// x as the kernels see it: quantized to the activation type of `type` and back (exact for f16).
+// x as the kernels see it: quantized to the activation type of `type` and back (the float types: x).
 std::vector<float> seen_activations(uint32_t type, const std::vector<float>& x, int cols) {
-    if (type == TYPE_F16 || type == TYPE_F32) return x;
+    if (type == TYPE_F16 || type == TYPE_BF16 || type == TYPE_F32) return x;
     const TypeTraits* act = type_traits(type_vec_dot_type(type));
     std::vector<uint8_t> q(type_row_bytes(act->id, cols));
     std::vector<float> out(x.size());
@@ -69,8 +69,8 @@ TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the by
     // Row counts: single rows, non-multiples of 16, and enough rows for several pieces: 2.2 MB of
     // Q8_0 makes large pieces and then the smaller last ones (kernels/matmul.cpp). Pieces are how
     // single-token calls are split, so that last matrix is only in those (it is slow to check).
-    const std::vector<std::pair<uint32_t, int>> spec = {{TYPE_Q4_K, 37},   {TYPE_Q6_K, 50}, {TYPE_Q8_0, 21},  {TYPE_F16, 19},
-                                                        {TYPE_Q4_0, 1000}, {TYPE_Q4_0, 1},  {TYPE_Q8_0, 4001}};
+    const std::vector<std::pair<uint32_t, int>> spec = {{TYPE_Q4_K, 37}, {TYPE_Q6_K, 50},   {TYPE_Q8_0, 21}, {TYPE_F16, 19},
+                                                        {TYPE_BF16, 23}, {TYPE_Q4_0, 1000}, {TYPE_Q4_0, 1},  {TYPE_Q8_0, 4001}};
     std::vector<Matrix> mats;
     for (size_t j = 0; j < spec.size(); j++) mats.push_back(make_matrix(spec[j].first, spec[j].second, cols, 10 + j));
     for (int n_tokens : {1, 3, 5, 70}) {

@@ -11,7 +11,11 @@ llama.cpp's own llama-quantize, and their reference goldens (tests/data/gguf-typ
    (build hearth first). tiny320 is the same with dim 320 (5 heads / 1 kv head) and hidden 768:
    rows of 320 are no multiple of 256, so llama-quantize's K-quant mixes put GGUF's 32-element
    types there (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), as in Qwen2.5-0.5B's (dim 896) files.
-2. llama.cpp's llama-quantize (LLAMA_CPP/build/bin) makes one file per type from it.
+   tied128 is smaller (dim 128, hidden 256, 2 heads / 1 kv head) with tied embeddings (no
+   lm_head: token_embd is the output matrix too), for BF16, whose 2 bytes a weight would make
+   tiny's file 1.7 MB.
+2. llama.cpp's llama-quantize (LLAMA_CPP/build/bin) makes one file per type from it (BF16: every
+   matrix converted, the token embedding too; the norms stay F32).
 3. gguf_llama.py (PyTorch on gguf-py's dequantization) gives each file's greedy ids and
    logits: mini-style goldens, and the greedy margin is printed.
 The f16 file is not kept: it is hearth's own, and the point is llama.cpp's blocks.
@@ -28,13 +32,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, "tests/data/gguf-types")
 # (model, llama-quantize type): the file tests/data/gguf-types/MODEL-TYPE.gguf.
 FILES = [("tiny", t) for t in ["Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"]] + \
-        [("tiny320", "Q4_K_M"), ("tiny320", "Q5_K_M")]
-MODELS = {"tiny": (256, 512, 4, 2), "tiny320": (320, 768, 5, 1)}  # dim, hidden, heads, kv heads
+        [("tiny320", "Q4_K_M"), ("tiny320", "Q5_K_M"), ("tied128", "BF16")]
+# dim, hidden, heads, kv heads, tied embeddings
+MODELS = {"tiny": (256, 512, 4, 2, False), "tiny320": (320, 768, 5, 1, False), "tied128": (128, 256, 2, 1, True)}
 PROMPT = "1,400,300,200,100"
 
 
 def write_folder(folder, model):
-    (dim, hidden, heads, kv), layers, vocab = MODELS[model], 1, 512
+    (dim, hidden, heads, kv, tied), layers, vocab = MODELS[model], 1, 512
     hd = dim // heads
     rng = np.random.default_rng(20261123)
     tensors = [("model.embed_tokens.weight", (vocab, dim))]
@@ -45,7 +50,7 @@ def write_folder(folder, model):
                     (p + "self_attn.o_proj.weight", (dim, heads * hd)), (p + "post_attention_layernorm.weight", (dim,)),
                     (p + "mlp.gate_proj.weight", (hidden, dim)), (p + "mlp.up_proj.weight", (hidden, dim)),
                     (p + "mlp.down_proj.weight", (dim, hidden))]
-    tensors += [("model.norm.weight", (dim,)), ("lm_head.weight", (vocab, dim))]
+    tensors += [("model.norm.weight", (dim,))] + ([] if tied else [("lm_head.weight", (vocab, dim))])
     header, blobs, at = {}, [], 0
     for name, shape in tensors:
         a = (1 + rng.normal(0, 0.2, shape) if len(shape) == 1 else rng.normal(0, 0.1, shape)).astype(np.float16)
@@ -61,7 +66,7 @@ def write_folder(folder, model):
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": dim, "intermediate_size": hidden,
            "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv, "vocab_size": vocab,
            "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
-           "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
+           "tie_word_embeddings": tied, "bos_token_id": 1, "eos_token_id": 2}
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f)
     with open(os.path.join(ROOT, "tests/data/parity/mha/tokenizer.model"), "rb") as src, \
