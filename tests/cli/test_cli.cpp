@@ -244,8 +244,8 @@ TEST_CASE("cli: -f waits for a FIFO's writer, and reads no more of a pipe than t
     unlink(fifo.c_str());
     REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
     // The writer opens the FIFO a second after run has: run must wait for it, not read an empty prompt.
-    const CommandResult late =
-        run_command("(sleep 1; timeout 10 sh -c \"printf 'Hi there' > " + fifo + "\") & ./run " + kModel + " --tokenize -f " + fifo + "; wait");
+    const CommandResult late = run_command("(sleep 1; timeout 10 sh -c \"printf 'Hi there' > " + fifo + "\") & ./run " + kModel +
+                                           " --tokenize -f " + fifo + "; wait");
     const CommandResult direct = run_command("./run " + kModel + " --tokenize -p 'Hi there'");
     INFO(late.err << direct.err);
     CHECK(late.exit_code == 0);
