@@ -87,7 +87,7 @@ CommandLine command_line(Options& o) {
                  {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
                  {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
                  {"", "--print-margins", "", &o.print_margins,
-                  "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit and the runner-up's, "
+                  "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit, and the runner-up id with its logit, "
                   "to tell a near-tie from a difference when two builds disagree"},
                  {"", "--tokenize", "", &o.tokenize,
                   "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
@@ -294,17 +294,20 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
             write_text(text);
         std::fflush(stdout);
         if (o.print_margins) {
-            // The logits id was chosen from (padding ids masked): the largest and the second.
+            // The logits id was chosen from (padding ids masked): the largest and the second, with
+            // the second's id, so that two builds whose top two swap can be matched.
             float top1 = -INFINITY, top2 = -INFINITY;
-            for (float l : logits) {
+            int first = -1, second = -1;
+            for (int i = 0; i < int(logits.size()); i++) {
+                const float l = logits[i];
                 if (l > top1) {
-                    top2 = top1;
-                    top1 = l;
+                    top2 = top1, second = first;
+                    top1 = l, first = i;
                 } else if (l > top2) {
-                    top2 = l;
+                    top2 = l, second = i;
                 }
             }
-            std::fprintf(stderr, "run: margin: id %d logit %.9g runner-up %.9g\n", id, top1, top2);
+            std::fprintf(stderr, "run: margin: id %d logit %.9g runner-up %d logit %.9g\n", id, top1, second, top2);
         }
     };
     const auto t_gen = Clock::now();

@@ -103,7 +103,7 @@ done
 
 # margins STEM: one line per generated id, "ID TOP1 TOP2" (run --print-margins).
 margins() {
-    sed -nE 's/^run: margin: id ([0-9]+) logit (\S+) runner-up (\S+)$/\1 \2 \3/p' "$1.err"
+    sed -nE 's/^run: margin: id ([0-9]+) logit (\S+) runner-up [0-9]+ logit (\S+)$/\1 \2 \3/p' "$1.err"
 }
 # compare LABEL HOST_STEM ARM_STEM TIES: TIES=1 lets a near-tie on the host end the comparison.
 compare() {

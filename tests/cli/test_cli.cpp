@@ -6,7 +6,6 @@
 #include <cstring>
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
-
 #include <sstream>
 #include <sys/stat.h>
 
@@ -260,6 +259,32 @@ TEST_CASE("cli: -f waits for a FIFO's writer, and reads no more of a pipe than t
     CHECK(big.exit_code == 1);
     CHECK(big.err.find("more than 32768 bytes") != std::string::npos);
     CHECK(big.err.find("raise -c") != std::string::npos);
+}
+
+TEST_CASE("cli: --print-margins names each generated id and the runner-up, the runner-up's logit below") {
+    make_cli_model();
+    const CommandResult r =
+        run_command("./run " + kModel + " --prompt-ids 1,5,6 -n 6 --temp 0 --draft 0 --ignore-eos --print-ids --print-margins");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::string> generated;
+    std::stringstream ids(r.out);
+    for (std::string item; std::getline(ids, item, ',');) generated.push_back(item.substr(0, item.find('\n')));
+    std::stringstream err(r.err);
+    size_t n = 0;
+    for (std::string line; std::getline(err, line);) {
+        int id = -1, other = -1;
+        double top1 = 0, top2 = 0;
+        if (std::sscanf(line.c_str(), "run: margin: id %d logit %lf runner-up %d logit %lf", &id, &top1, &other, &top2) != 4)
+            continue;
+        INFO(line);
+        REQUIRE(n < generated.size());
+        CHECK(std::to_string(id) == generated[n++]);
+        CHECK(other >= 0);
+        CHECK(other != id);
+        CHECK(top2 <= top1);
+    }
+    CHECK(n == 6);
 }
 
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
