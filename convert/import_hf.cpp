@@ -310,7 +310,7 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     if (tok.vocab_size() > out->config.vocab_size)
         return (tok.bpe() ? "tokenizer.json has " + std::to_string(tok.vocab_size()) + " tokens"
                           : "tokenizer.model has " + std::to_string(tok.vocab_size()) + " pieces") +
-               " but the model only " + std::to_string(out->config.vocab_size);
+               " but the model only " + std::to_string(out->config.vocab_size) + " (config.json's vocab_size)";
 
     // The chat template, when tokenizer_config.json's is one hearth has built in.
     if (!tokenizer_config.empty()) {

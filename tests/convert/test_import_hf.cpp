@@ -54,6 +54,12 @@ TEST_CASE("import_hf: config.json integers must be integers in range") {
     CHECK(import_with_config("bos_token_id", 512).find("BOS/EOS") != std::string::npos);
     CHECK(import_with_config("eos_token_id", nlohmann::json::array({4096, 2})).find("BOS/EOS") != std::string::npos);
     CHECK(import_with_config("eos_token_id", -1).find("eos_token_id") != std::string::npos);
+    {
+        // A tokenizer larger than the model names the value to look at.
+        const std::string err = import_with_config("vocab_size", 300);
+        INFO(err);
+        CHECK(err.find("vocab_size") != std::string::npos);
+    }
     CHECK(import_with_config({{"architectures", {7}}, {"model_type", nullptr}}).find("not a Llama") != std::string::npos);
     CHECK(import_with_config({{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}}).find("GPT2LMHeadModel") !=
           std::string::npos);
