@@ -63,15 +63,12 @@ static bool ends_with(const std::string& s, const char* suffix) {
     return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-// For `keep`: the type a tensor is stored in. Every quantized type quantize reads, run computes
-// with as it is (kernels/quant_types.h); bf16 becomes f16. A type read but not computed with
-// would become q8_0: its values lie on another format's grid, which no 4-6 bit format holds
+// For `keep`: the type a tensor is stored in. Every quantized type quantize reads, and bf16, run
+// computes with as it is (kernels/quant_types.h; bf16 was once made f16, which has less range).
+// A type read but not computed with would become q8_0: its values lie on another format's grid, which no 4-6 bit format holds
 // (re-quantized to q6_K, a q5_K tensor once gained as much error again, 1.7% relative RMS, as
 // quantizing the original weights to q6_K gives; q8_0 adds about 0.4%).
-static uint32_t nearest_storage_type(uint32_t type) {
-    if (type == TYPE_BF16) return TYPE_F16;  // as a Hugging Face BF16 folder converts by default
-    return type_is_storage(type) ? type : TYPE_Q8_0;
-}
+static uint32_t nearest_storage_type(uint32_t type) { return type_is_storage(type) ? type : TYPE_Q8_0; }
 
 // The mix's type for a tensor, before the fallback for rows its blocks do not divide.
 static uint32_t mix_type_for(OutputMix mix, const SourceTensor& t, int n_layers, CheckpointFormat format, bool tied_embeddings) {
