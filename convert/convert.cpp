@@ -65,9 +65,9 @@ static bool ends_with(const std::string& s, const char* suffix) {
 
 // For `keep`: the type a tensor is stored in. Every quantized type quantize reads, and bf16, run
 // computes with as it is (kernels/quant_types.h; bf16 was once made f16, which has less range).
-// A type read but not computed with would become q8_0: its values lie on another format's grid, which no 4-6 bit format holds
-// (re-quantized to q6_K, a q5_K tensor once gained as much error again, 1.7% relative RMS, as
-// quantizing the original weights to q6_K gives; q8_0 adds about 0.4%).
+// A type read but not computed with would become q8_0: its values lie on another format's grid,
+// which no 4-6 bit format holds (re-quantized to q6_K, a q5_K tensor once gained as much error
+// again, 1.7% relative RMS, as quantizing the original weights to q6_K gives; q8_0 adds 0.4%).
 static uint32_t nearest_storage_type(uint32_t type) { return type_is_storage(type) ? type : TYPE_Q8_0; }
 
 // The mix's type for a tensor, before the fallback for rows its blocks do not divide.
