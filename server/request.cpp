@@ -220,13 +220,14 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     }
     // llama-server's own fields that change the reply, which clients written for it send: refused
     // by name unless they hold the value that changes nothing (other unknown fields are ignored).
+    // Not `samplers`, the order of the samplers, which such clients send with every request:
+    // hearth's order is llama-server's default, and the ones it lacks are refused here when on.
     struct Neutral {
         const char* name;
         double value;  // NaN: no value is neutral (only null is)
     };
     static const Neutral kLlamaFields[] = {{"grammar", NAN},
                                            {"json_schema", NAN},
-                                           {"samplers", NAN},
                                            {"mirostat", 0},
                                            {"typical_p", 1},
                                            {"tfs_z", 1},
