@@ -178,18 +178,18 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
         cm.role = r;
         if (ApiError e = message_text(*content, i, &cm.content)) return e;
         // The chat templates take one system message first, then user and assistant in turn.
+        // Several messages in a row from the same side (OpenAI and llama-server take them) are
+        // joined into one, a blank line between them, which every template can render.
         if (r == "system" && i != 0)
             return bad_request("'" + where + "' is a system message: only the first message may be one", "messages");
-        const size_t k =
-            out->empty() || (*out)[0].role != "system" ? out->size() : out->size() - 1;  // index after the system message
-        if (r != "system") {
-            const char* want = k % 2 == 0 ? "user" : "assistant";
-            if (r != want)
-                return bad_request(
-                    "'" + where + "' is from the " + r +
-                        ": after an optional system message, the messages must alternate user and assistant, starting with user",
-                    "messages");
+        if (r != "system" && !out->empty() && out->back().role == r) {
+            out->back().content += "\n\n" + cm.content;
+            continue;
         }
+        const bool after_system = !out->empty() && (*out)[0].role == "system";
+        if (r == "assistant" && out->size() == (after_system ? 1u : 0u))
+            return bad_request("'" + where + "' is from the assistant: the conversation must start with the user's message",
+                               "messages");
         out->push_back(std::move(cm));
     }
     if (out->back().role != "user") return bad_request("the last message must be the user's", "messages");

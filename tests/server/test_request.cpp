@@ -121,8 +121,15 @@ TEST_CASE("server request: messages: roles, content parts, order") {
     refused(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"1"}]})", true, "messages");
     refused(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})", true, "messages");
     refused(R"({"messages":[{"role":"assistant","content":"x"}]})", true, "messages");  // must end with the user
-    refused(R"({"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]})", true,
-            "messages");  // not alternating
+    // Messages in a row from one side are one message, as OpenAI and llama-server take them.
+    const CompletionRequest joined = chat_ok(
+        R"({"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"},{"role":"assistant","content":"a"},
+                        {"role":"assistant","content":"b"},{"role":"user","content":"z"}]})");
+    REQUIRE(joined.messages.size() == 3);
+    CHECK(joined.messages[0].content == "x\n\ny");
+    CHECK(joined.messages[1].content == "a\n\nb");
+    refused(R"({"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"x"},{"role":"user","content":"y"}]})",
+            true, "messages");  // the user speaks first
     refused(R"({"messages":[{"role":"user","content":"x"},{"role":"system","content":"y"},{"role":"user","content":"z"}]})", true,
             "messages");
     std::string many = R"({"messages":[)";
