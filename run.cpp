@@ -83,7 +83,10 @@ CommandLine command_line(Options& o) {
                  {"-f", "--file", "FILE", &o.prompt_file, "prompt text read from a file (instead of --prompt)"},
                  {"", "--prompt-ids", "IDS", &o.prompt_ids,
                   "prompt as raw token ids, comma-separated (nothing is added); llama-tokenize's [1, 15043] too"},
-                 {"-n", "--n-predict", "N", &o.n_predict, "tokens to generate at most; stops earlier at EOS", 0, 1 << 30},
+                 {"-n", "--n-predict", "N", &o.n_predict,
+                  "tokens to generate at most; stops earlier at EOS or a full context; -1: no limit but those (as "
+                  "llama.cpp's -1)",
+                  -1, 1 << 30},
                  {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
                  {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
                  {"", "--print-margins", "", &o.print_margins,
@@ -453,6 +456,7 @@ int main(int argc, char** argv) {
         if (!o.model_path.empty()) return fail("unexpected argument '" + a + "' (the model is already " + o.model_path + ")");
         o.model_path = a;
     }
+    if (o.n_predict < 0) o.n_predict = 1 << 30;  // -1: the context (or EOS) ends it
     if (args.was_given("--file")) {
         if (args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
         // A prompt over 64 bytes a token of its context is refused before tokenizing (generate):

@@ -320,6 +320,12 @@ TEST_CASE("cli: generation stops when the context is full, and says so") {
     for (char c : r.out) ids += c == ',';
     CHECK(ids == 6);  // 4 prompt + 6 generated = 10 positions
     CHECK(r.err.find("context") != std::string::npos);
+    // -n -1 (llama.cpp's "no limit") runs to the same end; -2 is no count.
+    const CommandResult all =
+        run_command("./run " + kModel + " --prompt-ids 1,5,6,7 -c 10 -n -1 --temp 0 --ignore-eos --print-ids");
+    CHECK(all.exit_code == 0);
+    CHECK(all.out == r.out);
+    CHECK(run_command("./run " + kModel + " --prompt-ids 1,5,6,7 -n -2").exit_code == 1);
 }
 
 TEST_CASE("cli: more threads than the CPUs run may use are cut to that number, and it says so") {
