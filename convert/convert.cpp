@@ -226,9 +226,16 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
     if (!(err = writer.open(out_path, format, meta, specs)).empty()) return err;
 
     // The first line quantize prints: a refusal before this point is its only line.
-    std::fprintf(stderr, "quantize: %s -> %s (%s, %s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d\n",
+    // The chat template --chat and the server will use: a built-in one, or none (raw text).
+    const std::string chat = !c.chat_template.empty()         ? c.chat_template
+                             : !c.chat_template_jinja.empty() ? "none hearth knows (chats are raw text)"
+                                                              : "none";
+    std::fprintf(stderr,
+                 "quantize: %s -> %s (%s, %s): dim %d, hidden %d, %d layers, %d/%d heads, head dim %d, vocab %d, chat template "
+                 "%s\n",
                  shown_path(src.source).c_str(), shown_path(out_path).c_str(), checkpoint_format_name(format),
-                 output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size);
+                 output_mix_name(mix), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size,
+                 chat.c_str());
     // Warnings once the conversion is sure to start (names from the file escaped).
     if (!caveat.empty()) std::fprintf(stderr, "quantize: warning: %s\n", message_line(caveat).c_str());
     const auto start = std::chrono::steady_clock::now();

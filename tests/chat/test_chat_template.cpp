@@ -366,7 +366,9 @@ TEST_CASE("chat template: quantize stores the template it detects, and run --cha
         std::ofstream f("build/tests/chat-hf/tokenizer_config.json");
         f << cfg.dump();
     }
-    REQUIRE(run_command("./quantize build/tests/chat-hf build/tests/chat-llama2.hearth -q").exit_code == 0);
+    const CommandResult q = run_command("./quantize build/tests/chat-hf build/tests/chat-llama2.hearth");
+    REQUIRE(q.exit_code == 0);
+    CHECK(q.err.substr(0, q.err.find('\n')).find("chat template llama2") != std::string::npos);  // said on its first line
     CommandResult r = run_command("echo hi | ./run build/tests/chat-llama2.hearth --chat -n 2 --verbose");
     CHECK(r.exit_code == 0);
     CHECK(r.err.find("chat template: llama2 (stored in the checkpoint)") != std::string::npos);
