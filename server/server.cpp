@@ -118,41 +118,12 @@ ApiError server_error(int status, const std::string& message, const std::string&
     return e;
 }
 
-// Replies the server generated, by their text, with the ids that made them: a follow-up turn
-// that sends a reply back gets the same ids, so its prompt extends the cached one exactly.
-class ReplyIds {
-public:
-    explicit ReplyIds(size_t capacity) : capacity_(capacity) {}
-    void add(const std::string& text, const std::vector<int>& ids) {
-        if (text.empty() || ids.empty()) return;
-        std::lock_guard<std::mutex> lk(m_);
-        order_.push_back(text);
-        map_[text] = ids;
-        while (order_.size() > capacity_) {
-            map_.erase(order_.front());
-            order_.pop_front();
-        }
-    }
-    void fill(std::vector<ChatMessage>* messages) const {
-        std::lock_guard<std::mutex> lk(m_);
-        for (ChatMessage& msg : *messages)
-            if (msg.role == "assistant")
-                if (auto it = map_.find(msg.content); it != map_.end()) msg.ids = it->second;
-    }
-
-private:
-    mutable std::mutex m_;
-    size_t capacity_;
-    std::deque<std::string> order_;
-    std::map<std::string, std::vector<int>> map_;
-};
-
 // ---- The scheduler: owns the model's slots, steps them in turn.
 
 class Scheduler {
 public:
-    Scheduler(const LoadedModel& lm, int n_slots, int n_ctx_slot, KvCacheTypes types, int draft, ReplyIds& replies)
-        : lm_(lm), n_ctx_slot_(n_ctx_slot), types_(types), draft_(draft), replies_(replies), slots_(n_slots) {}
+    Scheduler(const LoadedModel& lm, int n_slots, int n_ctx_slot, KvCacheTypes types, int draft)
+        : lm_(lm), n_ctx_slot_(n_ctx_slot), types_(types), draft_(draft), slots_(n_slots) {}
 
     std::string init() {
         for (size_t i = 0; i < slots_.size(); i++) {
@@ -540,8 +511,6 @@ private:
             push_piece(job, {"", std::move(s.reports)});  // tokens whose text was held back, or ended nothing
             s.reports.clear();
             if (s.stop_hit) reason = "stop";
-            if (job.req.chat && !s.stop_hit && s.emitted == lm_.tok.decode(s.gen->tokens()))
-                replies_.add(s.emitted, s.gen->tokens());
         }
         {
             std::lock_guard<std::mutex> lk(job.m);
@@ -573,7 +542,6 @@ private:
     const int n_ctx_slot_;
     const KvCacheTypes types_;
     const int draft_;  // --draft
-    ReplyIds& replies_;
     std::vector<Slot> slots_;
     uint64_t use_counter_ = 0;
     size_t first_ = 0;  // the generating slot step_all takes first
@@ -752,7 +720,6 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     std::atomic<bool> loaded{false};
     std::unique_ptr<Scheduler> sched;
     std::mutex sched_m;
-    ReplyIds replies(size_t(std::max(o.n_parallel, 1)) * 8);
     int n_ctx_slot = 0;
     const long started = long(std::time(nullptr));
 
@@ -889,7 +856,6 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                 res, bad_request("the " + std::string(chat ? "messages are " : "prompt is ") + why + " (a slot's: -c / -np)",
                                  chat ? "messages" : "prompt", "context_length_exceeded"));
         if (chat) {
-            replies.fill(&r.messages);
             // As the model's Jinja template renders a dialog without a system message (Qwen2.5's).
             if (!lm.default_system.empty() && (r.messages.empty() || r.messages[0].role != "system"))
                 r.messages.insert(r.messages.begin(), ChatMessage{"system", lm.default_system, {}});
@@ -1066,7 +1032,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                   " slots leaves fewer than 2 positions each";
     }
     if (err.empty()) {
-        auto s = std::make_unique<Scheduler>(lm, o.n_parallel, n_ctx_slot, o.cache_types, o.draft, replies);
+        auto s = std::make_unique<Scheduler>(lm, o.n_parallel, n_ctx_slot, o.cache_types, o.draft);
         err = s->init();
         std::lock_guard<std::mutex> lk(sched_m);
         sched = std::move(s);
