@@ -82,8 +82,9 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
     auto notice = [&](const std::string& s) {
         if (cb.on_notice) cb.on_notice(s);
     };
-    auto dropped_notice = [&](int n) {
-        notice("the context of " + std::to_string(n_ctx) + " tokens is full: dropped the " +
+    // why: "is full" in the middle of a reply; before one, that the room kept for it is not left.
+    auto dropped_notice = [&](int n, const std::string& why) {
+        notice("the context of " + std::to_string(n_ctx) + " tokens " + why + ": dropped the " +
                (n == 1 ? std::string("oldest turn") : std::to_string(n) + " oldest turns") +
                (system_.empty() ? "" : " (the system prompt stays)"));
     };
@@ -118,7 +119,8 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
         return st;
     }
 
-    if (st.dropped_turns) dropped_notice(st.dropped_turns);
+    if (st.dropped_turns)
+        dropped_notice(st.dropped_turns, "has no room left for a reply of " + std::to_string(reserve) + " tokens");
 
     bool interrupted = false;
     const auto t_prompt = Clock::now();
@@ -159,7 +161,7 @@ ReplyStats ChatSession::reply(const std::string& user_text, Sampler& sampler, in
         const int dropped = drop_oldest_turns(n_ctx / 2, gen.tokens(), &t);
         if (dropped) {
             st.dropped_turns += dropped;
-            dropped_notice(dropped);
+            dropped_notice(dropped, "is full");
         }
         if (dropped == 0 || t.size() >= n_ctx) {
             st.end = ReplyEnd::context_full;

@@ -186,6 +186,8 @@ TEST_CASE("chat session: when the context fills, old turns go, the system prompt
     REQUIRE(!notices.empty());
     CHECK(notices[0].find("dropped") != std::string::npos);
     CHECK(notices[0].find("system prompt stays") != std::string::npos);
+    // Dropped before the turn, for the room its reply of 12 tokens needs, not because it was full.
+    CHECK(notices[0].find("no room left for a reply of 12 tokens") != std::string::npos);
 
     // A reply that runs out of room in the middle: the oldest turn is dropped there and
     // then, and the reply runs to its full length.
@@ -201,6 +203,7 @@ TEST_CASE("chat session: when the context fills, old turns go, the system prompt
     CHECK(longer.dropped_turns == 1);
     CHECK(longer.reused_tokens == in_cache);  // nothing was dropped before the reply began
     CHECK(notices.size() == notices_before + 1);
+    CHECK(notices.back().find("is full") != std::string::npos);
     CHECK(s2.turns().size() == 2);
     CHECK(f.tok.decode(s2.context()).compare(0, sys_prefix.size(), sys_prefix) == 0);
     CHECK(s2.context().size() <= size_t(n_ctx));
