@@ -352,8 +352,6 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     if (!err.empty()) return fail("--perplexity: " + err);
     const int max_seq_len = model.config.max_seq_len;
     const int window = o.n_ctx ? o.n_ctx : std::min(512, max_seq_len);
-    if (window > max_seq_len)
-        std::fprintf(stderr, "run: warning: -c %d is longer than the model's context of %d\n", window, max_seq_len);
     std::vector<int> ids;
     if (!(err = tok.encode(text, true, &ids)).empty()) return fail(o.perplexity_file + ": " + err);
     int windows = 0;
@@ -479,6 +477,11 @@ int main(int argc, char** argv) {
     if (o.tokenize && ids_given) return fail("--tokenize encodes --prompt text, not --prompt-ids");
     if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
     if (o.chat && (prompt_given || ids_given)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
+    if (o.chat && (o.print_ids || o.print_margins))
+        return fail(std::string(o.print_ids ? "--print-ids" : "--print-margins") +
+                    " is for a generation from --prompt or --prompt-ids; --chat writes its replies as text");
+    if (o.bench && o.bench_spec.n_pp == 0 && o.bench_spec.n_tg == 0)
+        return fail("--bench-pp 0 and --bench-tg 0 leave nothing to measure");
     // An empty key (an unset $KEY) would serve without one, silently; an empty host would bind
     // to whatever the resolver gives for "".
     if (args.was_given("--api-key") && o.server_options.api_key.empty())

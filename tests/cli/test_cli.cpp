@@ -164,6 +164,8 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,2,", "list"},
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
+        {kModel + " --chat --print-ids", "--chat writes its replies as text"},
+        {kModel + " --bench --bench-pp 0 --bench-tg 0", "nothing to measure"},
         {kModel + " --server --api-key ''", "--api-key is empty"},
         {kModel + " --server --host ''", "--host is empty"},
         // Over 64 bytes a token of the context: refused before tokenizing (base/limits.h).
