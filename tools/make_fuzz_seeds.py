@@ -301,11 +301,11 @@ DEEP = [1000, 4000]
 DEEPEST = 8000
 
 
-def write(target, name, data, where=CORPUS):
+def write(target, name, data, where=CORPUS, limit=50 * 1024):
     d = os.path.join(where, target)
     os.makedirs(d, exist_ok=True)
     data = utf8(data)
-    assert len(data) < 50 * 1024, (target, name, len(data))
+    assert len(data) < limit, (target, name, len(data))
     with open(os.path.join(d, "gen-" + name), "wb") as f:
         f.write(data)
 
@@ -592,16 +592,17 @@ def model_metadata(vocab, tokenizer_keys, arch="llama"):
     return m
 
 
-def gguf_file(meta, tensors, data):
+def gguf_file(meta, tensors, data, types=None):
+    """types: each tensor's GGUF type (default: all f32)."""
     align = 32
     infos = b""
     offset = 0
     offsets = []
-    for (name, shape), d in zip(tensors, data):
+    for i, ((name, shape), d) in enumerate(zip(tensors, data)):
         offset += -offset % align
         offsets.append(offset)
         infos += gguf_string(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", s) for s in reversed(shape))
-        infos += struct.pack("<IQ", 0, offset)  # type 0: f32
+        infos += struct.pack("<IQ", types[i] if types else 0, offset)
         offset += len(d)
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta.entries)) + meta.encode() + infos
     head += b"\0" * (-len(head) % align)
@@ -693,6 +694,130 @@ def write_models():
         meta = model_metadata(vocab, tokenizer_keys)
         write("gguf", name + ".gguf", gguf_file(meta, tensors, data))
         write("checkpoint", name + ".hearth", hearth_file(meta, tensors, data))
+
+
+# ---------------------------------------------------------------------------------------------
+# fuzz_forward's models: every weight type hearth reads, in shapes that are no multiple of the
+# kernels' interleaving or vector width, so that the fuzzer starts inside every kernel.
+
+# GGUF type: (name, elements per block, bytes per block, offsets of the block's f16 scales).
+GGUF_TYPES = {
+    0: ("f32", 1, 4, []), 1: ("f16", 1, 2, []), 30: ("bf16", 1, 2, []),
+    2: ("q4_0", 32, 18, [0]), 3: ("q4_1", 32, 20, [0, 2]), 6: ("q5_0", 32, 22, [0]), 7: ("q5_1", 32, 24, [0, 2]),
+    8: ("q8_0", 32, 34, [0]), 20: ("iq4_nl", 32, 18, [0]),
+    10: ("q2_k", 256, 84, [80, 82]), 11: ("q3_k", 256, 110, [108]), 12: ("q4_k", 256, 144, [0, 2]),
+    13: ("q5_k", 256, 176, [0, 2]), 14: ("q6_k", 256, 210, [208]), 23: ("iq4_xs", 256, 136, [0]),
+}
+F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS = (
+    0, 1, 30, 2, 3, 6, 7, 8, 20, 10, 11, 12, 13, 14, 23)
+
+
+class Lcg:
+    """A small deterministic generator (the seeds must not change from run to run)."""
+
+    def __init__(self, seed):
+        self.x = seed
+
+    def byte(self):
+        self.x = (self.x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        return self.x >> 56
+
+
+def weights(type_, shape, rng, norm=False):
+    """A tensor's bytes in type_: norms ones, else small values (quants: random bits, scales 1/64)."""
+    n = 1
+    for s in shape:
+        n *= s
+    name, per_block, block_bytes, scales = GGUF_TYPES[type_]
+    if norm:
+        return struct.pack("<f", 1.0) * n
+    if per_block == 1:
+        vals = [((rng.byte() - 128) / 128.0) * 0.05 for _ in range(n)]
+        if type_ == F32:
+            return b"".join(struct.pack("<f", v) for v in vals)
+        if type_ == F16:
+            return b"".join(struct.pack("<e", v) for v in vals)
+        return b"".join(struct.pack("<f", v)[2:] for v in vals)  # bf16: the f32's upper half
+    assert n % per_block == 0, (name, shape)
+    out = bytearray(rng.byte() for _ in range(n // per_block * block_bytes))
+    for b in range(0, len(out), block_bytes):
+        for o in scales:
+            out[b + o:b + o + 2] = struct.pack("<e", 1.0 / 64)
+    return bytes(out)
+
+
+def forward_model(arch, dim, hidden, layers, heads, kv_heads, layer_types, embd_type, output_type=None, head_dim=None,
+                  n_ctx=16):
+    """A GGUF model on a 256-byte vocabulary; layer_types[i] gives layer i's (q, k, v, o, gate, down, up) types
+    (cycled); output_type None ties the output to the embedding."""
+    vocab = Vocab(words=[])
+    hd = head_dim or dim // heads
+    rng = Lcg(dim * 1000003 + hidden * 101 + layers)
+    tensors, types, data = [], [], []
+
+    def add(name, shape, type_, norm=False):
+        tensors.append((name, shape))
+        types.append(F32 if norm else type_)
+        data.append(weights(F32 if norm else type_, shape, rng, norm))
+
+    add("token_embd.weight", [len(vocab.tokens), dim], embd_type)
+    for i in range(layers):
+        q, k, v, o, gate, down, up = layer_types[i % len(layer_types)]
+        p = "blk.%d." % i
+        add(p + "attn_norm.weight", [dim], F32, norm=True)
+        add(p + "attn_q.weight", [heads * hd, dim], q)
+        add(p + "attn_k.weight", [kv_heads * hd, dim], k)
+        add(p + "attn_v.weight", [kv_heads * hd, dim], v)
+        add(p + "attn_output.weight", [dim, heads * hd], o)
+        if arch == "qwen3":
+            add(p + "attn_q_norm.weight", [hd], F32, norm=True)
+            add(p + "attn_k_norm.weight", [hd], F32, norm=True)
+        add(p + "ffn_norm.weight", [dim], F32, norm=True)
+        add(p + "ffn_gate.weight", [hidden, dim], gate)
+        add(p + "ffn_down.weight", [dim, hidden], down)
+        add(p + "ffn_up.weight", [hidden, dim], up)
+    add("output_norm.weight", [dim], F32, norm=True)
+    if output_type is not None:
+        add("output.weight", [len(vocab.tokens), dim], output_type)
+    m = Meta()
+    m.string("general.architecture", arch)
+    m.string("general.name", "fuzz-forward-seed")
+    for key, val in (("embedding_length", dim), ("feed_forward_length", hidden), ("block_count", layers),
+                     ("attention.head_count", heads), ("attention.head_count_kv", kv_heads), ("context_length", n_ctx)):
+        m.u32(arch + "." + key, val)
+    if head_dim:
+        m.u32(arch + ".attention.key_length", head_dim)
+        m.u32(arch + ".attention.value_length", head_dim)
+    m.f32(arch + ".rope.freq_base", 10000.0)
+    m.f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5)
+    m.string("tokenizer.ggml.model", "gpt2")
+    m.strings("tokenizer.ggml.tokens", vocab.tokens)
+    m.i32s("tokenizer.ggml.token_type", vocab.types)
+    m.strings("tokenizer.ggml.merges", vocab.merges)
+    m.string("tokenizer.ggml.pre", "gpt-2")
+    return gguf_file(m, tensors, data, types)
+
+
+def write_forward_models():
+    seeds = [
+        # The K-quants and IQ4_XS in rows of 256: heads of 64, a KV head of 64 (8 rows of K and V
+        # short of the interleaving's 8 x 8), the embedding (tied) in Q2_K.
+        ("kquants-tied", forward_model("llama", 256, 256, 1, 4, 1, [(Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_K)], Q2_K)),
+        ("kquants-output", forward_model("llama", 256, 256, 1, 4, 1, [(Q4_K, Q5_K, Q6_K, Q2_K, IQ4_XS, Q3_K, Q5_K)],
+                                         Q2_K, output_type=Q3_K)),
+        # Blocks of 32 and the float types: dim 96 (3 heads of 32), FFN 160, two layers; no count a
+        # multiple of 64.
+        ("blocks32", forward_model("llama", 96, 160, 2, 3, 1, [(Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, F16),
+                                                               (BF16, F32, Q8_0, Q4_0, Q4_1, Q5_0, IQ4_NL)], F16, Q8_0)),
+        # Qwen3: a head of 48 (key_length) that is not dim / heads, with its q and k norms.
+        ("qwen3-head48", forward_model("qwen3", 64, 96, 1, 2, 1, [(Q8_0, Q8_0, Q4_0, Q8_0, Q4_0, Q8_0, Q4_0)], F32,
+                                       head_dim=48)),
+        # Odd float shapes: dim 40 in 4 heads of 10, 2 KV heads, FFN 24, a context of 4.
+        ("odd-floats", forward_model("llama", 40, 24, 2, 4, 2, [(F32, F16, BF16, F16, F32, BF16, F16)], F32, BF16,
+                                     n_ctx=4)),
+    ]
+    for name, data in seeds:
+        write("forward", name + ".gguf", data, limit=256 * 1024)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -816,6 +941,7 @@ def main():
     write_tokenizer_json()
     write_safetensors()
     write_models()
+    write_forward_models()
     write_bpe_vocab()
     write_regressions()
     if "--check" in sys.argv[1:]:
