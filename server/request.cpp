@@ -224,35 +224,38 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     // hearth's order is llama-server's default, and the ones it lacks are refused here when on.
     struct Neutral {
         const char* name;
-        double value;  // NaN: no value is neutral (only null is)
+        double off;  // NaN: no number is neutral (only null, or an empty string)
+        int side;    // the values that turn it off too, as llama.cpp reads them: +1 those above, -1 below
     };
-    static const Neutral kLlamaFields[] = {{"grammar", NAN},
-                                           {"json_schema", NAN},
-                                           {"mirostat", 0},
-                                           {"typical_p", 1},
-                                           {"tfs_z", 1},
-                                           {"dynatemp_range", 0},
-                                           {"xtc_probability", 0},
-                                           {"dry_multiplier", 0},
-                                           {"top_n_sigma", -1},
-                                           {"n_probs", 0},
-                                           {"reasoning_effort", NAN},
-                                           {"web_search_options", NAN},
-                                           {"chat_template_kwargs", NAN}};
+    static const Neutral kLlamaFields[] = {{"grammar", NAN, 0},
+                                           {"json_schema", NAN, 0},
+                                           {"mirostat", 0, 0},
+                                           {"typical_p", 1, +1},
+                                           {"tfs_z", 1, +1},
+                                           {"dynatemp_range", 0, -1},
+                                           {"xtc_probability", 0, -1},
+                                           {"dry_multiplier", 0, -1},
+                                           {"top_n_sigma", 0, -1},
+                                           {"n_probs", 0, -1},
+                                           {"reasoning_effort", NAN, 0},
+                                           {"web_search_options", NAN, 0},
+                                           {"chat_template_kwargs", NAN, 0}};
     for (const Neutral& f : kLlamaFields) {
         const json* v = field(j, f.name);
-        if (!v || (v->is_number() && v->get<double>() == f.value) ||
-            (v->is_string() && v->get<std::string>().empty() && std::isnan(f.value)))
-            continue;
+        if (!v || (v->is_string() && v->get<std::string>().empty() && std::isnan(f.off))) continue;
+        if (v->is_number()) {
+            const double x = v->get<double>();
+            if (x == f.off || (f.side > 0 && x > f.off) || (f.side < 0 && x < f.off)) continue;
+        }
         if (std::string(f.name) == "chat_template_kwargs" && v->is_object()) {
             // Qwen3's switch: hearth's template renders thinking off, so only true changes anything.
             const json* think = field(*v, "enable_thinking");
             if (v->size() == (think ? 1u : 0u) && (!think || *think == false)) continue;
             return unsupported(f.name, "the built-in templates take no arguments (Qwen3's thinking stays off)");
         }
-        char off[48];
-        std::snprintf(off, sizeof off, "only %g, which turns it off", f.value);
-        return unsupported(f.name, std::isnan(f.value) ? "llama-server's extension, not implemented" : off);
+        char off[64];
+        std::snprintf(off, sizeof off, "only %s%g, which turns it off", f.side > 0 ? ">= " : f.side < 0 ? "<= " : "", f.off);
+        return unsupported(f.name, std::isnan(f.off) ? "llama-server's extension, not implemented" : off);
     }
     if (const json* b = field(j, "best_of"); b && *b != 1) return unsupported("best_of", "only best_of = 1");
     for (const char* name : {"tools", "functions"})
