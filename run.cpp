@@ -90,8 +90,8 @@ CommandLine command_line(Options& o) {
                  {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
                  {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
                  {"", "--print-margins", "", &o.print_margins,
-                  "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit, and the runner-up id with its logit, "
-                  "to tell a near-tie from a difference when two builds disagree"},
+                  "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit, and the runner-up id "
+                  "with its logit, to tell a near-tie from a difference when two builds disagree"},
                  {"", "--tokenize", "", &o.tokenize,
                   "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
                   "comma-separated on one line (the ids llama.cpp's llama-tokenize --ids prints as [a, b, ...]), and exit"},
@@ -466,7 +466,8 @@ int main(int argc, char** argv) {
         if (most && o.prompt.size() == most)
             return fail("--file: " + shown_path(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
                         " bytes: more than " + std::to_string(limits::kPromptBytesPerContextToken) +
-                        " per token of a context of " + std::to_string(o.n_ctx ? o.n_ctx : 4096) +
+                        " per token of a context of " +
+                        (o.n_ctx ? std::to_string(o.n_ctx) : std::string("4096 (the most -c defaults to)")) +
                         ", too long to be tokenized (raise -c)");
         if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file %s is empty\n", shown_path(o.prompt_file).c_str());
     }
