@@ -127,7 +127,8 @@ CommandLine command_line(Options& o) {
                  {"", "--top-p", "X", &o.sampler.top_p, "keep the smallest set with probability mass >= X; 1 = off", 0, 1},
                  {"", "--min-p", "X", &o.sampler.min_p, "drop tokens less likely than X times the top one; 0 = off", 0, 1},
                  {"", "--temp", "X", &o.sampler.temperature, "temperature; 0 is greedy: always the most likely token", 0, 100},
-                 {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling", 0, 0, "from the clock"},
+                 {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling; -1: from the clock", 0, 0,
+                  "from the clock"},
              }},
             {"prompt-lookup drafts (every mode that generates)",
              {

@@ -44,7 +44,7 @@ std::string real_text(double v) {
 
 // The accepted range as --list-options and the error messages write it.
 std::string min_text(const Option& o) {
-    if (std::holds_alternative<uint64_t*>(o.target)) return "0";
+    if (std::holds_alternative<uint64_t*>(o.target)) return "-1";  // -1: the default (llama.cpp's seed -1)
     return kind_of(o) == Kind::integer ? std::to_string((long long)o.min) : real_text(o.min);
 }
 std::string max_text(const Option& o) {
@@ -55,7 +55,9 @@ std::string max_text(const Option& o) {
 // What the option wants, for an error message.
 std::string expected(const Option& o) {
     switch (kind_of(o)) {
-        case Kind::integer: return "an integer from " + min_text(o) + " to " + max_text(o);
+        case Kind::integer:
+            if (std::holds_alternative<uint64_t*>(o.target)) return "an integer from 0 to " + max_text(o) + ", or -1";
+            return "an integer from " + min_text(o) + " to " + max_text(o);
         case Kind::real: return "a number from " + min_text(o) + " to " + max_text(o);
         default: return o.value_name;
     }
@@ -155,10 +157,15 @@ bool Arguments::was_given(const std::string& long_name) const {
 }
 
 int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args) {
-    // The defaults --help shows are the values before any option has set them.
+    // The defaults --help shows are the values before any option has set them; a uint64_t
+    // option given -1 goes back to its value before (a seed from the clock, as llama.cpp's -1).
     std::vector<std::string> defaults;
+    std::vector<std::pair<uint64_t*, uint64_t>> before;
     for (const OptionSection& s : cl.sections)
-        for (const Option& o : s.options) defaults.push_back(default_shown(o));
+        for (const Option& o : s.options) {
+            defaults.push_back(default_shown(o));
+            if (auto p = std::get_if<uint64_t*>(&o.target)) before.push_back({*p, **p});
+        }
     auto fail = [&](const std::string& msg) {
         std::fprintf(stderr, "%s: %s\n", cl.program.c_str(), message_line(msg).c_str());
         return 1;
@@ -200,6 +207,11 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
         }
         if (i + 1 >= argc) return fail(a + " needs a value: " + expected(*found));
         const char* v = argv[++i];
+        if (auto p = std::get_if<uint64_t*>(&found->target); p && std::string(v) == "-1") {
+            for (const auto& [target, value] : before)
+                if (target == *p) **p = value;
+            continue;
+        }
         if (!set_value(*found, v))
             return fail("invalid value '" + std::string(v) + "' for " + a + " (expected " + expected(*found) + ")");
     }

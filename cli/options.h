@@ -20,7 +20,8 @@ struct Option {
     const char* value_name;  // what --help calls the value ("N", "FILE"); "" for a flag
     OptionTarget target;
     std::string help;
-    double min, max;            // the accepted range of a number, inclusive; a uint64_t takes all of its own
+    double min, max;            // the accepted range of a number, inclusive; a uint64_t takes all of its own, and -1
+                                // for its value before parsing (a seed from the clock, as llama.cpp's -1)
     std::string default_shown;  // --help's "(default: ...)"; "" shows a number's value before parsing
 
     // A table row in this order; what a row does not need may be left out.

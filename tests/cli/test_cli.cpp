@@ -289,6 +289,24 @@ TEST_CASE("cli: --print-margins names each generated id and the runner-up, the r
     CHECK(n == 6);
 }
 
+TEST_CASE("cli: -s -1 is a seed from the clock, as llama.cpp's -1, and undoes an earlier -s") {
+    make_cli_model();
+    const std::string args = " --prompt-ids 1,5,6 -n 24 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --ignore-eos --print-ids";
+    const CommandResult fixed = run_command("./run " + kModel + args + " -s 5");
+    const CommandResult again = run_command("./run " + kModel + args + " -s 5");
+    const CommandResult a = run_command("./run " + kModel + args + " -s -1");
+    const CommandResult b = run_command("./run " + kModel + args + " -s 5 -s -1");
+    INFO(a.err << b.err);
+    REQUIRE(fixed.exit_code == 0);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(b.exit_code == 0);
+    CHECK(again.out == fixed.out);  // a seed reproduces its ids
+    // 24 tokens sampled from 520 at temperature 1.5: the same ids twice by chance is out of reach.
+    CHECK(a.out != fixed.out);
+    CHECK(b.out != fixed.out);
+    CHECK(a.out != b.out);
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);
