@@ -4,7 +4,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <clocale>
 #include <cstring>
+#include <langinfo.h>
 #include <unistd.h>
 
 // histedit.h declares a `Tokenizer` type of its own (its word splitter, unused here).
@@ -46,10 +48,20 @@ enum class Input { message, end, cancelled };
 
 // Reads one message: with libedit when stdin is a terminal, else line by line. A line
 // ending in a backslash continues on the next.
+// libedit takes multibyte characters only in a locale whose characters are UTF-8; in the C
+// locale a program starts in, it dropped every byte above 0x7F ("héllo" reached the model as
+// "hllo", and 日本 as nothing). The environment's locale, or C.UTF-8 when that is not UTF-8:
+// the text is UTF-8 whatever the terminal says (the tokenizers take nothing else).
+void use_utf8_characters() {
+    const char* l = std::setlocale(LC_CTYPE, "");
+    if (!l || std::strcmp(nl_langinfo(CODESET), "UTF-8") != 0) std::setlocale(LC_CTYPE, "C.UTF-8");
+}
+
 class LineReader {
 public:
     LineReader(bool terminal, bool colour) : terminal_(terminal) {
         if (!terminal_) return;
+        use_utf8_characters();
         prompt_ = colour ? "\1\033[1;32m\1>\1\033[0m\1 " : "> ";
         continuation_ = colour ? "\1\033[1;32m\1...\1\033[0m\1 " : "... ";
         // Echo and prompts go to stdout when it is the terminal, else to stderr, so that

@@ -227,3 +227,32 @@ TEST_CASE("chat pty: Ctrl-D typed while a reply is written leaves at the next pr
     chat.type("\x04");
     CHECK(chat.wait_exit(15) == 0);
 }
+
+TEST_CASE("chat pty: letters beyond ASCII typed at the prompt reach the model, as they do from a pipe") {
+    // libedit in the C locale dropped every byte above 0x7F: "héllo" reached the model as "hllo".
+    const std::string message = "h\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac";  // héllo 日本
+    // The context's size after the turn, as /stats reports it: "context: T of C tokens, ...".
+    auto tokens_in = [](const std::string& out) {
+        const size_t at = out.rfind("context: ");
+        return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + 9);
+    };
+    const CommandResult piped =
+        run_command("printf '" + message + "\\n/stats\\n' | ./run " + kModel + " --chat -n 4 --temp 0 -t 1");
+    REQUIRE(piped.exit_code == 0);
+    const int want = tokens_in(piped.out);
+    REQUIRE(want > 0);
+
+    PtyChild chat({"./run", kModel, "--chat", "-n", "4", "--temp", "0", "-t", "1"});
+    REQUIRE(chat.started());
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type(message + "\r");
+    REQUIRE(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("/stats\r");
+    REQUIRE(chat.expect(" messages", kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    INFO(piped.out << "\n---\n" << chat.output());
+    CHECK(tokens_in(chat.output()) == want);
+    chat.type("\x04");
+    CHECK(chat.wait_exit(kWait) == 0);
+}
