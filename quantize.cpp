@@ -2,13 +2,16 @@
 // chosen type.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
 #include "base/input_file.h"
+#include "base/platform.h"
 #include "base/printable.h"
 #include "cli/options.h"
 #include "formats/writer.h"
@@ -65,7 +68,7 @@ extern "C" void on_signal(int sig) {
     std::raise(sig);
 }
 
-int main(int argc, char** argv) {
+int quantize_main(int argc, char** argv) {
     std::string type, format_name;
     bool quiet = false;
     std::string tokenizer_path;
@@ -160,10 +163,25 @@ int main(int argc, char** argv) {
         for (const ImportedCheckpoint::Input& read : src.inputs)
             if (read.id == out_id) return fail("the output " + out_path + " would overwrite the input " + read.path);
 
-    // A signal the caller ignores (nohup's SIGHUP, a shell's trap '') stays ignored.
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGBUS})
+    // A signal the caller ignores (nohup's SIGHUP, a shell's trap '') stays ignored. Every signal
+    // whose default ends the process is here: an abort (an allocation failing on a thread),
+    // timers, a CPU time limit (ulimit -t), the user signals.
+    for (int sig :
+         {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGBUS, SIGABRT, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGUSR1, SIGUSR2})
         if (std::signal(sig, on_signal) == SIG_IGN) std::signal(sig, SIG_IGN);
     std::signal(SIGXFSZ, SIG_IGN);
+    // An exit() in a library (libgomp when it cannot start its threads) is an end too.
+    std::atexit(remove_unfinished_checkpoints);
     if (!(err = convert_checkpoint(src, out_path, format, mix, quiet)).empty()) return fail(err);
     return 0;
+}
+
+int main(int argc, char** argv) {
+    open_missing_standard_files();  // `quantize ... 2>&-`: the output file would take descriptor 2
+    try {
+        return quantize_main(argc, argv);
+    } catch (const std::bad_alloc&) {
+        remove_unfinished_checkpoints();
+        return fail("out of memory (a limit such as ulimit -v, or too little RAM)");
+    }
 }

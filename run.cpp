@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <omp.h>
 #include <string>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 
 #include "base/input_file.h"
 #include "base/limits.h"
+#include "base/platform.h"
 #include "base/printable.h"
 #include "cli/bench.h"
 #include "cli/chat_terminal.h"
@@ -204,6 +206,12 @@ CommandLine command_line(Options& o) {
 }
 
 // One line, whatever the message carries from a file: control characters are escaped.
+// The error of the first write to stdout that failed (0: none yet), for main's message.
+int stdout_errno = 0;
+void flush_output() {
+    if (std::fflush(stdout) != 0 && !stdout_errno) stdout_errno = errno;
+}
+
 int fail(const std::string& msg) {
     std::fprintf(stderr, "run: %s\n", message_line(msg).c_str());
     return 1;
@@ -282,7 +290,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     Generator gen(model, tok, sampler, end_ids);
     gen.set_draft(o.draft);
     if (!o.print_ids) write_text(gen.text_before(tokens));
-    std::fflush(stdout);
+    flush_output();
 
     std::vector<float> logits(c.vocab_size);
     const size_t n_prompt = tokens.size();
@@ -291,12 +299,15 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     const double prompt_s = seconds_since(t_prompt);
 
     GenerationCallbacks cb;
+    // Output that cannot be written (a closed pipe with SIGPIPE ignored, a full disk) ends the
+    // generation: nobody would read the rest. main says why.
+    cb.interrupted = [&] { return std::ferror(stdout) != 0; };
     cb.on_token = [&](int id, const std::string& text) {
         if (o.print_ids)
             std::printf(gen.tokens().size() > 1 ? ",%d" : "%d", id);
         else
             write_text(text);
-        std::fflush(stdout);
+        flush_output();
         if (o.print_margins) {
             // The logits id was chosen from (padding ids masked): the largest and the second, with
             // the second's id, so that two builds whose top two swap can be matched.
@@ -319,9 +330,10 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     const double gen_s = seconds_since(t_gen);
     if (!o.print_ids) write_text(gen.finish());
     std::fputs("\n", stdout);
-    std::fflush(stdout);
+    flush_output();
 
     if (end == GenerationEnd::error) return fail(gen.error());
+    if (std::ferror(stdout)) return 1;  // main says why
     if (end == GenerationEnd::context_full)
         std::fprintf(stderr, "run: stopped: the context of %d tokens is full (raise -c)\n", n_ctx);
     const size_t n_gen = gen.tokens().size();
@@ -444,7 +456,7 @@ extern "C" void on_sigbus(int) {
     _exit(1);
 }
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
     bound_openmp_spin_wait(argv);
     std::signal(SIGBUS, on_sigbus);
     Options o;
@@ -559,4 +571,20 @@ int main(int argc, char** argv) {
     if (perplexity_given) return perplexity(model, tok, o);
     if (o.bench) return bench(model, o);
     return generate(model, tok, o, ids_given, t_load);
+}
+
+int main(int argc, char** argv) {
+    open_missing_standard_files();
+    int code;
+    try {
+        code = run_main(argc, argv);
+    } catch (const std::bad_alloc&) {
+        return fail("out of memory (a limit such as ulimit -v, or too little RAM)");
+    }
+    // What was written to stdout must have arrived: a full disk, /dev/full or a closed pipe
+    // are an error, not a silent success.
+    flush_output();
+    if (stdout_errno || std::ferror(stdout))
+        return fail(std::string("cannot write the output: ") + std::strerror(stdout_errno ? stdout_errno : EIO));
+    return code;
 }

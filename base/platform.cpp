@@ -31,6 +31,15 @@ int hardware_threads() {
 }
 }  // namespace
 
+void open_missing_standard_files() {
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1) {
+            // open() takes the lowest free descriptor: this one.
+            const int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (opened >= 0 && opened != fd) close(opened);
+        }
+}
+
 #if defined(__linux__)
 
 int physical_core_count() {
@@ -89,6 +98,10 @@ std::string executable_path() {
 }
 
 bool reexec_self(char** argv) {
+    // By its path first: exec'd as /proc/self/exe, the process is named "exe" (ps, pgrep, top).
+    // That link still works when the file has gone meanwhile (a rebuild).
+    const std::string path = executable_path();
+    if (!path.empty()) execv(path.c_str(), argv);
     execv("/proc/self/exe", argv);
     return false;
 }

@@ -307,6 +307,24 @@ TEST_CASE("cli: -s -1 is a seed from the clock, as llama.cpp's -1, and undoes an
     CHECK(a.out != b.out);
 }
 
+TEST_CASE("cli: output that cannot be written is an error, not a silent success") {
+    make_cli_model();
+    // /dev/full: every write fails with ENOSPC, as on a full disk.
+    for (const char* args : {" -p hi -n 4", " --prompt-ids 1,5 -n 4 --print-ids", " --tokenize -p hi"}) {
+        const CommandResult r = run_command("./run " + kModel + args + " > /dev/full");
+        INFO(args << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("cannot write the output: No space left on device") != std::string::npos);
+    }
+    // A closed pipe with SIGPIPE ignored (as some shells and services leave it): the generation
+    // stops at the first failed write rather than running to the end of the context for nobody.
+    const CommandResult r =
+        run_command("sh -c \"trap '' PIPE; ./run " + kModel + " -p hi -n -1 -c 4096 --ignore-eos -t 1 | head -c 1 >/dev/null\"");
+    INFO(r.err);
+    CHECK(r.err.find("cannot write the output: Broken pipe") != std::string::npos);
+    CHECK(r.err.find("generation ") == std::string::npos);  // no summary of a generation that went on
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);
