@@ -7,6 +7,7 @@
 #include <clocale>
 #include <cstring>
 #include <langinfo.h>
+#include <termios.h>
 #include <unistd.h>
 
 // histedit.h declares a `Tokenizer` type of its own (its word splitter, unused here).
@@ -29,6 +30,19 @@ namespace {
 // reader after el_gets.
 volatile sig_atomic_t g_interrupted = 0;
 extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// SIGTERM or SIGHUP ends the chat where it stands: the terminal gets back the settings it had
+// (libedit's raw mode left it without echo or line editing) and the colour is reset, then the
+// signal ends the process as it would have. Only async-signal-safe calls here.
+termios g_terminal_before;
+volatile sig_atomic_t g_terminal_saved = 0, g_colour = 0;
+extern "C" void on_ending_signal(int sig) {
+    static const char reset[] = "\033[0m\n";
+    if (g_colour) (void)!write(STDOUT_FILENO, reset, sizeof reset - 1);
+    if (g_terminal_saved) tcsetattr(STDIN_FILENO, TCSANOW, &g_terminal_before);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 const char* kHelp =
     "Type a message and press Enter; end a line with \\ to continue the message on the next.\n"
@@ -215,6 +229,17 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_sa);
+    g_terminal_saved = terminal && tcgetattr(STDIN_FILENO, &g_terminal_before) == 0;
+    g_colour = colour;
+    struct sigaction ending, old_term, old_hup;
+    std::memset(&ending, 0, sizeof ending);
+    ending.sa_handler = on_ending_signal;
+    sigemptyset(&ending.sa_mask);
+    sigaction(SIGTERM, &ending, &old_term);
+    sigaction(SIGHUP, &ending, &old_hup);
+    // A signal the caller ignores (nohup's SIGHUP) stays ignored.
+    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, nullptr);
+    if (old_hup.sa_handler == SIG_IGN) sigaction(SIGHUP, &old_hup, nullptr);
 
     if (terminal || opt.verbose)
         std::fprintf(stderr, "chat template: %s (%s)%s. /help for commands; Ctrl-D or /quit to leave.\n", name.c_str(),
@@ -323,6 +348,8 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     if (colour) std::fputs(kReset, stdout);
     std::fflush(stdout);
     sigaction(SIGINT, &old_sa, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
     return 0;
 }
 

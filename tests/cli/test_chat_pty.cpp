@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <poll.h>
 #include <pty.h>
 #include <sys/wait.h>
@@ -91,6 +92,7 @@ public:
             if (!read_some(deadline)) return false;
         return true;
     }
+    void send_signal(int sig) { kill(pid_, sig); }
     void type(const std::string& keys) {
         if (write(fd_, keys.data(), keys.size()) != ssize_t(keys.size())) FAIL("cannot write to the pty");
     }
@@ -255,4 +257,21 @@ TEST_CASE("chat pty: letters beyond ASCII typed at the prompt reach the model, a
     CHECK(tokens_in(chat.output()) == want);
     chat.type("\x04");
     CHECK(chat.wait_exit(kWait) == 0);
+}
+
+TEST_CASE("chat pty: SIGTERM or SIGHUP at the prompt ends the chat with the terminal as it was") {
+    // libedit's raw mode stayed: no echo, no line editing, no Ctrl-C in the shell after.
+    for (int sig : {SIGTERM, SIGHUP}) {
+        INFO(strsignal(sig));
+        PtyChild chat({"./run", kModel, "--chat", "-n", "4", "-t", "1"});
+        REQUIRE(chat.started());
+        REQUIRE(chat.expect_prompt(kWait));
+        REQUIRE((chat.settings().c_lflag & ICANON) == 0);  // the line editor has the terminal
+        chat.send_signal(sig);
+        CHECK(chat.wait_exit(kWait) == 128 + sig);
+        const termios t = chat.settings();
+        CHECK((t.c_lflag & ICANON) != 0);
+        CHECK((t.c_lflag & ECHO) != 0);
+        CHECK((t.c_lflag & ISIG) != 0);
+    }
 }
