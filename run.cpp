@@ -80,9 +80,13 @@ CommandLine command_line(Options& o) {
             {"input and output",
              {
                  {"-m", "--model", "FILE", &o.model_path, "the checkpoint (same as the first argument)"},
-                 {"-p", "--prompt", "TEXT", &o.prompt, "prompt text; encoded with BOS prepended (when the tokenizer adds one)", 0,
-                  0, "just BOS"},
-                 {"-f", "--file", "FILE", &o.prompt_file, "prompt text read from a file (instead of --prompt)"},
+                 {"-p", "--prompt", "TEXT", &o.prompt,
+                  "prompt text; encoded with BOS prepended (when the tokenizer adds one). Taken as it is: \\n is a "
+                  "backslash and an n (llama.cpp turns it into a newline; in a shell, write $'a\\nb')",
+                  0, 0, "just BOS"},
+                 {"-f", "--file", "FILE", &o.prompt_file,
+                  "prompt text read from a file (instead of --prompt), without the newline that ends its last line "
+                  "(as llama.cpp reads it)"},
                  {"", "--prompt-ids", "IDS", &o.prompt_ids,
                   "prompt as raw token ids, comma-separated (nothing is added); llama-tokenize's [1, 15043] too"},
                  {"-n", "--n-predict", "N", &o.n_predict,
@@ -483,6 +487,8 @@ int run_main(int argc, char** argv) {
                         (o.n_ctx ? std::to_string(o.n_ctx) : std::string("4096 (the most -c defaults to)")) +
                         ", too long to be tokenized (raise -c)");
         if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file %s is empty\n", shown_path(o.prompt_file).c_str());
+        // The newline that ends a file's last line is not part of the prompt, as in llama.cpp.
+        if (!o.prompt.empty() && o.prompt.back() == '\n') o.prompt.pop_back();
     }
     const bool prompt_given = args.was_given("--prompt") || args.was_given("--file"), ids_given = args.was_given("--prompt-ids");
     const bool perplexity_given = args.was_given("--perplexity");

@@ -325,6 +325,18 @@ TEST_CASE("cli: output that cannot be written is an error, not a silent success"
     CHECK(r.err.find("generation ") == std::string::npos);  // no summary of a generation that went on
 }
 
+TEST_CASE("cli: -f drops the newline that ends the file's last line, as llama.cpp's -f does") {
+    make_cli_model();
+    write_file("build/tests/cli-line.txt", "ROMEO: Good morrow\n");
+    write_file("build/tests/cli-two-newlines.txt", "ROMEO: Good morrow\n\n");
+    const CommandResult p = run_command("./run " + kModel + " --tokenize -p 'ROMEO: Good morrow'");
+    const CommandResult line = run_command("./run " + kModel + " --tokenize -f build/tests/cli-line.txt");
+    const CommandResult two = run_command("./run " + kModel + " --tokenize -f build/tests/cli-two-newlines.txt");
+    REQUIRE(p.exit_code == 0);
+    CHECK(line.out == p.out);
+    CHECK(two.out != p.out);  // only one newline goes
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);
