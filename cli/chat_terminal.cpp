@@ -221,7 +221,8 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
 
     const bool terminal = isatty(STDIN_FILENO);
     const char* term = std::getenv("TERM");
-    const bool colour = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR") && !(term && std::strcmp(term, "dumb") == 0);
+    const char* no_colour = std::getenv("NO_COLOR");  // set and not empty, as no-color.org defines it
+    const bool colour = isatty(STDOUT_FILENO) && !(no_colour && *no_colour) && !(term && std::strcmp(term, "dumb") == 0);
 
     // No SA_RESTART: Ctrl-C must interrupt a blocking read (getline when stdin is not a terminal).
     struct sigaction sa, old_sa;
