@@ -107,6 +107,8 @@ int quantize_main(int argc, char** argv) {
     const std::string& in_path = positional[0];
     const std::string& out_path = positional[1];
     if (in_path.empty() || out_path.empty()) return fail(std::string(in_path.empty() ? "INPUT" : "OUTPUT") + " is empty");
+    // A checkpoint is written in place and renamed when whole: a pipe cannot take one.
+    if (out_path == "-") return fail("OUTPUT '-': quantize writes a file, not to stdout (give a file name, ./- for one named -)");
     CheckpointFormat format = checkpoint_format_for_path(out_path);
     if (args.was_given("--format") && !parse_checkpoint_format(format_name, &format))
         return fail("unknown format '" + format_name + "' (hearth or gguf)");

@@ -144,3 +144,18 @@ TEST_CASE("output files: quantize with stderr closed writes a whole model, not i
     CHECK(load_model(out, &m) == "");
     CHECK(partial_files() == 0);
 }
+
+TEST_CASE("output files: a replaced output keeps its permissions; '-' is refused, not a file named -") {
+    fresh_dir();
+    const std::string out = kDir + "/private.hearth";
+    std::ofstream(out) << "an older file";
+    REQUIRE(chmod(out.c_str(), 0640) == 0);
+    REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + out + " q8_0 -q").exit_code == 0);
+    struct stat st;
+    REQUIRE(stat(out.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0640);
+    const CommandResult dash = run_command("cd " + kDir + " && ../../../quantize ../../../models/tiny-shakespeare.hearth - q8_0");
+    CHECK(dash.exit_code == 1);
+    CHECK(dash.err.find("not to stdout") != std::string::npos);
+    CHECK(access((kDir + "/-").c_str(), F_OK) != 0);
+}
