@@ -574,14 +574,18 @@ def tensor_data(tensors, texts):
     return [bytes(b) for b in out]
 
 
-def model_metadata(vocab, tokenizer_keys, arch="llama"):
+def model_metadata(vocab, tokenizer_keys, arch="llama", name="fuzz-seed", dim=DIM, hidden=HIDDEN, layers=1, heads=1,
+                   kv_heads=1, n_ctx=64, head_dim=None):
     m = Meta()
     m.string("general.architecture", arch)
-    m.string("general.name", "fuzz-seed")
-    for k, v in (("embedding_length", DIM), ("feed_forward_length", HIDDEN), ("block_count", 1),
-                 ("attention.head_count", 1), ("attention.head_count_kv", 1), ("context_length", 64),
+    m.string("general.name", name)
+    for k, v in (("embedding_length", dim), ("feed_forward_length", hidden), ("block_count", layers),
+                 ("attention.head_count", heads), ("attention.head_count_kv", kv_heads), ("context_length", n_ctx),
                  ("vocab_size", len(vocab.tokens))):
         m.u32(arch + "." + k, v)
+    if head_dim:
+        m.u32(arch + ".attention.key_length", head_dim)
+        m.u32(arch + ".attention.value_length", head_dim)
     m.f32(arch + ".rope.freq_base", 10000.0)
     m.f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5)
     m.string("tokenizer.ggml.model", "gpt2")
@@ -779,22 +783,8 @@ def forward_model(arch, dim, hidden, layers, heads, kv_heads, layer_types, embd_
     add("output_norm.weight", [dim], F32, norm=True)
     if output_type is not None:
         add("output.weight", [len(vocab.tokens), dim], output_type)
-    m = Meta()
-    m.string("general.architecture", arch)
-    m.string("general.name", "fuzz-forward-seed")
-    for key, val in (("embedding_length", dim), ("feed_forward_length", hidden), ("block_count", layers),
-                     ("attention.head_count", heads), ("attention.head_count_kv", kv_heads), ("context_length", n_ctx)):
-        m.u32(arch + "." + key, val)
-    if head_dim:
-        m.u32(arch + ".attention.key_length", head_dim)
-        m.u32(arch + ".attention.value_length", head_dim)
-    m.f32(arch + ".rope.freq_base", 10000.0)
-    m.f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5)
-    m.string("tokenizer.ggml.model", "gpt2")
-    m.strings("tokenizer.ggml.tokens", vocab.tokens)
-    m.i32s("tokenizer.ggml.token_type", vocab.types)
-    m.strings("tokenizer.ggml.merges", vocab.merges)
-    m.string("tokenizer.ggml.pre", "gpt-2")
+    m = model_metadata(vocab, lambda m: m.string("tokenizer.ggml.pre", "gpt-2"), arch, "fuzz-forward-seed", dim, hidden,
+                       layers, heads, kv_heads, n_ctx, head_dim)
     return gguf_file(m, tensors, data, types)
 
 
