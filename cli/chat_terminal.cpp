@@ -60,8 +60,6 @@ const char* kReset = "\033[0m";
 
 enum class Input { message, end, cancelled };
 
-// Reads one message: with libedit when stdin is a terminal, else line by line. A line
-// ending in a backslash continues on the next.
 // libedit takes multibyte characters only in a locale whose characters are UTF-8; in the C
 // locale a program starts in, it dropped every byte above 0x7F ("héllo" reached the model as
 // "hllo", and 日本 as nothing). The environment's locale, or C.UTF-8 when that is not UTF-8:
@@ -71,6 +69,8 @@ void use_utf8_characters() {
     if (!l || std::strcmp(nl_langinfo(CODESET), "UTF-8") != 0) std::setlocale(LC_CTYPE, "C.UTF-8");
 }
 
+// Reads one message: with libedit when stdin is a terminal, else line by line. A line
+// ending in a backslash continues on the next.
 class LineReader {
 public:
     LineReader(bool terminal, bool colour) : terminal_(terminal) {

@@ -195,11 +195,11 @@ std::string CheckpointWriter::open(const std::string& path, CheckpointFormat for
     tmp_path_ = tmpl;
     track(tmp_path_, true);
     // mkstemp makes the file private (0600); the model gets what a plain create would give, or
-    // the permissions of the file it replaces (as an editor's save keeps them).
+    // the permissions of the file it replaces (as an editor's save keeps them; not setuid bits).
     const mode_t mask = umask(0);
     umask(mask);
     struct stat old_st;
-    const mode_t mode = stat(path.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode) ? (old_st.st_mode & 07777) : (0666 & ~mask);
+    const mode_t mode = stat(path.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode) ? (old_st.st_mode & 0777) : (0666 & ~mask);
     f_ = fchmod(fd, mode) == 0 ? fdopen(fd, "wb") : nullptr;
     if (!f_) {
         const std::string why = std::strerror(errno);
