@@ -227,7 +227,7 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
 
     // The first line quantize prints: a refusal before this point is its only line.
     // The chat template --chat and the server will use: a built-in one, or none (raw text).
-    const std::string chat = !c.chat_template.empty()         ? c.chat_template
+    const std::string chat = !c.chat_template.empty()         ? printable(c.chat_template)  // a file's string
                              : !c.chat_template_jinja.empty() ? "none hearth knows (chats are raw text)"
                                                               : "none";
     std::fprintf(stderr,
