@@ -377,9 +377,13 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     std::fprintf(stderr, "run: %zu tokens, %d windows of %d\n", ids.size(), windows, window);
     PerplexityResult r;
     const auto t0 = Clock::now();
+    // On a terminal one line redrawn after each window; into a file or a pipe (a log), a line of
+    // its own every tenth of the windows and at the end, not carriage returns on one line.
+    const bool redraw = isatty(STDERR_FILENO);
     err = compute_perplexity(model, ids, window, o.cache_types, &r, [&](int w, int total, double ppl) {
-        std::fprintf(stderr, "\r[%d/%d] perplexity %.4f, %.1f s", w, total, ppl, seconds_since(t0));
-        if (w == total) std::fputc('\n', stderr);
+        if (!redraw && w * 10 / total == (w - 1) * 10 / total) return;  // a line as each tenth is done
+        std::fprintf(stderr, "%s[%d/%d] perplexity %.4f, %.1f s%s", redraw ? "\r" : "", w, total, ppl, seconds_since(t0),
+                     !redraw || w == total ? "\n" : "");
     });
     if (!err.empty()) return fail(err);
     std::printf("perplexity: %.4f (%ld tokens scored in %d windows of %d; mean NLL %.5f nats)\n", r.perplexity, r.scored,

@@ -337,6 +337,19 @@ TEST_CASE("cli: -f drops the newline that ends the file's last line, as llama.cp
     CHECK(two.out != p.out);  // only one newline goes
 }
 
+TEST_CASE("cli: --perplexity into a log writes a progress line every tenth of the windows, no carriage returns") {
+    // 8 KB of the held-out text: about 2,500 tokens, some 40 windows of 64.
+    write_file("build/tests/cli-ppl.txt", read_text("tests/data/tinyshakespeare-valid.txt").substr(0, 8192));
+    const CommandResult r = run_command("./run models/tiny-shakespeare.hearth --perplexity build/tests/cli-ppl.txt -c 64 -t 1");
+    REQUIRE(r.exit_code == 0);
+    INFO(r.err);
+    CHECK(r.err.find('\r') == std::string::npos);
+    size_t progress = 0;
+    for (size_t at = r.err.find("] perplexity "); at != std::string::npos; at = r.err.find("] perplexity ", at + 1)) progress++;
+    CHECK(progress == 10);  // one as each tenth of the windows is done, the last at the end
+    CHECK(r.out.find("perplexity: ") == 0);
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);
