@@ -36,7 +36,8 @@ Clock::time_point after(double seconds) {
 
 class PtyChild {
 public:
-    explicit PtyChild(const std::vector<std::string>& args) {
+    // env: variables set in the child, after TERM=xterm and NO_COLOR unset.
+    explicit PtyChild(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
         struct winsize ws = {};
         ws.ws_row = 24;
         ws.ws_col = 100;
@@ -44,6 +45,7 @@ public:
         if (pid_ == 0) {
             setenv("TERM", "xterm", 1);
             unsetenv("NO_COLOR");
+            for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
             std::vector<char*> argv;
             for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
             argv.push_back(nullptr);
@@ -273,5 +275,18 @@ TEST_CASE("chat pty: SIGTERM or SIGHUP at the prompt ends the chat with the term
         CHECK((t.c_lflag & ICANON) != 0);
         CHECK((t.c_lflag & ECHO) != 0);
         CHECK((t.c_lflag & ISIG) != 0);
+    }
+}
+
+TEST_CASE("chat pty: NO_COLOR turns colour off when it is set and not empty, as no-color.org defines it") {
+    for (const std::string value : {"", "1"}) {
+        INFO("NO_COLOR='" << value << "'");
+        PtyChild chat({"./run", kModel, "--chat", "-n", "4", "-t", "1"}, {{"NO_COLOR", value}});
+        REQUIRE(chat.started());
+        REQUIRE(chat.expect(">", kWait));
+        chat.type("/quit\r");
+        CHECK(chat.wait_exit(kWait) == 0);
+        const bool coloured = chat.output().find(kPrompt) != std::string::npos;
+        CHECK(coloured == value.empty());
     }
 }
