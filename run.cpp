@@ -39,12 +39,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Without -c, the context is the model's, at most this many positions (a model's declared
+// context may be 128k, whose KV cache a laptop does not hold).
+constexpr int kDefaultContextCap = 4096;
+
 struct Options {
     std::string model_path;
     std::string prompt, prompt_file, prompt_ids;
     int n_predict = 256;
     bool ignore_eos = false, print_ids = false, print_margins = false, tokenize = false;
-    int n_ctx = 0;  // 0: the model's, at most 4096 (512 for --perplexity)
+    int n_ctx = 0;  // 0: the model's, at most kDefaultContextCap (512 for --perplexity)
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
     int draft = 4;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
@@ -104,7 +108,7 @@ CommandLine command_line(Options& o) {
                  {"-c", "--ctx-size", "N", &o.n_ctx,
                   "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
                   "llama-server does)",
-                  1, 1 << 24, "the model's, at most 4096; 512 for --perplexity"},
+                  1, 1 << 24, "the model's, at most " + std::to_string(kDefaultContextCap) + "; 512 for --perplexity"},
                  {"-t", "--threads", "N", &o.threads,
                   "threads; more than the physical cores makes generation slower, and more than the CPUs this process may "
                   "run on are cut to that number",
@@ -230,7 +234,9 @@ std::string default_model_path() {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-int context_length(const Options& o, const ModelConfig& c) { return o.n_ctx ? o.n_ctx : std::min(c.max_seq_len, 4096); }
+int context_length(const Options& o, const ModelConfig& c) {
+    return o.n_ctx ? o.n_ctx : std::min(c.max_seq_len, kDefaultContextCap);
+}
 
 // Positions past the context the model declares (as a rule, its training's) give text and
 // perplexity it was never trained for: said on stderr before the work, as llama.cpp warns.
@@ -480,15 +486,15 @@ int run_main(int argc, char** argv) {
         if (args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
         // A prompt over 64 bytes a token of its context is refused before tokenizing (generate):
         // read no more of a pipe than that, not a text file's 1 GiB. The context is -c, or the
-        // model's of at most 4096 (not loaded yet). --tokenize has no context.
-        const uint64_t most = o.tokenize ? 0 : uint64_t(o.n_ctx ? o.n_ctx : 4096) * limits::kPromptBytesPerContextToken + 1;
+        // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context.
+        const int n_ctx = o.n_ctx ? o.n_ctx : kDefaultContextCap;
+        const uint64_t most = o.tokenize ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
         std::string err = read_input_file(o.prompt_file, InputKind::text, &o.prompt, nullptr, most);
         if (!err.empty()) return fail("--file: " + err);
         if (most && o.prompt.size() == most)
             return fail("--file: " + shown_path(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
                         " bytes: more than " + std::to_string(limits::kPromptBytesPerContextToken) +
-                        " per token of a context of " +
-                        (o.n_ctx ? std::to_string(o.n_ctx) : std::string("4096 (the most -c defaults to)")) +
+                        " per token of a context of " + std::to_string(n_ctx) + (o.n_ctx ? "" : " (the most -c defaults to)") +
                         ", too long to be tokenized (raise -c)");
         if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file %s is empty\n", shown_path(o.prompt_file).c_str());
         // The newline that ends a file's last line is not part of the prompt, as in llama.cpp.
