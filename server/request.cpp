@@ -227,19 +227,10 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         double off;  // NaN: no number is neutral (only null, or an empty string)
         int side;    // the values that turn it off too, as llama.cpp reads them: +1 those above, -1 below
     };
-    static const Neutral kLlamaFields[] = {{"grammar", NAN, 0},
-                                           {"json_schema", NAN, 0},
-                                           {"mirostat", 0, 0},
-                                           {"typical_p", 1, +1},
-                                           {"tfs_z", 1, +1},
-                                           {"dynatemp_range", 0, -1},
-                                           {"xtc_probability", 0, -1},
-                                           {"dry_multiplier", 0, -1},
-                                           {"top_n_sigma", 0, -1},
-                                           {"n_probs", 0, -1},
-                                           {"reasoning_effort", NAN, 0},
-                                           {"web_search_options", NAN, 0},
-                                           {"chat_template_kwargs", NAN, 0}};
+    static const Neutral kLlamaFields[] = {
+        {"grammar", NAN, 0},    {"json_schema", NAN, 0},   {"mirostat", 0, 0},           {"typical_p", 1, +1},
+        {"tfs_z", 1, +1},       {"dynatemp_range", 0, -1}, {"xtc_probability", 0, -1},   {"dry_multiplier", 0, -1},
+        {"top_n_sigma", 0, -1}, {"n_probs", 0, -1},        {"reasoning_effort", NAN, 0}, {"web_search_options", NAN, 0}};
     for (const Neutral& f : kLlamaFields) {
         const json* v = field(j, f.name);
         if (!v || (v->is_string() && v->get<std::string>().empty() && std::isnan(f.off))) continue;
@@ -247,15 +238,18 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
             const double x = v->get<double>();
             if (x == f.off || (f.side > 0 && x > f.off) || (f.side < 0 && x < f.off)) continue;
         }
-        if (std::string(f.name) == "chat_template_kwargs" && v->is_object()) {
-            // Qwen3's switch: hearth's template renders thinking off, so only true changes anything.
-            const json* think = field(*v, "enable_thinking");
-            if (v->size() == (think ? 1u : 0u) && (!think || *think == false)) continue;
-            return unsupported(f.name, "the built-in templates take no arguments (Qwen3's thinking stays off)");
-        }
         char off[64];
         std::snprintf(off, sizeof off, "only %s%g, which turns it off", f.side > 0 ? ">= " : f.side < 0 ? "<= " : "", f.off);
         return unsupported(f.name, std::isnan(f.off) ? "llama-server's extension, not implemented" : off);
+    }
+    // Qwen3's switch: hearth's template renders thinking off, so only enable_thinking true, or
+    // any other argument, changes anything.
+    if (const json* k = field(j, "chat_template_kwargs")) {
+        const json* think = k->is_object() ? field(*k, "enable_thinking") : nullptr;
+        const bool off = k->is_object() ? k->size() == (think ? 1u : 0u) && (!think || *think == false)
+                                        : k->is_string() && k->get<std::string>().empty();
+        if (!off)
+            return unsupported("chat_template_kwargs", "the built-in templates take no arguments (Qwen3's thinking stays off)");
     }
     if (const json* b = field(j, "best_of"); b && *b != 1) return unsupported("best_of", "only best_of = 1");
     for (const char* name : {"tools", "functions"})
