@@ -12,6 +12,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/counts"
 : >"$tmp/skipped"
+: >"$tmp/failures"
+
+# The names of the doctest test cases that failed in a command's output: a failing case's
+# block starts with "TEST CASE:" and holds an "ERROR:" line.
+failed_cases() {
+    awk '/^TEST CASE:/ { name = substr($0, 13) } /(^|: )(ERROR|FATAL ERROR):/ && name != "" { print "    " name; name = "" }'
+}
 
 # Runs one command; prints its block and appends "passed failed skipped error" to the counts,
 # under a lock (the lanes share stdout and the counts).
@@ -50,6 +57,10 @@ run_one() {
         cat "$block"
         echo "$counts" >>"$tmp/counts"
         if [ $rc -eq 77 ]; then echo "skipped: $label: $why" >>"$tmp/skipped"; fi
+        if [ $rc -ne 77 ] && { [ $rc -ne 0 ] || [ "${counts#* }" != "0 0 0" ]; }; then
+            echo "failed: $label (exit code $rc)" >>"$tmp/failures"
+            echo "$out" | failed_cases | sort -u >>"$tmp/failures"
+        fi
     ) 9>"$tmp/lock"
 }
 
@@ -82,6 +93,8 @@ while read -r p f s error; do
     skipped=$((skipped + s))
     if [ "$error" != 0 ]; then status=1; fi
 done <"$tmp/counts"
+# What failed is repeated last, where a log's tail shows it.
+cat "$tmp/failures"
 if [ $skipped -gt 0 ]; then
     cat "$tmp/skipped"
     echo "$passed passed, $failed failed, $skipped skipped"
