@@ -409,15 +409,19 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
     return {};
 }
 
-ApiError parse_tokenize_request(std::string_view body, std::string* content, bool* add_special) {
+ApiError parse_tokenize_request(std::string_view body, TokenizeRequest* out) {
     json j;
     if (ApiError e = parse_object(body, &j)) return e;
     const json* c = field(j, "content");
     if (!c) return bad_request("'content' is required", "content");
     if (!c->is_string()) return wrong_type("content", *c, "a string");
-    *content = c->get<std::string>();
-    *add_special = false;
-    return read_bool(j, "add_special", add_special);
+    TokenizeRequest r;
+    r.content = c->get<std::string>();
+    if (ApiError e = read_bool(j, "add_special", &r.add_special)) return e;
+    if (ApiError e = read_bool(j, "parse_special", &r.parse_special)) return e;
+    if (ApiError e = read_bool(j, "with_pieces", &r.with_pieces)) return e;
+    *out = std::move(r);
+    return {};
 }
 
 ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::vector<int>* tokens) {

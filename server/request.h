@@ -52,8 +52,15 @@ struct CompletionRequest {
 // which a request's own fields override. On error *out is left in an unspecified state.
 ApiError parse_completion_request(std::string_view body, bool chat, const SamplerParams& defaults, CompletionRequest* out);
 
-// POST /tokenize, llama-server's shape: {"content": TEXT, "add_special": false}.
-ApiError parse_tokenize_request(std::string_view body, std::string* content, bool* add_special);
+// POST /tokenize, llama-server's shape: {"content": TEXT, "add_special": false,
+// "parse_special": true, "with_pieces": false}, with llama-server's defaults.
+struct TokenizeRequest {
+    std::string content;
+    bool add_special = false;   // BOS first, when the tokenizer adds one
+    bool parse_special = true;  // control tokens' texts in the content become their ids
+    bool with_pieces = false;   // each id with its text: {"id", "piece"}
+};
+ApiError parse_tokenize_request(std::string_view body, TokenizeRequest* out);
 // POST /detokenize: {"tokens": [ID, ...]}, each id in 0..vocab_size-1.
 ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::vector<int>* tokens);
 

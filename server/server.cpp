@@ -702,6 +702,15 @@ json chunk_json(const Job& j, const std::string& model, const json* delta, const
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
+// A token's text as llama-server shows it in /detokenize and /tokenize's pieces (llama.cpp's
+// token_to_piece with special tokens rendered): a control token's own text (<s>, <|eot_id|>),
+// SentencePiece's unknown piece as it is spelled (<unk>), else the token's bytes, a
+// SentencePiece piece's leading space included.
+std::string shown_piece(const Tokenizer& tok, int id) {
+    if (tok.is_control(id) || tok.is_unknown(id)) return tok.piece(id);
+    return tok.token_bytes(id);
+}
+
 std::atomic<bool> g_stop_requested{false};
 
 }  // namespace
@@ -830,18 +839,34 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         send_json(res, 200, sched ? sched->slots_json() : json::array());
     });
     post("/tokenize", [&](const httplib::Request& req, httplib::Response& res) {
-        std::string content;
-        bool add_special = false;
-        if (ApiError e = parse_tokenize_request(req.body, &content, &add_special)) return send_error(res, e);
+        TokenizeRequest t;
+        if (ApiError e = parse_tokenize_request(req.body, &t)) return send_error(res, e);
         std::vector<int> ids;
-        const std::string err = lm.tok.encode(content, add_special, &ids);
+        const std::string err = t.parse_special ? lm.tok.encode_special(t.content, t.add_special, &ids)
+                                                : lm.tok.encode(t.content, t.add_special, &ids);
         if (!err.empty()) return send_error(res, bad_request("the content cannot be tokenized: " + err, "content"));
-        send_json(res, 200, {{"tokens", ids}});
+        if (!t.with_pieces) return send_json(res, 200, {{"tokens", ids}});
+        // llama-server's pieces: a piece that is valid UTF-8 as a string, else its bytes.
+        json tokens = json::array();
+        for (int id : ids) {
+            const std::string piece = shown_piece(lm.tok, id);
+            json p = piece;
+            if (!is_valid_utf8(piece)) {
+                p = json::array();
+                for (unsigned char c : piece) p.push_back(int(c));
+            }
+            tokens.push_back({{"id", id}, {"piece", p}});
+        }
+        send_json(res, 200, {{"tokens", tokens}});
     });
     post("/detokenize", [&](const httplib::Request& req, httplib::Response& res) {
         std::vector<int> ids;
         if (ApiError e = parse_detokenize_request(req.body, lm.tok.vocab_size(), &ids)) return send_error(res, e);
-        send_json(res, 200, {{"content", lm.tok.decode(ids)}});
+        // Each token's piece as it is, as llama-server joins them: control tokens' texts too, and
+        // the first piece's leading space. Bytes that are no UTF-8 become U+FFFD in the JSON.
+        std::string text;
+        for (int id : ids) text += shown_piece(lm.tok, id);
+        send_json(res, 200, {{"content", text}});
     });
 
     auto completion = [&](const httplib::Request& req, httplib::Response& res, bool chat) {

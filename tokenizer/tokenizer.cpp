@@ -43,6 +43,12 @@ std::string Tokenizer::load(const void* data, size_t bytes) {
     if (!status.ok()) return "not a SentencePiece model: " + printable(status.ToString());
     sp_loaded_ = true;
     bpe_.reset();
+    std::vector<AddedTokenMatcher::Token> specials;
+    for (int id = 0; id < sp_->GetPieceSize(); id++) {
+        const std::string& p = sp_->IdToPiece(id);
+        if ((sp_->IsControl(id) || sp_->IsUnknown(id)) && !p.empty() && p.size() <= 65535) specials.push_back({p, id, true});
+    }
+    sp_specials_.build(specials);
     return "";
 }
 
@@ -61,6 +67,30 @@ std::string Tokenizer::encode(const std::string& text, bool add_bos, std::vector
     const auto status = sp_->Encode(text, &ids);
     if (!status.ok()) return "cannot encode the text: " + status.ToString();
     if (add_bos && sp_->bos_id() >= 0) out->push_back(sp_->bos_id());
+    out->insert(out->end(), ids.begin(), ids.end());
+    return "";
+}
+
+std::string Tokenizer::encode_special(const std::string& text, bool add_bos, std::vector<int>* out) const {
+    if (bpe_) return bpe_->encode(text, add_bos, true, out);
+    if (!sp_loaded_) return "the model has no tokenizer";
+    std::vector<AddedTokenMatcher::Match> found;
+    sp_specials_.find(text, true, &found);
+    std::vector<int> ids;
+    if (add_bos && sp_->bos_id() >= 0) ids.push_back(sp_->bos_id());
+    size_t at = 0;
+    for (size_t i = 0; i <= found.size(); i++) {
+        const size_t end = i < found.size() ? found[i].at : text.size();
+        // Each stretch on its own, as llama.cpp encodes the text between special tokens (each
+        // with SentencePiece's leading space).
+        if (end > at) {
+            std::string err = encode(text.substr(at, end - at), false, &ids);
+            if (!err.empty()) return err;
+        }
+        if (i == found.size()) break;
+        ids.push_back(found[i].id);
+        at = end + found[i].size;
+    }
     out->insert(out->end(), ids.begin(), ids.end());
     return "";
 }

@@ -44,6 +44,11 @@ public:
     // success, else a one-line reason (a vocabulary from an untrusted file may make a text
     // too costly to encode: tokenizer/bpe.h); *ids is then unchanged.
     std::string encode(const std::string& text, bool add_bos, std::vector<int>* ids) const;
+    // As encode, but the texts of control tokens (<s>, <|eot_id|>; and SentencePiece's unknown
+    // piece, <unk>) that occur in `text` become those tokens' ids, as llama.cpp's tokenizer
+    // does with parse_special (llama-server's /tokenize by default): the leftmost first, the
+    // longest there; the text between them is encoded as encode() encodes it.
+    std::string encode_special(const std::string& text, bool add_bos, std::vector<int>* ids) const;
     // The text of a whole sequence (control tokens print nothing).
     std::string decode(const std::vector<int>& ids) const;
     int vocab_size() const;  // 0 when nothing is loaded (a model without a tokenizer)
@@ -65,6 +70,7 @@ private:
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
     bool sp_loaded_ = false;                   // a SentencePiece model is loaded (else, without bpe_, nothing is)
     std::shared_ptr<const BpeTokenizer> bpe_;  // shared with the TokenizerSpec it was built for
+    AddedTokenMatcher sp_specials_;            // SentencePiece's control and unknown pieces, for encode_special
 };
 
 // "" when a prompt of `bytes` (its text, or its messages' texts together) may be tokenized for a

@@ -62,9 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             break;
         }
         case 2: {
-            std::string content;
-            bool add_special = false;
-            e = parse_tokenize_request(body, &content, &add_special);
+            TokenizeRequest t;
+            e = parse_tokenize_request(body, &t);
             break;
         }
         case 3: {

@@ -312,15 +312,23 @@ TEST_CASE("server request: a body that is not a JSON object is 400") {
 }
 
 TEST_CASE("server request: /tokenize and /detokenize bodies") {
-    std::string content;
-    bool add_special = true;
-    CHECK(!parse_tokenize_request(R"({"content":"Hello"})", &content, &add_special));
-    CHECK(content == "Hello");
-    CHECK(!add_special);
-    CHECK(!parse_tokenize_request(R"({"content":"x","add_special":true})", &content, &add_special));
-    CHECK(add_special);
-    CHECK(parse_tokenize_request(R"({"content":5})", &content, &add_special).param == "content");
-    CHECK(parse_tokenize_request(R"({})", &content, &add_special).status == 400);
+    // llama-server's defaults (tools/server/server-context.cpp, post_tokenize): add_special
+    // false, parse_special true, with_pieces false.
+    TokenizeRequest t;
+    t.add_special = true, t.parse_special = false, t.with_pieces = true;
+    CHECK(!parse_tokenize_request(R"({"content":"Hello"})", &t));
+    CHECK(t.content == "Hello");
+    CHECK(!t.add_special);
+    CHECK(t.parse_special);
+    CHECK(!t.with_pieces);
+    CHECK(!parse_tokenize_request(R"({"content":"x","add_special":true,"parse_special":false,"with_pieces":true})", &t));
+    CHECK(t.add_special);
+    CHECK(!t.parse_special);
+    CHECK(t.with_pieces);
+    CHECK(parse_tokenize_request(R"({"content":5})", &t).param == "content");
+    CHECK(parse_tokenize_request(R"({})", &t).status == 400);
+    CHECK(parse_tokenize_request(R"({"content":"x","with_pieces":1})", &t).param == "with_pieces");
+    CHECK(parse_tokenize_request(R"({"content":"x","parse_special":"no"})", &t).param == "parse_special");
 
     std::vector<int> ids;
     CHECK(!parse_detokenize_request(R"({"tokens":[1,2,3]})", 1024, &ids));

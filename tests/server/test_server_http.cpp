@@ -709,8 +709,38 @@ TEST_CASE("server http: /tokenize and /detokenize agree with run --tokenize") {
     CHECK(ids + "\n" == r.out);
     Response d = http(s.port(), "POST", "/detokenize", json{{"tokens", tokens}}.dump());
     REQUIRE(d.status == 200);
-    CHECK(d.j()["content"] == text);
+    // The first piece keeps its leading space, as llama-server's /detokenize gives it (below).
+    CHECK(d.j()["content"] == " " + text);
     check_error_shape(http(s.port(), "POST", "/detokenize", R"({"tokens":[99999]})"), 400, "tokens");
+    CHECK(s.stop() == 0);
+}
+
+// The expected values are llama-server's answers (llama.cpp b10587) for the same vocabulary: the
+// default model written as GGUF (quantize models/tiny-shakespeare.hearth ts.gguf keep) and served
+// with llama-server -m ts.gguf. Its /tokenize parses special tokens' texts by default
+// (parse_special), gives each id's piece with with_pieces (bytes that are no whole UTF-8 as a
+// list of byte values), and its /detokenize joins the tokens' pieces as they are: control
+// tokens' texts, the first piece's leading space; invalid UTF-8 is U+FFFD in the JSON.
+TEST_CASE("server http: /tokenize's parse_special and with_pieces, and /detokenize, answer as llama-server does") {
+    Server s("-np 1 -c 512");
+    REQUIRE(s.ready());
+    auto post = [&](const char* path, const std::string& body) {
+        const Response r = http(s.port(), "POST", path, body);
+        INFO(path << " " << body << ": HTTP " << r.status << " " << r.body);
+        REQUIRE(r.status == 200);
+        return r.body;
+    };
+    CHECK(post("/tokenize", R"({"content":"<s>Hi</s> \u00e9","add_special":true,"with_pieces":true})") ==
+          R"({"tokens":[{"id":1,"piece":"<s>"},{"id":1,"piece":"<s>"},{"id":329,"piece":" H"},{"id":969,"piece":"i"},)"
+          R"({"id":2,"piece":"</s>"},{"id":960,"piece":" "},{"id":960,"piece":" "},{"id":198,"piece":[195]},)"
+          R"({"id":172,"piece":[169]}]})");
+    CHECK(post("/tokenize", R"({"content":"<s>Hi</s> \u00e9","parse_special":false})") ==
+          R"({"tokens":[960,63,966,65,1000,969,63,50,966,65,960,198,172]})");
+    CHECK(post("/tokenize", R"({"content":"<unk>x"})") == R"({"tokens":[0,960,1015]})");
+    CHECK(post("/detokenize", R"({"tokens":[1,329,969,2,960,198,172]})") == "{\"content\":\"<s> Hi</s> \xC3\xA9\"}");
+    CHECK(post("/detokenize", R"({"tokens":[329,435,963]})") == R"({"content":" Hello"})");
+    CHECK(post("/detokenize", R"({"tokens":[198,65,172]})") == "{\"content\":\"\xEF\xBF\xBD>\xEF\xBF\xBD\"}");
+    CHECK(post("/detokenize", R"({"tokens":[0,3]})") == R"({"content":"<unk>\u0000"})");
     CHECK(s.stop() == 0);
 }
 
