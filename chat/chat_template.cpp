@@ -332,10 +332,15 @@ const std::vector<std::string>& chat_template_names() {
 
 bool is_chat_template(const std::string& name) { return find_template(name) != nullptr; }
 
-std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& d,
+std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
                         bool add_generation_prompt, std::vector<int>* ids) {
     const ChatTemplateRow* t = find_template(name);
     if (!t) return "unknown chat template " + in_quotes(name);
+    // A reply begun (a prefill): the dialog before it is formatted with the generation prompt,
+    // and its text follows, as llama-server continues a last assistant message.
+    const bool prefill = add_generation_prompt && !dialog.empty() && dialog.back().role == "assistant";
+    const std::vector<ChatMessage> before(dialog.begin(), dialog.end() - (prefill ? 1 : 0));
+    const std::vector<ChatMessage>& d = prefill ? before : dialog;
     size_t first = 0;
     std::string system;
     if (!d.empty() && d[0].role == "system") {
@@ -346,6 +351,7 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
         const char* want = (i - first) % 2 == 0 ? "user" : "assistant";
         if (d[i].role != want) return "the dialog must alternate user and assistant messages after an optional system message";
     }
+    if (prefill && !d.empty() && d.back().role == "assistant") return "the dialog ends with two assistant messages";
     if (add_generation_prompt && (d.size() == first || d.back().role != "user"))
         return "a generation prompt needs the dialog to end with a user message";
 
@@ -353,6 +359,14 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
     IdBuilder b{tok, ids, "", {}, ""};
     if (t->bos_first) b.add_id(tok.bos_id());
     t->format(b, Dialog{d, first, system, add_generation_prompt});
+    if (prefill) {
+        // Encoded with the text the generation prompt ends with, as llama-server tokenizes the
+        // rendered prompt (between special tokens, one string).
+        if (dialog.back().ids.empty())
+            b.add_text(dialog.back().content);
+        else
+            b.add_ids(dialog.back().ids);
+    }
     b.flush();
     if (!b.error.empty()) ids->clear();
     return b.error;

@@ -64,8 +64,10 @@ std::string default_system_message(const ModelConfig& c, const std::string& temp
 std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, const std::string& asked, std::string* why);
 
 // Formats `dialog` (an optional system message, then user and assistant alternating)
-// into token ids. With add_generation_prompt, the dialog must end with a user message and
-// the ids end where the assistant's reply begins. "" on success, else why not.
+// into token ids. With add_generation_prompt, the ids end where the assistant's reply begins:
+// the dialog ends with a user message, or with an assistant message that is the start of the
+// reply (a prefill, as llama-server continues it): the dialog before it with the generation
+// prompt, then that message's text, not closed. "" on success, else why not.
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
                         bool add_generation_prompt, std::vector<int>* ids);
 

@@ -120,7 +120,7 @@ ApiError unsupported(const char* name, const std::string& why) {
 }
 
 // The text of a message's content: a string, or OpenAI's list of content parts of type text.
-ApiError message_text(const json& content, size_t index, std::string* out) {
+ApiError message_text(const json& content, size_t index, const char* separator, std::string* out) {
     const std::string where = "messages[" + std::to_string(index) + "].content";
     if (content.is_string()) {
         *out = content.get<std::string>();
@@ -139,7 +139,7 @@ ApiError message_text(const json& content, size_t index, std::string* out) {
                 "messages", "unsupported_parameter");
         const json* text = field(part, "text");
         if (!text || !text->is_string()) return bad_request("a text part of '" + where + "' needs a string 'text'", "messages");
-        if (&part != &content.front()) *out += '\n';  // parts are lines, as llama-server and vLLM join them
+        if (&part != &content.front()) *out += separator;
         *out += text->get<std::string>();
     }
     return {};
@@ -176,7 +176,16 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
         if (!content) return bad_request("'" + where + "' needs a 'content'", "messages");
         ChatMessage cm;
         cm.role = r;
-        if (ApiError e = message_text(*content, i, &cm.content)) return e;
+        // Text parts are lines, as llama-server and vLLM join them; those of a last assistant
+        // message (the start of the reply) paragraphs, as llama-server joins a prefill's.
+        const bool prefill = r == "assistant" && i + 1 == m->size();
+        if (ApiError e = message_text(*content, i, prefill ? "\n\n" : "\n", &cm.content)) return e;
+        // A last assistant message is the start of the reply, which the model continues (as
+        // llama-server prefills it); llama-server refuses two at the end.
+        if (prefill && !out->empty() && out->back().role == "assistant")
+            return bad_request("'" + where + "' and the message before it are the assistant's: a reply to continue (the last " +
+                                   "message) must follow another side's message",
+                               "messages");
         // The chat templates take one system message first, then user and assistant in turn.
         // Several messages in a row from the same side (OpenAI and llama-server take them) are
         // joined into one, a blank line between them, which every template can render.
@@ -192,7 +201,7 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
                                "messages");
         out->push_back(std::move(cm));
     }
-    if (out->back().role != "user") return bad_request("the last message must be the user's", "messages");
+    if (out->back().role == "system") return bad_request("the last message must be the user's or the assistant's", "messages");
     return {};
 }
 

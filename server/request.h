@@ -31,12 +31,14 @@ struct ApiError {
 ApiError bad_request(const std::string& message, const std::string& param = "", const std::string& code = "");
 
 struct CompletionRequest {
-    bool chat = false;                  // /v1/chat/completions, else /v1/completions
-    std::vector<ChatMessage> messages;  // chat: an optional system message, then user and assistant alternating, ending with user
-    std::string prompt;                 // completions: the text to continue
-    bool prompt_is_ids = false;         // completions: the prompt came as token ids, in prompt_ids
-    std::vector<int> prompt_ids;        // each in 0..INT_MAX; the server checks them against its vocabulary
-    std::string model;                  // as given ("" when absent): echoed back
+    bool chat = false;  // /v1/chat/completions, else /v1/completions
+    // chat: an optional system message, then user and assistant alternating; a last assistant
+    // message is the start of the reply, which the model continues (a prefill)
+    std::vector<ChatMessage> messages;
+    std::string prompt;           // completions: the text to continue
+    bool prompt_is_ids = false;   // completions: the prompt came as token ids, in prompt_ids
+    std::vector<int> prompt_ids;  // each in 0..INT_MAX; the server checks them against its vocabulary
+    std::string model;            // as given ("" when absent): echoed back
     bool stream = false;
     bool include_usage = false;     // stream_options.include_usage
     int max_tokens = -1;            // -1: the rest of the slot's context; always capped by it; 0 only with echo

@@ -71,6 +71,7 @@ struct Job {
     CompletionRequest req;
     std::vector<int> prompt;  // the ids to evaluate (the templated dialog, or the prompt with BOS)
     std::string echo_text;    // with req.echo: the prompt's text, which the reply's begins with
+    bool prefill = false;     // chat: the last message is the assistant's, the start of the reply
     int max_tokens = 0;       // capped by the slot's context
     std::string id;
     long created = 0;
@@ -292,6 +293,9 @@ private:
             if (lm_.model.config.eos_id >= 0) end_ids.push_back(lm_.model.config.eos_id);
         }
         s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
+        // A reply begun in the request goes on from its text: the first token's text joins it as
+        // decoding the whole would (a SentencePiece piece keeps its leading space).
+        if (job->prefill) s.gen->text_before(job->prompt);
         s.gen->set_draft(draft_);
         s.cb.on_token = [this, &s](int, const std::string& text) { on_text(s, text); };
         s.reports.clear();
@@ -911,6 +915,11 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         job->max_tokens = n_ctx_slot - n;
         if (r.max_tokens >= 0) job->max_tokens = std::min(job->max_tokens, r.max_tokens);  // 0: echo only
         if (r.echo) job->echo_text = r.prompt_is_ids ? lm.tok.decode(r.prompt_ids) : r.prompt;
+        // A reply begun in the request (a prefill) is continued, and its text is the start of the
+        // reply's content, streamed or not, as llama-server answers; logprobs and usage count
+        // the generated tokens.
+        job->prefill = chat && r.messages.back().role == "assistant";
+        if (job->prefill) push_piece(*job, {r.messages.back().content, {}});
         if (!r.seed_given) r.sampler.seed = random_seed();
         job->id = (chat ? "chatcmpl-" : "cmpl-") + random_id();
         job->created = long(std::time(nullptr));

@@ -212,8 +212,47 @@ TEST_CASE("chat template: dialogs out of order are refused") {
     CHECK(format_chat("nope", t.tok, {{"user", "x", {}}}, true, &ids) != "");
     CHECK(format_chat("llama2", t.tok, {{"assistant", "x", {}}}, true, &ids) != "");
     CHECK(format_chat("llama2", t.tok, {{"user", "x", {}}, {"user", "y", {}}}, true, &ids) != "");
-    CHECK(format_chat("chatml", t.tok, {{"user", "x", {}}, {"assistant", "y", {}}}, true, &ids) != "");
+    // A last assistant message with the generation prompt is a reply begun (below); two are not.
+    CHECK(format_chat("chatml", t.tok, {{"user", "x", {}}, {"assistant", "y", {}}, {"assistant", "z", {}}}, true, &ids) != "");
     CHECK(format_chat("chatml", t.tok, {{"user", "x", {}}, {"assistant", "y", {}}}, false, &ids) == "");
+    CHECK(format_chat("chatml", t.tok, {{"system", "s", {}}, {"assistant", "y", {}}, {"user", "x", {}}}, true, &ids) != "");
+}
+
+// The expected texts below are llama-server's (llama.cpp b10587, its Jinja engine) renderings of
+// each template's published Jinja (Llama-2-chat's, Mistral-7B-Instruct-v0.2's,
+// Meta-Llama-3-8B-Instruct's, a plain ChatML one, Qwen3's with enable_thinking false,
+// TinyLlama-Chat's), asked of its /apply-template endpoint; its prompt is that text, BOS first,
+// split at the special tokens as tokenize_rendered splits it.
+TEST_CASE("chat template: a last assistant message is the start of the reply, continued as llama-server prefills it") {
+    Llama2Tokenizer t;
+    // The dialog before it with the generation prompt, then its text as it is (not stripped,
+    // not closed), encoded with the text the prompt ends with.
+    const std::vector<ChatMessage> d = {
+        {"user", "Hello!", {}}, {"assistant", "Ahoy there.", {}}, {"user", "Where is it?", {}}, {"assistant", " It lies", {}}};
+    const std::pair<const char*, const char*> rendered[] = {
+        {"llama2", "[INST] Hello! [/INST] Ahoy there. </s><s>[INST] Where is it? [/INST] It lies"},
+        {"mistral", "[INST] Hello! [/INST]Ahoy there.</s>[INST] Where is it? [/INST] It lies"},
+        {"llama3",
+         "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nAhoy "
+         "there.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhere is "
+         "it?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n It lies"},
+        {"chatml",
+         "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nAhoy there.<|im_end|>\n<|im_start|>user\nWhere is "
+         "it?<|im_end|>\n<|im_start|>assistant\n It lies"},
+        {"qwen3",
+         "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nAhoy there.<|im_end|>\n<|im_start|>user\nWhere is "
+         "it?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n It lies"},
+        {"zephyr", "<|user|>\nHello!</s>\n<|assistant|>\nAhoy there.</s>\n<|user|>\nWhere is it?</s>\n<|assistant|>\n It lies"},
+    };
+    for (const auto& [name, text] : rendered) {
+        INFO(name);
+        CHECK(format(name, t.tok, d) == tokenize_rendered(t.tok, text, {{"<s>", BOS}, {"</s>", EOS}}));
+    }
+    // Two assistant messages at the end: llama-server refuses them too.
+    std::vector<ChatMessage> two = d;
+    two.insert(two.end() - 1, {"assistant", "x", {}});
+    std::vector<int> ids;
+    CHECK(format_chat("chatml", t.tok, two, true, &ids) != "");
 }
 
 TEST_CASE("chat template: detection from Hugging Face chat_template strings") {

@@ -120,7 +120,7 @@ TEST_CASE("server request: messages: roles, content parts, order") {
     refused(R"({"messages":[{"role":"wizard","content":"x"}]})", true, "messages");
     refused(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"1"}]})", true, "messages");
     refused(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})", true, "messages");
-    refused(R"({"messages":[{"role":"assistant","content":"x"}]})", true, "messages");  // must end with the user
+    refused(R"({"messages":[{"role":"assistant","content":"x"}]})", true, "messages");  // the user speaks first
     // Messages in a row from one side are one message, as OpenAI and llama-server take them.
     const CompletionRequest joined = chat_ok(
         R"({"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"},{"role":"assistant","content":"a"},
@@ -132,6 +132,17 @@ TEST_CASE("server request: messages: roles, content parts, order") {
             true, "messages");  // the user speaks first
     refused(R"({"messages":[{"role":"user","content":"x"},{"role":"system","content":"y"},{"role":"user","content":"z"}]})", true,
             "messages");
+    // A last assistant message is the start of the reply (llama-server's prefill); its text parts are
+    // joined by a blank line, as llama-server joins a prefill's. Two at the end are refused, as
+    // llama-server refuses them.
+    const CompletionRequest prefill = chat_ok(
+        R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"Wh"},{"type":"text","text":"ill"}]}]})");
+    REQUIRE(prefill.messages.size() == 2);
+    CHECK(prefill.messages[1].role == "assistant");
+    CHECK(prefill.messages[1].content == "Wh\n\nill");
+    refused(
+        R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"}]})",
+        true, "messages");
     std::string many = R"({"messages":[)";
     for (size_t i = 0; i <= limits::kServerMessages; i++) many += std::string(i ? "," : "") + R"({"role":"user","content":"x"})";
     refused(many + "]}", true, "messages");

@@ -936,6 +936,45 @@ std::vector<json> stream_events(const Response& r) {
     return events;
 }
 
+// Expected values: llama-server's (llama.cpp b10587) answers to the same requests, the default
+// model written as GGUF (quantize models/tiny-shakespeare.hearth ts.gguf keep) and served with
+// llama-server -m ts.gguf --chat-template-file, a plain ChatML Jinja template: greedy, the same
+// tokens.
+TEST_CASE("server http: a last assistant message is continued, as llama-server answers") {
+    const json prefill = {{{"role", "system"}, {"content", "Be brief."}},
+                          {{"role", "user"}, {"content", "Who art thou?"}},
+                          {{"role", "assistant"}, {"content", "  I am the prince "}}};
+    auto body = [](const json& messages, bool stream = false) {
+        return json{{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}, {"stream", stream}}.dump();
+    };
+    {
+        Server s("-np 1 -c 512 --template chatml");
+        REQUIRE(s.ready());
+        // The reply's content is the message's text and its continuation (llama-server's content
+        // holds both, the prefill first); the usage counts the generated tokens.
+        const Response r = http(s.port(), "POST", "/v1/chat/completions", body(prefill));
+        INFO(r.body);
+        REQUIRE(r.status == 200);
+        CHECK(text_of(r) == "  I am the prince enternofull");
+        CHECK(r.j()["usage"]["prompt_tokens"] == 72);
+        CHECK(r.j()["usage"]["completion_tokens"] == 6);
+        // Streamed, the deltas make the same content.
+        std::string streamed;
+        for (const json& e : stream_events(http(s.port(), "POST", "/v1/chat/completions", body(prefill, true))))
+            if (e["choices"].size() && e["choices"][0]["delta"].contains("content"))
+                streamed += e["choices"][0]["delta"]["content"].get<std::string>();
+        CHECK(streamed == "  I am the prince enternofull");
+        // The first generated token's text joins the message's as the whole would decode: a
+        // SentencePiece piece keeps its leading space there (" a").
+        const json thou = {{{"role", "user"}, {"content", "Who art thou?"}}, {{"role", "assistant"}, {"content", "Thou art"}}};
+        const Response t = http(s.port(), "POST", "/v1/chat/completions",
+                                json{{"messages", thou}, {"max_tokens", 4}, {"temperature", 0}}.dump());
+        CHECK(text_of(t) == "Thou art a banish");
+        CHECK(t.j()["usage"]["prompt_tokens"] == 42);
+        CHECK(s.stop() == 0);
+    }
+}
+
 // A token's text as SentencePiece's own pieces say (U+2581 as a space, a byte piece its byte):
 // the expected `tokens` of the logprobs tests.
 std::string piece_text(const sentencepiece::SentencePieceProcessor& sp, int id) {
