@@ -163,10 +163,14 @@ void format_llama3(IdBuilder& b, const Dialog& dialog) {
 // Qwen3's Jinja without tools, thinking off (enable_thinking=false, as chat runs it):
 // ChatML, with an empty <think>\n\n</think>\n\n after the generation prompt. Earlier
 // replies are shown without their reasoning: the text after </think>, as the template cuts
-// it. The last message, when it is a reply (no generation prompt), keeps a think block.
+// it. Replies after the last user message keep a think block: the last message (a reply
+// given without a generation prompt), and those with reasoning.
 void format_qwen3(IdBuilder& b, const Dialog& dialog) {
     const auto& [d, first, system, gen] = dialog;
     const std::string think_end = "</think>";
+    size_t last_user = 0;
+    for (size_t i = 0; i < d.size(); i++)
+        if (d[i].role == "user") last_user = i;
     for (size_t i = 0; i < d.size(); i++) {
         const ChatMessage& m = d[i];
         b.add_marker("<|im_start|>");
@@ -182,14 +186,12 @@ void format_qwen3(IdBuilder& b, const Dialog& dialog) {
                 content.erase(
                     0, content.find_first_not_of('\n') == std::string::npos ? content.size() : content.find_first_not_of('\n'));
             }
-            if (i + 1 == d.size()) {  // after the last user message: the template shows the think block
-                auto trim_newlines = [](std::string s) {
-                    s.erase(0, std::min(s.size(), s.find_first_not_of('\n')));
-                    s.erase(s.find_last_not_of('\n') + 1);
-                    return s;
-                };
-                b.add_text("<think>\n" + trim_newlines(reasoning) + "\n</think>\n\n");
-            }
+            reasoning.erase(0, std::min(reasoning.size(), reasoning.find_first_not_of('\n')));
+            reasoning.erase(reasoning.find_last_not_of('\n') + 1);
+            // After the last user message the template shows the think block of the last
+            // message, and of any other that has reasoning (a system message may follow one).
+            if (i > last_user && (i + 1 == d.size() || !reasoning.empty()))
+                b.add_text("<think>\n" + reasoning + "\n</think>\n\n");
             b.add_text(content);
         } else if (m.ids.empty()) {
             b.add_text(m.content);
@@ -300,17 +302,21 @@ void format_raw(IdBuilder& b, const Dialog& dialog) {
 // The built-in templates, in the order --help lists them: the formatter, whether BOS comes first
 // (Hugging Face's tokenizer adds it in front of the formatted text; llama2 places its own), and
 // the marker that ends an assistant's turn besides EOS, when the vocabulary has it as one token.
+// `turns`: the template renders each message as a turn of its role, so that a system message
+// may come anywhere (as these templates' Jinja renders it where it stands); the others take one
+// system message, first, and then user and assistant in turn.
 struct ChatTemplateRow {
     const char* name;
     void (*format)(IdBuilder&, const Dialog&);
     bool bos_first;
     const char* end_marker;
+    bool turns;
 };
 const ChatTemplateRow kChatTemplates[] = {
-    {"llama2", format_llama2, false, nullptr},     {"zephyr", format_zephyr, true, nullptr},
-    {"chatml", format_chatml, true, "<|im_end|>"}, {"vicuna", format_vicuna, true, nullptr},
-    {"llama3", format_llama3, true, "<|eot_id|>"}, {"qwen3", format_qwen3, true, "<|im_end|>"},
-    {"mistral", format_mistral, true, nullptr},    {"raw", format_raw, true, nullptr},
+    {"llama2", format_llama2, false, nullptr, false},    {"zephyr", format_zephyr, true, nullptr, true},
+    {"chatml", format_chatml, true, "<|im_end|>", true}, {"vicuna", format_vicuna, true, nullptr, false},
+    {"llama3", format_llama3, true, "<|eot_id|>", true}, {"qwen3", format_qwen3, true, "<|im_end|>", true},
+    {"mistral", format_mistral, true, nullptr, false},   {"raw", format_raw, true, nullptr, true},
 };
 
 const ChatTemplateRow* find_template(const std::string& name) {
@@ -347,12 +353,23 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
         system = d[0].content;
         first = 1;
     }
-    for (size_t i = first; i < d.size(); i++) {
-        const char* want = (i - first) % 2 == 0 ? "user" : "assistant";
-        if (d[i].role != want) return "the dialog must alternate user and assistant messages after an optional system message";
+    if (t->turns) {
+        // System messages anywhere; the first other message is the user's.
+        for (size_t i = first; i < d.size(); i++) {
+            if (d[i].role == "system") continue;
+            if (d[i].role != "user") return "the dialog must start with a user message after the system message";
+            break;
+        }
+    } else {
+        for (size_t i = first; i < d.size(); i++) {
+            if (d[i].role == "system") return "the " + name + " chat template takes a system message only as the first message";
+            const char* want = (i - first) % 2 == 0 ? "user" : "assistant";
+            if (d[i].role != want)
+                return "the dialog must alternate user and assistant messages after an optional system message";
+        }
     }
     if (prefill && !d.empty() && d.back().role == "assistant") return "the dialog ends with two assistant messages";
-    if (add_generation_prompt && (d.size() == first || d.back().role != "user"))
+    if (add_generation_prompt && (d.size() == first || d.back().role == "assistant" || (!t->turns && d.back().role != "user")))
         return "a generation prompt needs the dialog to end with a user message";
 
     ids->clear();

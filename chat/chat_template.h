@@ -63,11 +63,15 @@ std::string default_system_message(const ModelConfig& c, const std::string& temp
 // only when `asked` is one: check is_chat_template.
 std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, const std::string& asked, std::string* why);
 
-// Formats `dialog` (an optional system message, then user and assistant alternating)
-// into token ids. With add_generation_prompt, the ids end where the assistant's reply begins:
-// the dialog ends with a user message, or with an assistant message that is the start of the
-// reply (a prefill, as llama-server continues it): the dialog before it with the generation
-// prompt, then that message's text, not closed. "" on success, else why not.
+// Formats `dialog` into token ids: an optional system message, then user and assistant
+// alternating; for the templates that render each message as a turn of its role (llama3,
+// chatml, qwen3, zephyr, raw), system messages anywhere, as their Jinja renders them where they
+// stand (llama2, mistral and vicuna refuse them there: the first two's Jinja raises an error, or
+// drops the message). With add_generation_prompt, the ids end where the assistant's reply
+// begins: the dialog ends with a user message (or a system message, in those templates), or
+// with an assistant message that is the start of the reply (a prefill, as llama-server
+// continues it): the dialog before it with the generation prompt, then that message's text, not
+// closed. "" on success, else why not.
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
                         bool add_generation_prompt, std::vector<int>* ids);
 

@@ -155,6 +155,7 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
                                std::to_string(limits::kServerMessages) + " hearth takes",
                            "messages");
     out->clear();
+    bool spoken = false;  // a user or assistant message has come
     for (size_t i = 0; i < m->size(); i++) {
         const json& msg = (*m)[i];
         const std::string where = "messages[" + std::to_string(i) + "]";
@@ -186,22 +187,20 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
             return bad_request("'" + where + "' and the message before it are the assistant's: a reply to continue (the last " +
                                    "message) must follow another side's message",
                                "messages");
-        // The chat templates take one system message first, then user and assistant in turn.
         // Several messages in a row from the same side (OpenAI and llama-server take them) are
-        // joined into one, a blank line between them, which every template can render.
-        if (r == "system" && i != 0)
-            return bad_request("'" + where + "' is a system message: only the first message may be one", "messages");
-        if (r != "system" && !out->empty() && out->back().role == r) {
+        // joined into one, a blank line between them, which every template can render. Where a
+        // system message may stand besides first depends on the chat template (format_chat).
+        if (!out->empty() && out->back().role == r) {
             out->back().content += "\n\n" + cm.content;
             continue;
         }
-        const bool after_system = !out->empty() && (*out)[0].role == "system";
-        if (r == "assistant" && out->size() == (after_system ? 1u : 0u))
+        if (r == "assistant" && !spoken)
             return bad_request("'" + where + "' is from the assistant: the conversation must start with the user's message",
                                "messages");
+        spoken |= r != "system";
         out->push_back(std::move(cm));
     }
-    if (out->back().role == "system") return bad_request("the last message must be the user's or the assistant's", "messages");
+    if (!spoken) return bad_request("'messages' holds a system message only: a user message is needed", "messages");
     return {};
 }
 

@@ -32,8 +32,9 @@ ApiError bad_request(const std::string& message, const std::string& param = "", 
 
 struct CompletionRequest {
     bool chat = false;  // /v1/chat/completions, else /v1/completions
-    // chat: an optional system message, then user and assistant alternating; a last assistant
-    // message is the start of the reply, which the model continues (a prefill)
+    // chat: the user's first (after system messages), then user and assistant in turn, no two in a row
+    // from one side; system messages where format_chat takes them; a last assistant message is the
+    // start of the reply, which the model continues (a prefill)
     std::vector<ChatMessage> messages;
     std::string prompt;           // completions: the text to continue
     bool prompt_is_ids = false;   // completions: the prompt came as token ids, in prompt_ids

@@ -255,6 +255,55 @@ TEST_CASE("chat template: a last assistant message is the start of the reply, co
     CHECK(format_chat("chatml", t.tok, two, true, &ids) != "");
 }
 
+TEST_CASE("chat template: a system message after the first is a turn of its own where the template's Jinja renders it so") {
+    Llama2Tokenizer t;
+    const std::vector<ChatMessage> d = {{"system", "You are a pirate.", {}},
+                                        {"user", "Hello!", {}},
+                                        {"assistant", "Ahoy there.", {}},
+                                        {"system", "Be brief.", {}},
+                                        {"user", "Where is it?", {}}};
+    const std::pair<const char*, const char*> rendered[] = {
+        {"llama3",
+         "<|start_header_id|>system<|end_header_id|>\n\nYou are a "
+         "pirate.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>assistant<|end_"
+         "header_id|>\n\nAhoy there.<|eot_id|><|start_header_id|>system<|end_header_id|>\n\nBe "
+         "brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhere is "
+         "it?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+        {"chatml",
+         "<|im_start|>system\nYou are a pirate.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nAhoy "
+         "there.<|im_end|>\n<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhere is "
+         "it?<|im_end|>\n<|im_start|>assistant\n"},
+        {"qwen3",
+         "<|im_start|>system\nYou are a pirate.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nAhoy "
+         "there.<|im_end|>\n<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhere is "
+         "it?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+        {"zephyr",
+         "<|system|>\nYou are a pirate.</s>\n<|user|>\nHello!</s>\n<|assistant|>\nAhoy there.</s>\n<|system|>\nBe "
+         "brief.</s>\n<|user|>\nWhere is it?</s>\n<|assistant|>\n"},
+    };
+    for (const auto& [name, text] : rendered) {
+        INFO(name);
+        CHECK(format(name, t.tok, d) == tokenize_rendered(t.tok, text, {{"</s>", EOS}}));
+    }
+    // Llama-2-chat's and Mistral's Jinja raise an error for it (or, Llama-2's at an odd place,
+    // drop the message); FastChat's vicuna has one system message: a clear refusal.
+    for (const char* name : {"llama2", "mistral", "vicuna"}) {
+        std::vector<int> ids;
+        const std::string err = format_chat(name, t.tok, d, true, &ids);
+        INFO(name << ": " << err);
+        CHECK(err.find("system message only as the first message") != std::string::npos);
+    }
+    // Qwen3 shows the reasoning of a reply after the last user message, here one a system
+    // message follows (llama-server's rendering, enable_thinking false).
+    const std::vector<ChatMessage> q = {
+        {"user", "Who?", {}}, {"assistant", "<think>\nhm\n</think>\n\nSir", {}}, {"system", "Be brief.", {}}};
+    CHECK(format("qwen3", t.tok, q) ==
+          tokenize_rendered(t.tok,
+                            "<|im_start|>user\nWho?<|im_end|>\n<|im_start|>assistant\n<think>\nhm\n</think>\n\nSir<|im_end|>\n<|"
+                            "im_start|>system\nBe brief.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+                            {}));
+}
+
 TEST_CASE("chat template: detection from Hugging Face chat_template strings") {
     // meta-llama/Llama-2-7b-chat-hf
     const std::string llama2 =

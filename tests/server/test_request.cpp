@@ -121,6 +121,7 @@ TEST_CASE("server request: messages: roles, content parts, order") {
     refused(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"1"}]})", true, "messages");
     refused(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})", true, "messages");
     refused(R"({"messages":[{"role":"assistant","content":"x"}]})", true, "messages");  // the user speaks first
+    refused(R"({"messages":[{"role":"system","content":"s"}]})", true, "messages");
     // Messages in a row from one side are one message, as OpenAI and llama-server take them.
     const CompletionRequest joined = chat_ok(
         R"({"messages":[{"role":"user","content":"x"},{"role":"user","content":"y"},{"role":"assistant","content":"a"},
@@ -130,8 +131,15 @@ TEST_CASE("server request: messages: roles, content parts, order") {
     CHECK(joined.messages[1].content == "a\n\nb");
     refused(R"({"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"x"},{"role":"user","content":"y"}]})",
             true, "messages");  // the user speaks first
-    refused(R"({"messages":[{"role":"user","content":"x"},{"role":"system","content":"y"},{"role":"user","content":"z"}]})", true,
-            "messages");
+    // A system message after the first is kept where it stands (the chat template decides: format_chat),
+    // and two in a row are one.
+    const CompletionRequest later =
+        chat_ok(R"({"messages":[{"role":"system","content":"s"},{"role":"system","content":"t"},{"role":"user","content":"x"},)"
+                R"({"role":"system","content":"y"},{"role":"user","content":"z"}]})");
+    REQUIRE(later.messages.size() == 4);
+    CHECK(later.messages[0].content == "s\n\nt");
+    CHECK(later.messages[2].role == "system");
+    CHECK(later.messages[3].content == "z");
     // A last assistant message is the start of the reply (llama-server's prefill); its text parts are
     // joined by a blank line, as llama-server joins a prefill's. Two at the end are refused, as
     // llama-server refuses them.

@@ -938,12 +938,16 @@ std::vector<json> stream_events(const Response& r) {
 
 // Expected values: llama-server's (llama.cpp b10587) answers to the same requests, the default
 // model written as GGUF (quantize models/tiny-shakespeare.hearth ts.gguf keep) and served with
-// llama-server -m ts.gguf --chat-template-file, a plain ChatML Jinja template: greedy, the same
-// tokens.
-TEST_CASE("server http: a last assistant message is continued, as llama-server answers") {
+// llama-server -m ts.gguf --chat-template-file, the template's published Jinja (a plain ChatML
+// one; Meta-Llama-3-8B-Instruct's; Llama-2-chat's): greedy, the same tokens.
+TEST_CASE("server http: a last assistant message is continued and a later system message is a turn, as llama-server answers") {
     const json prefill = {{{"role", "system"}, {"content", "Be brief."}},
                           {{"role", "user"}, {"content", "Who art thou?"}},
                           {{"role", "assistant"}, {"content", "  I am the prince "}}};
+    const json later_system = {{{"role", "user"}, {"content", "Who?"}},
+                               {{"role", "assistant"}, {"content", "Sir"}},
+                               {{"role", "system"}, {"content", "Be brief."}},
+                               {{"role", "user"}, {"content", "Speak"}}};
     auto body = [](const json& messages, bool stream = false) {
         return json{{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}, {"stream", stream}}.dump();
     };
@@ -971,6 +975,25 @@ TEST_CASE("server http: a last assistant message is continued, as llama-server a
                                 json{{"messages", thou}, {"max_tokens", 4}, {"temperature", 0}}.dump());
         CHECK(text_of(t) == "Thou art a banish");
         CHECK(t.j()["usage"]["prompt_tokens"] == 42);
+        CHECK(s.stop() == 0);
+    }
+    {
+        Server s("-np 1 -c 512 --template llama3");
+        REQUIRE(s.ready());
+        const Response r = http(s.port(), "POST", "/v1/chat/completions", body(later_system));
+        INFO(r.body);
+        REQUIRE(r.status == 200);
+        CHECK(text_of(r) == "To the court");
+        CHECK(r.j()["usage"]["prompt_tokens"] == 187);
+        CHECK(s.stop() == 0);
+    }
+    {
+        // Llama-2-chat's Jinja raises "Conversation roles must alternate" (llama-server: 400).
+        Server s("-np 1 -c 512 --template llama2");
+        REQUIRE(s.ready());
+        const Response r = http(s.port(), "POST", "/v1/chat/completions", body(later_system));
+        check_error_shape(r, 400, "messages");
+        CHECK(r.body.find("system message only as the first message") != std::string::npos);
         CHECK(s.stop() == 0);
     }
 }
