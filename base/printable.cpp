@@ -37,6 +37,13 @@ int utf8_char_length(std::string_view s, size_t at) {
     return len;
 }
 
+size_t utf8_invalid_length(std::string_view s, size_t at) {
+    // The longest prefix of s[at..] that utf8_char_length calls the valid beginning of one.
+    size_t n = 1;
+    while (at + n < s.size() && n < 4 && utf8_char_length(s.substr(at, n + 1), 0) == 0) n++;
+    return n;
+}
+
 bool is_valid_utf8(std::string_view s) {
     for (size_t at = 0; at < s.size();) {
         const int len = utf8_char_length(s, at);

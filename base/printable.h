@@ -28,6 +28,11 @@ inline std::string message_line(std::string_view msg) { return printable(msg, li
 // beginning of one, -1 if the byte at s[at] cannot start a valid character there.
 int utf8_char_length(std::string_view s, size_t at);
 
+// Where s[at] starts no valid character: the bytes one U+FFFD stands for, Unicode's "maximal
+// subpart" (the longest start of a valid character there, else the one byte), as Python's
+// decode(errors="replace") and nlohmann-json's replacing writer (llama-server's) count them.
+size_t utf8_invalid_length(std::string_view s, size_t at);
+
 // Whether s is valid UTF-8 throughout.
 bool is_valid_utf8(std::string_view s);
 

@@ -78,6 +78,8 @@ public:
     // Text of ids that come before the generated ones (run prints its prompt), through the
     // same decoder, so that the first generated token's text joins them as decode() would.
     std::string text_before(const std::vector<int>& ids);
+    // How the decoder writes bytes that are no UTF-8 (per byte by default). Set before the first step.
+    void set_invalid_utf8(InvalidUtf8 invalid) { streamer_.set_invalid_utf8(invalid); }
     // Whatever text the decoder still holds back, once the generation is over.
     std::string finish() { return streamer_.finish(); }
 

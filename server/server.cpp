@@ -293,10 +293,10 @@ private:
             if (lm_.model.config.eos_id >= 0) end_ids.push_back(lm_.model.config.eos_id);
         }
         s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
-        // A reply begun in the request goes on from its text: the first token's text joins it as
-        // decoding the whole would (a SentencePiece piece keeps its leading space).
-        if (job->prefill) s.gen->text_before(job->prompt);
         s.gen->set_draft(draft_);
+        // A reply's text writes bytes that are no UTF-8 as llama-server's does (its JSON writer's
+        // replacement): a character cut short is one U+FFFD, as in the token's own logprobs entry.
+        s.gen->set_invalid_utf8(InvalidUtf8::per_subpart);
         s.cb.on_token = [this, &s](int, const std::string& text) { on_text(s, text); };
         s.reports.clear();
         s.prompt_reports.clear();
@@ -304,7 +304,7 @@ private:
         s.text_chars = 0;
         if (!job->req.chat && job->req.logprobs >= 0) {
             // Offsets count from the prompt's start: its tokens' first (echoed or not).
-            s.offsets = std::make_unique<TextStreamer>(lm_.tok);
+            s.offsets = std::make_unique<TextStreamer>(lm_.tok, InvalidUtf8::per_subpart);
             for (size_t i = 0; i < job->prompt.size(); i++) {
                 const int id = job->prompt[i];
                 if (job->req.echo) {
@@ -324,8 +324,9 @@ private:
         s.most_shared = 0;
         // A completion continues its prompt's text as `run -p` prints it: the first token's
         // text joins the prompt's (SentencePiece drops the space of a text's first piece).
-        // A chat reply starts afresh, as ChatSession's do.
-        if (!job->req.chat) s.gen->text_before(job->prompt);
+        // A chat reply starts afresh, as ChatSession's do; one begun in the request (a prefill)
+        // goes on from its text, where a SentencePiece piece keeps its leading space.
+        if (!job->req.chat || job->prefill) s.gen->text_before(job->prompt);
         std::lock_guard<std::mutex> lk(job->m);
         job->prompt_tokens = int(job->prompt.size());
         job->cached_tokens = int(keep);

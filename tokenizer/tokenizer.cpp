@@ -135,7 +135,7 @@ std::string TextStreamer::drain_bytes(bool at_end) {
         if (len == 0 && !at_end) break;  // the rest may complete with the next byte piece
         if (len <= 0) {
             out += kReplacement;
-            at += 1;
+            at += invalid_ == InvalidUtf8::per_subpart ? utf8_invalid_length(pending_bytes_, at) : 1;
         } else {
             out.append(pending_bytes_, at, len);
             at += len;

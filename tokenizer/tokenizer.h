@@ -82,13 +82,19 @@ inline std::string check_text_for_context(size_t bytes, int n_ctx) {
            " per token of a context of " + std::to_string(n_ctx) + ": too long to be tokenized";
 }
 
+// How a decoder writes bytes that are no UTF-8: each byte as U+FFFD, as SentencePiece decodes
+// them (the default); or each maximal subpart as one U+FFFD (a character cut short is one), as
+// Python and JSON writers replace them: nlohmann-json's, with which llama-server writes a reply.
+enum class InvalidUtf8 { per_byte, per_subpart };
+
 // Turns ids into text one at a time, so output can stream. Bytes (SentencePiece's
 // byte-fallback pieces, a BPE token's bytes) are held until they form whole UTF-8
 // characters; invalid bytes become U+FFFD. The concatenated output equals
-// Tokenizer::decode() of the whole sequence.
+// Tokenizer::decode() of the whole sequence (with InvalidUtf8::per_byte).
 class TextStreamer {
 public:
-    explicit TextStreamer(const Tokenizer& tok) : tok_(tok) {}
+    explicit TextStreamer(const Tokenizer& tok, InvalidUtf8 invalid = InvalidUtf8::per_byte) : tok_(tok), invalid_(invalid) {}
+    void set_invalid_utf8(InvalidUtf8 invalid) { invalid_ = invalid; }
     // Text that can be printed now (possibly empty).
     std::string push(int id);
     // Whatever is still held back, at the end of the stream.
@@ -97,6 +103,7 @@ public:
 private:
     std::string drain_bytes(bool at_end);
     const Tokenizer& tok_;
+    InvalidUtf8 invalid_;
     std::string pending_bytes_;
     bool at_start_ = true;  // SentencePiece drops the space of the first piece
 };

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "base/printable.h"
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
 
@@ -73,6 +74,36 @@ TEST_CASE("tokenizer: streaming holds back an incomplete UTF-8 character until i
     TextStreamer streamer(tok);
     CHECK(streamer.push(3 + 0xC3) == "");
     CHECK(streamer.push(3 + 0xA9) == "\xC3\xA9");
+}
+
+// The server's replies write a character cut short as one U+FFFD, as llama-server's do: asked
+// for a chat reply of the byte pieces <0xE2> <0x82> (ids 229, 133, forced with logit_bias) on the
+// default model as GGUF, llama-server (b10587) answered the content "\uFFFD", one; its
+// /detokenize of [229, 133, 65] gave "\uFFFD>" and of [198, 65, 172] "\uFFFD>\uFFFD" (its JSON
+// writer's replacement of the raw bytes, which a reply's content gets too). Byte pieces are ids
+// 3 + byte in the Llama-2 vocabulary as in that one.
+TEST_CASE("tokenizer: a streamer that replaces per maximal subpart writes a character cut short as one U+FFFD") {
+    Tokenizer tok;
+    REQUIRE(tok.load_file("tests/data/llama2-tokenizer.model") == "");
+    const std::string fffd = "\xEF\xBF\xBD";
+    auto streamed = [&](const std::vector<int>& ids, InvalidUtf8 mode) {
+        TextStreamer streamer(tok, mode);
+        std::string text;
+        for (int id : ids) text += streamer.push(id);
+        return text + streamer.finish();
+    };
+    CHECK(streamed({229, 133}, InvalidUtf8::per_subpart) == fffd);
+    CHECK(streamed({229, 133, 65}, InvalidUtf8::per_subpart) == fffd + ">");
+    CHECK(streamed({198, 65, 172}, InvalidUtf8::per_subpart) == fffd + ">" + fffd);
+    // SentencePiece's own decoding, the default, writes each byte as one.
+    CHECK(streamed({229, 133}, InvalidUtf8::per_byte) == fffd + fffd);
+    CHECK(tok.decode({229, 133}) == fffd + fffd);
+    // utf8_invalid_length: the longest start of a valid character, else one byte.
+    CHECK(utf8_invalid_length("\xE2\x82", 0) == 2);
+    CHECK(utf8_invalid_length("\xE2\x82>", 0) == 2);
+    CHECK(utf8_invalid_length("\xF0\x9F\x98", 0) == 3);
+    CHECK(utf8_invalid_length("\xE0\x80", 0) == 1);  // E0 80 starts no valid character (overlong)
+    CHECK(utf8_invalid_length("\x82\x82", 0) == 1);
 }
 
 TEST_CASE("tokenizer: ids past the tokenizer's pieces (a padded vocabulary) decode to nothing") {
