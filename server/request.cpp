@@ -422,9 +422,27 @@ ApiError parse_tokenize_request(std::string_view body, TokenizeRequest* out) {
     if (ApiError e = parse_object(body, &j)) return e;
     const json* c = field(j, "content");
     if (!c) return bad_request("'content' is required", "content");
-    if (!c->is_string()) return wrong_type("content", *c, "a string");
     TokenizeRequest r;
-    r.content = c->get<std::string>();
+    if (c->is_string()) {
+        r.content.push_back({c->get<std::string>(), -1});
+    } else if (c->is_array()) {
+        // llama-server's mixed content: texts and token ids, in order.
+        if (c->size() > limits::kServerTokenIds)
+            return bad_request("'content' has more than " + std::to_string(limits::kServerTokenIds) + " parts", "content");
+        for (const json& x : *c) {
+            if (x.is_string()) {
+                r.content.push_back({x.get<std::string>(), -1});
+                continue;
+            }
+            const bool id = x.is_number_unsigned()
+                                ? x.get<uint64_t>() <= uint64_t(INT_MAX)
+                                : x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT_MAX;
+            if (!id) return bad_request("'content' as a list must hold texts and token ids, not " + x.dump(), "content");
+            r.content.push_back({"", int(x.get<int64_t>())});
+        }
+    } else {
+        return wrong_type("content", *c, "a string or a list of texts and token ids");
+    }
     if (ApiError e = read_bool(j, "add_special", &r.add_special)) return e;
     if (ApiError e = read_bool(j, "parse_special", &r.parse_special)) return e;
     if (ApiError e = read_bool(j, "with_pieces", &r.with_pieces)) return e;

@@ -58,8 +58,13 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
 // POST /tokenize, llama-server's shape: {"content": TEXT, "add_special": false,
 // "parse_special": true, "with_pieces": false}, with llama-server's defaults.
 struct TokenizeRequest {
-    std::string content;
-    bool add_special = false;   // BOS first, when the tokenizer adds one
+    // The content: a text, or llama-server's mixed list of texts and token ids, each a part.
+    struct Part {
+        std::string text;
+        int id = -1;  // >= 0: a token id, in 0..INT_MAX (the server checks it against its vocabulary)
+    };
+    std::vector<Part> content;
+    bool add_special = false;   // BOS first, when the tokenizer adds one and the content starts with text
     bool parse_special = true;  // control tokens' texts in the content become their ids
     bool with_pieces = false;   // each id with its text: {"id", "piece"}
 };

@@ -847,9 +847,22 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         TokenizeRequest t;
         if (ApiError e = parse_tokenize_request(req.body, &t)) return send_error(res, e);
         std::vector<int> ids;
-        const std::string err = t.parse_special ? lm.tok.encode_special(t.content, t.add_special, &ids)
-                                                : lm.tok.encode(t.content, t.add_special, &ids);
-        if (!err.empty()) return send_error(res, bad_request("the content cannot be tokenized: " + err, "content"));
+        for (const TokenizeRequest::Part& part : t.content) {
+            if (part.id >= 0) {
+                if (part.id >= lm.tok.vocab_size())
+                    return send_error(
+                        res, bad_request("token id " + std::to_string(part.id) + " in 'content' is outside the vocabulary 0.." +
+                                             std::to_string(lm.tok.vocab_size() - 1),
+                                         "content"));
+                ids.push_back(part.id);
+                continue;
+            }
+            // BOS only before the first part, when it is a text (llama-server's tokenize_mixed).
+            const bool bos = t.add_special && &part == &t.content.front();
+            const std::string err =
+                t.parse_special ? lm.tok.encode_special(part.text, bos, &ids) : lm.tok.encode(part.text, bos, &ids);
+            if (!err.empty()) return send_error(res, bad_request("the content cannot be tokenized: " + err, "content"));
+        }
         if (!t.with_pieces) return send_json(res, 200, {{"tokens", ids}});
         // llama-server's pieces: a piece that is valid UTF-8 as a string, else its bytes.
         json tokens = json::array();

@@ -336,7 +336,9 @@ TEST_CASE("server request: /tokenize and /detokenize bodies") {
     TokenizeRequest t;
     t.add_special = true, t.parse_special = false, t.with_pieces = true;
     CHECK(!parse_tokenize_request(R"({"content":"Hello"})", &t));
-    CHECK(t.content == "Hello");
+    REQUIRE(t.content.size() == 1);
+    CHECK(t.content[0].text == "Hello");
+    CHECK(t.content[0].id == -1);
     CHECK(!t.add_special);
     CHECK(t.parse_special);
     CHECK(!t.with_pieces);
@@ -348,6 +350,14 @@ TEST_CASE("server request: /tokenize and /detokenize bodies") {
     CHECK(parse_tokenize_request(R"({})", &t).status == 400);
     CHECK(parse_tokenize_request(R"({"content":"x","with_pieces":1})", &t).param == "with_pieces");
     CHECK(parse_tokenize_request(R"({"content":"x","parse_special":"no"})", &t).param == "parse_special");
+    // llama-server's mixed content: texts and token ids in order.
+    CHECK(!parse_tokenize_request(R"({"content":["Hi",5,"yo"]})", &t));
+    REQUIRE(t.content.size() == 3);
+    CHECK(t.content[1].id == 5);
+    CHECK(t.content[2].text == "yo");
+    CHECK(parse_tokenize_request(R"({"content":["Hi",-1]})", &t).param == "content");
+    CHECK(parse_tokenize_request(R"({"content":[1.5]})", &t).param == "content");
+    CHECK(parse_tokenize_request(R"({"content":[[1]]})", &t).param == "content");
 
     std::vector<int> ids;
     CHECK(!parse_detokenize_request(R"({"tokens":[1,2,3]})", 1024, &ids));

@@ -737,6 +737,13 @@ TEST_CASE("server http: /tokenize's parse_special and with_pieces, and /detokeni
     CHECK(post("/tokenize", R"({"content":"<s>Hi</s> \u00e9","parse_special":false})") ==
           R"({"tokens":[960,63,966,65,1000,969,63,50,966,65,960,198,172]})");
     CHECK(post("/tokenize", R"({"content":"<unk>x"})") == R"({"tokens":[0,960,1015]})");
+    // Mixed content: texts and ids in order, BOS only before a first text.
+    CHECK(post("/tokenize", R"({"content":[5,"Hi"],"add_special":true})") == R"({"tokens":[5,329,969]})");
+    CHECK(post("/tokenize", R"({"content":["Hi",5,"yo"],"add_special":true})") == R"({"tokens":[1,329,969,5,286,963]})");
+    CHECK(post("/tokenize", R"({"content":["<s>Hi",5],"add_special":true,"with_pieces":true})") ==
+          R"({"tokens":[{"id":1,"piece":"<s>"},{"id":1,"piece":"<s>"},{"id":329,"piece":" H"},{"id":969,"piece":"i"},)"
+          R"({"id":5,"piece":"\u0002"}]})");
+    check_error_shape(http(s.port(), "POST", "/tokenize", R"({"content":["Hi",99999]})"), 400, "content");
     CHECK(post("/detokenize", R"({"tokens":[1,329,969,2,960,198,172]})") == "{\"content\":\"<s> Hi</s> \xC3\xA9\"}");
     CHECK(post("/detokenize", R"({"tokens":[329,435,963]})") == R"({"content":" Hello"})");
     CHECK(post("/detokenize", R"({"tokens":[198,65,172]})") == "{\"content\":\"\xEF\xBF\xBD>\xEF\xBF\xBD\"}");
