@@ -66,6 +66,20 @@ static std::string streamed(const Tokenizer& tok, const std::vector<int>& ids, b
     return out + s.finish();
 }
 
+// llama-server's /tokenize (b10587) of the same vocabulary, the Llama-3 folder's model written as
+// GGUF (build/tests/bpe-llama3.gguf, as the test below makes it): with parse_special, its
+// default, control tokens' texts are their ids; without, text. (llama-server -m bpe-llama3.gguf;
+// POST /tokenize {"content": ..., "add_special": true} and {..., "parse_special": false}.)
+TEST_CASE("bpe: encode_special makes control tokens' texts their ids, as llama-server's /tokenize does") {
+    const Tokenizer& tok = bpe_tokenizer("llama3");
+    std::vector<int> ids;
+    REQUIRE(tok.encode_special("<|begin_of_text|>Hi<|eot_id|> there<|start_header_id|>x \u00e9", true, &ids) == "");
+    CHECK(ids == std::vector<int>{128000, 128000, 13347, 128009, 1070, 128006, 87, 4046});
+    ids.clear();
+    REQUIRE(tok.encode("<|eot_id|>Hi", false, &ids) == "");
+    CHECK(ids == std::vector<int>{27, 91, 68, 354, 851, 91, 29, 13347});
+}
+
 TEST_CASE("bpe: encode equals the reference encoder (Llama-3, Qwen3)") {
     const auto goldens = nlohmann::json::parse(read_text("tests/data/bpe_goldens.json"));
     for (const char* name : {"llama3", "qwen3"}) {
