@@ -259,6 +259,11 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         if (!off)
             return unsupported("chat_template_kwargs", "the built-in templates take no arguments (Qwen3's thinking stays off)");
     }
+    // vLLM's and llama-server's switch for the assistant header after the last message: without
+    // it the model continues the user's text. (A reply begun in the request is continued anyway:
+    // a last assistant message, as llama-server prefills it.)
+    if (const json* g = field(j, "add_generation_prompt"); g && *g != true)
+        return unsupported("add_generation_prompt", "only true: the reply follows the assistant's header");
     if (const json* b = field(j, "best_of"); b && *b != 1) return unsupported("best_of", "only best_of = 1");
     for (const char* name : {"tools", "functions"})
         if (const json* t = field(j, name); t && !(t->is_array() && t->empty()))

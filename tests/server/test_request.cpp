@@ -296,9 +296,10 @@ TEST_CASE("server request: parameters hearth does not implement are refused by n
     refused("{" + kUser + R"(,"chat_template_kwargs":{"enable_thinking":true}})", true, "chat_template_kwargs");
     refused("{" + kUser + R"(,"reasoning_effort":"low"})", true, "reasoning_effort");
     refused("{" + kUser + R"(,"top_n_sigma":1.5})", true, "top_n_sigma");
+    refused("{" + kUser + R"(,"add_generation_prompt":false})", true, "add_generation_prompt");
     CHECK(chat_ok("{" + kUser +
                   R"(,"grammar":"","mirostat":0,"typical_p":1,"tfs_z":1.0,"dry_multiplier":0,"n_probs":0,"top_n_sigma":-1,
-                                     "chat_template_kwargs":{"enable_thinking":false},"cache_prompt":true,"id_slot":-1,
+                                     "chat_template_kwargs":{"enable_thinking":false},"cache_prompt":true,"id_slot":-1,"add_generation_prompt":true,
                                      "samplers":["dry","top_k","typ_p","top_p","min_p","xtc","temperature"]})")
               .messages.size() == 1);
     // The neutral values of the same parameters change nothing and are accepted.
