@@ -143,9 +143,18 @@ std::string help_text(const CommandLine& cl, const std::vector<std::string>& def
     }
     out += help_lines("  -h, --help", "this text");
     out += help_lines("      --version", "the commit these programs were built from");
-    out += "\nAn option given more than once takes its last value.\n";
-    if (!cl.epilogue.empty()) out += cl.epilogue;
+    out +=
+        "\nAn option given more than once takes its last value. A long option's value may also follow an = sign\n"
+        "(--n-predict=5, --prompt=), and -- ends the options: the arguments after it are never options, even\n"
+        "those that begin with - (a file named -x.hearth).\n";
+    if (!cl.epilogue.empty()) out += "\n" + cl.epilogue;
     return out;
+}
+
+// --help, --version and --list-options: their text on stdout, and the exit code 0.
+int print_text(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
 }
 
 }  // namespace
@@ -171,49 +180,69 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
         return 1;
     };
 
+    bool options_ended = false;  // after "--", every argument is positional (POSIX's guideline 10)
     for (int i = 1; i < argc; i++) {
-        const std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            std::fputs(help_text(cl, defaults).c_str(), stdout);
-            return 0;
+        const std::string arg = argv[i];
+        if (options_ended || arg.size() < 2 || arg[0] != '-') {  // "-" alone is a file name too (stdin's, by custom)
+            args->positional.push_back(arg);
+            continue;
         }
-        if (a == "--version") {
-            std::printf("%s (hearth) %s\n", cl.program.c_str(), kVersion);
-            return 0;
+        if (arg == "--") {
+            options_ended = true;
+            continue;
         }
+        // --name=VALUE, as GNU getopt_long takes it: only long options, and the value is all after
+        // the first '=' (it may be empty, or hold more '='). A short option has no attached form:
+        // "-n=5" would give -n the value "=5" in getopt, which is never what was meant.
+        const size_t eq = arg.find('=');
+        const bool long_form = arg.compare(0, 2, "--") == 0;
+        if (eq != std::string::npos && !long_form) {
+            const std::string name = arg.substr(0, eq);
+            std::string long_name;
+            for (const OptionSection& s : cl.sections)
+                for (const Option& o : s.options)
+                    if (name == o.short_name) long_name = o.long_name;
+            if (long_name.empty()) return fail("unknown option " + arg + " (see --help)");
+            return fail(arg + ": only a long option takes =VALUE; write " + name + " " + arg.substr(eq + 1) + " or " + long_name +
+                        "=" + arg.substr(eq + 1));
+        }
+        const std::string a = eq == std::string::npos ? arg : arg.substr(0, eq);
+        const bool attached = eq != std::string::npos;
+        if (attached && (a == "--help" || a == "--version" || a == "--list-options"))
+            return fail("option " + a + " takes no value (" + arg + ")");
+        if (a == "-h" || a == "--help") return print_text(help_text(cl, defaults));
+        if (a == "--version") return print_text(cl.program + " (hearth) " + kVersion + "\n");
         if (a == "--list-options") {
+            std::string out;
             for (const OptionSection& s : cl.sections)
                 for (const Option& o : s.options) {
                     const Kind k = kind_of(o);
-                    std::printf("%s %s %s", o.long_name, *o.short_name ? o.short_name : "-", kind_name(k));
-                    if (k == Kind::integer || k == Kind::real) std::printf(" %s %s", min_text(o).c_str(), max_text(o).c_str());
-                    std::printf("\n");
+                    out += std::string(o.long_name) + " " + (*o.short_name ? o.short_name : "-") + " " + kind_name(k);
+                    if (k == Kind::integer || k == Kind::real) out += " " + min_text(o) + " " + max_text(o);
+                    out += "\n";
                 }
-            return 0;
-        }
-        if (a.size() < 2 || a[0] != '-') {
-            args->positional.push_back(a);
-            continue;
+            return print_text(out);
         }
         const Option* found = nullptr;
         for (const OptionSection& s : cl.sections)
             for (const Option& o : s.options)
                 if (a == o.long_name || a == o.short_name) found = &o;
-        if (!found) return fail("unknown option " + a + " (see --help)");
+        if (!found) return fail("unknown option " + arg + " (see --help)");
         args->given.push_back(found->long_name);
         if (auto p = std::get_if<bool*>(&found->target)) {
+            if (attached) return fail("option " + a + " takes no value (" + arg + ")");
             **p = true;
             continue;
         }
-        if (i + 1 >= argc) return fail(a + " needs a value: " + expected(*found));
-        const char* v = argv[++i];
-        if (auto p = std::get_if<uint64_t*>(&found->target); p && std::string(v) == "-1") {
+        if (!attached && i + 1 >= argc) return fail(a + " needs a value: " + expected(*found));
+        const std::string v = attached ? arg.substr(eq + 1) : std::string(argv[++i]);
+        if (auto p = std::get_if<uint64_t*>(&found->target); p && v == "-1") {
             for (const auto& [target, value] : before)
                 if (target == *p) **p = value;
             continue;
         }
-        if (!set_value(*found, v))
-            return fail("invalid value '" + std::string(v) + "' for " + a + " (expected " + expected(*found) + ")");
+        if (!set_value(*found, v.c_str()))
+            return fail("invalid value '" + v + "' for " + a + " (expected " + expected(*found) + ")");
     }
     return -1;
 }

@@ -55,7 +55,10 @@ struct Arguments {
     bool was_given(const std::string& long_name) const;
 };
 
-// Sets the target of every option given and collects the rest in *args. Returns -1 when
+// Sets the target of every option given and collects the rest in *args. A value follows its
+// option as the next argument, or for a long option after '=' in the same one (--temp=0.5, as
+// GNU getopt_long); a flag given "=..." is an error. "--" ends the options: the arguments after
+// it are positional, whatever they begin with. Returns -1 when
 // the program should go on, else its exit code: 0 after printing --help, --version (the
 // commit built) or the table for --list-options on stdout; 1 after a one-line error on
 // stderr (an unknown option, a missing value, a value that is not a number in range).

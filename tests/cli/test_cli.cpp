@@ -70,6 +70,76 @@ TEST_CASE("cli: an option given twice takes its last value, as --help says") {
     CHECK(r.out.find("tg7: ") == std::string::npos);
 }
 
+// The conventions of GNU getopt_long and POSIX (Utility Syntax Guideline 10), which coreutils
+// follow: `head --lines=2` is `head --lines 2`, `head --verbose=1` is refused ("option '--verbose'
+// doesn't allow an argument"), and `--` ends the options.
+TEST_CASE("cli: a long option's value may follow '=', and -- ends the options") {
+    make_cli_model();
+    const std::string args = " -n 5 --temp 0 --ignore-eos --print-ids --prompt-ids 1,5,6";
+    const CommandResult spaced = run_command("./run " + kModel + args);
+    const CommandResult joined =
+        run_command("./run " + kModel + " --n-predict=5 --temp=0 --ignore-eos --print-ids --prompt-ids=1,5,6");
+    INFO(spaced.err << joined.err);
+    REQUIRE(spaced.exit_code == 0);
+    CHECK(joined.exit_code == 0);
+    CHECK(joined.out == spaced.out);
+    // The value is all after the first '=': empty, or holding '=' itself.
+    const CommandResult tokens = run_command("./run " + kModel + " --tokenize -p 'a=b'");
+    CHECK(run_command("./run " + kModel + " --tokenize --prompt=a=b").out == tokens.out);
+    CHECK(run_command("./run " + kModel + " --tokenize --prompt=").out ==
+          run_command("./run " + kModel + " --tokenize -p ''").out);
+
+    auto refused = [](const std::string& cmd, const std::string& expect) {
+        const CommandResult r = run_command(cmd);
+        INFO(cmd << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(count_lines(r.err) == 1);
+        CHECK(r.err.find(expect) != std::string::npos);
+        CHECK(r.out.empty());
+    };
+    // Every option of both tables: a number's bad value is refused as with a space; a flag takes no value.
+    for (const std::string program : {"./run", "./quantize"}) {
+        const CommandResult list = run_command(program + " --list-options");
+        REQUIRE(list.exit_code == 0);
+        std::istringstream lines(list.out);
+        for (std::string line; std::getline(lines, line);) {
+            std::istringstream fields(line);
+            std::string long_name, short_name, kind;
+            fields >> long_name >> short_name >> kind;
+            if (kind == "flag")
+                refused(program + " " + long_name + "=1", long_name + " takes no value");
+            else if (kind != "text")
+                refused(program + " " + long_name + "=abc", "invalid value 'abc' for " + long_name);
+            // Only long options take '=': getopt would give -n the value "=5", never what was meant.
+            if (short_name != "-" && kind != "flag")
+                refused(program + " " + short_name + "=5", "only a long option takes =VALUE");
+        }
+        refused(program + " --help=1", "--help takes no value");
+        refused(program + " --no-such-option=1", "unknown option --no-such-option=1");
+    }
+
+    // After --, an argument that begins with - is the model's file name, not an option (options come first).
+    const std::string dir = "build/tests/cli-dashes";
+    REQUIRE(run_command("rm -rf " + dir + " && mkdir -p " + dir + " && cp " + kModel + " " + dir + "/-n.hearth").exit_code == 0);
+    std::string run = with_programs_of_build("./run ");
+    run.pop_back();
+    char* absolute = realpath(run.c_str(), nullptr);
+    REQUIRE(absolute);
+    const std::string in_dir = "(cd " + dir + " && " + absolute + " ";
+    std::free(absolute);
+    const CommandResult dashed = run_command(in_dir + args + " -- -n.hearth)");
+    INFO(dashed.err);
+    CHECK(dashed.exit_code == 0);
+    CHECK(dashed.out == spaced.out);
+    refused(in_dir + args + " -n.hearth)", "unknown option -n.hearth");
+    // Options after -- are operands: here a second model, which run refuses by name.
+    refused("./run -- " + kModel + args, "unexpected argument '-n'");
+    // A -- that is an option's value is that value (POSIX: "the first -- argument that is not an
+    // option-argument").
+    CHECK(run_command("./run " + kModel + " --tokenize -p --").out == run_command("./run " + kModel + " --tokenize -p '--'").out);
+    CHECK(run_command("./run " + kModel + " --tokenize -p --").exit_code == 0);
+}
+
 TEST_CASE("cli: --version names the commit the programs were built from, as git does") {
     // "unknown" when the tree is not a git clone; else git describe's, which holds the commit.
     const CommandResult head = run_command("git rev-parse --short=7 HEAD 2>/dev/null");
