@@ -34,8 +34,9 @@ int hardware_threads() {
 void open_missing_standard_files() {
     for (int fd = 0; fd <= 2; fd++)
         if (fcntl(fd, F_GETFD) == -1) {
-            // open() takes the lowest free descriptor: this one.
-            const int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            // open() takes the lowest free descriptor: this one. Read-only for stdout and stderr:
+            // writing to them fails (EBADF) as it did while they were closed.
+            const int opened = open("/dev/null", O_RDONLY);
             if (opened >= 0 && opened != fd) close(opened);
         }
 }

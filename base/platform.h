@@ -20,8 +20,11 @@ uint64_t available_memory_bytes();
 // The first-level data cache of one core, in bytes; 0 when it cannot be told.
 size_t l1_data_cache_bytes();
 
-// Opens /dev/null on each of stdin, stdout and stderr that is closed (`prog 2>&-`), so that
-// no file the program opens takes descriptor 2 and gets its messages written into it.
+// Fills each of stdin, stdout and stderr that is closed (`prog 2>&-`), so that no file the
+// program opens takes descriptor 2 and gets its messages written into it. stdout and stderr are
+// /dev/null opened for reading only: a write still fails with EBADF, as on the closed
+// descriptor, so output that cannot go anywhere is an error (`cat >&-` says "Bad file
+// descriptor" and exits 1), not lost in silence. stdin is /dev/null: it reads as empty.
 void open_missing_standard_files();
 
 // The path of the running program, "" when it cannot be told.

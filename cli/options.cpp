@@ -151,10 +151,14 @@ std::string help_text(const CommandLine& cl, const std::vector<std::string>& def
     return out;
 }
 
-// --help, --version and --list-options: their text on stdout, and the exit code 0.
-int print_text(const std::string& text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return 0;
+// --help, --version and --list-options: their text on stdout, and the exit code 0; 1 with a
+// line on stderr when stdout cannot take it (closed, a full disk), as coreutils' --help does.
+int print_text(const std::string& program, const std::string& text) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0) return 0;
+    const int err = errno ? errno : EIO;
+    std::fprintf(stderr, "%s: cannot write the output: %s\n", program.c_str(), std::strerror(err));
+    std::clearerr(stdout);  // said here: a program's own check at exit has nothing more to say
+    return 1;
 }
 
 }  // namespace
@@ -210,8 +214,8 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
         const bool attached = eq != std::string::npos;
         if (attached && (a == "--help" || a == "--version" || a == "--list-options"))
             return fail("option " + a + " takes no value (" + arg + ")");
-        if (a == "-h" || a == "--help") return print_text(help_text(cl, defaults));
-        if (a == "--version") return print_text(cl.program + " (hearth) " + kVersion + "\n");
+        if (a == "-h" || a == "--help") return print_text(cl.program, help_text(cl, defaults));
+        if (a == "--version") return print_text(cl.program, cl.program + " (hearth) " + kVersion + "\n");
         if (a == "--list-options") {
             std::string out;
             for (const OptionSection& s : cl.sections)
@@ -221,7 +225,7 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
                     if (k == Kind::integer || k == Kind::real) out += " " + min_text(o) + " " + max_text(o);
                     out += "\n";
                 }
-            return print_text(out);
+            return print_text(cl.program, out);
         }
         const Option* found = nullptr;
         for (const OptionSection& s : cl.sections)

@@ -386,6 +386,24 @@ TEST_CASE("cli: output that cannot be written is an error, not a silent success"
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("cannot write the output: No space left on device") != std::string::npos);
     }
+    // A closed stdout (`>&-`): coreutils' `cat >&-` says "Bad file descriptor" and exits 1. It was
+    // opened on /dev/null for writing, and the text went there with exit 0.
+    for (const char* args : {" -p hi -n 4", " --prompt-ids 1,5 -n 4 --print-ids", " --tokenize -p hi"}) {
+        const CommandResult r = run_command("./run " + kModel + args + " >&-");
+        INFO(args << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("cannot write the output: Bad file descriptor") != std::string::npos);
+    }
+    // --help, --version and --list-options too, in both programs, once (`ls --help >&-` fails alike).
+    for (const std::string program : {"./run", "./quantize"})
+        for (const char* what : {" --help", " --version", " --list-options"})
+            for (const char* to : {" >&-", " >/dev/full"}) {
+                const CommandResult r = run_command(program + what + to);
+                INFO(program << what << to << " -> " << r.err);
+                CHECK(r.exit_code == 1);
+                CHECK(count_lines(r.err) == 1);
+                CHECK(r.err.find("cannot write the output: ") != std::string::npos);
+            }
     // A closed pipe with SIGPIPE ignored (as some shells and services leave it): the generation
     // stops at the first failed write rather than running to the end of the context for nobody.
     const CommandResult r =
