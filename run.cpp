@@ -42,13 +42,16 @@ using Clock = std::chrono::steady_clock;
 // Without -c, the context is the model's, at most this many positions (a model's declared
 // context may be 128k, whose KV cache a laptop does not hold).
 constexpr int kDefaultContextCap = 4096;
+// --perplexity's window without -c: llama.cpp's perplexity tool's (its figures are quoted at
+// -c 512), or the model's context when that is shorter.
+constexpr int kDefaultPerplexityWindow = 512;
 
 struct Options {
     std::string model_path;
     std::string prompt, prompt_file, prompt_ids;
     int n_predict = 256;
     bool ignore_eos = false, print_ids = false, print_margins = false, tokenize = false;
-    int n_ctx = 0;  // 0: the model's, at most kDefaultContextCap (512 for --perplexity)
+    int n_ctx = 0;  // 0: the model's, at most kDefaultContextCap (for --perplexity: perplexity_window)
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
     int draft = 4;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
@@ -108,7 +111,9 @@ CommandLine command_line(Options& o) {
                  {"-c", "--ctx-size", "N", &o.n_ctx,
                   "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
                   "llama-server does)",
-                  1, 1 << 24, "the model's, at most " + std::to_string(kDefaultContextCap) + "; 512 for --perplexity"},
+                  1, 1 << 24,
+                  "the model's, at most " + std::to_string(kDefaultContextCap) + "; for --perplexity, " +
+                      std::to_string(kDefaultPerplexityWindow) + " or the model's if shorter"},
                  {"-t", "--threads", "N", &o.threads,
                   "threads; more than the physical cores makes generation slower, and more than the CPUs this process may "
                   "run on are cut to that number",
@@ -153,8 +158,10 @@ CommandLine command_line(Options& o) {
             {"perplexity (instead of generating)",
              {
                  {"", "--perplexity", "FILE", &o.perplexity_file,
-                  "perplexity of a text file, as llama.cpp computes it: windows of -c tokens (default 512), the second "
-                  "half of each window scored"},
+                  "perplexity of a text file, as llama.cpp computes it: windows of -c tokens (default " +
+                      std::to_string(kDefaultPerplexityWindow) +
+                      "), the second "
+                      "half of each window scored"},
              }},
             {"benchmark (instead of generating)",
              {
@@ -236,6 +243,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 int context_length(const Options& o, const ModelConfig& c) {
     return o.n_ctx ? o.n_ctx : std::min(c.max_seq_len, kDefaultContextCap);
+}
+
+// --perplexity's window: -c, else kDefaultPerplexityWindow or the model's context if shorter.
+int perplexity_window(const Options& o, const ModelConfig& c) {
+    return o.n_ctx ? o.n_ctx : std::min(kDefaultPerplexityWindow, c.max_seq_len);
 }
 
 // Positions past the context the model declares (as a rule, its training's) give text and
@@ -373,8 +385,7 @@ int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     std::string text;
     std::string err = read_input_file(o.perplexity_file, InputKind::text, &text);
     if (!err.empty()) return fail("--perplexity: " + err);
-    const int max_seq_len = model.config.max_seq_len;
-    const int window = o.n_ctx ? o.n_ctx : std::min(512, max_seq_len);
+    const int window = perplexity_window(o, model.config);
     std::vector<int> ids;
     if (!(err = tok.encode(text, true, &ids)).empty()) return fail(o.perplexity_file + ": " + err);
     int windows = 0;
@@ -570,7 +581,7 @@ int run_main(int argc, char** argv) {
     // The context each mode will allocate, checked against the machine before it is.
     const int n_ctx = o.chat || !(perplexity_given || o.bench) ? context_length(o, model.config)
                       : o.bench                                ? bench_positions(o.bench_spec)
-                                                               : (o.n_ctx ? o.n_ctx : std::min(512, model.config.max_seq_len));
+                                                               : perplexity_window(o, model.config);
     if (!(err = check_context_memory(model.config, n_ctx, o.cache_types)).empty()) return fail(err);
     if (!o.bench) note_past_context("-c gives", n_ctx, model.config);
 

@@ -438,6 +438,19 @@ TEST_CASE("cli: --perplexity into a log writes a progress line every tenth of th
     CHECK(r.out.find("perplexity: ") == 0);
 }
 
+TEST_CASE("cli: --perplexity without -c scores windows of 512, or of the model's context when shorter") {
+    // llama.cpp's perplexity figures are quoted at -c 512; a model that declares fewer positions
+    // (the GQA parity model: 256) gets its own.
+    make_cli_model();
+    write_file("build/tests/cli-ppl-default.txt", read_text("tests/data/tinyshakespeare-valid.txt").substr(0, 8192));
+    for (const auto& [model, window] : {std::pair<std::string, int>{"models/tiny-shakespeare.hearth", 512}, {kModel, 256}}) {
+        const CommandResult r = run_command("./run " + model + " --perplexity build/tests/cli-ppl-default.txt -t 1");
+        INFO(model << " -> " << r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find(" windows of " + std::to_string(window) + ";") != std::string::npos);
+    }
+}
+
 TEST_CASE("cli: a truncated checkpoint is refused, not run") {
     make_cli_model();
     std::string data = read_text(kModel);
