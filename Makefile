@@ -118,6 +118,13 @@ build/tests/unit_tests: $(patsubst %.cpp,build/%.o,$(TEST_SRCS)) build/server/re
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(MODEL_LIBS) -lutil
 
+# The unit tests' fault injection (tests/cli/fail_thread_malloc.cpp): malloc failing on the
+# OpenMP threads of ./run and ./quantize, preloaded into them. Order-only: not linked in.
+build/tests/unit_tests: | build/tests/fail_thread_malloc.so
+build/tests/fail_thread_malloc.so: tests/cli/fail_thread_malloc.cpp Makefile
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -shared -fPIC $< -o $@
+
 build/tests/kernel_tests: $(patsubst %.cpp,build/%.o,$(KERNEL_TEST_SRCS) $(KERNEL_SRCS) $(KERNEL_BASE_SRCS))
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $^ -o $@ $(OPENMP_LIBS)

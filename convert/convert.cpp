@@ -9,6 +9,7 @@
 
 #include "base/printable.h"
 #include "kernels/matmul.h"
+#include "kernels/parallel.h"
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
@@ -271,11 +272,15 @@ std::string convert_checkpoint(const ImportedCheckpoint& src, const std::string&
                 std::memcpy(buf.data(), stored, n * row_bytes);
             } else {
                 const int n_parts = 64;
+                // convert_rows allocates its rows on each thread: a std::bad_alloc is carried out of the region.
+                ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) reduction(+ : err2, ref2)
                 for (int part = 0; part < n_parts; part++) {
                     const uint64_t p0 = r + n * part / n_parts, p1 = r + n * (part + 1) / n_parts;
-                    if (p0 < p1) convert_rows(t, type, p0, p1, buf.data() + (p0 - r) * row_bytes, &err2, &ref2);
+                    if (p0 < p1)
+                        errors.run([&] { convert_rows(t, type, p0, p1, buf.data() + (p0 - r) * row_bytes, &err2, &ref2); });
                 }
+                errors.rethrow();
             }
             if (layout == Layout::rows_x8) {  // the rows of this chunk are whole groups (and the tail)
                 packed.resize(buf.size());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/parallel.h"
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
 #include "kernels/table.h"
@@ -154,26 +155,30 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
     const Piece* pc = pieces.data();
     const int n_pieces = int(pieces.size());
 
+    // A kernel's thread_scratch may throw std::bad_alloc on any thread: carried out of the region.
+    ParallelErrors errors;
 #pragma omp parallel
     {
         // Quantize the activations once per activation type in use (rows split across threads).
 #pragma omp for schedule(static)
-        for (int i = 0; i < n_quant * n_tokens; i++) {
-            const ActType& q = qa[i / n_tokens];
-            const int t = i % n_tokens;
-            q.quantize(x + int64_t(t) * cols, act_base + q.offset + q.row_bytes * t, cols);
-        }
+        for (int i = 0; i < n_quant * n_tokens; i++)
+            errors.run([&] {
+                const ActType& q = qa[i / n_tokens];
+                const int t = i % n_tokens;
+                q.quantize(x + int64_t(t) * cols, act_base + q.offset + q.row_bytes * t, cols);
+            });
         if (n_tokens == 1) {
 #pragma omp for schedule(dynamic, 1)
-            for (int p = 0; p < n_pieces; p++) run_rows(jb[pc[p].j], cols, n_tokens, pc[p].r0, pc[p].r1);
+            for (int p = 0; p < n_pieces; p++) errors.run([&] { run_rows(jb[pc[p].j], cols, n_tokens, pc[p].r0, pc[p].r1); });
         } else {
             for (int j = 0; j < n_jobs; j++) {
                 int r0, r1;
                 thread_rows(jobs[j].rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-                run_rows(jb[j], cols, n_tokens, r0, r1);
+                errors.run([&] { run_rows(jb[j], cols, n_tokens, r0, r1); });
             }
         }
     }
+    errors.rethrow();
 }
 
 void matmul(float* out, uint32_t type, Layout layout, const void* w, int rows, int cols, const float* x, int n_tokens) {

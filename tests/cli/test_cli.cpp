@@ -646,6 +646,82 @@ TEST_CASE("cli: quantize refuses bad input and leaves no output behind") {
     CHECK(!exists(out));
 }
 
+// A std::bad_alloc inside an OpenMP parallel region (a kernel's thread_scratch, quantize's rows)
+// left the region and ended the process in std::terminate: libstdc++'s "terminate called after
+// throwing an instance of 'std::bad_alloc'", an abort, exit 134, where the same failure on the
+// main thread is one line and exit 1. The q4_0 kernels take their activations' scratch inside
+// the region; the default model's f16 ones take none.
+static const std::string kQ4Model = "build/tests/cli-tiny-q4_0.hearth";
+static const std::string kLongPrompt = "\"" + [] {  // double-quoted: it goes inside sh -c '...' too
+    std::string p;
+    for (int i = 0; i < 60; i++) p += "ROMEO: ";
+    return p;
+}() + "\"";
+
+static bool sanitized_build() {
+    const char* dir = std::getenv("HEARTH_BIN_DIR");
+    return dir && *dir;
+}
+
+TEST_CASE("cli: memory that runs out inside a parallel region (ulimit -v) is one line and exit 1, not an abort") {
+    if (sanitized_build()) {
+        MESSAGE("skipped: AddressSanitizer reserves terabytes of address space, so ulimit -v cannot be used");
+        return;
+    }
+    if (!exists(kQ4Model))
+        REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + kQ4Model + " q4_0 -q").exit_code == 0);
+    // One thread: the allocations inside the region are the main thread's (no worker to start, whose
+    // stack would be the largest piece of address space left to fail). Small stacks for the rest.
+    auto run_limited = [](uint64_t kib) {
+        return run_command("sh -c 'ulimit -s 1024; ulimit -v " + std::to_string(kib) + "; exec ./run " + kQ4Model + " -p " +
+                           kLongPrompt + " -n 2 -t 1 > /dev/null'");
+    };
+    // The least address space the run needs, to a KiB. Its scratch is taken last, at the first
+    // matmul of the prompt: just below the least, that is what fails.
+    uint64_t fails = 1 << 10, runs = 64 << 20;
+    REQUIRE(run_limited(runs).exit_code == 0);
+    while (runs - fails > 1) {
+        const uint64_t mid = (fails + runs) / 2;
+        (run_limited(mid).exit_code == 0 ? runs : fails) = mid;
+    }
+    for (uint64_t less : {1, 2, 4, 8, 16, 32, 64}) {
+        const CommandResult r = run_limited(runs - less);
+        INFO("ulimit -v " << runs - less << " (the least that runs: " << runs << ") -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(count_lines(r.err) == 1);
+        CHECK(r.err.find("memory") != std::string::npos);
+    }
+}
+
+TEST_CASE("cli: an allocation that fails on an OpenMP worker thread is one line and exit 1; quantize leaves no file") {
+    if (sanitized_build()) {
+        MESSAGE("skipped: a preloaded malloc cannot stand in front of AddressSanitizer's");
+        return;
+    }
+    const std::string shim = "build/tests/fail_thread_malloc.so";
+    REQUIRE(exists(shim));
+    if (!exists(kQ4Model))
+        REQUIRE(run_command("./quantize models/tiny-shakespeare.hearth " + kQ4Model + " q4_0 -q").exit_code == 0);
+    // Every malloc on a thread other than the main one fails (tests/cli/fail_thread_malloc.cpp).
+    const std::string inject = "env HEARTH_FAIL_THREAD_MALLOC=1 LD_PRELOAD=" + shim + " ";
+    CommandResult r = run_command("./run " + kQ4Model + " -p " + kLongPrompt + " -n 2 -t 2 > /dev/null");
+    REQUIRE(r.exit_code == 0);  // without the injection it runs
+    r = run_command(inject + "./run " + kQ4Model + " -p " + kLongPrompt + " -n 2 -t 2");
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("run: out of memory") == 0);
+
+    const std::string dir = "build/tests/cli-oom-quantize", out = dir + "/out.hearth";
+    REQUIRE(run_command("rm -rf " + dir + " && mkdir -p " + dir).exit_code == 0);
+    r = run_command("env OMP_NUM_THREADS=2 " + inject + "./quantize models/tiny-shakespeare.hearth " + out + " q4_0 -q");
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("quantize: out of memory") != std::string::npos);
+    CHECK(r.err.find("terminate") == std::string::npos);
+    CHECK(run_command("ls -A " + dir).out.empty());  // neither OUT nor OUT.partial-*
+}
+
 TEST_CASE("cli: quantize converts a hearth file to another type") {
     make_cli_model();
     const std::string out = "build/tests/cli-f32.hearth";
