@@ -488,10 +488,15 @@ int run_main(int argc, char** argv) {
     o.sampler.seed = uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
     Arguments args;
     if (int exit_code = parse_command_line(command_line(o), argc, argv, &args); exit_code >= 0) return exit_code;
+    bool model_given = args.was_given("--model");
     for (const std::string& a : args.positional) {
-        if (!o.model_path.empty()) return fail("unexpected argument '" + a + "' (the model is already " + o.model_path + ")");
+        if (model_given) return fail("unexpected argument '" + a + "' (the model is already " + o.model_path + ")");
+        model_given = true;
         o.model_path = a;
     }
+    // An empty path (an unset $MODEL) names no file, as for cat '': not the default model.
+    if (model_given && o.model_path.empty())
+        return fail("the model's path is empty: give a file, or leave MODEL out for the default model");
     if (o.n_predict < 0) o.n_predict = 1 << 30;  // -1: the context (or EOS) ends it
     if (args.was_given("--file")) {
         if (args.was_given("--prompt")) return fail("give either --prompt or --file, not both");

@@ -224,6 +224,9 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
     } cases[] = {
         {"build/tests/no-such.hearth", "cannot open"},
         {"tests/data/parity/gqa/config.json", "magic"},
+        // An empty path names no file (cat '' says so): it ran the default model.
+        {"'' -p hi -n 1", "the model's path is empty"},
+        {"-m '' -p hi -n 1", "the model's path is empty"},
         {kModel + " --bogus", "unknown option"},
         {kModel + " -n abc", "invalid value"},
         {kModel + " -t 0", "invalid value"},
