@@ -91,6 +91,9 @@ int quantize_main(int argc, char** argv) {
     if (int exit_code = parse_command_line(cl, argc, argv, &args); exit_code >= 0) return exit_code;
     std::vector<std::string>& positional = args.positional;
     bool type_given = args.was_given("--type");
+    // Two types, one of them silently dropped (the operand won, whichever came last).
+    if (positional.size() == 3 && type_given)
+        return fail("the type is given twice, --type " + type + " and TYPE " + positional[2] + ": give one");
     if (positional.size() == 3) {
         type = positional[2];
         type_given = true;
@@ -100,10 +103,11 @@ int quantize_main(int argc, char** argv) {
     if (type_given && !parse_output_mix(type, &mix)) return fail("unknown type '" + type + "' (see --help)");
     if (positional.size() > 2)  // INPUT OUTPUT TYPE, and more
         return fail("too many arguments, from '" + positional[3] + "' (see --help)");
-    if (positional.size() != 2) {
-        std::fputs(kUsage, stderr);
-        return 1;
-    }
+    // A missing operand is one line, as cp says "missing destination file operand after 'a'": the
+    // whole usage is --help's.
+    if (positional.empty()) return fail("missing INPUT and OUTPUT (usage: quantize INPUT OUTPUT [TYPE]; see --help)");
+    if (positional.size() == 1)
+        return fail("missing OUTPUT after '" + positional[0] + "' (usage: quantize INPUT OUTPUT [TYPE]; see --help)");
     const std::string& in_path = positional[0];
     const std::string& out_path = positional[1];
     if (in_path.empty() || out_path.empty()) return fail(std::string(in_path.empty() ? "INPUT" : "OUTPUT") + " is empty");

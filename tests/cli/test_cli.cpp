@@ -602,10 +602,16 @@ TEST_CASE("cli: quantize refuses bad input and leaves no output behind") {
     std::remove(out.c_str());
     CHECK(run_command("./quantize build/tests/no-such-folder " + out).exit_code == 1);
     CHECK(run_command("./quantize tests/data/parity/gqa " + out + " --type q9").exit_code == 1);
-    CHECK(run_command("./quantize tests/data/parity/gqa").exit_code == 1);
-    // Too many arguments, or an empty path: one line that says so, before any work.
+    // Too many arguments, too few, an empty path, or two types: one line that says so, before any
+    // work. A missing operand is one line as in coreutils (`cp a`: "missing destination file
+    // operand after 'a'"), not the whole usage; a type given both ways was the operand's, silently.
     for (const auto& [args, says] :
          {std::pair<std::string, std::string>{"tests/data/parity/gqa " + out + " q8_0 extra", "too many"},
+          {"", "missing INPUT and OUTPUT"},
+          {"tests/data/parity/gqa", "missing OUTPUT after 'tests/data/parity/gqa'"},
+          {"-q tests/data/parity/gqa", "missing OUTPUT"},
+          {"tests/data/parity/gqa " + out + " --type q4_0 q8_0", "the type is given twice, --type q4_0 and TYPE q8_0"},
+          {"tests/data/parity/gqa " + out + " q8_0 -t q4_0", "the type is given twice"},
           {"tests/data/parity/gqa '' q8_0", "OUTPUT is empty"},
           {"'' " + out, "INPUT is empty"}}) {
         const CommandResult r = run_command("./quantize " + args);
