@@ -221,12 +221,6 @@ CommandLine command_line(Options& o) {
 }
 
 // One line, whatever the message carries from a file: control characters are escaped.
-// The error of the first write to stdout that failed (0: none yet), for main's message.
-int stdout_errno = 0;
-void flush_output() {
-    if (std::fflush(stdout) != 0 && !stdout_errno) stdout_errno = errno;
-}
-
 int fail(const std::string& msg) {
     std::fprintf(stderr, "run: %s\n", message_line(msg).c_str());
     return 1;
@@ -312,7 +306,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     Generator gen(model, tok, sampler, end_ids);
     gen.set_draft(o.draft);
     if (!o.print_ids) write_text(gen.text_before(tokens));
-    flush_output();
+    flush_stdout();
 
     std::vector<float> logits(c.vocab_size);
     const size_t n_prompt = tokens.size();
@@ -329,7 +323,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
             std::printf(gen.tokens().size() > 1 ? ",%d" : "%d", id);
         else
             write_text(text);
-        flush_output();
+        flush_stdout();
         if (o.print_margins) {
             // The logits id was chosen from (padding ids masked): the largest and the second, with
             // the second's id, so that two builds whose top two swap can be matched.
@@ -352,7 +346,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     const double gen_s = seconds_since(t_gen);
     if (!o.print_ids) write_text(gen.finish());
     std::fputs("\n", stdout);
-    flush_output();
+    flush_stdout();
 
     if (end == GenerationEnd::error) return fail(gen.error());
     if (std::ferror(stdout)) return 1;  // main says why
@@ -615,8 +609,7 @@ int main(int argc, char** argv) {
     }
     // What was written to stdout must have arrived: a full disk, /dev/full or a closed pipe
     // are an error, not a silent success.
-    flush_output();
-    if (stdout_errno || std::ferror(stdout))
-        return fail(std::string("cannot write the output: ") + std::strerror(stdout_errno ? stdout_errno : EIO));
+    flush_stdout();
+    if (const int err = stdout_error()) return fail(std::string("cannot write the output: ") + std::strerror(err));
     return code;
 }

@@ -1,5 +1,7 @@
 #include "base/printable.h"
 
+#include <cerrno>
+
 namespace hearth {
 
 int utf8_char_length(std::string_view s, size_t at) {
@@ -80,5 +82,23 @@ std::string printable(std::string_view s, size_t max_bytes) {
 }
 
 std::string in_quotes(std::string_view s, size_t max_bytes) { return "'" + printable(s, max_bytes) + "'"; }
+
+namespace {
+int first_stdout_errno = 0;
+}
+
+bool flush_stdout() {
+    // A failed fwrite set errno and stdout's error flag; a later fflush may then find nothing to
+    // write and succeed: the flag is what tells.
+    const bool flushed = std::fflush(stdout) == 0;
+    if (flushed && !std::ferror(stdout)) return true;
+    if (!first_stdout_errno) first_stdout_errno = errno ? errno : EIO;
+    return false;
+}
+
+int stdout_error() {
+    if (!first_stdout_errno && std::ferror(stdout)) first_stdout_errno = EIO;
+    return first_stdout_errno;
+}
 
 }  // namespace hearth

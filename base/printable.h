@@ -40,4 +40,12 @@ bool is_valid_utf8(std::string_view s);
 // (<0x00>), at which fputs of its c_str() stopped and the rest of the text was lost.
 inline void write_text(std::string_view s, std::FILE* to = stdout) { std::fwrite(s.data(), 1, s.size(), to); }
 
+// Flushes stdout and tells whether everything written to it so far arrived: false once a write
+// has failed (a full disk, a closed pipe with SIGPIPE ignored, a closed stdout), now or before.
+// The first failure's errno is kept for the program's last message (stdout_error).
+bool flush_stdout();
+
+// The errno of stdout's first failed write (EIO when the reason is unknown); 0 when none failed.
+int stdout_error();
+
 }  // namespace hearth

@@ -251,10 +251,12 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     cb.on_text = [&](const std::string& s) {
         if (s.empty()) return;
         write_text(s);
-        std::fflush(stdout);
+        flush_stdout();
         wrote_text = true;
     };
-    cb.interrupted = [] { return g_interrupted != 0; };
+    // Output that cannot be written (a closed stdout, a full disk) ends the reply and the chat, as
+    // for run -p: nobody would read the rest. run's main says why.
+    cb.interrupted = [] { return g_interrupted != 0 || std::ferror(stdout) != 0; };
     cb.on_notice = [&](const std::string& s) {
         std::fflush(stdout);
         std::fprintf(stderr, "%s[%s]\n", wrote_text ? "\n" : "", s.c_str());
@@ -308,7 +310,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                 } else {
                     std::fprintf(stderr, "[unknown command %s: /help lists them]\n", printable(word).c_str());
                 }
-                std::fflush(stdout);
+                if (!flush_stdout()) break;
                 continue;
             }
             if (cmd.compare(0, 2, "//") == 0) msg.erase(0, msg.find('/') + 1);
@@ -318,7 +320,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
             ReplyStats st = session.reply(msg, sampler, opt.n_predict, cb);
             if (colour) std::fputs(kReset, stdout);
             if (wrote_text || st.end == ReplyEnd::end_of_turn || st.end == ReplyEnd::length_limit) std::fputs("\n", stdout);
-            std::fflush(stdout);
+            if (!flush_stdout()) break;
             switch (st.end) {
                 case ReplyEnd::end_of_turn: break;
                 case ReplyEnd::length_limit:
@@ -351,7 +353,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     sigaction(SIGINT, &old_sa, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
-    return 0;
+    return std::ferror(stdout) ? 1 : 0;  // run's main says why
 }
 
 }  // namespace hearth

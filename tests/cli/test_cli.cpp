@@ -397,6 +397,17 @@ TEST_CASE("cli: output that cannot be written is an error, not a silent success"
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("cannot write the output: Bad file descriptor") != std::string::npos);
     }
+    // --chat from a pipe: the first reply that cannot be written ends the chat, with the system's
+    // words for why (cat stops at its first failed write too); it replied to every message, for
+    // nobody, and said "Input/output error".
+    for (const auto& [to, says] :
+         {std::pair<std::string, std::string>{" > /dev/full", "No space left on device"}, {" >&-", "Bad file descriptor"}}) {
+        const CommandResult r = run_command("printf 'a\\nb\\nc\\n' | ./run " + kModel + " --chat -n 4 --ignore-eos" + to);
+        INFO(to << " -> " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("cannot write the output: " + says) != std::string::npos);
+        CHECK(r.err.find("[reply stopped") == std::string::npos);
+    }
     // --help, --version and --list-options too, in both programs, once (`ls --help >&-` fails alike).
     for (const std::string program : {"./run", "./quantize"})
         for (const char* what : {" --help", " --version", " --list-options"})
