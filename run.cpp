@@ -93,7 +93,7 @@ CommandLine command_line(Options& o) {
                   0, 0, "just BOS"},
                  {"-f", "--file", "FILE", &o.prompt_file,
                   "prompt text read from a file (instead of --prompt), without the newline that ends its last line "
-                  "(as llama.cpp reads it)"},
+                  "(as llama.cpp reads it); - is standard input"},
                  {"", "--prompt-ids", "IDS", &o.prompt_ids,
                   "prompt as raw token ids, comma-separated (nothing is added); llama-tokenize's [1, 15043] too"},
                  {"-n", "--n-predict", "N", &o.n_predict,
@@ -159,9 +159,7 @@ CommandLine command_line(Options& o) {
              {
                  {"", "--perplexity", "FILE", &o.perplexity_file,
                   "perplexity of a text file, as llama.cpp computes it: windows of -c tokens (default " +
-                      std::to_string(kDefaultPerplexityWindow) +
-                      "), the second "
-                      "half of each window scored"},
+                      std::to_string(kDefaultPerplexityWindow) + "), the second half of each window scored; - is standard input"},
              }},
             {"benchmark (instead of generating)",
              {
@@ -232,6 +230,10 @@ std::string default_model_path() {
     const size_t slash = exe.rfind('/');
     return (slash == std::string::npos ? std::string(".") : exe.substr(0, slash)) + "/models/tiny-shakespeare.hearth";
 }
+
+// A text file's path as given to -f or --perplexity: "-" is standard input, as in grep -f - (and
+// POSIX's guideline 13 for operands); a file named - is ./-.
+std::string input_path(const std::string& given) { return given == "-" ? "/dev/stdin" : given; }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -377,7 +379,7 @@ std::string check_context_memory(const ModelConfig& c, int n_ctx, KvCacheTypes t
 
 int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     std::string text;
-    std::string err = read_input_file(o.perplexity_file, InputKind::text, &text);
+    std::string err = read_input_file(input_path(o.perplexity_file), InputKind::text, &text);
     if (!err.empty()) return fail("--perplexity: " + err);
     const int window = perplexity_window(o, model.config);
     std::vector<int> ids;
@@ -499,7 +501,7 @@ int run_main(int argc, char** argv) {
         // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context.
         const int n_ctx = o.n_ctx ? o.n_ctx : kDefaultContextCap;
         const uint64_t most = o.tokenize ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
-        std::string err = read_input_file(o.prompt_file, InputKind::text, &o.prompt, nullptr, most);
+        std::string err = read_input_file(input_path(o.prompt_file), InputKind::text, &o.prompt, nullptr, most);
         if (!err.empty()) return fail("--file: " + err);
         if (most && o.prompt.size() == most)
             return fail("--file: " + shown_path(o.prompt_file) + " holds more than " + std::to_string(most - 1) +

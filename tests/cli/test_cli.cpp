@@ -439,6 +439,24 @@ TEST_CASE("cli: -f drops the newline that ends the file's last line, as llama.cp
     CHECK(two.out != p.out);  // only one newline goes
 }
 
+TEST_CASE("cli: -f - and --perplexity - read standard input, as grep -f - does") {
+    make_cli_model();
+    // POSIX's guideline 13: "-" names standard input; a file named - is ./-. It was a file named -.
+    const CommandResult p = run_command("./run " + kModel + " --tokenize -p 'ROMEO: Good morrow'");
+    const CommandResult f = run_command("printf 'ROMEO: Good morrow\\n' | ./run " + kModel + " --tokenize -f -");
+    INFO(f.err);
+    REQUIRE(p.exit_code == 0);
+    CHECK(f.exit_code == 0);
+    CHECK(f.out == p.out);
+    write_file("build/tests/cli-ppl-stdin.txt", read_text("tests/data/tinyshakespeare-valid.txt").substr(0, 4096));
+    const CommandResult file = run_command("./run " + kModel + " --perplexity build/tests/cli-ppl-stdin.txt -c 64 -t 1");
+    const CommandResult piped = run_command("./run " + kModel + " --perplexity - -c 64 -t 1 < build/tests/cli-ppl-stdin.txt");
+    INFO(piped.err);
+    REQUIRE(file.exit_code == 0);
+    CHECK(piped.exit_code == 0);
+    CHECK(piped.out.substr(0, piped.out.find(" (")) == file.out.substr(0, file.out.find(" (")));  // the same perplexity
+}
+
 TEST_CASE("cli: --perplexity into a log writes a progress line every tenth of the windows, no carriage returns") {
     // 8 KB of the held-out text: about 2,500 tokens, some 40 windows of 64.
     write_file("build/tests/cli-ppl.txt", read_text("tests/data/tinyshakespeare-valid.txt").substr(0, 8192));
