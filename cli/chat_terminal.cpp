@@ -1,6 +1,7 @@
 #include "cli/chat_terminal.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -105,6 +106,8 @@ public:
         el_set(el_, EL_HIST, history, hist_);
         el_source(el_, nullptr);  // the user's ~/.editrc, as every libedit program reads it
     }
+    // The errno of a read of stdin that failed (0: none), which ended the messages.
+    int read_error() const { return read_errno_; }
     ~LineReader() {
         // el_end restores the terminal's settings.
         if (el_) el_end(el_);
@@ -143,6 +146,9 @@ public:
                 char* buf = nullptr;
                 size_t cap = 0;
                 ssize_t n = getline(&buf, &cap, stdin);
+                // A read that fails (stdin a folder, an I/O error) ends the chat as an error, as
+                // `cat < DIR` says "Is a directory"; Ctrl-C's interrupted read is not one.
+                if (n < 0 && std::ferror(stdin) && errno != EINTR && !read_errno_) read_errno_ = errno;
                 if (n <= 0)
                     eof = true;
                 else
@@ -186,6 +192,7 @@ private:
     const char* prompt_ = "";
     const char* continuation_ = "";
     const char* current_prompt_ = "";
+    int read_errno_ = 0;
 };
 
 std::string trim(const std::string& s) {
@@ -265,6 +272,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
 
     ReplyStats last;
     bool have_last = false;
+    int read_errno = 0;
     {
         LineReader reader(terminal, colour);
         for (;;) {
@@ -347,12 +355,17 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                 have_last = true;
             }
         }
+        read_errno = reader.read_error();
     }  // the reader's destructor restores the terminal
     if (colour) std::fputs(kReset, stdout);
     std::fflush(stdout);
     sigaction(SIGINT, &old_sa, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
+    if (read_errno) {
+        std::fprintf(stderr, "run: cannot read the messages: %s\n", std::strerror(read_errno));
+        return 1;
+    }
     return std::ferror(stdout) ? 1 : 0;  // run's main says why
 }
 

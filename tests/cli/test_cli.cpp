@@ -238,6 +238,8 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
         {kModel + " --chat --print-ids", "--chat writes its replies as text"},
+        // Messages that cannot be read are an error, as `cat < DIR` says "Is a directory": it left at once, exit 0.
+        {kModel + " --chat < build/tests", "cannot read the messages: Is a directory"},
         {kModel + " --bench --bench-pp 0 --bench-tg 0", "nothing to measure"},
         {kModel + " --server --api-key ''", "--api-key is empty"},
         {kModel + " --server --host ''", "--host is empty"},
