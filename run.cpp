@@ -235,6 +235,13 @@ std::string default_model_path() {
 // POSIX's guideline 13 for operands); a file named - is ./-.
 std::string input_path(const std::string& given) { return given == "-" ? "/dev/stdin" : given; }
 
+// What reading "-" must say when stdin was closed (`run -f - <&-`), as `cat - <&-` does; "" else.
+std::string closed_stdin_error(const std::string& given) {
+    return given == "-" && standard_input_unreadable()
+               ? "cannot read -: " + std::string(std::strerror(EBADF)) + " (stdin is closed, or not open for reading)"
+               : "";
+}
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int context_length(const Options& o, const ModelConfig& c) {
@@ -379,7 +386,8 @@ std::string check_context_memory(const ModelConfig& c, int n_ctx, KvCacheTypes t
 
 int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     std::string text;
-    std::string err = read_input_file(input_path(o.perplexity_file), InputKind::text, &text);
+    std::string err = closed_stdin_error(o.perplexity_file);
+    if (err.empty()) err = read_input_file(input_path(o.perplexity_file), InputKind::text, &text);
     if (!err.empty()) return fail("--perplexity: " + err);
     const int window = perplexity_window(o, model.config);
     std::vector<int> ids;
@@ -501,7 +509,8 @@ int run_main(int argc, char** argv) {
         // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context.
         const int n_ctx = o.n_ctx ? o.n_ctx : kDefaultContextCap;
         const uint64_t most = o.tokenize ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
-        std::string err = read_input_file(input_path(o.prompt_file), InputKind::text, &o.prompt, nullptr, most);
+        std::string err = closed_stdin_error(o.prompt_file);
+        if (err.empty()) err = read_input_file(input_path(o.prompt_file), InputKind::text, &o.prompt, nullptr, most);
         if (!err.empty()) return fail("--file: " + err);
         if (most && o.prompt.size() == most)
             return fail("--file: " + shown_path(o.prompt_file) + " holds more than " + std::to_string(most - 1) +

@@ -34,11 +34,16 @@ int hardware_threads() {
 void open_missing_standard_files() {
     for (int fd = 0; fd <= 2; fd++)
         if (fcntl(fd, F_GETFD) == -1) {
-            // open() takes the lowest free descriptor: this one. Read-only for stdout and stderr:
-            // writing to them fails (EBADF) as it did while they were closed.
-            const int opened = open("/dev/null", O_RDONLY);
+            // open() takes the lowest free descriptor: this one. Opened the other way: reading
+            // stdin, or writing stdout and stderr, fails (EBADF) as it did while they were closed.
+            const int opened = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
             if (opened >= 0 && opened != fd) close(opened);
         }
+}
+
+bool standard_input_unreadable() {
+    const int flags = fcntl(STDIN_FILENO, F_GETFL);
+    return flags == -1 || (flags & O_ACCMODE) == O_WRONLY;
 }
 
 #if defined(__linux__)

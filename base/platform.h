@@ -21,11 +21,17 @@ uint64_t available_memory_bytes();
 size_t l1_data_cache_bytes();
 
 // Fills each of stdin, stdout and stderr that is closed (`prog 2>&-`), so that no file the
-// program opens takes descriptor 2 and gets its messages written into it. stdout and stderr are
-// /dev/null opened for reading only: a write still fails with EBADF, as on the closed
-// descriptor, so output that cannot go anywhere is an error (`cat >&-` says "Bad file
-// descriptor" and exits 1), not lost in silence. stdin is /dev/null: it reads as empty.
+// program opens takes descriptor 2 and gets its messages written into it. Each is /dev/null
+// opened the other way (stdout and stderr for reading only, stdin for writing only): a write or
+// a read still fails with EBADF, as on the closed descriptor, so output that cannot go anywhere
+// or input that cannot be read is an error (`cat >&-` and `cat <&-` say "Bad file descriptor"
+// and exit 1), not lost or read as empty in silence.
 void open_missing_standard_files();
+
+// Whether stdin cannot be read: closed, or open for writing only (as open_missing_standard_files
+// leaves a closed one, also for the program it execs). /dev/stdin, opened by its name, would be
+// that /dev/null again, and read as empty.
+bool standard_input_unreadable();
 
 // The path of the running program, "" when it cannot be told.
 std::string executable_path();

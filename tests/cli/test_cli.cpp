@@ -240,6 +240,11 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --chat --print-ids", "--chat writes its replies as text"},
         // Messages that cannot be read are an error, as `cat < DIR` says "Is a directory": it left at once, exit 0.
         {kModel + " --chat < build/tests", "cannot read the messages: Is a directory"},
+        // A closed stdin is not an empty one: `cat <&-` and `cat - <&-` say "Bad file descriptor".
+        // The /dev/null put in its place was read as an empty prompt, and as a chat with no message.
+        {kModel + " --chat <&-", "cannot read the messages: Bad file descriptor"},
+        {kModel + " --tokenize -f - <&-", "--file: cannot read -: Bad file descriptor"},
+        {kModel + " --perplexity - <&-", "--perplexity: cannot read -: Bad file descriptor"},
         {kModel + " --bench --bench-pp 0 --bench-tg 0", "nothing to measure"},
         {kModel + " --server --api-key ''", "--api-key is empty"},
         {kModel + " --server --host ''", "--host is empty"},
