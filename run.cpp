@@ -286,6 +286,18 @@ std::string parse_prompt_ids(const std::string& given, int vocab, std::vector<in
     return ids->empty() ? "--prompt-ids is empty" : "";
 }
 
+// Ctrl-C while tokens are generated (llama.cpp's llama-cli does the same): the generation
+// stops after the token under way, the output gets its last newline and the timing line, and
+// then run ends by SIGINT as it would have (the shell sees an interrupted program). Before
+// generation (a long prompt) and at a second Ctrl-C, the default: at once. Only
+// async-signal-safe work in the handler.
+volatile std::sig_atomic_t g_generating = 0, g_interrupted = 0;
+extern "C" void on_generation_sigint(int sig) {
+    std::signal(sig, SIG_DFL);
+    if (!g_generating) std::raise(sig);
+    g_interrupted = 1;
+}
+
 // The prompt's text (or ids) and what follows it, on stdout as it is generated.
 int generate(const Model& model, const Tokenizer& tok, const Options& o, bool ids_given, Clock::time_point t_load) {
     const ModelConfig& c = model.config;
@@ -326,7 +338,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     GenerationCallbacks cb;
     // Output that cannot be written (a closed pipe with SIGPIPE ignored, a full disk) ends the
     // generation: nobody would read the rest. main says why.
-    cb.interrupted = [&] { return std::ferror(stdout) != 0; };
+    cb.interrupted = [&] { return std::ferror(stdout) != 0 || g_interrupted; };
     cb.on_token = [&](int id, const std::string& text) {
         if (o.print_ids)
             std::printf(gen.tokens().size() > 1 ? ",%d" : "%d", id);
@@ -350,6 +362,9 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
             std::fprintf(stderr, "run: margin: id %d logit %.9g runner-up %d logit %.9g\n", id, top1, second, top2);
         }
     };
+    // A caller that ignores SIGINT (a background job of a script) keeps it ignored.
+    if (std::signal(SIGINT, on_generation_sigint) == SIG_IGN) std::signal(SIGINT, SIG_IGN);
+    g_generating = 1;
     const auto t_gen = Clock::now();
     const GenerationEnd end = gen.generate(state, tokens, logits, o.n_predict, cb);
     const double gen_s = seconds_since(t_gen);
@@ -369,6 +384,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
                      o.draft ? draft_summary(gen.draft_stats()).c_str() : "drafts: off (--draft 0)", gen.evaluated(), n_gen);
         std::fprintf(stderr, "run: kernels for one token: %s\n", kernel_choices(model, 1).c_str());
     }
+    if (g_interrupted) std::raise(SIGINT);  // the handler has put the default back
     return 0;
 }
 

@@ -434,6 +434,21 @@ TEST_CASE("cli: output that cannot be written is an error, not a silent success"
     CHECK(r.err.find("generation ") == std::string::npos);  // no summary of a generation that went on
 }
 
+TEST_CASE("cli: Ctrl-C during generation ends the line and prints the timing, then ends by SIGINT") {
+    // llama.cpp's llama-cli, interrupted while it generates, prints a newline and its timings and
+    // exits 130; a program that handles SIGINT still ends by it, so that a shell or a script sees
+    // the interrupt (exit 128 + 2). run ended with the text cut mid-line and no timing line.
+    const CommandResult r = run_command(
+        "timeout --preserve-status -s INT 1 ./run models/tiny-shakespeare.hearth -p ROMEO: -n -1 "
+        "-c 65536 --ignore-eos -t 1");
+    INFO(r.err);
+    CHECK(r.exit_code == 130);
+    REQUIRE(!r.out.empty());
+    CHECK(r.out.back() == '\n');
+    CHECK(r.err.find("run: load ") != std::string::npos);
+    CHECK(r.err.find(" | generation ") != std::string::npos);
+}
+
 TEST_CASE("cli: -f drops the newline that ends the file's last line, as llama.cpp's -f does") {
     make_cli_model();
     write_file("build/tests/cli-line.txt", "ROMEO: Good morrow\n");
