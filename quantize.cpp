@@ -92,8 +92,8 @@ int quantize_main(int argc, char** argv) {
     std::vector<std::string>& positional = args.positional;
     bool type_given = args.was_given("--type");
     // Two types, one of them silently dropped (the operand won, whichever came last).
-    if (positional.size() == 3 && type_given)
-        return fail("the type is given twice, --type " + type + " and TYPE " + positional[2] + ": give one");
+    if (positional.size() == 3 && type_given && type != positional[2])
+        return fail("two types, --type " + type + " and TYPE " + positional[2] + ": give one");
     if (positional.size() == 3) {
         type = positional[2];
         type_given = true;
