@@ -438,8 +438,9 @@ TEST_CASE("cli: Ctrl-C during generation ends the line and prints the timing, th
     // llama.cpp's llama-cli, interrupted while it generates, prints a newline and its timings and
     // exits 130; a program that handles SIGINT still ends by it, so that a shell or a script sees
     // the interrupt (exit 128 + 2). run ended with the text cut mid-line and no timing line.
+    // 3 s: generation is under way by then in the sanitizer build too (a Ctrl-C before it ends run at once).
     const CommandResult r = run_command(
-        "timeout --preserve-status -s INT 1 ./run models/tiny-shakespeare.hearth -p ROMEO: -n -1 "
+        "timeout --preserve-status -s INT 3 ./run models/tiny-shakespeare.hearth -p ROMEO: -n -1 "
         "-c 65536 --ignore-eos -t 1");
     INFO(r.err);
     CHECK(r.exit_code == 130);
