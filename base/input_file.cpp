@@ -96,7 +96,9 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
     if (fd < 0) return why;
     const std::string shown = shown_path(path);
     const bool fifo = S_ISFIFO(st.st_mode);
-    if (!S_ISREG(st.st_mode) && !(fifo && row.fifo_allowed)) {
+    // A terminal, for text (`run -f -` typed at it, ended by Ctrl-D), as cat and grep -f - read it.
+    const bool terminal = S_ISCHR(st.st_mode) && row.fifo_allowed && isatty(fd);
+    if (!S_ISREG(st.st_mode) && !(fifo && row.fifo_allowed) && !terminal) {
         ::close(fd);
         return shown + " is " + file_kind_name(st.st_mode) + ", not a regular file (a " + row.what + " must be one)";
     }
@@ -105,8 +107,9 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
         return shown + " is " + bytes_text(uint64_t(st.st_size)) + ", more than a " + row.what + " may have (" +
                mib(row.max_bytes) + ")";
     }
-    // A FIFO's writer may not have written yet: from here on, reads may wait for it.
-    if (fifo) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    // A FIFO's writer may not have written yet, a person may not have typed: from here on, reads
+    // may wait for them.
+    if (fifo || terminal) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (id) *id = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
     out->reserve(size_t(cut ? std::min(read_at_most, uint64_t(st.st_size)) : uint64_t(st.st_size)));
     char buf[1 << 16];

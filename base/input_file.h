@@ -1,6 +1,6 @@
 // The one way hearth reads a small input file whole (JSON, tokenizer files, prompt text):
-// after following links it must be a regular file (a FIFO is allowed for prompt text only,
-// as `-f <(command)` makes one), no larger than its kind's limit (base/limits.h), and
+// after following links it must be a regular file (a FIFO or a terminal is allowed for prompt
+// text only, as `-f <(command)` makes one and `-f -` reads what is typed), no larger than its kind's limit (base/limits.h), and
 // opening it never blocks. A symlink to /dev/zero, a FIFO nobody writes to or a device in a
 // downloaded model folder is refused in one line instead of reading forever or hanging.
 #pragma once

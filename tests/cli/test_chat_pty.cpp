@@ -290,3 +290,18 @@ TEST_CASE("chat pty: NO_COLOR turns colour off when it is set and not empty, as 
         CHECK(coloured == value.empty());
     }
 }
+
+TEST_CASE("chat pty: -f - reads what is typed at the terminal up to Ctrl-D, as cat and grep -f - do") {
+    // It was refused: "/dev/stdin is a character device, not a regular file".
+    const CommandResult direct = run_command("./run " + kModel + " --tokenize -p 'ROMEO: Good morrow'");
+    REQUIRE(direct.exit_code == 0);
+    PtyChild typed({"./run", kModel, "--tokenize", "-f", "-"});
+    REQUIRE(typed.started());
+    typed.type("ROMEO: Good morrow\n");
+    typed.type("\x04");  // Ctrl-D at the start of a line: the end of the text
+    CHECK(typed.wait_exit(kWait) == 0);
+    // The terminal echoes the typed line, then run prints the ids (the pty turns \n into \r\n).
+    std::string ids = direct.out;
+    ids.insert(ids.size() - 1, "\r");
+    CHECK(typed.output().find(ids) != std::string::npos);
+}
