@@ -1,6 +1,7 @@
 #include "convert/import.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <set>
@@ -424,7 +425,21 @@ void read_source_row(const SourceTensor& t, uint64_t row, float* out) {
         }
         return;
     }
-    dequantize_matrix_row(t.type, t.layout, t.data, int64_t(t.rows()), int(t.cols()), int64_t(source_row(t, row)), out);
+    // A safetensors file need not align its data (formats/safetensors.h): a row that does not
+    // start on a multiple of 4 bytes is copied before the f16/bf16 converters read it as halves.
+    const uint64_t src_row = source_row(t, row);
+    if (t.layout == Layout::rows) {
+        const size_t row_bytes = type_row_bytes(t.type, int64_t(t.cols()));
+        const uint8_t* p = t.data + src_row * row_bytes;
+        if (reinterpret_cast<uintptr_t>(p) % 4 != 0) {
+            thread_local std::vector<float> aligned;  // floats: aligned for any element type read here
+            aligned.resize((row_bytes + sizeof(float) - 1) / sizeof(float));
+            std::memcpy(aligned.data(), p, row_bytes);
+            dequantize_row(t.type, aligned.data(), int(t.cols()), 0, out);
+            return;
+        }
+    }
+    dequantize_matrix_row(t.type, t.layout, t.data, int64_t(t.rows()), int(t.cols()), int64_t(src_row), out);
 }
 
 }  // namespace hearth

@@ -62,9 +62,10 @@ std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::
             uint64_t elem = dtype_bytes(t.dtype);
             if (elem == 0) return "tensor " + name + " has unknown dtype " + in_quotes(t.dtype);
             if (end - begin != numel * elem) return "tensor " + name + " byte range does not match its shape";
-            // Read through a float or a half pointer, the data must be aligned to its element size
-            // (the format pads its header so that it is).
-            if ((8 + header_len + begin) % elem != 0) return "tensor " + name + " is not aligned to its element size";
+            // The data may lie at any byte: the format does not require alignment, and files
+            // written before safetensors 0.3.1 or by MLX's writer have unpadded headers and
+            // tensors packed back to back. Readers copy rows that are not aligned
+            // (read_source_row), so nothing is refused for it.
             t.data = data + begin;
             t.bytes = end - begin;
             (*tensors)[key] = std::move(t);

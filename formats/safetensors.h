@@ -13,7 +13,7 @@ namespace hearth {
 struct SafeTensor {
     std::string dtype;  // "F32", "F16", "BF16", ...
     std::vector<uint64_t> shape;
-    const uint8_t* data = nullptr;
+    const uint8_t* data = nullptr;  // at any byte: not necessarily aligned to the element size
     uint64_t bytes = 0;
 };
 
