@@ -63,6 +63,7 @@ const char* const kName = "general.name";
 const char* const kRopeTheta = "rope.freq_base";
 const char* const kRmsEps = "attention.layer_norm_rms_epsilon";
 const char* const kSlidingWindow = "attention.sliding_window";
+const char* const kExpertCount = "expert_count";  // llama.cpp's mixture of experts (Mixtral): refused
 // GGUF's RoPE scaling keys (llama.cpp: linear, yarn, longrope), which hearth does not apply:
 // a file that has them is refused rather than run wrong. Llama-3's scaling is not a key but
 // the tensor rope_freqs.weight (llama.cpp's converter writes no scaling key for it).
@@ -139,6 +140,14 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
         if (v == 0 || v > uint32_t(limits::kContextLength))
             return "metadata " + a + kSlidingWindow + " is " + std::to_string(v) + ", out of range";
         c->sliding_window = int(v);
+    }
+    // Mixtral's GGUF files are of architecture llama, with experts in place of the feed-forward
+    // matrices: said here rather than as a missing ffn_gate.weight.
+    if (m.has(a + kExpertCount)) {
+        uint32_t v = 0;
+        if (!(err = m.get_u32(a + kExpertCount, &v)).empty()) return err;
+        if (v > 0)
+            return "a mixture-of-experts model (" + a + kExpertCount + " " + std::to_string(v) + ", as Mixtral) is not supported";
     }
     if (m.has(a + kRopeScalingType)) {
         std::string type;

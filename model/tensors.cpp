@@ -116,6 +116,18 @@ std::string match_tensors(const ModelConfig& c, const std::vector<TensorView>& t
                    shape_string(want.n_dims, want.shape);
         out->push_back({std::move(want), &t});
     }
+    // A tensor the configuration does not use is refused rather than left out: llama.cpp loads
+    // no file with a tensor it does not use (llama_model_loader: "wrong number of tensors"), so
+    // in a file it runs every tensor counts, and hearth would compute without it (a llama file's
+    // optional biases, attn_output.bias and ffn_*.bias, or a fused attn_qkv.weight).
+    if (out->size() != tensors.size()) {
+        std::unordered_map<std::string, bool> used;
+        for (const MatchedTensor& m : *out) used[m.want.name] = true;
+        for (const TensorView& t : tensors)
+            if (!used.count(t.name))
+                return "tensor " + t.name + " is not part of a " + c.arch +
+                       " model as hearth computes it (hearth would compute without it: not supported)";
+    }
     return "";
 }
 

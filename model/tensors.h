@@ -77,7 +77,7 @@ bool role_needed(const TensorRole& r, const ModelConfig& c);
 const TensorRole* role_of(const std::string& name, int* layer);
 
 // The checkpoint's tensor for each of model_tensors(c), by name, checked to have that shape
-// (extra tensors are ignored). "" or a one-line reason naming the tensor.
+// (a tensor the configuration does not use is an error too). "" or a one-line reason naming the tensor.
 struct MatchedTensor {
     ModelTensor want;
     const TensorView* got;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -14,6 +15,7 @@
 #include "model/forward.h"
 #include "formats/gguf.h"
 #include "formats/metadata.h"
+#include "formats/writer.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
@@ -374,4 +376,73 @@ TEST_CASE("gguf: random corruption of the header, metadata and tensor infos neve
         }
     }
     MESSAGE("corruptions that still parsed: " << accepted);
+}
+
+// mini-F16.gguf rewritten by hearth's writer, with `change` applied to its metadata and
+// tensors (the extra tensors' bytes in `extra_data`, by name).
+static std::string rewritten_mini(const std::string& path, const std::function<void(Metadata*, std::vector<TensorView>*)>& change,
+                                  const std::vector<float>& extra_data) {
+    const std::string bytes = read_text(mini("F16"));
+    ModelFile file;
+    REQUIRE(read_gguf_file(bytes.data(), bytes.size(), &file) == "");
+    change(&file.meta, &file.tensors);
+    std::vector<TensorSpec> specs;
+    for (const TensorView& t : file.tensors) {
+        TensorSpec s;
+        s.name = t.name;
+        s.type = t.type;
+        s.n_dims = t.n_dims;
+        for (int d = 0; d < kMaxDims; d++) s.shape[d] = t.shape[d];
+        specs.push_back(s);
+    }
+    CheckpointWriter w;
+    REQUIRE(w.open(path, CheckpointFormat::gguf, file.meta, specs) == "");
+    for (const TensorView& t : file.tensors) REQUIRE(w.write(t.data ? t.data : extra_data.data(), size_t(t.bytes)) == "");
+    REQUIRE(w.commit() == "");
+    return path;
+}
+
+// llama.cpp's llama architecture computes with tensors hearth's does not have: the optional
+// biases of attn_output, ffn_up/gate/down and attn_q/k/v, a fused attn_qkv, and Mixtral's
+// experts (llama.expert_count with ffn_*_exps). llama.cpp (same commit as tests/reference)
+// loads such files and its greedy text changes with the biases, while its loader refuses a file
+// with any tensor it does not use ("wrong number of tensors"). hearth ignored every tensor it did
+// not look for and computed without the bias, and named a missing ffn_gate.weight for Mixtral:
+// both are refused now, by name.
+TEST_CASE("gguf: a tensor the model does not use, or Mixtral's experts, is refused rather than left out") {
+    const std::vector<float> bias(256, 0.5f);  // dim 256
+    for (const char* name : {"blk.0.attn_output.bias", "blk.1.ffn_down.bias"}) {
+        CAPTURE(name);
+        const std::string path = rewritten_mini(
+            "build/tests/gguf-extra-tensor.gguf",
+            [&](Metadata*, std::vector<TensorView>* tensors) {
+                TensorView b;
+                b.name = name;
+                b.type = TYPE_F32;
+                b.n_dims = 1;
+                b.shape[0] = 256;
+                b.bytes = 256 * 4;
+                tensors->push_back(b);
+            },
+            bias);
+        Model m;
+        const std::string err = load_model(path, &m);
+        CHECK(err.find(name) != std::string::npos);
+        CommandResult q = run_command("./quantize " + path + " build/tests/gguf-extra-tensor.hearth -q");
+        CHECK(q.exit_code == 1);
+        CHECK(q.err.find(name) != std::string::npos);
+    }
+    {
+        const std::string path =
+            rewritten_mini("build/tests/gguf-experts.gguf",
+                           [](Metadata* meta, std::vector<TensorView>*) { meta->set_u32("llama.expert_count", 8); }, {});
+        Model m;
+        const std::string err = load_model(path, &m);
+        CHECK(err.find("mixture-of-experts") != std::string::npos);
+        CHECK(err.find("llama.expert_count 8") != std::string::npos);
+    }
+    // The file unchanged still loads: the rewriting itself is not what is refused.
+    Model m;
+    CHECK(load_model(rewritten_mini("build/tests/gguf-rewritten.gguf", [](Metadata*, std::vector<TensorView>*) {}, {}), &m) ==
+          "");
 }
