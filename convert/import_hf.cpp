@@ -292,6 +292,13 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
                  .empty())
             return err;
         if (!(err = tok.load(out->tokenizer)).empty()) return shown_dir + "/tokenizer.model: " + err;
+        // tokenizer_config.json's add_bos_token decides, as for Hugging Face's LlamaTokenizer
+        // (Yi's says false); without it, the family's default.
+        json parsed;
+        if (!tokenizer_config.empty() && parse_json(tokenizer_config, &parsed).empty() && parsed.is_object() &&
+            parsed.contains("add_bos_token") && parsed["add_bos_token"].is_boolean())
+            out->config.add_bos = parsed["add_bos_token"].get<bool>() && out->config.bos_id >= 0;
+        out->tokenizer.sentencepiece_add_bos = out->config.add_bos;
     } else {
         out->tokenizer.kind = TokenizerKind::bpe;
         const std::string tokenizer_json_path = dir + "/tokenizer.json";

@@ -128,6 +128,8 @@ std::string tokenizer_from_metadata(const Metadata& m, TokenizerSpec* out) {
         return "tokenizer " + in_quotes(model) +
                " is not supported (this build reads SentencePiece ('llama') and byte-level BPE ('gpt2') vocabularies)";
     out->kind = TokenizerKind::sentencepiece;
+    // llama.cpp adds BOS to a SentencePiece vocabulary's prompts unless the file says not to.
+    if (m.has(kAddBos) && !(err = m.get_bool(kAddBos, &out->sentencepiece_add_bos)).empty()) return err;
     if (m.has(kSentencePieceBytes)) return m.get_bytes(kSentencePieceBytes, &out->sentencepiece);
     return sentencepiece_from_vocab(m, &out->sentencepiece);
 }

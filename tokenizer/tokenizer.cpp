@@ -13,7 +13,11 @@ Tokenizer::~Tokenizer() = default;
 
 std::string Tokenizer::load(const TokenizerSpec& spec) {
     switch (spec.kind) {
-        case TokenizerKind::sentencepiece: return load(spec.sentencepiece.data(), spec.sentencepiece.size());
+        case TokenizerKind::sentencepiece: {
+            std::string err = load(spec.sentencepiece.data(), spec.sentencepiece.size());
+            sp_add_bos_ = spec.sentencepiece_add_bos;
+            return err;
+        }
         case TokenizerKind::bpe: {
             // Built already when the vocabulary was checked: the same tables, not built twice.
             if (spec.bpe_built && spec.bpe_built->vocab() == spec.bpe) {
@@ -42,6 +46,7 @@ std::string Tokenizer::load(const void* data, size_t bytes) {
     auto status = sp_->LoadFromSerializedProto(serialize_sentencepiece_model(model));
     if (!status.ok()) return "not a SentencePiece model: " + printable(status.ToString());
     sp_loaded_ = true;
+    sp_add_bos_ = true;  // load(TokenizerSpec) sets what the checkpoint says
     bpe_.reset();
     std::vector<AddedTokenMatcher::Token> specials;
     for (int id = 0; id < sp_->GetPieceSize(); id++) {
@@ -66,7 +71,7 @@ std::string Tokenizer::encode(const std::string& text, bool add_bos, std::vector
     std::vector<int> ids;
     const auto status = sp_->Encode(text, &ids);
     if (!status.ok()) return "cannot encode the text: " + status.ToString();
-    if (add_bos && sp_->bos_id() >= 0) out->push_back(sp_->bos_id());
+    if (add_bos && sp_add_bos_ && sp_->bos_id() >= 0) out->push_back(sp_->bos_id());
     out->insert(out->end(), ids.begin(), ids.end());
     return "";
 }

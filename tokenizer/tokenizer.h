@@ -23,7 +23,10 @@ enum class TokenizerKind {
 struct TokenizerSpec {
     TokenizerKind kind = TokenizerKind::none;
     std::string sentencepiece;  // the serialized SentencePiece ModelProto (tokenizer.model's bytes)
-    BpeVocab bpe;               // for kind bpe
+    // sentencepiece: whether a prompt starts with its BOS (GGUF's tokenizer.ggml.add_bos_token,
+    // tokenizer_config.json's add_bos_token: false for Yi). A BPE vocabulary says it in bpe.add_bos.
+    bool sentencepiece_add_bos = true;
+    BpeVocab bpe;  // for kind bpe
     // The tokenizer built from `bpe` when the vocabulary was checked (reading a checkpoint or
     // a tokenizer.json builds it to check it), or null. Tokenizer::load uses it rather than
     // building the same tables again, while its vocabulary still equals `bpe`.
@@ -69,6 +72,7 @@ public:
 private:
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
     bool sp_loaded_ = false;                   // a SentencePiece model is loaded (else, without bpe_, nothing is)
+    bool sp_add_bos_ = true;                   // encode's add_bos puts the SentencePiece model's BOS first
     std::shared_ptr<const BpeTokenizer> bpe_;  // shared with the TokenizerSpec it was built for
     AddedTokenMatcher sp_specials_;            // SentencePiece's control and unknown pieces, for encode_special
 };

@@ -151,3 +151,27 @@ TEST_CASE("import_hf: safetensors data at unaligned offsets converts to the refe
         CHECK(r.out == want + "\n");
     }
 }
+
+// Hugging Face's LlamaTokenizer adds BOS as tokenizer_config.json's add_bos_token says (Yi's
+// folders say false); llama.cpp's converter writes it as tokenizer.ggml.add_bos_token (gguf-py's
+// SpecialVocab reads {'bos': False} from this folder), and llama-tokenize on the GGUF file
+// quantize makes of it gives 383,479,489,478,479,471,269,355,303 for "ROMEO: the king", no BOS.
+// hearth ignored the key for a tokenizer.model and put BOS first.
+TEST_CASE("import_hf: tokenizer_config.json's add_bos_token false keeps BOS out of a SentencePiece model's prompts") {
+    for (bool add_bos : {false, true}) {
+        CAPTURE(add_bos);
+        REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir).exit_code == 0);
+        std::ofstream(kDir + "/tokenizer_config.json")
+            << R"({"add_bos_token": )" << (add_bos ? "true" : "false") << R"(, "bos_token": "<s>", "eos_token": "</s>"})";
+        for (const char* out : {"build/tests/crafted-hf-bos.hearth", "build/tests/crafted-hf-bos.gguf"}) {
+            CAPTURE(out);
+            CommandResult q = run_command("./quantize " + kDir + " " + out + " f32 -q");
+            INFO(q.err);
+            REQUIRE(q.exit_code == 0);
+            CommandResult r = run_command(std::string("./run ") + out + " -p 'ROMEO: the king' -n 1 --temp 0 --verbose -t 1");
+            INFO(r.err);
+            REQUIRE(r.exit_code == 0);
+            CHECK(r.err.find(add_bos ? "prompt 10 tokens" : "prompt 9 tokens") != std::string::npos);
+        }
+    }
+}

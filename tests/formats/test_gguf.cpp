@@ -446,3 +446,34 @@ TEST_CASE("gguf: a tensor the model does not use, or Mixtral's experts, is refus
     CHECK(load_model(rewritten_mini("build/tests/gguf-rewritten.gguf", [](Metadata*, std::vector<TensorView>*) {}, {}), &m) ==
           "");
 }
+
+// tokenizer.ggml.add_bos_token false on a SentencePiece ("llama") vocabulary: llama.cpp's
+// llama-tokenize (same commit as tests/reference) gives 9038,2501,263,931 for "Once upon a
+// time" on mini-F16.gguf rewritten so, and 1,9038,2501,263,931 on the file as it is. hearth
+// put BOS first in both: a SentencePiece tokenizer always added it.
+TEST_CASE("gguf: a SentencePiece vocabulary whose add_bos_token is false gives prompts without BOS") {
+    for (bool add_bos : {false, true}) {
+        CAPTURE(add_bos);
+        const std::string path = rewritten_mini(
+            "build/tests/gguf-add-bos.gguf",
+            [&](Metadata* meta, std::vector<TensorView>*) { meta->set_bool("tokenizer.ggml.add_bos_token", add_bos); }, {});
+        Model m;
+        REQUIRE(load_model(path, &m) == "");
+        Tokenizer tok;
+        REQUIRE(load_tokenizer(m, &tok) == "");
+        std::vector<int> ids;
+        REQUIRE(tok.encode("Once upon a time", true, &ids) == "");
+        CHECK(ids == (add_bos ? std::vector<int>{1, 9038, 2501, 263, 931} : std::vector<int>{9038, 2501, 263, 931}));
+        // And so does the file quantize makes of it.
+        CommandResult q = run_command("./quantize " + path + " build/tests/gguf-add-bos.hearth -q");
+        INFO(q.err);
+        REQUIRE(q.exit_code == 0);
+        Model h;
+        REQUIRE(load_model("build/tests/gguf-add-bos.hearth", &h) == "");
+        Tokenizer htok;
+        REQUIRE(load_tokenizer(h, &htok) == "");
+        std::vector<int> hids;
+        REQUIRE(htok.encode("Once upon a time", true, &hids) == "");
+        CHECK(hids == ids);
+    }
+}
