@@ -169,6 +169,14 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     const json& theta_holder = rope.is_object() && rope.contains("rope_theta") ? rope : j;
     if (!(err = json_float(theta_holder, "rope_theta", 10000.0f, &c->rope_theta)).empty()) return err;
     if (!std::isfinite(c->rope_theta) || c->rope_theta <= 1.0f) return "config.json: rope_theta is not a number > 1";
+    // transformers rotates only head_dim * partial_rotary_factor dims of each head when a config
+    // has the key (modeling_rope_utils, for Llama's classes too); hearth rotates whole heads.
+    float partial_rotary = 1.0f;
+    const json& partial_holder = rope.is_object() && rope.contains("partial_rotary_factor") ? rope : j;
+    if (!(err = json_float(partial_holder, "partial_rotary_factor", 1.0f, &partial_rotary)).empty()) return err;
+    if (partial_rotary != 1.0f)
+        return "config.json: partial_rotary_factor " + shown(partial_holder["partial_rotary_factor"]) +
+               " is not supported (RoPE on part of each head; hearth rotates whole heads)";
     std::string rope_type = "default";
     if (rope.is_object()) {
         const bool only_theta = rope.empty() || (rope.size() == 1 && rope.contains("rope_theta"));

@@ -61,6 +61,15 @@ TEST_CASE("import_hf: config.json integers must be integers in range") {
         INFO(err);
         CHECK(err.find("vocab_size") != std::string::npos);
     }
+    // transformers' default RoPE rotates head_dim * partial_rotary_factor dims of each head
+    // (modeling_rope_utils._compute_default_rope_parameters: getattr(config,
+    // "partial_rotary_factor", 1.0)), LlamaForCausalLM's too: a part is refused, not run whole.
+    CHECK(import_with_config("partial_rotary_factor", 1.0) == "");
+    CHECK(import_with_config("partial_rotary_factor", 0.5).find("partial_rotary_factor 0.5 is not supported") !=
+          std::string::npos);
+    CHECK(import_with_config("rope_parameters",
+                             {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.25}})
+              .find("partial_rotary_factor") != std::string::npos);
     CHECK(import_with_config({{"architectures", {7}}, {"model_type", nullptr}}).find("not a Llama") != std::string::npos);
     CHECK(import_with_config({{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"}}).find("GPT2LMHeadModel") !=
           std::string::npos);
