@@ -207,7 +207,8 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean())
         return "config.json: tie_word_embeddings is not true or false";
     c->tied_embeddings = j.value("tie_word_embeddings", false);
-    // Some configs give a list of EOS ids; the first is the end of a turn. An id outside the
+    // Some configs give a list of EOS ids: the first is taken (a BPE tokenizer_config.json's
+    // eos_token, when it names one, decides instead: import_hf_folder). An id outside the
     // vocabulary is an error (validate_config), not "none".
     for (auto [key, field, fallback] :
          {std::tuple{"bos_token_id", &ModelConfig::bos_id, 1}, std::tuple{"eos_token_id", &ModelConfig::eos_id, 2}}) {
@@ -322,6 +323,10 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
         const BpeVocab& v = out->tokenizer.bpe;
         out->config.add_bos = v.add_bos;
         if (v.add_bos) out->config.bos_id = v.bos_id;
+        // So does its EOS, over config.json's, as llama.cpp's converter (gguf-py's SpecialVocab)
+        // takes it: Llama-3.x-Instruct's config.json lists [128001, 128008, 128009], whose first is
+        // <|end_of_text|>, while a reply ends at tokenizer_config.json's <|eot_id|>.
+        if (v.eos_id >= 0) out->config.eos_id = v.eos_id;
     }
     if (tok.vocab_size() > out->config.vocab_size)
         return (tok.bpe() ? "tokenizer.json has " + std::to_string(tok.vocab_size()) + " tokens"

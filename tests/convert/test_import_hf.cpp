@@ -184,3 +184,65 @@ TEST_CASE("import_hf: tokenizer_config.json's add_bos_token false keeps BOS out 
         }
     }
 }
+
+// A one-layer Llama of dim 64 on the Llama-3 vocabulary (zero weights: only the configuration
+// is looked at), with Llama-3.x-Instruct's EOS keys: config.json's eos_token_id lists
+// [128001, 128008, 128009] and tokenizer_config.json's eos_token is <|eot_id|>. gguf-py's
+// SpecialVocab (llama.cpp's converter) reads {'bos': 128000, 'eos': 128009} from such a folder,
+// so llama.cpp's file ends a reply at <|eot_id|>; hearth took the list's first, <|end_of_text|>,
+// and `run -p` on an Instruct model went on past the end of its reply.
+TEST_CASE("import_hf: a BPE tokenizer_config.json's eos_token decides EOS over config.json's list") {
+    const std::string dir = "build/tests/crafted-hf-eos";
+    REQUIRE(run_command("rm -rf " + dir + " && mkdir -p " + dir + " && xz -dc tests/data/bpe/llama3-tokenizer.json.xz > " + dir +
+                        "/tokenizer.json")
+                .exit_code == 0);
+    const uint64_t vocab = 128256, dim = 64, hidden = 128;
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
+        {"model.embed_tokens.weight", {vocab, dim}},
+        {"model.norm.weight", {dim}},
+        {"model.layers.0.input_layernorm.weight", {dim}},
+        {"model.layers.0.self_attn.q_proj.weight", {dim, dim}},
+        {"model.layers.0.self_attn.k_proj.weight", {dim, dim}},
+        {"model.layers.0.self_attn.v_proj.weight", {dim, dim}},
+        {"model.layers.0.self_attn.o_proj.weight", {dim, dim}},
+        {"model.layers.0.post_attention_layernorm.weight", {dim}},
+        {"model.layers.0.mlp.gate_proj.weight", {hidden, dim}},
+        {"model.layers.0.mlp.up_proj.weight", {hidden, dim}},
+        {"model.layers.0.mlp.down_proj.weight", {dim, hidden}}};
+    nlohmann::json header = nlohmann::json::object();
+    uint64_t at = 0;
+    for (const auto& [name, shape] : tensors) {
+        uint64_t bytes = 2;
+        for (uint64_t d : shape) bytes *= d;
+        header[name] = {{"dtype", "F16"}, {"shape", shape}, {"data_offsets", {at, at + bytes}}};
+        at += bytes;
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    const uint64_t len = text.size();
+    {
+        std::ofstream out(dir + "/model.safetensors", std::ios::binary);
+        out.write(reinterpret_cast<const char*>(&len), 8);
+        out << text << std::string(at, '\0');
+    }
+    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                                   {"hidden_size", dim},
+                                   {"intermediate_size", hidden},
+                                   {"num_hidden_layers", 1},
+                                   {"num_attention_heads", 2},
+                                   {"vocab_size", vocab},
+                                   {"tie_word_embeddings", true},
+                                   {"bos_token_id", 128000},
+                                   {"eos_token_id", {128001, 128008, 128009}}};
+    std::ofstream(dir + "/config.json") << config.dump();
+    for (const char* eos : {"<|eot_id|>", "<|end_of_text|>"}) {
+        CAPTURE(eos);
+        auto tc = nlohmann::json::parse(read_text("tests/data/bpe/llama3-tokenizer_config.json"));
+        tc["eos_token"] = eos;
+        std::ofstream(dir + "/tokenizer_config.json") << tc.dump();
+        ImportedCheckpoint imported;
+        REQUIRE(import_hf_folder(dir, &imported) == "");
+        CHECK(imported.config.bos_id == 128000);
+        CHECK(imported.config.eos_id == (std::string(eos) == "<|eot_id|>" ? 128009 : 128001));
+    }
+}
