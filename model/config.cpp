@@ -63,7 +63,8 @@ const char* const kName = "general.name";
 const char* const kRopeTheta = "rope.freq_base";
 const char* const kRmsEps = "attention.layer_norm_rms_epsilon";
 const char* const kSlidingWindow = "attention.sliding_window";
-const char* const kExpertCount = "expert_count";  // llama.cpp's mixture of experts (Mixtral): refused
+const char* const kAttentionScale = "attention.scale";  // llama.cpp's f_attention_scale: 0 is 1/sqrt(head dim)
+const char* const kExpertCount = "expert_count";        // llama.cpp's mixture of experts (Mixtral): refused
 // GGUF's RoPE scaling keys (llama.cpp: linear, yarn, longrope), which hearth does not apply:
 // a file that has them is refused rather than run wrong. Llama-3's scaling is not a key but
 // the tensor rope_freqs.weight (llama.cpp's converter writes no scaling key for it).
@@ -137,7 +138,9 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
     if (m.has(a + kSlidingWindow)) {
         uint32_t v = 0;
         if (!(err = m.get_u32(a + kSlidingWindow, &v)).empty()) return err;
-        if (v == 0 || v > uint32_t(limits::kContextLength))
+        // 0 is none, as llama.cpp reads it (n_swa 0) and its model saver writes it for every
+        // model without a window (llama_model_save_to_file: llama-finetune's output).
+        if (v > uint32_t(limits::kContextLength))
             return "metadata " + a + kSlidingWindow + " is " + std::to_string(v) + ", out of range";
         c->sliding_window = int(v);
     }
@@ -149,22 +152,36 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
         if (v > 0)
             return "a mixture-of-experts model (" + a + kExpertCount + " " + std::to_string(v) + ", as Mixtral) is not supported";
     }
+    // llama.cpp scales RoPE's positions by 1 / factor (none for a factor of 0 or 1) for the type
+    // linear, which it assumes when no type is given: its model saver writes linear with factor 0
+    // for a model without scaling. Any other factor, and the other types, are refused.
+    float scaling_factor = 0.0f;
+    if (m.has(a + kRopeScalingFactor)) {
+        if (!(err = m.get_f32(a + kRopeScalingFactor, &scaling_factor)).empty()) return err;
+        if (scaling_factor != 0.0f && scaling_factor != 1.0f)
+            return "RoPE scaling factor " + std::to_string(scaling_factor) + " (" + a + kRopeScalingFactor + ") is not supported";
+    }
     if (m.has(a + kRopeScalingType)) {
         std::string type;
         if (!(err = m.get_string(a + kRopeScalingType, &type)).empty()) return err;
-        if (type != "none") return "RoPE scaling " + in_quotes(type) + " (" + a + kRopeScalingType + ") is not supported";
+        if (type != "none" && type != "linear")
+            return "RoPE scaling " + in_quotes(type) + " (" + a + kRopeScalingType + ") is not supported";
     }
-    if (m.has(a + kRopeScalingFactor)) {  // llama.cpp applies a factor without a type as linear scaling
-        float f = 0.0f;
-        if (!(err = m.get_f32(a + kRopeScalingFactor, &f)).empty()) return err;
-        if (f != 0.0f && f != 1.0f)
-            return "RoPE scaling factor " + std::to_string(f) + " (" + a + kRopeScalingFactor + ") is not supported";
+    // llama.cpp's llama architecture divides attention scores by this instead of sqrt(head dim)
+    // when it is not 0 (its model saver writes 0).
+    if (m.has(a + kAttentionScale)) {
+        float scale = 0.0f;
+        if (!(err = m.get_f32(a + kAttentionScale, &scale)).empty()) return err;
+        if (scale != 0.0f)
+            return "metadata " + a + kAttentionScale + " " + std::to_string(scale) +
+                   " is not supported (hearth scales attention by 1/sqrt(head dim))";
     }
     for (auto [key, field] : {std::pair{kBos, &ModelConfig::bos_id}, std::pair{kEos, &ModelConfig::eos_id}}) {
         c->*field = -1;
         uint32_t v = 0;
         if (!m.has(key)) continue;
         if (!(err = m.get_u32(key, &v)).empty()) return err;
+        if (v == 0xFFFFFFFFu) continue;  // llama.cpp's LLAMA_TOKEN_NULL: none (model/tokenizer_metadata.cpp)
         if (v > (1u << 30)) return "metadata " + std::string(key) + " is out of range";
         c->*field = int(v);
     }

@@ -24,6 +24,10 @@ static const char* const kAddBos = "tokenizer.ggml.add_bos_token";
 // llama.cpp's defaults for a SentencePiece ("llama") vocabulary when a key is absent
 // (src/llama-vocab.cpp, llama_vocab::impl::load); the reader and the writer both use them.
 static constexpr bool kDefaultAddSpacePrefix = true, kDefaultRemoveExtraWhitespaces = false;
+// A special token id of 0xFFFFFFFF is llama.cpp's LLAMA_TOKEN_NULL as a u32: no such token. Its
+// model saver (llama_model_save_to_file, llama-finetune's output) writes every special id, these
+// for the ones a model has none of, and its loader keeps the default for an id past the vocabulary.
+static constexpr uint32_t kNoTokenId = 0xFFFFFFFFu;
 
 // A GGUF SentencePiece vocabulary: the arrays and special ids, into a tokenizer.model.
 static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out) {
@@ -42,6 +46,7 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
         uint32_t v = 0;
         if (!m.has(keys[i])) continue;
         if (!(err = m.get_u32(keys[i], &v)).empty()) return err;
+        if (v == kNoTokenId) continue;  // llama.cpp's "none": the default stays
         if (v >= tokens.size())
             return "metadata " + std::string(keys[i]) + " is " + std::to_string(v) + ", outside the vocabulary";
         ids[i] = int32_t(v);
@@ -86,6 +91,7 @@ static std::string bpe_from_metadata(const Metadata& m, TokenizerSpec* spec) {
         uint32_t v = 0;
         if (!m.has(key)) continue;
         if (!(err = m.get_u32(key, &v)).empty()) return err;
+        if (v == kNoTokenId) continue;  // llama.cpp's "none"
         if (v >= out->tokens.size())
             return "metadata " + std::string(key) + " is " + std::to_string(v) + ", outside the vocabulary";
         out->*field = int(v);

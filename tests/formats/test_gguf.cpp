@@ -477,3 +477,43 @@ TEST_CASE("gguf: a SentencePiece vocabulary whose add_bos_token is false gives p
         CHECK(hids == ids);
     }
 }
+
+// llama.cpp's model saver (llama_model_save_to_file, which llama-finetune writes its output
+// with) writes every key it knows, with llama.cpp's values for "none": on mini-F16.gguf it adds
+// llama.attention.sliding_window 0, llama.rope.scaling.type "linear" with factor 0 (llama.cpp's
+// freq_scale is 1 for a factor of 0), llama.attention.scale 0, llama.expert_count 0, and
+// 0xFFFFFFFF (LLAMA_TOKEN_NULL) for the special tokens the model has none of. llama.cpp runs
+// that file as the original (21516 x4 then 18574 x8 on this prompt, llama-completion); hearth
+// refused it for the window, then the scaling type, then the padding id. The same keys set here.
+TEST_CASE("gguf: the keys llama.cpp's model saver writes for 'none' are read as none") {
+    auto saver_keys = [](Metadata* meta) {
+        meta->set_u32("llama.attention.sliding_window", 0);
+        meta->set_string("llama.rope.scaling.type", "linear");
+        meta->set_f32("llama.rope.scaling.factor", 0.0f);
+        meta->set_f32("llama.attention.scale", 0.0f);
+        meta->set_u32("llama.expert_count", 0);
+        meta->set_u32("llama.expert_used_count", 0);
+        for (const char* id :
+             {"tokenizer.ggml.padding_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.seperator_token_id"})
+            meta->set_u32(id, 0xFFFFFFFFu);
+    };
+    const std::string path =
+        rewritten_mini("build/tests/gguf-saver.gguf", [&](Metadata* meta, std::vector<TensorView>*) { saver_keys(meta); }, {});
+    const std::vector<int> llama_cpp = {21516, 21516, 21516, 21516, 18574, 18574, 18574, 18574, 18574, 18574, 18574, 18574};
+    CHECK(greedy_ids(path, 12) == join(llama_cpp) + "\n");
+    Model m;
+    REQUIRE(load_model(path, &m) == "");
+    CHECK(m.config.sliding_window == 0);
+    // What would change the computation is still refused.
+    for (auto [key, value] : {std::pair{"llama.rope.scaling.factor", 2.0f}, std::pair{"llama.attention.scale", 0.125f}}) {
+        CAPTURE(key);
+        const std::string changed = rewritten_mini("build/tests/gguf-saver-changed.gguf",
+                                                   [&, key = key, value = value](Metadata* meta, std::vector<TensorView>*) {
+                                                       saver_keys(meta);
+                                                       meta->set_f32(key, value);
+                                                   },
+                                                   {});
+        Model c;
+        CHECK(load_model(changed, &c).find(key) != std::string::npos);
+    }
+}

@@ -357,7 +357,11 @@ TEST_CASE("families: GGUF RoPE scaling keys hearth does not apply are refused, n
     CHECK(says(config_from_metadata(m, &back), "llama.rope.scaling.factor"));
     m.set_f32("llama.rope.scaling.factor", 1.0f);
     CHECK(config_from_metadata(m, &back) == "");
+    // 0 is no window, as llama.cpp reads it and its model saver writes it (tests/formats/test_gguf.cpp).
     m.set_u32("llama.attention.sliding_window", 0);
+    REQUIRE(config_from_metadata(m, &back) == "");
+    CHECK(back.sliding_window == 0);
+    m.set_u32("llama.attention.sliding_window", (1u << 24) + 1);
     CHECK(says(config_from_metadata(m, &back), "sliding_window"));
     m.set_u32("llama.attention.sliding_window", 6);
     REQUIRE(config_from_metadata(m, &back) == "");
