@@ -60,6 +60,21 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
     return err.empty() ? "" : "the SentencePiece vocabulary: " + err;
 }
 
+// The names llama.cpp's vocabulary loader (src/llama-vocab.cpp) gives the pre-tokenizer of
+// llama-bpe and of qwen2: a file names whichever its converter found (DeepSeek-R1-Distill-Qwen's
+// say deepseek-r1-qwen, Falcon3's falcon3), and llama.cpp splits them all alike.
+static bool is_llama3_pre(const std::string& pre) {
+    for (const char* name :
+         {"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"})
+        if (pre == name) return true;
+    return false;
+}
+static bool is_qwen2_pre(const std::string& pre) {
+    for (const char* name : {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2"})
+        if (pre == name) return true;
+    return false;
+}
+
 // A byte-level BPE vocabulary. A file hearth wrote has its regexes and normalizer; one
 // llama.cpp wrote names the pre-tokenizer, which is mapped to the regex llama.cpp's code uses
 // for that name (and to what the model's tokenizer.json declares besides: Llama-3 ignores
@@ -75,17 +90,18 @@ static std::string bpe_from_metadata(const Metadata& m, TokenizerSpec* spec) {
         if (!(err = m.get_strings(kPreSplitRegex, &out->pre_split_regexes)).empty()) return err;
         if (m.has(kNormalizer) && !(err = m.get_string(kNormalizer, &out->normalizer)).empty()) return err;
         if (m.has(kIgnoreMerges) && !(err = m.get_bool(kIgnoreMerges, &out->ignore_merges)).empty()) return err;
-    } else if (out->pre == "llama-bpe" || out->pre == "llama3" || out->pre == "llama-v3") {
+    } else if (is_llama3_pre(out->pre)) {
         out->pre_split_regexes = {kLlama3SplitRegex};
         out->ignore_merges = true;
-    } else if (out->pre == "qwen2") {
+    } else if (is_qwen2_pre(out->pre)) {
         out->pre_split_regexes = {kQwen2SplitRegex};
         out->normalizer = "nfc";
     } else if (out->pre == "gpt-2") {
         out->pre_split_regexes = {kGpt2SplitRegex};
     } else {
         return "BPE pre-tokenizer " + (out->pre.empty() ? std::string("'default'") : in_quotes(out->pre)) +
-               " is not supported (this build knows llama-bpe, llama3, llama-v3, qwen2 and gpt-2)";
+               " is not supported (this build knows llama-bpe and the names llama.cpp gives its regex, such as llama3 and falcon3; "
+               "qwen2 and deepseek-r1-qwen; and gpt-2)";
     }
     for (auto [key, field] : {std::pair{kBosId, &BpeVocab::bos_id}, std::pair{kEosId, &BpeVocab::eos_id}}) {
         uint32_t v = 0;
@@ -173,10 +189,10 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
             types.push_back(BpeVocab::kUnused);
         }
         bpe_to_metadata(v, tokens, types, m);
-        if (v.pre != "llama-bpe" && v.pre != "qwen2" && v.pre != "gpt-2")
+        if (!is_llama3_pre(v.pre) && !is_qwen2_pre(v.pre) && v.pre != "gpt-2")
             *caveat = "llama.cpp does not know this pre-tokenizer (tokenizer.ggml.pre = '" + (v.pre.empty() ? "hearth" : v.pre) +
                       "') and will refuse the file's vocabulary";
-        else if (v.pre == "qwen2")
+        else if (is_qwen2_pre(v.pre))
             *caveat =
                 "llama.cpp does not normalize to NFC as Qwen's tokenizer.json does: texts with decomposed accents may tokenize differently";
         return "";

@@ -16,6 +16,7 @@
 #include "formats/gguf.h"
 #include "formats/metadata.h"
 #include "formats/writer.h"
+#include "model/tokenizer_metadata.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "tests/test_helpers.h"
@@ -515,5 +516,55 @@ TEST_CASE("gguf: the keys llama.cpp's model saver writes for 'none' are read as 
                                                    {});
         Model c;
         CHECK(load_model(changed, &c).find(key) != std::string::npos);
+    }
+}
+
+// llama.cpp's converter names the pre-tokenizer it recognises by its vocabulary's hash, so files
+// of one regex carry several names: DeepSeek-R1-Distill-Qwen's (architecture qwen2) say
+// deepseek-r1-qwen, Falcon3's (llama) falcon3, and llama.cpp's loader gives those the regex of
+// qwen2 and llama-bpe. hearth knew only the first names and refused the files. The vocabularies
+// here are the ones hearth's GGUF export writes for the Llama-3 and Qwen3 tokenizer.json, with
+// hearth's own regex keys removed and tokenizer.ggml.pre renamed, as in a llama.cpp file; the
+// ids are llama-tokenize's (--no-bos, same commit as tests/reference) on such a file.
+TEST_CASE("gguf: the pre-tokenizer names llama.cpp gives the llama-bpe and qwen2 regexes tokenize as llama.cpp") {
+    const std::string text =
+        "Hello world! It's 2024-11-29, 12345 apples; na\xc3\xafve caf\xc3\xa9 (\xc3\x85\xc3\x86\xc3\x98) "
+        "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x83\x86\xe3\x82\xad\xe3\x82\xb9\xe3\x83\x88  spaces\ttab\nnew line's OK";
+    const std::vector<int> llama3 = {9906,  1917, 0,      1102,   596,    220,  2366,   19,     12,    806,
+                                     12,    1682, 11,     220,    4513,   1774, 41776,  26,     95980, 588,
+                                     53050, 320,  106453, 113119, 115554, 8,    105180, 102158, 57933, 62903,
+                                     71634, 220,  12908,  59249,  198,    943,  1584,   596,    10619};
+    const std::vector<int> qwen = {9707,  1879,  0,     1084,  594,   220,    17,     15,     17,   19,    12,    16,
+                                   16,    12,    17,    24,    11,    220,    16,     17,     18,   19,    20,    40676,
+                                   26,    94880, 586,   51950, 320,   144044, 144839, 144050, 8,    75402, 21894, 102819,
+                                   56833, 61803, 70534, 220,   12621, 58149,  198,    931,    1555, 594,   10402};
+    for (auto [name, pre, vocab, want] :
+         {std::tuple{"llama3", "falcon3", 128256, &llama3}, std::tuple{"llama3", "llama-bpe", 128256, &llama3},
+          std::tuple{"qwen3", "deepseek-r1-qwen", 151936, &qwen}, std::tuple{"qwen3", "qwen2", 151936, &qwen}}) {
+        CAPTURE(pre);
+        const std::string json_path = std::string("build/tests/bpe/") + name + "-tokenizer.json";
+        if (read_text(json_path).empty())
+            REQUIRE(run_command(std::string("mkdir -p build/tests/bpe && xz -dc tests/data/bpe/") + name +
+                                "-tokenizer.json.xz > " + json_path)
+                        .exit_code == 0);
+        TokenizerSpec spec;
+        spec.kind = TokenizerKind::bpe;
+        REQUIRE(bpe_from_tokenizer_json(read_text(json_path),
+                                        read_text(std::string("tests/data/bpe/") + name + "-tokenizer_config.json"),
+                                        &spec.bpe) == "");
+        Metadata meta;
+        std::string caveat;
+        REQUIRE(tokenizer_to_gguf_metadata(spec, vocab, &meta, &caveat) == "");
+        for (const char* key :
+             {"hearth.tokenizer.pre_split_regex", "hearth.tokenizer.normalizer", "hearth.tokenizer.ignore_merges"})
+            meta.erase(key);
+        meta.set_string("tokenizer.ggml.pre", pre);
+        TokenizerSpec read;
+        REQUIRE(tokenizer_from_metadata(meta, &read) == "");
+        Tokenizer tok;
+        REQUIRE(tok.load(read) == "");
+        std::vector<int> ids;
+        REQUIRE(tok.encode(text, false, &ids) == "");
+        CHECK(ids == *want);
     }
 }
