@@ -189,9 +189,14 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     c->rope_freq_factors.clear();
     if (!(c->n_heads > 0 && c->head_dim % 2 == 0 && c->head_dim <= 1024))
         return validate_config(*c);  // the head sizes first: the factors depend on them
+    // transformers' linear scaling divides the frequencies by factor: by 1 it changes nothing
+    // (llama.cpp's converter writes it as GGUF's linear scaling by 1, which hearth reads as none).
+    float linear_factor = 0.0f;
+    const bool identity_linear = rope_type == "linear" && rope.contains("factor") &&
+                                 json_float(rope, "factor", 0.0f, &linear_factor).empty() && linear_factor == 1.0f;
     if (rope_type == "llama3") {
         if (!(err = llama3_rope_factors(rope, c)).empty()) return err;
-    } else if (rope_type != "default") {
+    } else if (rope_type != "default" && !identity_linear) {
         return std::string("config.json: ") + rope_key + " type " + in_quotes(rope_type) + " is not supported (only llama3)";
     }
 

@@ -65,6 +65,11 @@ TEST_CASE("import_hf: config.json integers must be integers in range") {
     // (modeling_rope_utils._compute_default_rope_parameters: getattr(config,
     // "partial_rotary_factor", 1.0)), LlamaForCausalLM's too: a part is refused, not run whole.
     CHECK(import_with_config("partial_rotary_factor", 1.0) == "");
+    // Linear scaling divides RoPE's frequencies by its factor (transformers'
+    // _compute_linear_scaling_rope_parameters): by 1 it is no scaling, by 2 it is refused.
+    CHECK(import_with_config("rope_scaling", {{"type", "linear"}, {"factor", 1.0}}) == "");
+    CHECK(import_with_config("rope_scaling", {{"type", "linear"}, {"factor", 2.0}}).find("'linear' is not supported") !=
+          std::string::npos);
     CHECK(import_with_config("partial_rotary_factor", 0.5).find("partial_rotary_factor 0.5 is not supported") !=
           std::string::npos);
     CHECK(import_with_config("rope_parameters",
