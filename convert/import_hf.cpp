@@ -254,7 +254,11 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
 
     // Which safetensors files hold the weights.
     std::vector<std::string> files;
-    if (exists(dir + "/model.safetensors.index.json")) {
+    // model.safetensors first, as transformers looks for it before the index: a folder that has
+    // both (shards merged into one file, the old index left behind) is the one file.
+    if (exists(dir + "/model.safetensors")) {
+        files.push_back("model.safetensors");
+    } else if (exists(dir + "/model.safetensors.index.json")) {
         const std::string index_path = dir + "/model.safetensors.index.json";
         json index;
         if (!(err = read_json(index_path, InputKind::safetensors_index, &index, out)).empty()) return err;
@@ -270,8 +274,6 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
             unique.insert(f);
         }
         files.assign(unique.begin(), unique.end());
-    } else if (exists(dir + "/model.safetensors")) {
-        files.push_back("model.safetensors");
     } else {
         return shown_dir + " has neither model.safetensors nor model.safetensors.index.json";
     }

@@ -251,3 +251,28 @@ TEST_CASE("import_hf: a BPE tokenizer_config.json's eos_token decides EOS over c
         CHECK(imported.config.eos_id == (std::string(eos) == "<|eot_id|>" ? 128009 : 128001));
     }
 }
+
+// transformers loads model.safetensors when a folder has it, before it looks for
+// model.safetensors.index.json (and so does the reference, tests/reference/hf_llama.py): a folder
+// whose shards were merged into one file and whose old index stayed is that one file. hearth
+// read the index first and failed on its missing shards.
+TEST_CASE("import_hf: model.safetensors is read before a model.safetensors.index.json beside it") {
+    REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir).exit_code == 0);
+    std::ofstream(kDir + "/model.safetensors.index.json")
+        << R"({"metadata": {}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",)"
+        << R"( "lm_head.weight": "model-00002-of-00002.safetensors"}})";
+    const auto golden = nlohmann::json::parse(read_text("tests/data/parity/mha/golden.json"));
+    std::string prompt, want;
+    for (int id : golden.at("prompt_ids").get<std::vector<int>>()) prompt += (prompt.empty() ? "" : ",") + std::to_string(id);
+    const auto greedy = golden.at("greedy_ids").get<std::vector<int>>();
+    for (int id : greedy) want += (want.empty() ? "" : ",") + std::to_string(id);
+    const std::string out = "build/tests/crafted-hf-stale-index.hearth";
+    CommandResult q = run_command("./quantize " + kDir + " " + out + " f32 -q");
+    INFO(q.err);
+    REQUIRE(q.exit_code == 0);
+    CommandResult r = run_command("./run " + out + " --prompt-ids " + prompt + " -n " + std::to_string(greedy.size()) +
+                                  " --temp 0 --ignore-eos --print-ids -t 2");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == want + "\n");
+}
