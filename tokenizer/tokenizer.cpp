@@ -82,7 +82,7 @@ std::string Tokenizer::encode_special(const std::string& text, bool add_bos, std
     std::vector<AddedTokenMatcher::Match> found;
     sp_specials_.find(text, true, &found);
     std::vector<int> ids;
-    if (add_bos && sp_->bos_id() >= 0) ids.push_back(sp_->bos_id());
+    if (add_bos && sp_add_bos_ && sp_->bos_id() >= 0) ids.push_back(sp_->bos_id());
     size_t at = 0;
     for (size_t i = 0; i <= found.size(); i++) {
         const size_t end = i < found.size() ? found[i].at : text.size();

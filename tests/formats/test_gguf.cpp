@@ -465,6 +465,10 @@ TEST_CASE("gguf: a SentencePiece vocabulary whose add_bos_token is false gives p
         std::vector<int> ids;
         REQUIRE(tok.encode("Once upon a time", true, &ids) == "");
         CHECK(ids == (add_bos ? std::vector<int>{1, 9038, 2501, 263, 931} : std::vector<int>{9038, 2501, 263, 931}));
+        // The same with special tokens parsed (llama-tokenize's default, the server's /tokenize).
+        std::vector<int> special_ids;
+        REQUIRE(tok.encode_special("Once upon a time", true, &special_ids) == "");
+        CHECK(special_ids == ids);
         // And so does the file quantize makes of it.
         CommandResult q = run_command("./quantize " + path + " build/tests/gguf-add-bos.hearth -q");
         INFO(q.err);
