@@ -23,14 +23,15 @@ enum class TokenizerKind {
 struct TokenizerSpec {
     TokenizerKind kind = TokenizerKind::none;
     std::string sentencepiece;  // the serialized SentencePiece ModelProto (tokenizer.model's bytes)
-    // sentencepiece: whether a prompt starts with its BOS (GGUF's tokenizer.ggml.add_bos_token,
-    // tokenizer_config.json's add_bos_token: false for Yi). A BPE vocabulary says it in bpe.add_bos.
-    bool sentencepiece_add_bos = true;
-    BpeVocab bpe;  // for kind bpe
+    BpeVocab bpe;               // for kind bpe
     // The tokenizer built from `bpe` when the vocabulary was checked (reading a checkpoint or
     // a tokenizer.json builds it to check it), or null. Tokenizer::load uses it rather than
     // building the same tables again, while its vocabulary still equals `bpe`.
     std::shared_ptr<const BpeTokenizer> bpe_built;
+    // sentencepiece: whether a prompt starts with its BOS (GGUF's tokenizer.ggml.add_bos_token,
+    // tokenizer_config.json's add_bos_token: false for Yi). A BPE vocabulary says it in bpe.add_bos.
+    // Last, so that the aggregate initializations written before it ({kind, model, bpe, built}) keep their meaning.
+    bool sentencepiece_add_bos = true;
 };
 
 class Tokenizer {
