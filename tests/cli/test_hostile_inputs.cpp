@@ -52,6 +52,7 @@
 #include "model/tokenizer_metadata.h"
 #include "tokenizer/sentencepiece_model.h"
 #include "tokenizer/tokenizer.h"
+#include "tests/safetensors_zeros.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;
@@ -628,28 +629,15 @@ namespace {
 // sparse file), `vocab` embedding rows of `dim`.
 void write_hf_folder(const std::string& dir, int vocab, int dim = 32) {
     const uint64_t hidden = uint64_t(dim), inter = 2 * hidden;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
-        {"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}}};
+    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}}};
     const std::string p = "model.layers.0.";
     for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight"}) tensors.push_back({p + n, {hidden}});
     for (const char* n : {"q", "k", "v", "o"}) tensors.push_back({p + "self_attn." + n + "_proj.weight", {hidden, hidden}});
     tensors.push_back({p + "mlp.gate_proj.weight", {inter, hidden}});
     tensors.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
     tensors.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
-    json header = json::object();
-    uint64_t at = 0;
-    for (const auto& [name, shape] : tensors) {
-        uint64_t bytes = 2;
-        for (uint64_t d : shape) bytes *= d;
-        header[name] = {{"dtype", "F16"}, {"shape", shape}, {"data_offsets", {at, at + bytes}}};
-        at += bytes;
-    }
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    const uint64_t len = text.size();
     fs::create_directories(dir);
-    write_file(dir + "/model.safetensors", std::string(reinterpret_cast<const char*>(&len), 8) + text);
-    fs::resize_file(dir + "/model.safetensors", 8 + len + at);  // zeros, without writing them
+    write_f16_zeros_safetensors(dir + "/model.safetensors", tensors);
     const json config = {{"architectures", {"LlamaForCausalLM"}},
                          {"model_type", "llama"},
                          {"hidden_size", dim},

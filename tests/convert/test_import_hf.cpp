@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/import.h"
+#include "tests/safetensors_zeros.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;
@@ -135,6 +136,24 @@ TEST_CASE("import_hf: safetensors headers are checked against the file") {
     CHECK(err.find('\n') == std::string::npos);
 }
 
+// kDir as quantize's f32 file at `out`, run greedy on the prompt of tests/data/parity/FOLDER's
+// golden.json: the ids must be PyTorch's (tests/reference/hf_llama.py).
+void check_greedy_ids_are_golden(const std::string& folder, const std::string& out) {
+    const auto golden = nlohmann::json::parse(read_text("tests/data/parity/" + folder + "/golden.json"));
+    std::string prompt, want;
+    for (int id : golden.at("prompt_ids").get<std::vector<int>>()) prompt += (prompt.empty() ? "" : ",") + std::to_string(id);
+    const auto greedy = golden.at("greedy_ids").get<std::vector<int>>();
+    for (int id : greedy) want += (want.empty() ? "" : ",") + std::to_string(id);
+    CommandResult q = run_command("./quantize " + kDir + " " + out + " f32 -q");
+    INFO(q.err);
+    REQUIRE(q.exit_code == 0);
+    CommandResult r = run_command("./run " + out + " --prompt-ids " + prompt + " -n " + std::to_string(greedy.size()) +
+                                  " --temp 0 --ignore-eos --print-ids -t 2");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == want + "\n");
+}
+
 // The safetensors format does not align its data: files written before safetensors 0.3.1 (whose
 // 0.3.0 padded the header by the wrong amount) and by MLX's save_safetensors have a header of
 // any length and tensors packed back to back, so a tensor may start at any byte. Such a folder
@@ -149,20 +168,7 @@ TEST_CASE("import_hf: safetensors data at unaligned offsets converts to the refe
         uint64_t len;
         std::memcpy(&len, file.data(), 8);
         REQUIRE((8 + len) % 8 == pad);
-        const auto golden = nlohmann::json::parse(read_text(std::string("tests/data/parity/") + folder + "/golden.json"));
-        std::string prompt, want;
-        for (int id : golden.at("prompt_ids").get<std::vector<int>>()) prompt += (prompt.empty() ? "" : ",") + std::to_string(id);
-        const auto greedy = golden.at("greedy_ids").get<std::vector<int>>();
-        for (int id : greedy) want += (want.empty() ? "" : ",") + std::to_string(id);
-        const std::string out = "build/tests/crafted-hf-unaligned.hearth";
-        CommandResult q = run_command("./quantize " + kDir + " " + out + " f32 -q");
-        INFO(q.err);
-        REQUIRE(q.exit_code == 0);
-        CommandResult r = run_command("./run " + out + " --prompt-ids " + prompt + " -n " + std::to_string(greedy.size()) +
-                                      " --temp 0 --ignore-eos --print-ids -t 2");
-        INFO(r.err);
-        REQUIRE(r.exit_code == 0);
-        CHECK(r.out == want + "\n");
+        check_greedy_ids_are_golden(folder, "build/tests/crafted-hf-unaligned.hearth");
     }
 }
 
@@ -202,34 +208,18 @@ TEST_CASE("import_hf: a BPE tokenizer_config.json's eos_token decides EOS over c
                         "/tokenizer.json")
                 .exit_code == 0);
     const uint64_t vocab = 128256, dim = 64, hidden = 128;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
-        {"model.embed_tokens.weight", {vocab, dim}},
-        {"model.norm.weight", {dim}},
-        {"model.layers.0.input_layernorm.weight", {dim}},
-        {"model.layers.0.self_attn.q_proj.weight", {dim, dim}},
-        {"model.layers.0.self_attn.k_proj.weight", {dim, dim}},
-        {"model.layers.0.self_attn.v_proj.weight", {dim, dim}},
-        {"model.layers.0.self_attn.o_proj.weight", {dim, dim}},
-        {"model.layers.0.post_attention_layernorm.weight", {dim}},
-        {"model.layers.0.mlp.gate_proj.weight", {hidden, dim}},
-        {"model.layers.0.mlp.up_proj.weight", {hidden, dim}},
-        {"model.layers.0.mlp.down_proj.weight", {dim, hidden}}};
-    nlohmann::json header = nlohmann::json::object();
-    uint64_t at = 0;
-    for (const auto& [name, shape] : tensors) {
-        uint64_t bytes = 2;
-        for (uint64_t d : shape) bytes *= d;
-        header[name] = {{"dtype", "F16"}, {"shape", shape}, {"data_offsets", {at, at + bytes}}};
-        at += bytes;
-    }
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    const uint64_t len = text.size();
-    {
-        std::ofstream out(dir + "/model.safetensors", std::ios::binary);
-        out.write(reinterpret_cast<const char*>(&len), 8);
-        out << text << std::string(at, '\0');
-    }
+    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {vocab, dim}},
+                                 {"model.norm.weight", {dim}},
+                                 {"model.layers.0.input_layernorm.weight", {dim}},
+                                 {"model.layers.0.self_attn.q_proj.weight", {dim, dim}},
+                                 {"model.layers.0.self_attn.k_proj.weight", {dim, dim}},
+                                 {"model.layers.0.self_attn.v_proj.weight", {dim, dim}},
+                                 {"model.layers.0.self_attn.o_proj.weight", {dim, dim}},
+                                 {"model.layers.0.post_attention_layernorm.weight", {dim}},
+                                 {"model.layers.0.mlp.gate_proj.weight", {hidden, dim}},
+                                 {"model.layers.0.mlp.up_proj.weight", {hidden, dim}},
+                                 {"model.layers.0.mlp.down_proj.weight", {dim, hidden}}};
+    write_f16_zeros_safetensors(dir + "/model.safetensors", tensors);
     const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
                                    {"hidden_size", dim},
                                    {"intermediate_size", hidden},
@@ -261,18 +251,5 @@ TEST_CASE("import_hf: model.safetensors is read before a model.safetensors.index
     std::ofstream(kDir + "/model.safetensors.index.json")
         << R"({"metadata": {}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",)"
         << R"( "lm_head.weight": "model-00002-of-00002.safetensors"}})";
-    const auto golden = nlohmann::json::parse(read_text("tests/data/parity/mha/golden.json"));
-    std::string prompt, want;
-    for (int id : golden.at("prompt_ids").get<std::vector<int>>()) prompt += (prompt.empty() ? "" : ",") + std::to_string(id);
-    const auto greedy = golden.at("greedy_ids").get<std::vector<int>>();
-    for (int id : greedy) want += (want.empty() ? "" : ",") + std::to_string(id);
-    const std::string out = "build/tests/crafted-hf-stale-index.hearth";
-    CommandResult q = run_command("./quantize " + kDir + " " + out + " f32 -q");
-    INFO(q.err);
-    REQUIRE(q.exit_code == 0);
-    CommandResult r = run_command("./run " + out + " --prompt-ids " + prompt + " -n " + std::to_string(greedy.size()) +
-                                  " --temp 0 --ignore-eos --print-ids -t 2");
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    CHECK(r.out == want + "\n");
+    check_greedy_ids_are_golden("mha", "build/tests/crafted-hf-stale-index.hearth");
 }

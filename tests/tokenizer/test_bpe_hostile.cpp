@@ -23,6 +23,7 @@
 #include "formats/metadata.h"
 #include "model/tokenizer_metadata.h"
 #include "tokenizer/tokenizer.h"
+#include "tests/safetensors_zeros.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;
@@ -718,31 +719,17 @@ namespace {
 void write_tiny_folder(const std::string& dir, int vocab, const std::string& tokenizer) {
     const uint64_t hidden = 32, inter = 64;
     const std::string p = "model.layers.0.";
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
-        {"model.embed_tokens.weight", {uint64_t(vocab), hidden}},
-        {"model.norm.weight", {hidden}},
-        {p + "input_layernorm.weight", {hidden}},
-        {p + "post_attention_layernorm.weight", {hidden}},
-        {p + "mlp.gate_proj.weight", {inter, hidden}},
-        {p + "mlp.up_proj.weight", {inter, hidden}},
-        {p + "mlp.down_proj.weight", {hidden, inter}}};
+    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}},
+                                 {"model.norm.weight", {hidden}},
+                                 {p + "input_layernorm.weight", {hidden}},
+                                 {p + "post_attention_layernorm.weight", {hidden}},
+                                 {p + "mlp.gate_proj.weight", {inter, hidden}},
+                                 {p + "mlp.up_proj.weight", {inter, hidden}},
+                                 {p + "mlp.down_proj.weight", {hidden, inter}}};
     for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"})
         tensors.push_back({p + "self_attn." + n + ".weight", {hidden, hidden}});
-    nlohmann::json header = nlohmann::json::object();
-    uint64_t at = 0;
-    for (const auto& [name, shape] : tensors) {
-        uint64_t bytes = 2;
-        for (uint64_t d : shape) bytes *= d;
-        header[name] = {{"dtype", "F16"}, {"shape", shape}, {"data_offsets", {at, at + bytes}}};
-        at += bytes;
-    }
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    const uint64_t len = text.size();
     REQUIRE(run_command("rm -rf " + dir + " && mkdir -p " + dir).exit_code == 0);
-    std::ofstream out(dir + "/model.safetensors", std::ios::binary);
-    out.write(reinterpret_cast<const char*>(&len), 8);
-    out << text << std::string(at, '\0');
+    write_f16_zeros_safetensors(dir + "/model.safetensors", tensors);
     const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
                                    {"model_type", "llama"},
                                    {"hidden_size", hidden},

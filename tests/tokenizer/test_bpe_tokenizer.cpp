@@ -16,6 +16,7 @@
 #include "formats/metadata.h"
 #include "model/tokenizer_metadata.h"
 #include "tokenizer/tokenizer.h"
+#include "tests/safetensors_zeros.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;
@@ -241,8 +242,7 @@ static void write_tiny_llama_folder(const std::string& dir, int vocab, const std
     // qwen3: 4 heads of 16 dims (q is 64 wide, not hidden), 2 kv heads, a norm per q/k head.
     const bool qwen3 = family == "qwen3";
     const uint64_t head_dim = qwen3 ? 16 : hidden, q_dim = qwen3 ? 64 : hidden, kv_dim = qwen3 ? 32 : hidden;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors = {
-        {"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}}};
+    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}}};
     const std::string p = "model.layers.0.";
     for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight"}) tensors.push_back({p + n, {hidden}});
     tensors.push_back({p + "self_attn.q_proj.weight", {q_dim, hidden}});
@@ -254,21 +254,8 @@ static void write_tiny_llama_folder(const std::string& dir, int vocab, const std
     tensors.push_back({p + "mlp.gate_proj.weight", {inter, hidden}});
     tensors.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
     tensors.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
-    nlohmann::json header = nlohmann::json::object();
-    uint64_t at = 0;
-    for (const auto& [name, shape] : tensors) {
-        uint64_t bytes = 2;
-        for (uint64_t d : shape) bytes *= d;
-        header[name] = {{"dtype", "F16"}, {"shape", shape}, {"data_offsets", {at, at + bytes}}};
-        at += bytes;
-    }
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    const uint64_t len = text.size();
     REQUIRE(run_command("rm -rf " + dir + " && mkdir -p " + dir).exit_code == 0);
-    std::ofstream out(dir + "/model.safetensors", std::ios::binary);
-    out.write(reinterpret_cast<const char*>(&len), 8);
-    out << text << std::string(at, '\0');
+    write_f16_zeros_safetensors(dir + "/model.safetensors", tensors);
     nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
                              {"model_type", "llama"},
                              {"hidden_size", hidden},
