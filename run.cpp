@@ -64,7 +64,7 @@ struct Options {
     std::string cache_type_k = type_name(KvCacheTypes{}.k), cache_type_v = type_name(KvCacheTypes{}.v);
     KvCacheTypes cache_types;
     bool server = false;
-    ServerOptions server_options;  // --host, --port, --parallel, --api-key, --timeout, --alias
+    ServerOptions server_options;  // --host, --port, --parallel, --api-key, --cors-origins, --timeout, --alias
 };
 
 std::string template_names() {
@@ -209,6 +209,10 @@ CommandLine command_line(Options& o) {
                   1, 256},
                  {"", "--api-key", "KEY", &o.server_options.api_key,
                   "require 'Authorization: Bearer KEY' on every endpoint but / and /health", 0, 0, "none"},
+                 {"", "--cors-origins", "ORIGINS", &o.server_options.cors_origins,
+                  "comma-separated origins (scheme://host[:port]) whose browser pages may call the server; 'localhost' "
+                  "is any page on this machine's loopback names, '*' any web page",
+                  0, 0, "localhost"},
                  {"", "--timeout", "SECONDS", &o.server_options.timeout_seconds,
                   "read and write timeout of a connection: a client that stalls this long is dropped", 1, 86400},
                  {"-a", "--alias", "NAME", &o.server_options.model_name, "the model's name in /v1/models and the replies", 0, 0,

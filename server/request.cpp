@@ -1,6 +1,7 @@
 #include "server/request.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -475,6 +476,59 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
         tokens->push_back(int(x.get<int64_t>()));
     }
     return {};
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = char(std::tolower((unsigned char)c));
+    return out;
+}
+
+// Whether an origin is an http or https one on this machine's loopback names. Its host is
+// what follows the scheme up to the port: a bracketed IPv6 address or a name; the port, if
+// any, digits only; nothing may follow (an origin has no path).
+bool origin_is_loopback(std::string_view origin) {
+    const std::string o = lower(origin);
+    size_t at = o.rfind("http://", 0) == 0 ? 7 : o.rfind("https://", 0) == 0 ? 8 : std::string::npos;
+    if (at == std::string::npos) return false;
+    size_t end;
+    if (at < o.size() && o[at] == '[') {
+        end = o.find(']', at);
+        if (end == std::string::npos) return false;
+        end++;
+    } else {
+        end = o.find(':', at);
+        if (end == std::string::npos) end = o.size();
+    }
+    const std::string host = o.substr(at, end - at);
+    if (end < o.size()) {
+        if (o[end] != ':' || end + 1 == o.size()) return false;
+        for (size_t i = end + 1; i < o.size(); i++)
+            if (!std::isdigit((unsigned char)o[i])) return false;
+    }
+    const std::string sub = ".localhost";
+    return host == "localhost" || host == "127.0.0.1" || host == "[::1]" ||
+           (host.size() > sub.size() && host.compare(host.size() - sub.size(), sub.size(), sub) == 0 &&
+            host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos);
+}
+
+}  // namespace
+
+bool origin_allowed(std::string_view origin, std::string_view allowed) {
+    if (origin.empty()) return false;
+    const std::string o = lower(origin);
+    for (size_t at = 0; at <= allowed.size();) {
+        size_t end = allowed.find(',', at);
+        if (end == std::string_view::npos) end = allowed.size();
+        std::string item = lower(allowed.substr(at, end - at));
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        if (item == "*" || item == o || (item == "localhost" && origin_is_loopback(o))) return true;
+        at = end + 1;
+    }
+    return false;
 }
 
 }  // namespace hearth

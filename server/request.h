@@ -75,4 +75,11 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
 // The error as its JSON body.
 std::string error_body(const ApiError& e);
 
+// Whether a browser page of `origin` (a request's Origin header: scheme://host[:port], or
+// "null") may call the server and read its replies (CORS). `allowed` is --cors-origins, a
+// comma-separated list whose items are origins (compared without regard to case), "*" (any
+// origin) or "localhost" (any http or https origin whose host is localhost, a name under
+// .localhost, 127.0.0.1 or [::1]: a page served from this machine).
+bool origin_allowed(std::string_view origin, std::string_view allowed);
+
 }  // namespace hearth

@@ -754,7 +754,31 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     });
 
     const std::string& key = o.api_key;
+    // A page on another origin (CORS, by the Fetch standard): one that --cors-origins lets in
+    // gets Access-Control-Allow-Origin on every answer (errors too, so that it can read them),
+    // and its preflight (OPTIONS, which carries no key) is answered before the key is asked for,
+    // naming the method and each header it asked for (Authorization must be named: a * does not
+    // cover it). Any other origin gets no such header, and its browser shows the page nothing.
+    // By default only pages on this machine's loopback names are let in: with llama-server's
+    // default (*), any web page the user visits could use the server.
     svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+        const std::string origin = req.get_header_value("Origin");
+        const bool cors = origin_allowed(origin, o.cors_origins);
+        if (!origin.empty()) {
+            res.set_header("Vary", "Origin");  // the answer depends on it: a cache must not give it to another origin
+            if (cors) res.set_header("Access-Control-Allow-Origin", origin);
+        }
+        if (req.method == "OPTIONS") {
+            res.status = 204;
+            res.set_header("Allow", "GET, HEAD, POST, OPTIONS");
+            if (cors && req.has_header("Access-Control-Request-Method")) {
+                res.set_header("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
+                const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+                if (!asked.empty()) res.set_header("Access-Control-Allow-Headers", asked);
+                res.set_header("Access-Control-Max-Age", "600");
+            }
+            return httplib::Server::HandlerResponse::Handled;
+        }
         const bool open = req.path == "/" || req.path == "/index.html" || req.path == "/health";
         if (!key.empty() && !open) {
             const std::string auth = req.get_header_value("Authorization");

@@ -27,9 +27,10 @@ namespace hearth {
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
-    int n_parallel = 4;                                   // slots
-    int n_ctx_total = 0;                                  // split evenly among the slots; 0: the model's context, at most 4096
-    std::string api_key;                                  // "" for none
+    int n_parallel = 4;                      // slots
+    int n_ctx_total = 0;                     // split evenly among the slots; 0: the model's context, at most 4096
+    std::string api_key;                     // "" for none
+    std::string cors_origins = "localhost";  // --cors-origins: the browser pages on other origins let in (origin_allowed)
     int timeout_seconds = limits::kServerTimeoutSeconds;  // reading a request, writing a response
     std::string model_name;                               // what /v1/models and the replies call the model
     SamplerParams sampler;                                // defaults a request's fields override

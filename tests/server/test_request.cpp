@@ -387,3 +387,29 @@ TEST_CASE("server request: the error body is OpenAI's shape") {
         return j.is_object();
     }());
 }
+
+// An origin is scheme://host[:port] (RFC 6454), its scheme and host without regard to case;
+// "localhost" stands for pages on this machine's loopback names (RFC 6761: localhost and the
+// names under .localhost; 127.0.0.1; [::1]).
+TEST_CASE("server request: which origins --cors-origins lets in") {
+    for (const char* o : {"http://localhost", "http://localhost:5173", "https://LOCALHOST:8443", "http://127.0.0.1:3000",
+                          "http://[::1]:8000", "https://app.localhost", "http://a.b.localhost:1"}) {
+        INFO(o);
+        CHECK(origin_allowed(o, "localhost"));
+        CHECK(origin_allowed(o, "https://x.example, localhost"));
+        CHECK(origin_allowed(o, "*"));
+    }
+    for (const char* o :
+         {"http://evil.example", "http://localhost.evil.example", "http://127.0.0.1.evil.example:80", "http://localhost:80/path",
+          "http://localhost:", "http://localhost:abc", "ftp://localhost", "null", "http://[::1", "http://127.0.0.2", ""}) {
+        INFO(o);
+        CHECK(!origin_allowed(o, "localhost"));
+    }
+    CHECK(origin_allowed("https://chat.example.com", "https://chat.example.com"));
+    CHECK(origin_allowed("https://Chat.Example.com", "http://localhost:5173, https://chat.example.com"));
+    CHECK(!origin_allowed("http://chat.example.com", "https://chat.example.com"));
+    CHECK(!origin_allowed("https://chat.example.com:444", "https://chat.example.com"));
+    CHECK(!origin_allowed("https://chat.example.com", ""));
+    CHECK(origin_allowed("null", "null"));  // a file:// page, when asked for by name
+    CHECK(!origin_allowed("", "*"));        // no Origin: not a cross-origin browser request
+}

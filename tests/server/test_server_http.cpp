@@ -9,6 +9,7 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -142,6 +143,37 @@ Response raw_exchange(int port, const std::string& raw_request) {
 Response http(int port, const std::string& method, const std::string& path, const std::string& body = "",
               const std::string& headers = "") {
     return raw_exchange(port, request_text(method, path, body, headers));
+}
+
+// A response header's value ("" when absent); names are case-insensitive (RFC 9110 5.1).
+std::string header_of(const Response& r, const std::string& name) {
+    std::string lower_headers = r.headers, lower_name = name;
+    for (char& c : lower_headers) c = char(std::tolower((unsigned char)c));
+    for (char& c : lower_name) c = char(std::tolower((unsigned char)c));
+    const size_t at = lower_headers.find("\r\n" + lower_name + ":");
+    if (at == std::string::npos) return "";
+    const size_t begin = r.headers.find_first_not_of(' ', at + 3 + name.size());
+    const size_t end = r.headers.find("\r\n", begin);
+    return r.headers.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// Whether a comma-separated header value lists `item` (case-insensitive, as header and method
+// tokens compare in CORS-preflight checks).
+bool lists(const std::string& value, const std::string& item) {
+    std::string v = value, i = item;
+    for (char& c : v) c = char(std::tolower((unsigned char)c));
+    for (char& c : i) c = char(std::tolower((unsigned char)c));
+    size_t at = 0;
+    while (at <= v.size()) {
+        size_t end = v.find(',', at);
+        if (end == std::string::npos) end = v.size();
+        std::string part = v.substr(at, end - at);
+        part.erase(0, part.find_first_not_of(' '));
+        part.erase(part.find_last_not_of(' ') + 1);
+        if (part == i) return true;
+        at = end + 1;
+    }
+    return false;
 }
 
 // An error in OpenAI's shape: {"error": {"message": "...", "type": "...", "param", "code"}}.
@@ -813,6 +845,94 @@ TEST_CASE("server http: a client that goes away mid-stream frees its slot; a ful
     CHECK(s.stop() == 0);
     CHECK(seconds_since(t_stop) < 10);
     close(fd);
+}
+
+// What a page on another origin sees, by the Fetch standard's CORS protocol: a request it
+// sends with Authorization or a JSON Content-Type is preceded by a preflight (OPTIONS, with
+// Access-Control-Request-Method/-Headers and no credentials), which must answer with an ok
+// status (200-299), Access-Control-Allow-Origin matching the page's origin (or *), the method
+// in Access-Control-Allow-Methods and each requested header in Access-Control-Allow-Headers,
+// Authorization by name (a * never covers it). The page then reads a response only when it
+// carries Access-Control-Allow-Origin for its origin; one that depends on the Origin says
+// Vary: Origin (Fetch, "CORS protocol and HTTP caches"). hearth's default lets pages on this
+// machine's loopback names in, as llama-server's --cors-origins localhost does, and no
+// others: any web page the user visits could otherwise drive the server; --cors-origins
+// names others (or * for all, llama-server's default).
+TEST_CASE("server http: a page on another origin gets CORS answers: loopback origins by default, others by --cors-origins") {
+    // The headers the official openai client sends from a browser (dangerouslyAllowBrowser).
+    const std::string asked_headers = "authorization,content-type,x-stainless-arch,x-stainless-lang,x-stainless-retry-count";
+    auto preflight = [&](int port, const std::string& path, const std::string& origin) {
+        return http(port, "OPTIONS", path, "",
+                    "Origin: " + origin +
+                        "\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: " + asked_headers + "\r\n");
+    };
+    auto check_allowed_preflight = [&](const Response& r, const std::string& origin) {
+        INFO(origin << ": HTTP " << r.status << "\n" << r.headers);
+        CHECK(r.status >= 200);
+        CHECK(r.status <= 299);
+        const std::string allow_origin = header_of(r, "Access-Control-Allow-Origin");
+        CHECK((allow_origin == origin || allow_origin == "*"));
+        CHECK(lists(header_of(r, "Access-Control-Allow-Methods"), "POST"));
+        for (const char* h : {"authorization", "content-type", "x-stainless-arch", "x-stainless-lang", "x-stainless-retry-count"})
+            CHECK(lists(header_of(r, "Access-Control-Allow-Headers"), h));
+    };
+
+    {
+        Server s("-np 1 -c 512 --api-key sesame");
+        REQUIRE(s.ready());
+        const int p = s.port();
+        // A preflight carries no key, and must pass before the request that carries one.
+        for (const std::string origin :
+             {"http://localhost:5173", "http://127.0.0.1:3000", "http://[::1]:8000", "https://localhost"}) {
+            check_allowed_preflight(preflight(p, "/v1/chat/completions", origin), origin);
+            const Response r = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 2),
+                                    "Origin: " + origin + "\r\nAuthorization: Bearer sesame\r\n");
+            INFO(r.headers);
+            CHECK(r.status == 200);
+            CHECK(header_of(r, "Access-Control-Allow-Origin") == origin);
+            CHECK(lists(header_of(r, "Vary"), "Origin"));
+        }
+        // The page can read a 401 too (the client then says the key is wrong, not "network error").
+        const Response unauthorized = http(p, "GET", "/v1/models", "", "Origin: http://localhost:5173\r\n");
+        CHECK(unauthorized.status == 401);
+        CHECK(header_of(unauthorized, "Access-Control-Allow-Origin") == "http://localhost:5173");
+        // A streamed reply carries it as well.
+        const Response streamed = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 2, R"("stream":true,)"),
+                                       "Origin: http://localhost:5173\r\nAuthorization: Bearer sesame\r\n");
+        CHECK(streamed.status == 200);
+        CHECK(header_of(streamed, "Access-Control-Allow-Origin") == "http://localhost:5173");
+
+        // Another site's page: neither its preflight nor its request is let through.
+        for (const std::string origin : {"http://evil.example", "http://localhost.evil.example", "null"}) {
+            INFO(origin);
+            const Response pre = preflight(p, "/v1/chat/completions", origin);
+            CHECK(header_of(pre, "Access-Control-Allow-Origin").empty());
+            const Response r = http(p, "GET", "/v1/models", "", "Origin: " + origin + "\r\nAuthorization: Bearer sesame\r\n");
+            CHECK(header_of(r, "Access-Control-Allow-Origin").empty());
+        }
+        CHECK(s.stop() == 0);
+    }
+    {
+        Server s("-np 1 -c 512 --cors-origins https://app.example,http://tools.example:8443");
+        REQUIRE(s.ready());
+        const int p = s.port();
+        for (const std::string origin : {"https://app.example", "http://tools.example:8443"})
+            check_allowed_preflight(preflight(p, "/v1/completions", origin), origin);
+        for (const std::string origin : {"http://app.example", "http://localhost:5173", "https://app.example:444"})
+            CHECK(header_of(preflight(p, "/v1/completions", origin), "Access-Control-Allow-Origin").empty());
+        CHECK(s.stop() == 0);
+    }
+    {
+        Server s("-np 1 -c 512 --cors-origins '*'");
+        REQUIRE(s.ready());
+        const int p = s.port();
+        check_allowed_preflight(preflight(p, "/v1/chat/completions", "http://anywhere.example"), "http://anywhere.example");
+        const Response r = http(p, "GET", "/v1/models", "", "Origin: http://anywhere.example\r\n");
+        CHECK(r.status == 200);
+        const std::string allow_origin = header_of(r, "Access-Control-Allow-Origin");
+        CHECK((allow_origin == "*" || allow_origin == "http://anywhere.example"));
+        CHECK(s.stop() == 0);
+    }
 }
 
 TEST_CASE("server http: --api-key, and the official openai client's test") {
