@@ -10,6 +10,7 @@
 // 2 bad usage, 77 chromium or chromedriver is not installed (the test could not run).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -107,7 +108,9 @@ async function startBrowser() {
             binary: CHROMIUM,
             args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic',
                    '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-                   `--user-data-dir=${profileDir}`, '--window-size=1000,800'],
+                   `--user-data-dir=${profileDir}`, '--window-size=1000,800',
+                   // A name that is no loopback name and leads to this machine: another site's page.
+                   '--host-resolver-rules=MAP foreign.example 127.0.0.1'],
         },
     };
     session = (await wd('POST', '/session', { capabilities: { alwaysMatch: caps } })).sessionId;
@@ -187,6 +190,26 @@ async function sendAndWait(how) {
         if (err) throw new Error(`the page shows an error: ${err}`);
         return msgs.length >= before + 2 && last.role === 'assistant' && last.text.trim() && button === 'Send' ? msgs : null;
     });
+}
+
+// A reverse proxy as people put one in front of a server (nginx's
+// `location /hearth/ { proxy_pass http://127.0.0.1:PORT/; }`): requests under /hearth/ go to
+// the server without the prefix; anything else is 404, so a page that leaves its prefix fails.
+// Its port, and a function that closes it.
+async function startPrefixProxy() {
+    const target = new URL(BASE);
+    const proxy = http.createServer((req, res) => {
+        if (!req.url.startsWith('/hearth/')) { res.writeHead(404, { 'Content-Type': 'text/plain' }); res.end(`the proxy has nothing at ${req.url}`); return; }
+        const up = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url.slice('/hearth'.length), headers: { ...req.headers, host: target.host } }, (r) => {
+            res.writeHead(r.statusCode, r.headers);
+            r.pipe(res);
+        });
+        up.on('error', (e) => { res.writeHead(502); res.end(String(e)); });
+        req.pipe(up);
+        res.on('close', () => up.destroy());
+    });
+    await new Promise((r) => proxy.listen(0, '127.0.0.1', r));
+    return { port: proxy.address().port, close: () => { proxy.closeAllConnections(); proxy.close(); } };
 }
 
 // ---- the checks ----
@@ -400,6 +423,49 @@ async function main() {
         await wd('POST', s('/window/rect'), { width: 1000, height: 800 });
         await sleep(300);
         fs.writeFileSync(path.join(SHOTS, 'chat_page_wide.png'), Buffer.from(await wd('GET', s('/screenshot')), 'base64'));
+    }
+
+    // The page's requests go where the page came from, also under a proxy's path prefix (as
+    // llama-server's web UI asks for ./v1/...), and a page on another origin is let in only
+    // when it is on this machine's loopback names (hearth's default --cors-origins).
+    const proxy = await startPrefixProxy();
+    try {
+        await wd('POST', s('/window/rect'), { width: 1000, height: 800 });
+        for (const origin of [`http://localhost:${proxy.port}`, `http://foreign.example:${proxy.port}`]) {
+            await check(`behind a reverse proxy at ${origin}/hearth/ the page lists the model and gets a reply`, async () => {
+                await wd('POST', s('/url'), { url: origin + '/hearth/' });
+                if (API_KEY) await type('#api-key', API_KEY + '\uE004');
+                await waitFor('#model to show a name', async () => {
+                    const t = (await js(() => document.getElementById('model').textContent)).trim();
+                    const err = await errorText();
+                    if (err) throw new Error(`the page shows an error: ${err}`);
+                    return t && !['…', '(unknown)', '(none)'].includes(t) ? t : null;
+                }, 20000);
+                await clear('#max-tokens');
+                await type('#max-tokens', String(MAX_TOKENS));
+                await type('#message', 'Hello through the proxy');
+                const msgs = await sendAndWait('click');
+                expect(msgs.length === 2, `messages: ${json(msgs)}`);
+            });
+        }
+        const callServer = () => jsAsync((url, key, done) => {
+            fetch(url + '/v1/chat/completions', { method: 'POST',
+                headers: { 'Content-Type': 'application/json', ...(key ? { Authorization: `Bearer ${key}` } : {}) },
+                body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, stream: true }) })
+                .then(async (r) => done({ status: r.status, text: await r.text() }), (e) => done({ error: String(e) }));
+        }, BASE, API_KEY);
+        await check('a page on a loopback origin may call the server across origins (CORS), streamed', async () => {
+            await wd('POST', s('/url'), { url: `http://localhost:${proxy.port}/hearth/` });
+            const r = await callServer();
+            expect(r.status === 200 && /data: \[DONE\]/.test(r.text), `the page got ${json(r)}`);
+        });
+        await check("another site's page may not (its browser refuses it the answer)", async () => {
+            await wd('POST', s('/url'), { url: `http://foreign.example:${proxy.port}/hearth/` });
+            const r = await callServer();
+            expect(r.error && r.status === undefined, `the page got ${json(r)}`);
+        });
+    } finally {
+        proxy.close();
     }
 }
 

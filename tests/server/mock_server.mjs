@@ -159,6 +159,22 @@ const server = http.createServer((req, res) => {
         res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': page.length });
         return res.end(req.method === 'HEAD' ? undefined : page);
     }
+    // CORS as hearth's default --cors-origins has it: pages on loopback names only; a
+    // preflight, which carries no key, answered before the key is asked for.
+    const origin = req.headers.origin;
+    if (origin) {
+        res.setHeader('Vary', 'Origin');
+        let host = '';
+        try { host = new URL(origin).hostname; } catch { /* "null" */ }
+        if (/^https?:\/\//.test(origin) && (host === 'localhost' || host.endsWith('.localhost') || host === '127.0.0.1' || host === '[::1]'))
+            res.setHeader('Access-Control-Allow-Origin', origin);
+    }
+    if (req.method === 'OPTIONS') {
+        res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, POST, OPTIONS');
+        if (req.headers['access-control-request-headers']) res.setHeader('Access-Control-Allow-Headers', req.headers['access-control-request-headers']);
+        res.writeHead(204);
+        return res.end();
+    }
     if (API_KEY && req.headers.authorization !== `Bearer ${API_KEY}`)
         return sendError(res, 401, 'Incorrect API key provided', 'invalid_request_error', null, 'invalid_api_key');
     const routes = { '/v1/models': 'GET', '/v1/chat/completions': 'POST', '/v1/completions': 'POST' };
