@@ -85,6 +85,7 @@ public:
         body_length_known_ = true;
         body_chunked_ = false;
         body_over_ = false;
+        http10_ = false;
         const auto now = Clock::now();
         deadline_ = now + std::chrono::milliseconds(read_ms_);
         head_deadline_ = now + std::chrono::milliseconds(head_ms());
@@ -104,6 +105,7 @@ public:
         body_length_ = length.empty() ? 0 : std::strtoull(length.c_str(), &end, 10);
         body_length_known_ = length.empty() || (end && *end == '\0' && std::isdigit((unsigned char)length[0]) && errno != ERANGE);
         body_chunked_ = req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+        http10_ = req.version == "HTTP/1.0";
         const std::string encoding = req.get_header_value("Content-Encoding");
         if (!encoding.empty() && encoding != "identity")
             refuse(415, "the body is compressed (Content-Encoding: " + printable(encoding, 40) + "): send it uncompressed");
@@ -117,6 +119,12 @@ public:
     // next request would start is unknown (reading on, a request hidden in the bad one's body
     // would be served).
     bool head_parsed() const { return !in_head_; }
+
+    // Whether the request was HTTP/1.0's: the connection ends after its response. cpp-httplib
+    // keeps it when the client sends "Connection: Keep-Alive", but its response never says
+    // "Connection: keep-alive", without which an HTTP/1.0 client takes the connection to end
+    // (RFC 9112 C.2.2), and a streamed reply to it has no length: its end is the close.
+    bool http10() const { return http10_; }
 
     // After a request: reads and drops what of its body the handler did not read (a request
     // answered before its body was read: 401, 503), so that the next request on the
@@ -281,7 +289,7 @@ private:
     size_t head_bytes_ = 0, head_lines_ = 0;
     Clock::time_point deadline_, head_deadline_;
     uint64_t body_length_ = 0, body_read_ = 0;
-    bool body_length_known_ = true, body_chunked_ = false, body_over_ = false;
+    bool body_length_known_ = true, body_chunked_ = false, body_over_ = false, http10_ = false;
     bool refused_ = false;
 };
 
@@ -315,7 +323,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
         c.begin_head();
         bool closed = false;
         ok = process_request(c, left == 1, closed, [&c](httplib::Request& req) { c.end_head(req); });
-        if (!ok || closed || !c.head_parsed() || !c.skip_unread_body()) break;
+        if (!ok || closed || !c.head_parsed() || c.http10() || !c.skip_unread_body()) break;
     }
     return ok;
 }

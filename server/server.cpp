@@ -1002,59 +1002,64 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         auto began = std::make_shared<bool>(false);
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
-        res.set_chunked_content_provider(
-            // Exactly this type: cpp-httplib compresses other text/* types, which would hold the
-            // stream back until its end.
-            "text/event-stream",
-            [job, began, model](size_t, httplib::DataSink& sink) {
-                auto write = [&](const std::string& s) {
-                    if (sink.write(s.data(), s.size())) return true;
-                    job->cancelled = true;
-                    return false;
-                };
-                if (!*began) {
-                    *began = true;
-                    if (job->req.chat) {
-                        const json delta = {{"role", "assistant"}, {"content", ""}};
-                        if (!write(sse(chunk_json(*job, model, &delta, Piece(), "")))) return false;
-                    }
+        // An HTTP/1.0 client knows no chunked coding (RFC 9112 6.1 forbids sending it one): its
+        // stream is the events themselves, ended by closing the connection, which cpp-httplib
+        // does after an HTTP/1.0 request.
+        httplib::ContentProviderWithoutLength provider = [job, began, model](size_t, httplib::DataSink& sink) {
+            auto write = [&](const std::string& s) {
+                if (sink.write(s.data(), s.size())) return true;
+                job->cancelled = true;
+                return false;
+            };
+            if (!*began) {
+                *began = true;
+                if (job->req.chat) {
+                    const json delta = {{"role", "assistant"}, {"content", ""}};
+                    if (!write(sse(chunk_json(*job, model, &delta, Piece(), "")))) return false;
                 }
-                std::deque<Piece> pieces;
-                bool finished;
-                {
-                    std::unique_lock<std::mutex> lk(job->m);
-                    job->cv.wait_for(lk, std::chrono::seconds(1), [&] { return job->finished || !job->pieces.empty(); });
-                    pieces.swap(job->pieces);
-                    finished = job->finished;
-                }
-                for (const Piece& p : pieces)
-                    if (!write(sse(chunk_json(*job, model, nullptr, p, "")))) return false;
-                if (!finished) return true;
-                if (job->error) {
-                    write(sse(json::parse(error_body(job->error))));
-                    sink.done();
-                    return true;
-                }
-                const json empty = json::object();
-                if (!write(sse(chunk_json(*job, model, &empty, Piece(), job->finish_reason)))) return false;
-                if (job->req.include_usage) {
-                    json u = {{"id", job->id},
-                              {"object", job->req.chat ? "chat.completion.chunk" : "text_completion"},
-                              {"created", job->created},
-                              {"model", model},
-                              {"system_fingerprint", "hearth"},
-                              {"choices", json::array()},
-                              {"usage", usage_json(*job)}};
-                    if (!write(sse(u))) return false;
-                }
-                if (!write("data: [DONE]\n\n")) return false;
+            }
+            std::deque<Piece> pieces;
+            bool finished;
+            {
+                std::unique_lock<std::mutex> lk(job->m);
+                job->cv.wait_for(lk, std::chrono::seconds(1), [&] { return job->finished || !job->pieces.empty(); });
+                pieces.swap(job->pieces);
+                finished = job->finished;
+            }
+            for (const Piece& p : pieces)
+                if (!write(sse(chunk_json(*job, model, nullptr, p, "")))) return false;
+            if (!finished) return true;
+            if (job->error) {
+                write(sse(json::parse(error_body(job->error))));
                 sink.done();
                 return true;
-            },
-            [job](bool) {
-                std::lock_guard<std::mutex> lk(job->m);
-                if (!job->finished) job->cancelled = true;  // however the response ended
-            });
+            }
+            const json empty = json::object();
+            if (!write(sse(chunk_json(*job, model, &empty, Piece(), job->finish_reason)))) return false;
+            if (job->req.include_usage) {
+                json u = {{"id", job->id},
+                          {"object", job->req.chat ? "chat.completion.chunk" : "text_completion"},
+                          {"created", job->created},
+                          {"model", model},
+                          {"system_fingerprint", "hearth"},
+                          {"choices", json::array()},
+                          {"usage", usage_json(*job)}};
+                if (!write(sse(u))) return false;
+            }
+            if (!write("data: [DONE]\n\n")) return false;
+            sink.done();
+            return true;
+        };
+        httplib::ContentProviderResourceReleaser releaser = [job](bool) {
+            std::lock_guard<std::mutex> lk(job->m);
+            if (!job->finished) job->cancelled = true;  // however the response ended
+        };
+        // Exactly this type: cpp-httplib compresses other text/* types, which would hold the
+        // stream back until its end.
+        if (req.version == "HTTP/1.0")
+            res.set_content_provider("text/event-stream", std::move(provider), std::move(releaser));
+        else
+            res.set_chunked_content_provider("text/event-stream", std::move(provider), std::move(releaser));
     };
     post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
     post("/chat/completions", [&](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });

@@ -847,6 +847,61 @@ TEST_CASE("server http: a client that goes away mid-stream frees its slot; a ful
     close(fd);
 }
 
+// An HTTP/1.0 client (ApacheBench, old proxies, `curl -0`) knows no chunked transfer coding:
+// RFC 9112 6.1 forbids sending it Transfer-Encoding, so a streamed reply is the events
+// themselves, its end the connection's close (RFC 9112 6.3, item 8).
+TEST_CASE("server http: an HTTP/1.0 client gets a streamed reply without chunked coding, ended by the close") {
+    Server s("-np 1 -c 512");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // Also when it asks to keep the connection (HTTP/1.0's Keep-Alive, RFC 9112 C.2.2): a reply
+    // whose end is the close cannot leave the connection open.
+    for (const std::string connection : {"", "Connection: Keep-Alive\r\n"})
+        for (const bool chat : {false, true}) {
+            INFO(connection << (chat ? "chat" : "completion"));
+            const std::string body = chat ? R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"stream":true})"
+                                          : completion_body("ROMEO:", 4, R"("stream":true,)");
+            const int fd = connect_to(p, 30);
+            REQUIRE(fd >= 0);
+            const auto t = Clock::now();
+            send_all(fd, std::string("POST ") + (chat ? "/v1/chat/completions" : "/v1/completions") +
+                             " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + connection +
+                             "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                             body);
+            const std::string raw = read_to_close(fd);
+            CHECK(seconds_since(t) < 3);  // closed at the reply's end, not at the keep-alive timeout (5 s)
+            close(fd);
+            const size_t end = raw.find("\r\n\r\n");
+            REQUIRE(end != std::string::npos);
+            Response r;
+            r.status = std::atoi(raw.c_str() + 9);
+            r.headers = raw.substr(0, end);
+            const std::string events = raw.substr(end + 4);
+            INFO(raw);
+            CHECK(r.status == 200);
+            CHECK(header_of(r, "Transfer-Encoding").empty());
+            CHECK(header_of(r, "Content-Type") == "text/event-stream");
+            // Nothing but events: each "data: ...\n\n", the last [DONE].
+            CHECK(events.rfind("data: ", 0) == 0);
+            CHECK(events.size() >= 14);
+            CHECK(events.compare(events.size() - 14, 14, "data: [DONE]\n\n") == 0);
+            size_t n = 0;
+            for (size_t at = 0; at < events.size(); n++) {
+                const size_t next = events.find("\n\n", at);
+                REQUIRE(next != std::string::npos);
+                const std::string event = events.substr(at, next - at);
+                CHECK(event.rfind("data: ", 0) == 0);
+                if (event != "data: [DONE]") CHECK(json::parse(event.substr(6), nullptr, false).is_object());
+                at = next + 2;
+            }
+            CHECK(n >= 3);
+        }
+    // HTTP/1.1 clients still get chunks.
+    const Response chunked = http(p, "POST", "/v1/completions", completion_body("ROMEO:", 2, R"("stream":true,)"));
+    CHECK(header_of(chunked, "Transfer-Encoding") == "chunked");
+    CHECK(s.stop() == 0);
+}
+
 // What a page on another origin sees, by the Fetch standard's CORS protocol: a request it
 // sends with Authorization or a JSON Content-Type is preceded by a preflight (OPTIONS, with
 // Access-Control-Request-Method/-Headers and no credentials), which must answer with an ok
