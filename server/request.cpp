@@ -516,6 +516,13 @@ bool origin_is_loopback(std::string_view origin) {
 
 }  // namespace
 
+std::string bearer_token(std::string_view authorization) {
+    if (authorization.size() < 7 || lower(authorization.substr(0, 7)) != "bearer ") return "";
+    std::string_view token = authorization.substr(7);
+    token.remove_prefix(std::min(token.find_first_not_of(' '), token.size()));
+    return std::string(token);
+}
+
 bool origin_allowed(std::string_view origin, std::string_view allowed) {
     if (origin.empty()) return false;
     const std::string o = lower(origin);

@@ -75,6 +75,11 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
 // The error as its JSON body.
 std::string error_body(const ApiError& e);
 
+// The token of an Authorization header of the Bearer scheme (RFC 6750 2.1: "Bearer", its
+// name without regard to case as RFC 9110 11.1 has every scheme's, one or more spaces, the
+// token), or "" when the header is of another scheme or has no token.
+std::string bearer_token(std::string_view authorization);
+
 // Whether a browser page of `origin` (a request's Origin header: scheme://host[:port], or
 // "null") may call the server and read its replies (CORS). `allowed` is --cors-origins, a
 // comma-separated list whose items are origins (compared without regard to case), "*" (any

@@ -781,14 +781,16 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         }
         const bool open = req.path == "/" || req.path == "/index.html" || req.path == "/health";
         if (!key.empty() && !open) {
-            const std::string auth = req.get_header_value("Authorization");
-            const std::string given = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.get_header_value("X-Api-Key");
+            const std::string bearer = bearer_token(req.get_header_value("Authorization"));
+            const std::string given = !bearer.empty() ? bearer : req.get_header_value("X-Api-Key");
             if (!same_key(given, key)) {
                 ApiError e = server_error(
                     401, given.empty() ? "no API key: send it as 'Authorization: Bearer KEY'" : "the API key is wrong",
                     "invalid_request_error");
                 e.code = "invalid_api_key";
                 send_error(res, e);
+                // A 401 names the scheme it takes (RFC 9110 15.5.2; RFC 6750 3 for Bearer's error).
+                res.set_header("WWW-Authenticate", given.empty() ? "Bearer" : "Bearer error=\"invalid_token\"");
                 return httplib::Server::HandlerResponse::Handled;
             }
         }

@@ -413,3 +413,18 @@ TEST_CASE("server request: which origins --cors-origins lets in") {
     CHECK(origin_allowed("null", "null"));  // a file:// page, when asked for by name
     CHECK(!origin_allowed("", "*"));        // no Origin: not a cross-origin browser request
 }
+
+// RFC 6750 2.1: credentials = "Bearer" 1*SP b64token; the scheme's name is case-insensitive
+// (RFC 9110 11.1).
+TEST_CASE("server request: the token of a Bearer Authorization header") {
+    CHECK(bearer_token("Bearer sesame") == "sesame");
+    CHECK(bearer_token("bearer sesame") == "sesame");
+    CHECK(bearer_token("BeArEr sesame") == "sesame");
+    CHECK(bearer_token("Bearer   sesame") == "sesame");
+    CHECK(bearer_token("Bearer sk-abc.def_ghi~+/=") == "sk-abc.def_ghi~+/=");
+    CHECK(bearer_token("Basic c2VzYW1l") == "");
+    CHECK(bearer_token("Bearersesame") == "");
+    CHECK(bearer_token("Bearer ") == "");
+    CHECK(bearer_token("Bearer") == "");
+    CHECK(bearer_token("") == "");
+}

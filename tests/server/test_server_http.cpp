@@ -998,6 +998,20 @@ TEST_CASE("server http: --api-key, and the official openai client's test") {
     check_error_shape(http(p, "GET", "/v1/models", "", "Authorization: Bearer wrong\r\n"), 401);
     check_error_shape(http(p, "POST", "/tokenize", R"({"content":"x"})"), 401);
     CHECK(http(p, "GET", "/v1/models", "", "Authorization: Bearer sesame\r\n").status == 200);
+    // The scheme's name is case-insensitive (RFC 9110 11.1), and one or more spaces follow it
+    // (RFC 6750 2.1: "Bearer" 1*SP b64token).
+    for (const char* auth : {"bearer sesame", "BEARER sesame", "Bearer  sesame"}) {
+        INFO(auth);
+        CHECK(http(p, "GET", "/v1/models", "", std::string("Authorization: ") + auth + "\r\n").status == 200);
+    }
+    check_error_shape(http(p, "GET", "/v1/models", "", "Authorization: Basic c2VzYW1l\r\n"), 401);
+    check_error_shape(http(p, "GET", "/v1/models", "", "Authorization: Bearersesame\r\n"), 401);
+    // A 401 names the scheme it asks for (RFC 9110 15.5.2: it MUST carry WWW-Authenticate).
+    for (const std::string auth : {"", "Authorization: Bearer wrong\r\n"}) {
+        const Response r = http(p, "POST", "/v1/chat/completions", R"({"messages":[]})", auth);
+        CHECK(r.status == 401);
+        CHECK(header_of(r, "WWW-Authenticate").rfind("Bearer", 0) == 0);
+    }
     // The page and /health need no key.
     Response page = http(p, "GET", "/");
     CHECK(page.status == 200);
