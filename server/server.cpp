@@ -853,18 +853,33 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         if (!loaded) return send_error(res, server_error(503, "the model is loading", "unavailable_error"));
         send_json(res, 200, {{"status", "ok"}});
     });
-    get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200,
-                  {{"object", "list"},
-                   {"data",
-                    json::array(
-                        {{{"id", o.model_name},
-                          {"object", "model"},
-                          {"created", started},
-                          {"owned_by", "hearth"},
-                          {"meta",
-                           {{"n_ctx_slot", n_ctx_slot}, {"n_parallel", o.n_parallel}, {"chat_template", lm.template_name}}}}})}});
-    });
+    // The one model, as OpenAI's model object (with llama-server's "meta" of hearth's own).
+    auto model_json = [&] {
+        return json{{"id", o.model_name},
+                    {"object", "model"},
+                    {"created", started},
+                    {"owned_by", "hearth"},
+                    {"meta", {{"n_ctx_slot", n_ctx_slot}, {"n_parallel", o.n_parallel}, {"chat_template", lm.template_name}}}};
+    };
+    auto list_models = [&](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
+    };
+    get("/v1/models", list_models);
+    get("/models", list_models);
+    // GET /v1/models/{model} (the openai clients' models.retrieve): the model, or OpenAI's 404.
+    // The id may hold slashes (an --alias such as org/name); cpp-httplib gives the path decoded.
+    auto retrieve_model = [&](const httplib::Request& req, httplib::Response& res) {
+        const std::string id = req.matches[1];
+        if (id == o.model_name) return send_json(res, 200, model_json());
+        ApiError e = server_error(
+            404, "the model '" + printable(id, 200) + "' does not exist: this server has '" + printable(o.model_name, 200) + "'",
+            "invalid_request_error");
+        e.param = "model";
+        e.code = "model_not_found";
+        send_error(res, e);
+    };
+    svr.Get(R"(/v1/models/(.+))", retrieve_model);
+    svr.Get(R"(/models/(.+))", retrieve_model);
     get("/slots", [&](const httplib::Request&, httplib::Response& res) {
         std::lock_guard<std::mutex> lk(sched_m);
         send_json(res, 200, sched ? sched->slots_json() : json::array());

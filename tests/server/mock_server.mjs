@@ -177,18 +177,24 @@ const server = http.createServer((req, res) => {
     }
     if (API_KEY && req.headers.authorization !== `Bearer ${API_KEY}`)
         return sendError(res, 401, 'Incorrect API key provided', 'invalid_request_error', null, 'invalid_api_key');
-    const routes = { '/v1/models': 'GET', '/v1/chat/completions': 'POST', '/v1/completions': 'POST' };
-    if (!routes[url.pathname]) return sendError(res, 404, `unknown path ${url.pathname}`, 'invalid_request_error', null, 'not_found');
-    if (req.method !== routes[url.pathname]) return sendError(res, 405, `${url.pathname} takes ${routes[url.pathname]}`);
-    if (url.pathname === '/v1/models')
-        return sendJSON(res, 200, { object: 'list', data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'hearth' }] });
+    // As hearth: the paths work without /v1 too, and /v1/models/ID is the one model.
+    const pathname = url.pathname.replace(/^\/v1\//, '/');
+    const modelObject = { id: MODEL, object: 'model', created: 0, owned_by: 'hearth' };
+    if (req.method === 'GET' && pathname.startsWith('/models/')) {
+        if (decodeURIComponent(pathname.slice('/models/'.length)) === MODEL) return sendJSON(res, 200, modelObject);
+        return sendError(res, 404, 'no such model', 'invalid_request_error', 'model', 'model_not_found');
+    }
+    const routes = { '/models': 'GET', '/chat/completions': 'POST', '/completions': 'POST' };
+    if (!routes[pathname]) return sendError(res, 404, `unknown path ${url.pathname}`, 'invalid_request_error', null, 'not_found');
+    if (req.method !== routes[pathname]) return sendError(res, 405, `${url.pathname} takes ${routes[pathname]}`);
+    if (pathname === '/models') return sendJSON(res, 200, { object: 'list', data: [modelObject] });
     const parts = [];
     req.on('data', (d) => parts.push(d));
     req.on('end', () => {
         let body;
         try { body = JSON.parse(Buffer.concat(parts).toString('utf8')); } catch { return sendError(res, 400, 'the body is not valid JSON'); }
         if (!body || typeof body !== 'object' || Array.isArray(body)) return sendError(res, 400, 'the body must be a JSON object');
-        complete(req, res, body, url.pathname === '/v1/chat/completions');
+        complete(req, res, body, pathname === '/chat/completions');
     });
 });
 server.listen(PORT, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${server.address().port}`));

@@ -88,6 +88,23 @@ test('models.list returns one model with an id', OPTS, async () => {
     assert.ok(page.data[0].id.length > 0, 'the id is empty');
 });
 
+test('models.retrieve gives the model by its id, and 404 for another', OPTS, async () => {
+    const m = await client.models.retrieve(model);
+    assert.equal(m.id, model);
+    assert.equal(m.object, 'model');
+    await expectError(client.models.retrieve('no-such-model'), 404, OpenAI.NotFoundError);
+});
+
+test('a client whose base URL lacks /v1 is served too (the paths without /v1)', OPTS, async () => {
+    const bare = new OpenAI({ baseURL: BASE, apiKey: API_KEY || 'no-key-needed', maxRetries: 0, timeout: 180_000 });
+    const page = await bare.models.list();
+    assert.equal(page.data[0]?.id, model);
+    const r = await bare.chat.completions.create({ model, messages: [USER], temperature: 0, max_tokens: 2 });
+    assert.equal(r.object, 'chat.completion');
+    const c = await bare.completions.create({ model, prompt: 'The', temperature: 0, max_tokens: 2 });
+    assert.equal(c.object, 'text_completion');
+});
+
 test('chat.completions.create: a reply in OpenAI\'s shape', OPTS, async () => {
     const r = await client.chat.completions.create({ model, messages: [SYSTEM, USER], temperature: 0, max_tokens: 8 });
     assert.equal(r.object, 'chat.completion');
