@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -778,6 +779,25 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
                 res.set_header("Access-Control-Max-Age", "600");
             }
             return httplib::Server::HandlerResponse::Handled;
+        }
+        // A page on an origin not let in can still send a POST without a preflight when its body
+        // is of a type a form can send (Fetch's CORS-safelisted Content-Types): it cannot read the
+        // reply, but the server would generate it. Refused before any work; the server's own
+        // page, and clients that are no browser (curl -d sends a form's type), send no such Origin.
+        if (!origin.empty() && !cors && req.method == "POST") {
+            std::string type = req.get_header_value("Content-Type");
+            type = type.substr(0, type.find(';'));
+            for (char& c : type) c = char(std::tolower((unsigned char)c));
+            type.erase(type.find_last_not_of(" \t") + 1);
+            if (type == "text/plain" || type == "application/x-www-form-urlencoded" || type == "multipart/form-data") {
+                send_error(res, server_error(403,
+                                             "a page on " + printable(origin, 200) +
+                                                 " may not use this server (start it with --cors-origins naming that origin "
+                                                 "to let it in), and a request's body is JSON: 'Content-Type: "
+                                                 "application/json'",
+                                             "permission_error"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
         }
         const bool open = req.path == "/" || req.path == "/index.html" || req.path == "/health";
         if (!key.empty() && !open) {

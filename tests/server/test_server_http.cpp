@@ -957,6 +957,38 @@ TEST_CASE("server http: a page on another origin gets CORS answers: loopback ori
         CHECK(streamed.status == 200);
         CHECK(header_of(streamed, "Access-Control-Allow-Origin") == "http://localhost:5173");
 
+        // A page may send a POST without a preflight when its body's type is one a form can
+        // send (Fetch's CORS-safelisted Content-Types: text/plain, application/x-www-form-
+        // urlencoded, multipart/form-data): such a request from another site's page, which would
+        // make the server generate though the page cannot read the reply, is refused before any
+        // work. The same from an origin let in, or with no Origin (curl -d), is served.
+        {
+            Server open_server("-np 1 -c 512");
+            REQUIRE(open_server.ready());
+            const int q = open_server.port();
+            for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"}) {
+                INFO(type);
+                const std::string body = completion_body("ROMEO:", 2);
+                auto post = [&](const std::string& origin) {
+                    return raw_exchange(q, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+                                               (origin.empty() ? "" : "Origin: " + origin + "\r\n") + "Content-Type: " + type +
+                                               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+                };
+                check_error_shape(post("http://evil.example"), 403);
+                check_error_shape(post("null"), 403);
+                // (cpp-httplib reads a multipart body as form parts, so JSON sent as one is 400 whoever sends it.)
+                if (std::string(type).rfind("multipart/", 0) == 0) continue;
+                CHECK(post("http://localhost:5173").status == 200);
+                CHECK(post("").status == 200);
+            }
+            // No job but the four served ran: one log line each.
+            const std::string log = open_server.log();
+            size_t jobs = 0;
+            for (size_t at = log.find(" generated"); at != std::string::npos; at = log.find(" generated", at + 1)) jobs++;
+            CHECK(jobs == 4);
+            CHECK(open_server.stop() == 0);
+        }
+
         // Another site's page: neither its preflight nor its request is let through.
         for (const std::string origin : {"http://evil.example", "http://localhost.evil.example", "null"}) {
             INFO(origin);
