@@ -103,6 +103,10 @@ constexpr size_t kServerTokenIds = 1 << 20;    // ids in a /detokenize request
 constexpr int kServerTopLogprobs = 20;         // alternatives per token with logprobs, as OpenAI's API allows
 constexpr int kServerKeepAliveRequests = 100;  // requests on one connection before it is closed
 constexpr int kServerTimeoutSeconds = 600;     // --timeout's default: reading a request, writing a reply
+// A streamed reply with nothing to send for this long (waiting for a slot, or for a long prompt
+// to be read) sends an event-stream comment, ": keep-alive": proxies drop connections idle for a
+// minute (nginx's proxy_read_timeout), and the event-stream standard advises one every 15 s.
+constexpr int kServerStreamIdleSeconds = 15;
 
 // ---- Messages. A string from a file (a name, a key) is shown escaped and cut to
 // kShownStringBytes; a path to kShownPathBytes; a whole error line to kMessageBytes.

@@ -1037,13 +1037,15 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         // Server-sent events: a chunk per piece of text as it comes, then the finish, the usage
         // if asked, and [DONE]. A failed write means the client is gone: the job is cancelled.
         auto began = std::make_shared<bool>(false);
+        auto last_write = std::make_shared<Clock::time_point>(Clock::now());
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
         // An HTTP/1.0 client knows no chunked coding (RFC 9112 6.1 forbids sending it one): its
         // stream is the events themselves, ended by closing the connection, which cpp-httplib
         // does after an HTTP/1.0 request.
-        httplib::ContentProviderWithoutLength provider = [job, began, model](size_t, httplib::DataSink& sink) {
+        httplib::ContentProviderWithoutLength provider = [job, began, last_write, model](size_t, httplib::DataSink& sink) {
             auto write = [&](const std::string& s) {
+                *last_write = Clock::now();
                 if (sink.write(s.data(), s.size())) return true;
                 job->cancelled = true;
                 return false;
@@ -1065,6 +1067,9 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             }
             for (const Piece& p : pieces)
                 if (!write(sse(chunk_json(*job, model, nullptr, p, "")))) return false;
+            // Nothing to send for a while (a queue, a long prompt): a comment, which clients
+            // skip, keeps proxies from taking the connection for idle (limits.h).
+            if (!finished && seconds_since(*last_write) >= limits::kServerStreamIdleSeconds) return write(": keep-alive\n\n");
             if (!finished) return true;
             if (job->error) {
                 write(sse(json::parse(error_body(job->error))));

@@ -902,6 +902,55 @@ TEST_CASE("server http: an HTTP/1.0 client gets a streamed reply without chunked
     CHECK(s.stop() == 0);
 }
 
+// A stream that waits (for a slot, or for a long prompt to be read) sends nothing for a while,
+// and proxies drop a connection idle that long (nginx's proxy_read_timeout: 60 s). The
+// event-stream standard (WHATWG HTML, "Server-sent events", authoring notes) advises a comment
+// line every 15 s or so; clients ignore comments (the openai package's decoder, the page's).
+TEST_CASE("server http: a stream waiting for a slot sends an event-stream comment every 15 s, so proxies keep it") {
+    Server s("-np 1 -c 32768");
+    REQUIRE(s.ready());
+    const int p = s.port();
+    // The one slot generates for far longer than the wait below (~30000 tokens).
+    const std::string endless = json{{"prompt", "ROMEO:"}, {"stream", true}, {"ignore_eos", true}, {"temperature", 0}}.dump();
+    const int busy = open_stream(p, "/v1/completions", endless, 2);
+    REQUIRE(busy >= 0);
+    const int fd = connect_to(p, 30);
+    REQUIRE(fd >= 0);
+    send_all(fd, request_text("POST", "/v1/completions", completion_body("ROMEO:", 2, R"("stream":true,)")));
+    const auto t = Clock::now();
+    std::string raw;
+    char buf[4096];
+    while (seconds_since(t) < limits::kServerStreamIdleSeconds + 3 && raw.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        raw.append(buf, size_t(n));
+    }
+    REQUIRE(raw.find("\r\n\r\n") != std::string::npos);
+    // Waits past the interval for the stream's first bytes after the headers.
+    timeval tv{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string body;
+    while (seconds_since(t) < limits::kServerStreamIdleSeconds + 3 && body.find('\n') == std::string::npos) {
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n > 0) body.append(buf, size_t(n));
+    }
+    const double waited = seconds_since(t);
+    INFO(raw << body);
+    // The slot was busy all along: the endless job had not ended.
+    CHECK(http(p, "GET", "/slots").j()[0]["is_processing"] == true);
+    const std::string text = dechunk(body + "\r\n");
+    CHECK(text.rfind(":", 0) == 0);  // a comment line, no event
+    CHECK(waited >= limits::kServerStreamIdleSeconds - 1);
+    // The waiting stream is served once the slot is free, and ends as a stream does.
+    close(busy);
+    tv = timeval{30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string rest = body + read_to_close(fd);
+    close(fd);
+    CHECK(dechunk(rest).find("data: [DONE]\n\n") != std::string::npos);
+    CHECK(s.stop() == 0);
+}
+
 // What a page on another origin sees, by the Fetch standard's CORS protocol: a request it
 // sends with Authorization or a JSON Content-Type is preceded by a preflight (OPTIONS, with
 // Access-Control-Request-Method/-Headers and no credentials), which must answer with an ok
