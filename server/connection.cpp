@@ -56,8 +56,8 @@ void address_of(const sockaddr_storage& a, socklen_t len, std::string& ip, int& 
 // connection, so that bytes a client pipelined after one request start the next.
 class Connection : public httplib::Stream {
 public:
-    Connection(int fd, int read_timeout_ms, int write_timeout_ms, uint64_t max_body)
-        : fd_(fd), read_ms_(read_timeout_ms), write_ms_(write_timeout_ms), max_body_(max_body) {}
+    Connection(int fd, int read_timeout_ms, int write_timeout_ms, uint64_t max_body, const std::string& cors_origins)
+        : fd_(fd), read_ms_(read_timeout_ms), write_ms_(write_timeout_ms), max_body_(max_body), cors_origins_(cors_origins) {}
 
     // Waits for the next request's first byte: false when the connection stays idle for
     // idle_ms, the client closes it, or the server stops.
@@ -86,6 +86,7 @@ public:
         body_chunked_ = false;
         body_over_ = false;
         http10_ = false;
+        allowed_origin_.clear();
         const auto now = Clock::now();
         deadline_ = now + std::chrono::milliseconds(read_ms_);
         head_deadline_ = now + std::chrono::milliseconds(head_ms());
@@ -106,6 +107,8 @@ public:
         body_length_known_ = length.empty() || (end && *end == '\0' && std::isdigit((unsigned char)length[0]) && errno != ERANGE);
         body_chunked_ = req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
         http10_ = req.version == "HTTP/1.0";
+        if (const std::string origin = req.get_header_value("Origin"); origin_allowed(origin, cors_origins_))
+            allowed_origin_ = origin;
         const std::string encoding = req.get_header_value("Content-Encoding");
         if (!encoding.empty() && encoding != "identity")
             refuse(415, "the body is compressed (Content-Encoding: " + printable(encoding, 40) + "): send it uncompressed");
@@ -255,6 +258,7 @@ private:
         const std::string response =
             "HTTP/1.1 " + std::to_string(status) + " " + reason +
             "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
+            (allowed_origin_.empty() ? "" : "\r\nAccess-Control-Allow-Origin: " + allowed_origin_ + "\r\nVary: Origin") +
             "\r\nConnection: close\r\n\r\n" + body;
         for (size_t at = 0; at < response.size();) {
             const ssize_t n = send_some(response.data() + at, response.size() - at);
@@ -283,6 +287,8 @@ private:
 
     const int fd_, read_ms_, write_ms_;
     const uint64_t max_body_;
+    const std::string& cors_origins_;  // the server's --cors-origins
+    std::string allowed_origin_;       // the request's Origin, when --cors-origins lets it in
     char buf_[4096];
     size_t off_ = 0, len_ = 0;
     bool in_head_ = false;
@@ -301,7 +307,7 @@ thread_local Connection* t_connection = nullptr;
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
     Connection c(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_),
-                 payload_max_length_);
+                 payload_max_length_, cors_origins_);
     // However this ends (an exception from the parser too): no handler sees the connection
     // after it, and the socket is closed.
     struct Ending {

@@ -21,16 +21,28 @@
 #pragma once
 #include <httplib.h>
 
+#include <string>
+
 namespace hearth {
 
 #if !defined(CPPHTTPLIB_VERSION_MINOR)
 #define HEARTH_GUARDED_CONNECTIONS 1
 class GuardedServer : public httplib::Server {
+public:
+    // --cors-origins: a refusal written here (413, 415, 400 on a parsed head) carries
+    // Access-Control-Allow-Origin for a page let in, as the handlers' answers do, so that the
+    // page reads the reason rather than a "network error".
+    void set_cors_origins(const std::string& origins) { cors_origins_ = origins; }
+
 private:
     bool process_and_close_socket(socket_t sock) override;
+    std::string cors_origins_;
 };
 #else
-using GuardedServer = httplib::Server;
+class GuardedServer : public httplib::Server {
+public:
+    void set_cors_origins(const std::string&) {}  // cpp-httplib's own refusals: no CORS headers
+};
 #endif
 
 // Whether the client of the request this thread is handling has closed its connection (or

@@ -524,7 +524,10 @@ std::string bearer_token(std::string_view authorization) {
 }
 
 bool origin_allowed(std::string_view origin, std::string_view allowed) {
-    if (origin.empty()) return false;
+    // An origin let in is echoed in a header: never one with a control character (a CR would
+    // end the header line there), whatever --cors-origins says.
+    if (origin.empty() || std::any_of(origin.begin(), origin.end(), [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; }))
+        return false;
     const std::string o = lower(origin);
     for (size_t at = 0; at <= allowed.size();) {
         size_t end = allowed.find(',', at);

@@ -739,6 +739,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     const long started = long(std::time(nullptr));
 
     GuardedServer svr;  // cpp-httplib's, reading each request within bounds (server/connection.h)
+    svr.set_cors_origins(o.cors_origins);
     const size_t n_threads = size_t(o.n_parallel) + limits::kServerQueuedJobs + 4;
     svr.new_task_queue = [n_threads] { return new BoundedPool(n_threads, 64); };
     svr.set_payload_max_length(limits::kServerBodyBytes);

@@ -412,6 +412,10 @@ TEST_CASE("server request: which origins --cors-origins lets in") {
     CHECK(!origin_allowed("https://chat.example.com", ""));
     CHECK(origin_allowed("null", "null"));  // a file:// page, when asked for by name
     CHECK(!origin_allowed("", "*"));        // no Origin: not a cross-origin browser request
+    // An origin let in is echoed in a header line: never one with a control character in it.
+    CHECK(!origin_allowed("http://localhost\r:5173", "*"));
+    CHECK(!origin_allowed(std::string("http://localhost\x7f"), "*"));
+    CHECK(!origin_allowed("http://a.localhost\t", "localhost"));
 }
 
 // RFC 6750 2.1: credentials = "Bearer" 1*SP b64token; the scheme's name is case-insensitive

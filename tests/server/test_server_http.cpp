@@ -996,6 +996,22 @@ TEST_CASE("server http: a page on another origin gets CORS answers: loopback ori
             CHECK(header_of(r, "Access-Control-Allow-Origin") == origin);
             CHECK(lists(header_of(r, "Vary"), "Origin"));
         }
+        // And a refusal written before any handler runs (server/connection.cpp): a body over the
+        // limit is 413 from its Content-Length, which the page reads rather than a "network error".
+        const Response too_big =
+            raw_exchange(p,
+                         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://localhost:5173\r\n"
+                         "Content-Type: application/json\r\nContent-Length: " +
+                             std::to_string(limits::kServerBodyBytes + 1) + "\r\n\r\n");
+        CHECK(too_big.status == 413);
+        CHECK(header_of(too_big, "Access-Control-Allow-Origin") == "http://localhost:5173");
+        const Response too_big_elsewhere =
+            raw_exchange(p,
+                         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\n"
+                         "Content-Type: application/json\r\nContent-Length: " +
+                             std::to_string(limits::kServerBodyBytes + 1) + "\r\n\r\n");
+        CHECK(too_big_elsewhere.status == 413);
+        CHECK(header_of(too_big_elsewhere, "Access-Control-Allow-Origin").empty());
         // The page can read a 401 too (the client then says the key is wrong, not "network error").
         const Response unauthorized = http(p, "GET", "/v1/models", "", "Origin: http://localhost:5173\r\n");
         CHECK(unauthorized.status == 401);
