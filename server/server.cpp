@@ -616,6 +616,9 @@ void send_json(httplib::Response& res, int status, const json& body) {
 
 void send_error(httplib::Response& res, const ApiError& e) {
     res.status = e.status;
+    // A full queue, a model loading: a client may come back in a second (RFC 9110 10.2.3; the
+    // openai clients' retries wait as long as it says rather than by their own backoff).
+    if (e.status == 503) res.set_header("Retry-After", "1");
     res.set_content(error_body(e), "application/json; charset=utf-8");
 }
 

@@ -805,7 +805,13 @@ TEST_CASE("server http: a client that goes away mid-stream frees its slot; a ful
         queued.push_back(q);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
-    check_error_shape(http(p, "POST", "/v1/completions", completion_body("To be", 1)), 503);
+    const Response full = http(p, "POST", "/v1/completions", completion_body("To be", 1));
+    check_error_shape(full, 503);
+    // RFC 9110 15.6.4: a 503 may say when to come back (Retry-After, in seconds), which the
+    // openai clients' retries follow rather than their own backoff.
+    const std::string retry_after = header_of(full, "Retry-After");
+    CHECK(!retry_after.empty());
+    CHECK(retry_after.find_first_not_of("0123456789") == std::string::npos);
 
     // The client goes away: the slot is freed at once and the queue drains.
     const auto t = Clock::now();
