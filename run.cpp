@@ -100,7 +100,8 @@ CommandLine command_line(Options& o) {
                   "tokens to generate at most; stops earlier at EOS or a full context; -1: no limit but those (as "
                   "llama.cpp's -1)",
                   -1, 1 << 30},
-                 {"", "--ignore-eos", "", &o.ignore_eos, "keep generating past EOS (in --chat, past the end of a turn too)"},
+                 {"", "--ignore-eos", "", &o.ignore_eos,
+                  "keep generating past EOS and the other end markers llama.cpp stops at (<|eot_id|>, <|im_end|>, ...; in --chat, past the end of a turn too)"},
                  {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
                  {"", "--print-margins", "", &o.print_margins,
                   "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit, and the runner-up id "
@@ -326,8 +327,8 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     const double load_s = seconds_since(t_load);
 
     Sampler sampler(o.sampler);
-    std::vector<int> end_ids;
-    if (c.eos_id >= 0 && !o.ignore_eos) end_ids.push_back(c.eos_id);
+    // EOS and the other tokens that end a generation (a Llama-3-Instruct reply's <|eot_id|>), as llama.cpp stops at them.
+    const std::vector<int> end_ids = o.ignore_eos ? std::vector<int>{} : end_of_generation_ids(tok, c.eos_id);
     Generator gen(model, tok, sampler, end_ids);
     gen.set_draft(o.draft);
     if (!o.print_ids) write_text(gen.text_before(tokens));

@@ -14,8 +14,7 @@ static double seconds_since(Clock::time_point t) { return std::chrono::duration<
 
 ChatSession::ChatSession(const Model& model, const Tokenizer& tok, RunState& state, const std::string& template_name)
     : model_(model), tok_(tok), state_(state), template_(template_name), logits_(model.config.vocab_size) {
-    end_of_turn_ = chat_end_of_turn_ids(template_, tok_);
-    if (model.config.eos_id >= 0) end_of_turn_.push_back(model.config.eos_id);
+    end_of_turn_ = chat_end_of_turn_ids(template_, tok_, model.config.eos_id);
 }
 
 std::vector<ChatMessage> ChatSession::dialog() const {

@@ -1,5 +1,6 @@
 #include "chat/chat_template.h"
 
+#include <algorithm>
 #include <map>
 
 #include "base/json_input.h"
@@ -389,13 +390,12 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
     return b.error;
 }
 
-std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok) {
-    std::vector<int> ids;
-    if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
+std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok, int eos_id) {
+    std::vector<int> ids = end_of_generation_ids(tok, eos_id);
     const ChatTemplateRow* t = find_template(name);
     if (t && t->end_marker) {
         int id = marker_token(tok, t->end_marker);
-        if (id >= 0) ids.push_back(id);
+        if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
     }
     return ids;
 }

@@ -75,9 +75,10 @@ std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, co
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
                         bool add_generation_prompt, std::vector<int>* ids);
 
-// The ids that end an assistant's turn: EOS, and the template's end marker when it is a
-// single token (<|im_end|> for chatml and qwen3, <|eot_id|> for llama3).
-std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok);
+// The ids that end an assistant's turn: those that end any generation (end_of_generation_ids:
+// EOS, the model's `eos_id`, and the end markers llama.cpp knows), and the template's end marker
+// when it is a single token (<|im_end|> for chatml and qwen3, <|eot_id|> for llama3).
+std::vector<int> chat_end_of_turn_ids(const std::string& name, const Tokenizer& tok, int eos_id);
 
 // The id of the vocabulary piece spelled exactly `marker`, or -1.
 int marker_token(const Tokenizer& tok, const std::string& marker);

@@ -290,8 +290,8 @@ private:
         s.sampler = std::make_unique<Sampler>(job->req.sampler);
         std::vector<int> end_ids;
         if (!job->req.ignore_eos) {
-            end_ids = job->req.chat ? chat_end_of_turn_ids(lm_.template_name, lm_.tok) : std::vector<int>{};
-            if (lm_.model.config.eos_id >= 0) end_ids.push_back(lm_.model.config.eos_id);
+            const int eos = lm_.model.config.eos_id;
+            end_ids = job->req.chat ? chat_end_of_turn_ids(lm_.template_name, lm_.tok, eos) : end_of_generation_ids(lm_.tok, eos);
         }
         s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
         s.gen->set_draft(draft_);

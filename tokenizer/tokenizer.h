@@ -78,6 +78,14 @@ private:
     AddedTokenMatcher sp_specials_;            // SentencePiece's control and unknown pieces, for encode_special
 };
 
+// The ids that end a generation, as llama.cpp marks them (src/llama-vocab.cpp,
+// special_eog_ids): `eos_id` (the model's EOS, when >= 0) and the vocabulary's, and every token spelled as an end
+// marker of the families hearth runs: Llama-3's <|eot_id|>, <|eom_id|> and <|end_of_text|>,
+// Qwen's <|im_end|> and <|endoftext|>, </s>, <|end|>, <end_of_turn>, <EOT>, <eos>. A
+// Llama-3-Instruct file names <|eot_id|> its EOS, and its replies may end at the others too.
+// Each id once, in vocabulary order after EOS.
+std::vector<int> end_of_generation_ids(const Tokenizer& tok, int eos_id);
+
 // "" when a prompt of `bytes` (its text, or its messages' texts together) may be tokenized for a
 // context of n_ctx tokens, else why not, for the caller to put after what the prompt is: over
 // base/limits.h's kPromptBytesPerContextToken bytes per token of the context, it is refused first.

@@ -154,7 +154,7 @@ TEST_CASE("chat template: chatml, with its markers as text or as single tokens")
         CHECK(format("chatml", tok, three_turns()) == expected);
         CHECK(std::count(expected.begin(), expected.end(), 32001) == 6);
         // The reply ends at <|im_end|> as well as at EOS.
-        std::vector<int> ends = chat_end_of_turn_ids("chatml", tok);
+        std::vector<int> ends = chat_end_of_turn_ids("chatml", tok, -1);
         CHECK(std::find(ends.begin(), ends.end(), 32001) != ends.end());
         CHECK(std::find(ends.begin(), ends.end(), EOS) != ends.end());
     }

@@ -456,12 +456,34 @@ TEST_CASE("bpe: the llama3 and qwen3 chat templates give the reference's ids, an
     CHECK(checked == 4);
 }
 
+// llama.cpp ends a generation at any of a vocabulary's end markers (src/llama-vocab.cpp,
+// special_eog_ids), not at EOS alone: on Meta's Llama-3 vocabulary <|end_of_text|> 128001 and
+// <|eot_id|> 128009 (Llama-3.1's <|eom_id|> is 128008, which this Llama-3 file names
+// <|reserved_special_token_4|>); on Qwen3's <|endoftext|> 151643 and <|im_end|> 151645 (the
+// ids of their tokenizer.json files). A Llama-3-Instruct reply run with -p went
+// on past <|eot_id|> when the file's EOS was <|end_of_text|>, and the reverse.
+TEST_CASE("bpe: end_of_generation_ids: EOS and the vocabulary's end markers, as llama.cpp's end-of-generation set") {
+    const auto has = [](const std::vector<int>& ids, int id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+    const std::vector<int> l = end_of_generation_ids(bpe_tokenizer("llama3"), -1);
+    for (int id : {128001, 128009}) CHECK(has(l, id));
+    CHECK(!has(l, 128008));  // a reserved token here
+    CHECK(!has(l, 128000));  // <|begin_of_text|>
+    CHECK(!has(l, 128006));  // <|start_header_id|>
+    const std::vector<int> q = end_of_generation_ids(bpe_tokenizer("qwen3"), -1);
+    for (int id : {151643, 151645}) CHECK(has(q, id));
+    CHECK(!has(q, 151644));  // <|im_start|>
+    // The model's EOS comes first, once, whatever the vocabulary says.
+    const std::vector<int> e = end_of_generation_ids(bpe_tokenizer("llama3"), 128009);
+    CHECK(e.front() == 128009);
+    CHECK(std::count(e.begin(), e.end(), 128009) == 1);
+}
+
 TEST_CASE("bpe: end of turn: <|eot_id|> for llama3, <|im_end|> for qwen3; markers in user text stay text") {
     const Tokenizer& llama3 = bpe_tokenizer("llama3");
-    const std::vector<int> l = chat_end_of_turn_ids("llama3", llama3);
+    const std::vector<int> l = chat_end_of_turn_ids("llama3", llama3, -1);
     CHECK(std::find(l.begin(), l.end(), 128009) != l.end());
     const Tokenizer& qwen3 = bpe_tokenizer("qwen3");
-    const std::vector<int> q = chat_end_of_turn_ids("qwen3", qwen3);
+    const std::vector<int> q = chat_end_of_turn_ids("qwen3", qwen3, -1);
     CHECK(std::find(q.begin(), q.end(), 151645) != q.end());
     // A user who types the markers gets text, not a turn boundary.
     for (const char* name : {"llama3", "qwen3"}) {
