@@ -45,6 +45,19 @@ extern "C" void on_ending_signal(int sig) {
     raise(sig);
 }
 
+// The editor while a LineReader has one, for on_window_change. A resized terminal sends SIGWINCH;
+// libedit, without EL_SIGNAL (which would also take over SIGINT, SIGTERM and SIGHUP, handled
+// here), learns the new width only from el_resize, "the responsibility of the application"
+// (editline(3)). Without it a line longer than the new width was redrawn as if it still fitted
+// on one row: Home, Ctrl-A or a history recall wrote over the wrong row. The handler calls
+// el_resize itself, as libedit's own SIGWINCH handler does.
+EditLine* volatile g_editor = nullptr;
+extern "C" void on_window_change(int) {
+    const int saved = errno;
+    if (EditLine* el = g_editor) el_resize(el);
+    errno = saved;
+}
+
 const char* kHelp =
     "Type a message and press Enter; end a line with \\ to continue the message on the next.\n"
     "  /help           this text\n"
@@ -105,12 +118,24 @@ public:
         history(hist_, &ev, H_SETUNIQUE, 1);
         el_set(el_, EL_HIST, history, hist_);
         el_source(el_, nullptr);  // the user's ~/.editrc, as every libedit program reads it
+        // SA_RESTART: a resize must not end el_gets's read as an error (libedit would take it
+        // for the end of input).
+        struct sigaction sa;
+        std::memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_window_change;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        g_editor = el_;
+        sigaction(SIGWINCH, &sa, &old_winch_);
     }
     // The errno of a read of stdin that failed (0: none), which ended the messages.
     int read_error() const { return read_errno_; }
     ~LineReader() {
-        // el_end restores the terminal's settings.
-        if (el_) el_end(el_);
+        if (el_) {
+            sigaction(SIGWINCH, &old_winch_, nullptr);
+            g_editor = nullptr;
+            el_end(el_);  // restores the terminal's settings
+        }
         if (hist_) history_end(hist_);
     }
 
@@ -189,6 +214,7 @@ private:
     bool terminal_;
     EditLine* el_ = nullptr;
     History* hist_ = nullptr;
+    struct sigaction old_winch_ = {};
     const char* prompt_ = "";
     const char* continuation_ = "";
     const char* current_prompt_ = "";

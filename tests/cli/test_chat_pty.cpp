@@ -14,6 +14,7 @@
 #include <cstring>
 #include <poll.h>
 #include <pty.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -95,6 +96,13 @@ public:
         return true;
     }
     void send_signal(int sig) { kill(pid_, sig); }
+    // Resizes the terminal, as a window manager does: the kernel sends SIGWINCH to the child.
+    void resize(int rows, int cols) {
+        struct winsize ws = {};
+        ws.ws_row = (unsigned short)rows;
+        ws.ws_col = (unsigned short)cols;
+        if (ioctl(fd_, TIOCSWINSZ, &ws) != 0) FAIL("cannot resize the pty");
+    }
     void type(const std::string& keys) {
         if (write(fd_, keys.data(), keys.size()) != ssize_t(keys.size())) FAIL("cannot write to the pty");
     }
@@ -304,4 +312,27 @@ TEST_CASE("chat pty: -f - reads what is typed at the terminal up to Ctrl-D, as c
     std::string ids = direct.out;
     ids.insert(ids.size() - 1, "\r");
     CHECK(typed.output().find(ids) != std::string::npos);
+}
+
+TEST_CASE("chat pty: after the terminal is resized, a line wider than the new width is edited on its rows") {
+    // editline(3): el_resize "must be called if the terminal size changes" when EL_SIGNAL is not
+    // set. It was not: narrowed from 100 columns to 40, a line of 62 characters (two rows there)
+    // was still taken for one row, and Ctrl-A moved the cursor along the second row instead of up
+    // to the first, so what was typed next overwrote the wrong characters (seen in tmux).
+    PtyChild chat({"./run", kModel, "--chat", "-n", "8", "-t", "1"});
+    REQUIRE(chat.started());
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.resize(24, 40);
+    // (The resize reaches the child as a signal; give it the time to arrive before typing.)
+    usleep(200 * 1000);
+    const std::string line(60, 'a');
+    chat.type(line.substr(0, 59) + "b");
+    REQUIRE(chat.expect("b", kWait));
+    chat.type("\x01");  // Ctrl-A: to the start of the line, one row up
+    // xterm's cursor-up, cuu1.
+    const bool up = chat.expect("\033[A", 5);
+    CHECK(up);
+    chat.type("\x05\x15");  // to the end, and clear the line
+    chat.type("\x04");
+    CHECK(chat.wait_exit(kWait) == 0);
 }
