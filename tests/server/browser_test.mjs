@@ -399,6 +399,20 @@ async function main() {
         expect(await js(() => document.getElementById('temperature').value) === '0', 'the temperature changed');
     });
 
+    await check('after Send is clicked, typing goes on in the message box', async () => {
+        // A clicked button keeps the focus, and Enter or Space on a focused button presses it
+        // (HTML's activation behaviour): focus left on Send, which turns into Stop, made the next
+        // Enter stop the reply, and the next words typed went nowhere (the message box keeps the
+        // focus after a message is sent in llama-server's web UI and ChatGPT's).
+        await type('#message', 'Focus after a click');
+        await click('#send');
+        const afterSend = await js(() => document.activeElement && document.activeElement.id);
+        expect(afterSend === 'message', `the focus is on #${afterSend} after Send was clicked`);
+        await waitFor('the button to be Send again', async () => await sendText() === 'Send', 20000);
+        expect(await errorText() === '', `#error says "${await errorText()}"`);
+        await click('#new-conversation');
+    });
+
     await check('in a narrow window nothing overflows sideways, and a new conversation starts afresh', async () => {
         await wd('POST', s('/window/rect'), { width: 360, height: 700 });
         await sleep(300);
