@@ -112,6 +112,11 @@ public:
         el_wset(el_, EL_ADDFN, L"hearth-typed-ahead-eof", L"leave at an empty prompt (a Ctrl-D typed during a reply)",
                 &LineReader::on_typed_ahead_eof);
         el_set(el_, EL_BIND, "^@", "hearth-typed-ahead-eof", nullptr);
+        // Ctrl-Z: with -isig above it is a key here, not the terminal's suspend, and emacs's
+        // binding of it did nothing; the shell's job control suspends a program at its prompt
+        // (as bash, python and every readline program do).
+        el_wset(el_, EL_ADDFN, L"hearth-ctrl-z", L"suspend, as the terminal's Ctrl-Z does", &LineReader::on_ctrl_z);
+        el_set(el_, EL_BIND, "^Z", "hearth-ctrl-z", nullptr);
         hist_ = history_init();
         HistEvent ev;
         history(hist_, &ev, H_SETSIZE, 1000);
@@ -200,6 +205,15 @@ private:
     static unsigned char on_ctrl_c(EditLine*, int) {
         g_interrupted = 1;
         return CC_EOF;  // el_gets returns; read() sees g_interrupted and the line as typed
+    }
+    static unsigned char on_ctrl_z(EditLine* el, int) {
+        // The terminal as it was while the job is stopped (the shell gets it cooked, with echo),
+        // then libedit's mode again and the line redrawn after fg. SIGTSTP to the process group,
+        // as the terminal sends it; ignored, or in an orphaned group, it changes nothing.
+        el_set(el, EL_PREP_TERM, 0);
+        kill(0, SIGTSTP);
+        el_set(el, EL_PREP_TERM, 1);
+        return CC_REDISPLAY;
     }
     static unsigned char on_typed_ahead_eof(EditLine* el, int) {
         const LineInfo* li = el_line(el);

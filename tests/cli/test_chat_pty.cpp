@@ -38,7 +38,11 @@ Clock::time_point after(double seconds) {
 class PtyChild {
 public:
     // env: variables set in the child, after TERM=xterm and NO_COLOR unset.
-    explicit PtyChild(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+    // job_control: the program runs as a shell runs a job, in a process group of its own in the
+    // foreground, under a parent that waits for it; when it stops, the parent takes the
+    // terminal back, writes "[stopped]", waits for a line (fg) and continues it.
+    explicit PtyChild(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {},
+                      bool job_control = false) {
         struct winsize ws = {};
         ws.ws_row = 24;
         ws.ws_col = 100;
@@ -51,6 +55,29 @@ public:
             for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
             argv.push_back(nullptr);
             const std::string program = with_programs_of_build(args[0] + " ");  // "./run " or a sanitizer build's
+            if (job_control) {
+                signal(SIGTTOU, SIG_IGN);
+                const pid_t job = fork();
+                if (job == 0) {
+                    setpgid(0, 0);
+                    tcsetpgrp(STDIN_FILENO, getpid());
+                    signal(SIGTTOU, SIG_DFL);
+                    execv(program.substr(0, program.size() - 1).c_str(), argv.data());
+                    _exit(127);
+                }
+                setpgid(job, job);
+                tcsetpgrp(STDIN_FILENO, job);
+                int status = 0;
+                while (waitpid(job, &status, WUNTRACED) == job && WIFSTOPPED(status)) {
+                    tcsetpgrp(STDIN_FILENO, getpgrp());
+                    (void)!write(STDOUT_FILENO, "[stopped]\n", 10);
+                    char c = 0;
+                    while (read(STDIN_FILENO, &c, 1) == 1 && c != '\n') {}
+                    tcsetpgrp(STDIN_FILENO, job);
+                    kill(-job, SIGCONT);
+                }
+                _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+            }
             execv(program.substr(0, program.size() - 1).c_str(), argv.data());
             _exit(127);
         }
@@ -333,6 +360,31 @@ TEST_CASE("chat pty: after the terminal is resized, a line wider than the new wi
     const bool up = chat.expect("\033[A", 5);
     CHECK(up);
     chat.type("\x05\x15");  // to the end, and clear the line
+    chat.type("\x04");
+    CHECK(chat.wait_exit(kWait) == 0);
+}
+
+TEST_CASE("chat pty: Ctrl-Z at the prompt suspends the chat with the terminal as it was, and fg brings it back") {
+    // The terminal's Ctrl-Z (susp) suspends a foreground job, at bash's, python's or any readline
+    // program's prompt. libedit reads the line with isig off, so the key reached it as a byte,
+    // bound to nothing that stops: Ctrl-Z did nothing (seen in tmux under bash).
+    PtyChild chat({"./run", kModel, "--chat", "-n", "4", "-t", "1"}, {}, true);
+    REQUIRE(chat.started());
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("ROMEO");
+    REQUIRE(chat.expect("ROMEO", kWait));
+    chat.type("\x1a");
+    REQUIRE(chat.expect("[stopped]", 10));
+    // While it is stopped the shell has the terminal as it was: canonical, with echo.
+    const termios t = chat.settings();
+    CHECK((t.c_lflag & ICANON) != 0);
+    CHECK((t.c_lflag & ECHO) != 0);
+    chat.type("\n");                     // fg
+    REQUIRE(chat.expect_prompt(kWait));  // the prompt and the line are drawn again, as they were
+    REQUIRE(chat.expect("ROMEO", kWait));
+    chat.type(":\r");
+    CHECK(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_prompt(kWait));
     chat.type("\x04");
     CHECK(chat.wait_exit(kWait) == 0);
 }
