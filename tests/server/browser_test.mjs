@@ -212,6 +212,30 @@ async function startPrefixProxy() {
     return { port: proxy.address().port, close: () => { proxy.closeAllConnections(); proxy.close(); } };
 }
 
+// A proxy whose server "goes away" in the middle of a streamed reply: requests under /cut/ go
+// to the server; an answer of /v1/chat/completions is cut off (the connection dropped, no end
+// of the chunked body) after its third chunk. Its port, and a function that closes it.
+async function startCuttingProxy() {
+    const target = new URL(BASE);
+    const proxy = http.createServer((req, res) => {
+        if (!req.url.startsWith('/cut/')) { res.writeHead(404); res.end(); return; }
+        const path = req.url.slice('/cut'.length);
+        const up = http.request({ host: target.hostname, port: target.port, method: req.method, path, headers: { ...req.headers, host: target.host } }, (r) => {
+            res.writeHead(r.statusCode, r.headers);
+            let chunks = 0;
+            r.on('data', (d) => {
+                res.write(d);
+                if (path.startsWith('/v1/chat/completions') && ++chunks === 3) { up.destroy(); setTimeout(() => res.socket?.destroy(), 100); }
+            });
+            r.on('end', () => res.end());
+        });
+        up.on('error', () => {});
+        req.pipe(up);
+    });
+    await new Promise((r) => proxy.listen(0, '127.0.0.1', r));
+    return { port: proxy.address().port, close: () => { proxy.closeAllConnections(); proxy.close(); } };
+}
+
 // ---- the checks ----
 const results = [];
 async function check(name, fn) {
@@ -437,6 +461,31 @@ async function main() {
         await wd('POST', s('/window/rect'), { width: 1000, height: 800 });
         await sleep(300);
         fs.writeFileSync(path.join(SHOTS, 'chat_page_wide.png'), Buffer.from(await wd('GET', s('/screenshot')), 'base64'));
+    }
+
+    const cutting = await startCuttingProxy();
+    try {
+        await check('when the server goes away in the middle of a reply, the page says so and the partial reply is marked incomplete', async () => {
+            await wd('POST', s('/window/rect'), { width: 1000, height: 800 });
+            await wd('POST', s('/url'), { url: `http://127.0.0.1:${cutting.port}/cut/` });
+            if (API_KEY) await type('#api-key', API_KEY + '\uE004');
+            await clear('#max-tokens');
+            await type('#max-tokens', '200');
+            await type('#message', 'A reply that is cut off');
+            await click('#send');
+            await waitFor('the button to be Send again', async () => await sendText() === 'Send', 20000);
+            const shown = await js(() => ({ err: document.getElementById('error').textContent, msgs: pageMessages(),
+                after: [...document.querySelectorAll('#conversation .message.assistant')].map((m) => getComputedStyle(m, '::after').content) }));
+            // The error line goes at the next message; the reply must still say it is not whole,
+            // as a stopped one says "(stopped)": a stream without a finish_reason is a reply cut
+            // short (OpenAI's streaming: the last chunk carries finish_reason).
+            expect(/^The reply failed/.test(shown.err), `#error says ${json(shown.err)}`);
+            const last = shown.msgs[shown.msgs.length - 1];
+            expect(shown.msgs.length === 2 && last.role === 'assistant' && last.text.length > 0, `messages: ${json(shown.msgs)}`);
+            expect(/incomplete/.test(shown.after[0]), `the cut reply is marked ${json(shown.after[0])}`);
+        });
+    } finally {
+        cutting.close();
     }
 
     // The page's requests go where the page came from, also under a proxy's path prefix (as
