@@ -37,9 +37,12 @@ extern "C" void on_sigint(int) { g_interrupted = 1; }
 // signal ends the process as it would have. Only async-signal-safe calls here.
 termios g_terminal_before;
 volatile sig_atomic_t g_terminal_saved = 0, g_colour = 0;
+// The descriptor on which bracketed paste is on while a prompt is read (0: off).
+volatile sig_atomic_t g_bracketed_paste = 0;
 extern "C" void on_ending_signal(int sig) {
-    static const char reset[] = "\033[0m\n";
+    static const char reset[] = "\033[0m\n", paste_off[] = "\033[?2004l";
     if (g_colour) (void)!write(STDOUT_FILENO, reset, sizeof reset - 1);
+    if (g_bracketed_paste) (void)!write(g_bracketed_paste, paste_off, sizeof paste_off - 1);
     if (g_terminal_saved) tcsetattr(STDIN_FILENO, TCSANOW, &g_terminal_before);
     signal(sig, SIG_DFL);
     raise(sig);
@@ -59,7 +62,8 @@ extern "C" void on_window_change(int) {
 }
 
 const char* kHelp =
-    "Type a message and press Enter; end a line with \\ to continue the message on the next.\n"
+    "Type a message and press Enter; end a line with \\ to continue the message on the next\n"
+    "(pasted lines stay one message).\n"
     "  /help           this text\n"
     "  /reset          forget the conversation (the system prompt stays)\n"
     "  /system TEXT    set the system prompt (the next reply re-evaluates what changed); /system shows it\n"
@@ -117,6 +121,14 @@ public:
         // (as bash, python and every readline program do).
         el_wset(el_, EL_ADDFN, L"hearth-ctrl-z", L"suspend, as the terminal's Ctrl-Z does", &LineReader::on_ctrl_z);
         el_set(el_, EL_BIND, "^Z", "hearth-ctrl-z", nullptr);
+        // Bracketed paste (xterm's mode 2004, on by default in readline 8.1 and bash 5.1): while
+        // the prompt is read, the terminal wraps pasted text in ESC[200~ ... ESC[201~, and the
+        // text goes into the line as it is, its newlines included, to be sent with Enter.
+        // Without it, every line of a pasted paragraph was sent as a message of its own.
+        const char* term = std::getenv("TERM");
+        bracketed_paste_ = !(term && std::strcmp(term, "dumb") == 0);
+        el_wset(el_, EL_ADDFN, L"hearth-paste", L"insert a bracketed paste as it is", &LineReader::on_paste);
+        el_set(el_, EL_BIND, "\033[200~", "hearth-paste", nullptr);
         hist_ = history_init();
         HistEvent ev;
         history(hist_, &ev, H_SETSIZE, 1000);
@@ -153,7 +165,10 @@ public:
             g_interrupted = 0;
             if (terminal_) {
                 int count = 0;
+                FILE* echo = isatty(STDOUT_FILENO) ? stdout : stderr;
+                if (bracketed_paste_) std::fputs("\033[?2004h", echo), std::fflush(echo), g_bracketed_paste = fileno(echo);
                 const char* got = el_gets(el_, &count);
+                if (bracketed_paste_) std::fputs("\033[?2004l", echo), std::fflush(echo), g_bracketed_paste = 0;
                 if (g_interrupted) {
                     // Ctrl-C (the key, or SIGINT). An empty prompt means "leave";
                     // otherwise the message being typed is discarded.
@@ -210,10 +225,39 @@ private:
         // The terminal as it was while the job is stopped (the shell gets it cooked, with echo),
         // then libedit's mode again and the line redrawn after fg. SIGTSTP to the process group,
         // as the terminal sends it; ignored, or in an orphaned group, it changes nothing.
+        static const char paste_off[] = "\033[?2004l", paste_on[] = "\033[?2004h";
+        const int paste = g_bracketed_paste;
+        if (paste) (void)!write(paste, paste_off, sizeof paste_off - 1);
         el_set(el, EL_PREP_TERM, 0);
         kill(0, SIGTSTP);
         el_set(el, EL_PREP_TERM, 1);
+        if (paste) (void)!write(paste, paste_on, sizeof paste_on - 1);
         return CC_REDISPLAY;
+    }
+    static unsigned char on_paste(EditLine* el, int) {
+        // The pasted bytes up to ESC[201~, read as libedit reads keys (one read at a time, so
+        // nothing of what follows is taken); a line break in them is a newline of the message.
+        static const std::string end = "\033[201~";
+        std::string text;
+        char c;
+        while (::read(STDIN_FILENO, &c, 1) == 1) {
+            text += c;
+            if (text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0) {
+                text.resize(text.size() - end.size());
+                break;
+            }
+        }
+        std::string line;
+        for (size_t i = 0; i < text.size(); ++i) {
+            if (text[i] == '\r') {
+                line += '\n';
+                if (i + 1 < text.size() && text[i + 1] == '\n') ++i;
+            } else {
+                line += text[i];
+            }
+        }
+        if (!line.empty()) el_insertstr(el, line.c_str());
+        return CC_REFRESH;
     }
     static unsigned char on_typed_ahead_eof(EditLine* el, int) {
         const LineInfo* li = el_line(el);
@@ -233,6 +277,7 @@ private:
     const char* continuation_ = "";
     const char* current_prompt_ = "";
     int read_errno_ = 0;
+    bool bracketed_paste_ = false;
 };
 
 std::string trim(const std::string& s) {

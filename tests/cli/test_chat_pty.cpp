@@ -388,3 +388,27 @@ TEST_CASE("chat pty: Ctrl-Z at the prompt suspends the chat with the terminal as
     chat.type("\x04");
     CHECK(chat.wait_exit(kWait) == 0);
 }
+
+TEST_CASE("chat pty: a bracketed paste of several lines is one message, sent with Enter") {
+    // xterm's bracketed paste (mode 2004, on by default in readline 8.1 and bash 5.1): a program
+    // that turns it on gets pasted text between ESC[200~ and ESC[201~ and takes it as text, so
+    // that its newlines do not act as Enter. It was not turned on, and a pasted paragraph of
+    // three lines was sent as three messages, three replies (seen in tmux).
+    PtyChild chat({"./run", kModel, "--chat", "-n", "4", "-t", "1"});
+    REQUIRE(chat.started());
+    REQUIRE(chat.expect_prompt(kWait));
+    CHECK(chat.output().find("\033[?2004h") != std::string::npos);  // turned on while the prompt is read
+    chat.type("\033[200~ROMEO:\rWhat light\rbreaks\033[201~");
+    REQUIRE(chat.expect("breaks", kWait));
+    chat.type("\r");
+    REQUIRE(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("/stats\r");
+    CHECK(chat.expect("2 messages", kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("\x04");
+    CHECK(chat.wait_exit(kWait) == 0);
+    // Off again when it ends, so the shell's paste is not wrapped in what it may not read.
+    const size_t on = chat.output().rfind("\033[?2004h"), off = chat.output().rfind("\033[?2004l");
+    CHECK((off != std::string::npos && (on == std::string::npos || off > on)));
+}
