@@ -23,6 +23,8 @@ constexpr uint64_t kTextFileBytes = 1 * GiB;              // a prompt (--file) o
 // A text given as a FIFO (mkfifo) that no one has opened for writing yet: how long a reader
 // waits for a writer (as cat would, but not for ever) before it refuses the file.
 constexpr int kFifoWriterWaitSeconds = 10;
+// A bracketed paste at --chat's prompt: the bytes kept of it (more is read and dropped).
+constexpr size_t kChatPasteBytes = 16 * MiB;
 
 // ---- JSON (base/json_input.h): nesting deeper than this is refused while parsing, so no
 // later copy, comparison or printing of a value can recurse deeply. Real files nest 6 deep.

@@ -16,6 +16,7 @@
 #include <histedit.h>
 #undef Tokenizer
 
+#include "base/limits.h"
 #include "base/printable.h"
 #include "chat/chat_session.h"
 #include "chat/chat_template.h"
@@ -237,16 +238,21 @@ private:
     static unsigned char on_paste(EditLine* el, int) {
         // The pasted bytes up to ESC[201~, read as libedit reads keys (one read at a time, so
         // nothing of what follows is taken); a line break in them is a newline of the message.
+        // At most limits::kChatPasteBytes of it are kept (a paste whose end marker never comes is
+        // read to the end of input, not into memory without end); the rest is read and dropped.
         static const std::string end = "\033[201~";
-        std::string text;
+        std::string text, last;  // last: the bytes read last, where the end marker is looked for
         char c;
         while (::read(STDIN_FILENO, &c, 1) == 1) {
-            text += c;
-            if (text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0) {
-                text.resize(text.size() - end.size());
+            last += c;
+            if (last.size() > end.size()) last.erase(0, 1);
+            if (text.size() < limits::kChatPasteBytes + end.size()) text += c;
+            if (last == end) {
+                text.resize(text.size() >= end.size() ? text.size() - end.size() : 0);
                 break;
             }
         }
+        if (text.size() > limits::kChatPasteBytes) text.resize(limits::kChatPasteBytes);
         std::string line;
         for (size_t i = 0; i < text.size(); ++i) {
             if (text[i] == '\r') {
