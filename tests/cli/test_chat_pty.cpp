@@ -133,7 +133,8 @@ public:
     void type(const std::string& keys) {
         if (write(fd_, keys.data(), keys.size()) != ssize_t(keys.size())) FAIL("cannot write to the pty");
     }
-    // The exit code, or -1 if the child did not exit before the deadline (it is killed).
+    // The exit code, or -1 if the child did not exit before the deadline (it is killed); then
+    // output() has all the child wrote.
     int wait_exit(double seconds) {
         const auto deadline = after(seconds);
         for (;;) {
@@ -141,6 +142,10 @@ public:
             pid_t r = waitpid(pid_, &status, WNOHANG);
             if (r == pid_) {
                 exited_ = true;
+                // What it wrote last may still be in the terminal's buffer: read to its end (EIO
+                // once the child's side is closed), so that output() holds all of it.
+                const auto drain_until = after(2);
+                while (read_some(drain_until)) {}
                 return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
             }
             if (Clock::now() > deadline) return -1;
