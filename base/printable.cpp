@@ -46,6 +46,13 @@ size_t utf8_invalid_length(std::string_view s, size_t at) {
     return n;
 }
 
+std::string ascii_lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    return out;
+}
+
 bool is_valid_utf8(std::string_view s) {
     for (size_t at = 0; at < s.size();) {
         const int len = utf8_char_length(s, at);

@@ -33,6 +33,9 @@ int utf8_char_length(std::string_view s, size_t at);
 // decode(errors="replace") and nlohmann-json's replacing writer (llama-server's) count them.
 size_t utf8_invalid_length(std::string_view s, size_t at);
 
+// s with A-Z as a-z, whatever the locale: names (types, formats), header values, origins.
+std::string ascii_lower(std::string_view s);
+
 // Whether s is valid UTF-8 throughout.
 bool is_valid_utf8(std::string_view s);
 

@@ -32,8 +32,7 @@ static const struct {
               {"keep", OutputMix::Keep, -1}};
 
 bool parse_output_mix(const std::string& name, OutputMix* out) {
-    std::string lower;
-    for (char c : name) lower += char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = ascii_lower(name);
     for (auto& m : kMixes)
         if (lower == m.name) {
             *out = m.mix;

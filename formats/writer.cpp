@@ -1,7 +1,6 @@
 #include "formats/writer.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/platform.h"
+#include "base/printable.h"
 #include "kernels/quant_types.h"
 #include "formats/gguf.h"
 
@@ -59,8 +59,7 @@ std::string CheckpointWriter::fail(const std::string& why) {
 static uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
 
 bool parse_checkpoint_format(const std::string& name, CheckpointFormat* out) {
-    std::string lower;
-    for (char c : name) lower += char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = ascii_lower(name);
     if (lower == "hearth")
         *out = CheckpointFormat::hearth;
     else if (lower == "gguf")

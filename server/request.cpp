@@ -480,17 +480,11 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
 
 namespace {
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = char(std::tolower((unsigned char)c));
-    return out;
-}
-
 // Whether an origin is an http or https one on this machine's loopback names. Its host is
 // what follows the scheme up to the port: a bracketed IPv6 address or a name; the port, if
 // any, digits only; nothing may follow (an origin has no path).
 bool origin_is_loopback(std::string_view origin) {
-    const std::string o = lower(origin);
+    const std::string o = ascii_lower(origin);
     size_t at = o.rfind("http://", 0) == 0 ? 7 : o.rfind("https://", 0) == 0 ? 8 : std::string::npos;
     if (at == std::string::npos) return false;
     size_t end;
@@ -517,7 +511,7 @@ bool origin_is_loopback(std::string_view origin) {
 }  // namespace
 
 std::string bearer_token(std::string_view authorization) {
-    if (authorization.size() < 7 || lower(authorization.substr(0, 7)) != "bearer ") return "";
+    if (authorization.size() < 7 || ascii_lower(authorization.substr(0, 7)) != "bearer ") return "";
     std::string_view token = authorization.substr(7);
     token.remove_prefix(std::min(token.find_first_not_of(' '), token.size()));
     return std::string(token);
@@ -528,11 +522,11 @@ bool origin_allowed(std::string_view origin, std::string_view allowed) {
     // end the header line there), whatever --cors-origins says.
     if (origin.empty() || std::any_of(origin.begin(), origin.end(), [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; }))
         return false;
-    const std::string o = lower(origin);
+    const std::string o = ascii_lower(origin);
     for (size_t at = 0; at <= allowed.size();) {
         size_t end = allowed.find(',', at);
         if (end == std::string_view::npos) end = allowed.size();
-        std::string item = lower(allowed.substr(at, end - at));
+        std::string item = ascii_lower(allowed.substr(at, end - at));
         item.erase(0, item.find_first_not_of(" \t"));
         item.erase(item.find_last_not_of(" \t") + 1);
         if (item == "*" || item == o || (item == "localhost" && origin_is_loopback(o))) return true;
