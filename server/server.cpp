@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -125,7 +124,13 @@ ApiError server_error(int status, const std::string& message, const std::string&
 class Scheduler {
 public:
     Scheduler(const LoadedModel& lm, int n_slots, int n_ctx_slot, KvCacheTypes types, int draft)
-        : lm_(lm), n_ctx_slot_(n_ctx_slot), types_(types), draft_(draft), slots_(n_slots) {}
+        : lm_(lm),
+          n_ctx_slot_(n_ctx_slot),
+          types_(types),
+          draft_(draft),
+          chat_end_ids_(chat_end_of_turn_ids(lm.template_name, lm.tok, lm.model.config.eos_id)),
+          completion_end_ids_(end_of_generation_ids(lm.tok, lm.model.config.eos_id)),
+          slots_(n_slots) {}
 
     std::string init() {
         for (size_t i = 0; i < slots_.size(); i++) {
@@ -288,11 +293,9 @@ private:
         s.stop_hit = false;
         s.started = Clock::now();
         s.sampler = std::make_unique<Sampler>(job->req.sampler);
-        std::vector<int> end_ids;
-        if (!job->req.ignore_eos) {
-            const int eos = lm_.model.config.eos_id;
-            end_ids = job->req.chat ? chat_end_of_turn_ids(lm_.template_name, lm_.tok, eos) : end_of_generation_ids(lm_.tok, eos);
-        }
+        const std::vector<int>& end_ids = job->req.ignore_eos ? std::vector<int>{}
+                                          : job->req.chat     ? chat_end_ids_
+                                                              : completion_end_ids_;
         s.gen = std::make_unique<Generator>(lm_.model, lm_.tok, *s.sampler, end_ids);
         s.gen->set_draft(draft_);
         // A reply's text writes bytes that are no UTF-8 as llama-server's does (its JSON writer's
@@ -548,6 +551,9 @@ private:
     const int n_ctx_slot_;
     const KvCacheTypes types_;
     const int draft_;  // --draft
+    // The ids that end a reply, found once (each a scan of the vocabulary): a chat's turn, and
+    // any generation (end_of_generation_ids).
+    const std::vector<int> chat_end_ids_, completion_end_ids_;
     std::vector<Slot> slots_;
     uint64_t use_counter_ = 0;
     size_t first_ = 0;  // the generating slot step_all takes first
@@ -789,9 +795,8 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         // reply, but the server would generate it. Refused before any work; the server's own
         // page, and clients that are no browser (curl -d sends a form's type), send no such Origin.
         if (!origin.empty() && !cors && req.method == "POST") {
-            std::string type = req.get_header_value("Content-Type");
+            std::string type = ascii_lower(req.get_header_value("Content-Type"));
             type = type.substr(0, type.find(';'));
-            for (char& c : type) c = char(std::tolower((unsigned char)c));
             type.erase(type.find_last_not_of(" \t") + 1);
             if (type == "text/plain" || type == "application/x-www-form-urlencoded" || type == "multipart/form-data") {
                 send_error(res, server_error(403,
