@@ -25,6 +25,7 @@
 #include "cli/cpu_info.h"
 #include "cli/options.h"
 #include "cli/perplexity.h"
+#include "server/request.h"
 #include "server/server.h"
 #include "chat/chat_template.h"
 #include "model/forward.h"
@@ -64,7 +65,7 @@ struct Options {
     std::string cache_type_k = type_name(KvCacheTypes{}.k), cache_type_v = type_name(KvCacheTypes{}.v);
     KvCacheTypes cache_types;
     bool server = false;
-    ServerOptions server_options;  // --host, --port, --parallel, --api-key, --cors-origins, --timeout, --alias
+    ServerOptions server_options;  // --host, --port, --parallel, --api-key, --cors-origins, --allowed-hosts, --timeout, --alias
 };
 
 std::string template_names() {
@@ -214,6 +215,12 @@ CommandLine command_line(Options& o) {
                   "comma-separated origins (scheme://host[:port]) whose browser pages may call the server; 'localhost' "
                   "is any page on this machine's loopback names, '*' any web page",
                   0, 0, "localhost"},
+                 {"", "--allowed-hosts", "HOSTS", &o.server_options.allowed_hosts,
+                  "comma-separated host names or addresses ('.example.com': it and the names under it) that requests "
+                  "may name in their Host header, besides this machine's loopback names (localhost, 127.0.0.1, [::1]), "
+                  "which always may; any other is refused with 403, against DNS rebinding. '*' lets any Host in. On a "
+                  "non-loopback --host (0.0.0.0) the Host is checked only when this option is given",
+                  0, 0, "the loopback names"},
                  {"", "--timeout", "SECONDS", &o.server_options.timeout_seconds,
                   "read and write timeout of a connection: a client that stalls this long is dropped", 1, 86400},
                  {"-a", "--alias", "NAME", &o.server_options.model_name, "the model's name in /v1/models and the replies", 0, 0,
@@ -559,6 +566,12 @@ int run_main(int argc, char** argv) {
     if (args.was_given("--api-key") && o.server_options.api_key.empty())
         return fail("--api-key is empty: give a key, or leave the option out to serve without one");
     if (args.was_given("--host") && o.server_options.host.empty()) return fail("--host is empty");
+    if (args.was_given("--allowed-hosts")) {
+        if (o.server_options.allowed_hosts.empty())
+            return fail("--allowed-hosts is empty: name the hosts to let in besides the loopback names, or '*' for any");
+        if (std::string why = check_allowed_hosts(o.server_options.allowed_hosts); !why.empty())
+            return fail("--allowed-hosts: " + why);
+    }
     std::string err;
     // The logits the callback sees are the step's own only without drafts (model/generate.cpp).
     if (o.print_margins && (o.sampler.temperature > 0 || o.draft != 0))

@@ -1,5 +1,8 @@
 #include "server/request.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -480,32 +483,67 @@ ApiError parse_detokenize_request(std::string_view body, int vocab_size, std::ve
 
 namespace {
 
-// Whether an origin is an http or https one on this machine's loopback names. Its host is
-// what follows the scheme up to the port: a bracketed IPv6 address or a name; the port, if
-// any, digits only; nothing may follow (an origin has no path).
-bool origin_is_loopback(std::string_view origin) {
-    const std::string o = ascii_lower(origin);
-    size_t at = o.rfind("http://", 0) == 0 ? 7 : o.rfind("https://", 0) == 0 ? 8 : std::string::npos;
-    if (at == std::string::npos) return false;
+// The items of a comma-separated list, lowercased, each without the spaces and tabs around it.
+std::vector<std::string> list_items(std::string_view list) {
+    std::vector<std::string> items;
+    for (size_t at = 0; at <= list.size();) {
+        size_t end = list.find(',', at);
+        if (end == std::string_view::npos) end = list.size();
+        std::string item = ascii_lower(list.substr(at, end - at));
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        items.push_back(std::move(item));
+        at = end + 1;
+    }
+    return items;
+}
+
+// The host of `text` when it is HOST or HOST:PORT (a Host header, RFC 9110 7.2; an origin
+// after its scheme), lowercased: a name of letters, digits, '-', '.' and '_', or a bracketed
+// IPv6 address; the port, if any, one or more digits. "" when `text` is not of that form.
+std::string host_of(std::string_view text) {
+    const std::string t = ascii_lower(text);
     size_t end;
-    if (at < o.size() && o[at] == '[') {
-        end = o.find(']', at);
-        if (end == std::string::npos) return false;
+    if (!t.empty() && t[0] == '[') {
+        end = t.find(']');
+        if (end == std::string::npos) return "";
         end++;
     } else {
-        end = o.find(':', at);
-        if (end == std::string::npos) end = o.size();
+        end = std::min(t.find(':'), t.size());
+        if (end == 0 || t.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-._") < end) return "";
     }
-    const std::string host = o.substr(at, end - at);
-    if (end < o.size()) {
-        if (o[end] != ':' || end + 1 == o.size()) return false;
-        for (size_t i = end + 1; i < o.size(); i++)
-            if (!std::isdigit((unsigned char)o[i])) return false;
+    if (end < t.size()) {
+        if (t[end] != ':' || end + 1 == t.size()) return "";
+        for (size_t i = end + 1; i < t.size(); i++)
+            if (!std::isdigit((unsigned char)t[i])) return "";
     }
+    return t.substr(0, end);
+}
+
+// Whether a host (as host_of gives it) names this machine's loopback interface, whatever any
+// DNS says: localhost and the names under .localhost (RFC 6761 6.3: resolved to loopback by
+// the system and by browsers themselves), an address in 127.0.0.0/8, [::1] (RFC 6890), or
+// the IPv6 form of a 127.0.0.0/8 address.
+bool is_loopback_host(const std::string& host) {
     const std::string sub = ".localhost";
-    return host == "localhost" || host == "127.0.0.1" || host == "[::1]" ||
-           (host.size() > sub.size() && host.compare(host.size() - sub.size(), sub.size(), sub) == 0 &&
-            host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos);
+    if (host == "localhost" || (host.size() > sub.size() && host.compare(host.size() - sub.size(), sub.size(), sub) == 0))
+        return host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos;
+    in_addr v4;
+    if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+    in6_addr v6;
+    if (host.size() > 2 && host[0] == '[' && inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+    return false;
+}
+
+// Whether an origin is an http or https one on this machine's loopback names; an origin has
+// no path.
+bool origin_is_loopback(std::string_view origin) {
+    const std::string o = ascii_lower(origin);
+    const size_t at = o.rfind("http://", 0) == 0 ? 7 : o.rfind("https://", 0) == 0 ? 8 : std::string::npos;
+    if (at == std::string::npos) return false;
+    const std::string host = host_of(std::string_view(o).substr(at));
+    return !host.empty() && is_loopback_host(host);
 }
 
 }  // namespace
@@ -523,16 +561,38 @@ bool origin_allowed(std::string_view origin, std::string_view allowed) {
     if (origin.empty() || std::any_of(origin.begin(), origin.end(), [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; }))
         return false;
     const std::string o = ascii_lower(origin);
-    for (size_t at = 0; at <= allowed.size();) {
-        size_t end = allowed.find(',', at);
-        if (end == std::string_view::npos) end = allowed.size();
-        std::string item = ascii_lower(allowed.substr(at, end - at));
-        item.erase(0, item.find_first_not_of(" \t"));
-        item.erase(item.find_last_not_of(" \t") + 1);
+    for (const std::string& item : list_items(allowed))
         if (item == "*" || item == o || (item == "localhost" && origin_is_loopback(o))) return true;
-        at = end + 1;
+    return false;
+}
+
+bool host_allowed(std::string_view host_header, std::string_view allowed) {
+    const std::vector<std::string> items = list_items(allowed);
+    if (std::find(items.begin(), items.end(), "*") != items.end()) return true;
+    const std::string host = host_of(host_header);
+    if (host.empty()) return false;
+    if (is_loopback_host(host)) return true;
+    for (const std::string& item : items) {
+        if (item == host) return true;
+        // ".example.com": the name and every name under it, as Vite's server.allowedHosts has it.
+        if (item.size() > 1 && item[0] == '.' &&
+            (host == item.substr(1) ||
+             (host.size() > item.size() && host.compare(host.size() - item.size(), item.size(), item) == 0)))
+            return true;
     }
     return false;
+}
+
+std::string check_allowed_hosts(std::string_view allowed) {
+    for (const std::string& item : list_items(allowed)) {
+        if (item.empty()) return "an item of the list is empty";
+        if (item == "*") continue;
+        const std::string name = item[0] == '.' ? item.substr(1) : item;
+        const std::string host = host_of(name);
+        if (host.empty()) return "'" + printable(item, 100) + "' is not a host name or address";
+        if (host != name) return "'" + printable(item, 100) + "': name the host without its port";
+    }
+    return "";
 }
 
 }  // namespace hearth

@@ -84,7 +84,16 @@ std::string bearer_token(std::string_view authorization);
 // "null") may call the server and read its replies (CORS). `allowed` is --cors-origins, a
 // comma-separated list whose items are origins (compared without regard to case), "*" (any
 // origin) or "localhost" (any http or https origin whose host is localhost, a name under
-// .localhost, 127.0.0.1 or [::1]: a page served from this machine).
+// .localhost, an address in 127.0.0.0/8 or [::1]: a page served from this machine).
 bool origin_allowed(std::string_view origin, std::string_view allowed);
+
+// Whether a request's Host header (RFC 9110 7.2: HOST or HOST:PORT) is let in by `allowed`,
+// --allowed-hosts: this machine's loopback names always are (localhost, a name under
+// .localhost, an address in 127.0.0.0/8, [::1]); besides them the list's comma-separated items,
+// each a host name or address (compared without regard to case, whatever the port), ".NAME"
+// (NAME and every name under it) or "*" (any Host). Against DNS rebinding (server.cpp).
+bool host_allowed(std::string_view host_header, std::string_view allowed);
+// "" when `allowed` is a list host_allowed takes, else what is wrong with it.
+std::string check_allowed_hosts(std::string_view allowed);
 
 }  // namespace hearth

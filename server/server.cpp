@@ -13,6 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <random>
 #include <thread>
@@ -726,6 +728,28 @@ std::string shown_piece(const Tokenizer& tok, int id) {
     return tok.token_bytes(id);
 }
 
+// Whether every address `host` (--host) stands for is a loopback one: a server that listens
+// there is reached from this machine only, by its loopback names.
+bool listens_on_loopback(const std::string& host) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
+    bool loopback = found != nullptr;
+    for (const addrinfo* a = found; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET)
+            loopback &= (ntohl(reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+        else if (a->ai_family == AF_INET6)
+            loopback &= IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+        else
+            loopback = false;
+    }
+    freeaddrinfo(found);
+    return loopback;
+}
+
 std::atomic<bool> g_stop_requested{false};
 
 }  // namespace
@@ -772,12 +796,40 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
     // cover it). Any other origin gets no such header, and its browser shows the page nothing.
     // By default only pages on this machine's loopback names are let in: with llama-server's
     // default (*), any web page the user visits could use the server.
+    //
+    // DNS rebinding: a page on evil.example whose name the attacker then points at 127.0.0.1
+    // calls the server as its own origin (no CORS involved) and reads the replies. The page's
+    // requests carry its name in Host, so a server that listens on a loopback address, reached
+    // by loopback names only, refuses any other Host (--allowed-hosts names more), before any
+    // work, as Ollama (allowedHostsMiddleware) and Vite (server.allowedHosts) do. On another
+    // address (0.0.0.0) the names clients use are this machine's many names and addresses,
+    // which the server does not know: the Host is checked there only with --allowed-hosts.
+    // A request without Host (HTTP/1.0) comes from no browser, which always sends one: let in.
+    const bool check_host = listens_on_loopback(o.host) || !o.allowed_hosts.empty();
     svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
         const std::string origin = req.get_header_value("Origin");
         const bool cors = origin_allowed(origin, o.cors_origins);
         if (!origin.empty()) {
             res.set_header("Vary", "Origin");  // the answer depends on it: a cache must not give it to another origin
             if (cors) res.set_header("Access-Control-Allow-Origin", origin);
+        }
+        // RFC 9112 3.2: an HTTP/1.1 request without Host, or with more than one, is a 400.
+        const size_t hosts = req.get_header_value_count("Host");
+        if (hosts > 1 || (hosts == 0 && req.version != "HTTP/1.0")) {
+            send_error(res, bad_request(hosts > 1 ? "the request has more than one Host header"
+                                                  : "the request has no Host header (HTTP/1.1 requires one)"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        const std::string host = req.get_header_value("Host");
+        if (check_host && hosts == 1 && !host_allowed(host, o.allowed_hosts)) {
+            send_error(res, server_error(403,
+                                         "the Host '" + printable(host, 200) +
+                                             "' is not a name of this server: only this machine's loopback names "
+                                             "(localhost, 127.0.0.1, [::1]) reach it, unless it is started with "
+                                             "--allowed-hosts naming the host (a page on a name pointed at this machine "
+                                             "could otherwise use it: DNS rebinding)",
+                                         "permission_error"));
+            return httplib::Server::HandlerResponse::Handled;
         }
         if (req.method == "OPTIONS") {
             res.status = 204;

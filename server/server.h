@@ -31,6 +31,7 @@ struct ServerOptions {
     int n_ctx_total = 0;                     // split evenly among the slots; 0: the model's context, at most 4096
     std::string api_key;                     // "" for none
     std::string cors_origins = "localhost";  // --cors-origins: the browser pages on other origins let in (origin_allowed)
+    std::string allowed_hosts;  // --allowed-hosts: Host names let in besides the loopback ones (host_allowed); "" not given
     int timeout_seconds = limits::kServerTimeoutSeconds;  // reading a request, writing a response
     std::string model_name;                               // what /v1/models and the replies call the model
     SamplerParams sampler;                                // defaults a request's fields override

@@ -248,6 +248,10 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --bench --bench-pp 0 --bench-tg 0", "nothing to measure"},
         {kModel + " --server --api-key ''", "--api-key is empty"},
         {kModel + " --server --host ''", "--host is empty"},
+        {kModel + " --server --allowed-hosts ''", "--allowed-hosts is empty"},
+        {kModel + " --server --allowed-hosts my.lan:8080", "without its port"},
+        {kModel + " --server --allowed-hosts 'a.lan,,b.lan'", "an item of the list is empty"},
+        {kModel + " --server --allowed-hosts '*.example.com'", "not a host name or address"},
         // Over 64 bytes a token of the context: refused before tokenizing (base/limits.h).
         {kModel + " -c 4 -p " + std::string(300, 'a'), "too long to be tokenized"},
         {kModel + " -f build/tests/cli-huge-prompt.txt", "too long to be tokenized"},

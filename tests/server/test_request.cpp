@@ -392,8 +392,10 @@ TEST_CASE("server request: the error body is OpenAI's shape") {
 // "localhost" stands for pages on this machine's loopback names (RFC 6761: localhost and the
 // names under .localhost; 127.0.0.1; [::1]).
 TEST_CASE("server request: which origins --cors-origins lets in") {
+    // The loopback addresses are 127.0.0.0/8 and ::1 (RFC 6890); a browser writes ::1 as [::1].
     for (const char* o : {"http://localhost", "http://localhost:5173", "https://LOCALHOST:8443", "http://127.0.0.1:3000",
-                          "http://[::1]:8000", "https://app.localhost", "http://a.b.localhost:1"}) {
+                          "http://[::1]:8000", "https://app.localhost", "http://a.b.localhost:1", "http://127.0.0.2",
+                          "http://127.255.0.1:80", "http://[0:0:0:0:0:0:0:1]"}) {
         INFO(o);
         CHECK(origin_allowed(o, "localhost"));
         CHECK(origin_allowed(o, "https://x.example, localhost"));
@@ -401,7 +403,7 @@ TEST_CASE("server request: which origins --cors-origins lets in") {
     }
     for (const char* o :
          {"http://evil.example", "http://localhost.evil.example", "http://127.0.0.1.evil.example:80", "http://localhost:80/path",
-          "http://localhost:", "http://localhost:abc", "ftp://localhost", "null", "http://[::1", "http://127.0.0.2", ""}) {
+          "http://localhost:", "http://localhost:abc", "ftp://localhost", "null", "http://[::1", "http://128.0.0.1", ""}) {
         INFO(o);
         CHECK(!origin_allowed(o, "localhost"));
     }
@@ -416,6 +418,44 @@ TEST_CASE("server request: which origins --cors-origins lets in") {
     CHECK(!origin_allowed("http://localhost\r:5173", "*"));
     CHECK(!origin_allowed(std::string("http://localhost\x7f"), "*"));
     CHECK(!origin_allowed("http://a.localhost\t", "localhost"));
+}
+
+// The Host check against DNS rebinding: Host is HOST[:PORT] (RFC 9110 7.2, RFC 3986 3.2.2); the
+// loopback names are localhost and the names under .localhost (RFC 6761 6.3), 127.0.0.0/8 and
+// ::1 (RFC 6890), as --allowed-hosts's help says; the ".NAME" items as Vite's allowedHosts.
+TEST_CASE("server request: the Host names let in, and the lists --allowed-hosts takes") {
+    for (const char* h : {"localhost", "localhost:8080", "LocalHost:8080", "app.localhost:5173", "a.b.localhost", "127.0.0.1",
+                          "127.0.0.1:8080", "127.1.2.3:80", "[::1]", "[::1]:8080", "[0:0:0:0:0:0:0:1]:8080"}) {
+        INFO(h);
+        CHECK(host_allowed(h, ""));
+        CHECK(host_allowed(h, "my.lan"));
+    }
+    for (const char* h : {"evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.evil.example", "localhost.",
+                          "128.0.0.1", "192.168.1.5:8080", "[::2]", "[::1", "localhost:abc", "localhost:", "localhost:80:80", "",
+                          ":8080", "local host", "localhost\r", "0x7f.0.0.1", "127.1", "127.000.0.1"}) {
+        INFO(h);
+        CHECK(!host_allowed(h, ""));
+        CHECK(!host_allowed(h, "my.lan,.example.com"));
+    }
+    CHECK(host_allowed("my.lan", "my.lan"));
+    CHECK(host_allowed("MY.LAN:8080", "other.lan, my.lan"));
+    CHECK(host_allowed("192.168.1.5:8080", "192.168.1.5"));
+    CHECK(host_allowed("[fe80::1]:8080", "[FE80::1]"));
+    CHECK(!host_allowed("a.my.lan", "my.lan"));
+    CHECK(host_allowed("example.com", ".example.com"));
+    CHECK(host_allowed("a.b.example.com:443", ".example.com"));
+    CHECK(!host_allowed("badexample.com", ".example.com"));
+    CHECK(host_allowed("evil.example:8080", "*"));
+    CHECK(host_allowed("evil.example", "my.lan, *"));
+
+    CHECK(check_allowed_hosts("my.lan") == "");
+    CHECK(check_allowed_hosts("my.lan, .example.com,192.168.1.5,[fe80::1],*") == "");
+    CHECK(check_allowed_hosts("my.lan:8080").find("without its port") != std::string::npos);
+    CHECK(check_allowed_hosts("[::1]:80").find("without its port") != std::string::npos);
+    CHECK(check_allowed_hosts("a,,b").find("empty") != std::string::npos);
+    CHECK(check_allowed_hosts("a,").find("empty") != std::string::npos);
+    CHECK(check_allowed_hosts("*.example.com").find("not a host name") != std::string::npos);
+    CHECK(check_allowed_hosts("http://my.lan").find("not a host name") != std::string::npos);
 }
 
 // RFC 6750 2.1: credentials = "Bearer" 1*SP b64token; the scheme's name is case-insensitive

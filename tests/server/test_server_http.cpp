@@ -331,9 +331,9 @@ TEST_CASE(
     {
         const int fd = connect_to(p, 10);
         REQUIRE(fd >= 0);
-        REQUIRE(send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+        REQUIRE(send_all(fd, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
         CHECK(read_one(fd).status == 200);
-        send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\n" + many + "\r\n");
+        send_all(fd, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + many + "\r\n");
         const Response second = parse_response(read_to_close(fd));
         close(fd);
         check_error_shape(second, 431);
@@ -342,7 +342,8 @@ TEST_CASE(
     // A flood: a request line, then header lines without end (cpp-httplib 0.11 alone kept
     // them all: ~208 MB of memory for 100 MB). The server answers 431 and closes once the head
     // is over the limit; the client's sending fails long before it has sent everything.
-    for (const std::string start : {"GET /health HTTP/1.1\r\nHost: x\r\n", "GET /"}) {  // header lines; one endless request line
+    for (const std::string start :
+         {"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", "GET /"}) {  // header lines; one endless request line
         const int fd = connect_to(p, 10);
         REQUIRE(fd >= 0);
         timeval tv{10, 0};
@@ -393,7 +394,7 @@ TEST_CASE("server http: a chunked body is held to the body limit, and a request'
     const int p = s.port();
     const long rss_before = rss_kib(s.pid());
     const std::string head =
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n";
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n";
     // A small chunked body is read as any other.
     const std::string body = completion_body("ROMEO:", 4);
     char size[16];
@@ -423,7 +424,9 @@ TEST_CASE("server http: a chunked body is held to the body limit, and a request'
         const int fd = connect_to(p, 10);
         REQUIRE(fd >= 0);
         const auto t = Clock::now();
-        send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+        send_all(
+            fd,
+            "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
         for (int i = 0; i < 20 && seconds_since(t) < 3 && send_all(fd, " "); i++)
             std::this_thread::sleep_for(std::chrono::milliseconds(250));
         const Response r = parse_response(read_to_close(fd));
@@ -537,9 +540,9 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     check_error_shape(raw_exchange(p, request_text("POST", "/v1/completions", std::string(limits::kServerBodyBytes + 1, ' '))),
                       413);
     // A header line over cpp-httplib's 8 KiB is refused without an answer or with 400.
-    Response big_header =
-        raw_exchange(p, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(limits::kServerHeaderLineBytes + 100, 'a') +
-                            "\r\nConnection: close\r\n\r\n");
+    Response big_header = raw_exchange(
+        p, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(limits::kServerHeaderLineBytes + 100, 'a') +
+               "\r\nConnection: close\r\n\r\n");
     CHECK((big_header.status == 0 || big_header.status == 400));
     // A request line that is not HTTP.
     CHECK(raw_exchange(p, "HELLO\r\n\r\n").status != 200);
@@ -568,7 +571,7 @@ TEST_CASE(
         const int fd = connect_to(p, 10);
         REQUIRE(fd >= 0);
         const auto t = Clock::now();
-        send_all(fd, line + "\r\nHost: x\r\nContent-Length: " + std::to_string(hidden.size()) + "\r\n\r\n" + hidden);
+        send_all(fd, line + "\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(hidden.size()) + "\r\n\r\n" + hidden);
         const std::string raw = read_to_close(fd);
         close(fd);
         INFO(line << ": " << raw);
@@ -593,7 +596,7 @@ TEST_CASE(
                                       std::to_string(limits::kServerBodyBytes + 1)}) {
         const auto t = Clock::now();
         const Response r = raw_exchange(p,
-                                        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                         "Content-Length: " +
                                             length + "\r\n\r\n{\"prompt\":\"a\"}");
         INFO("Content-Length: " << length);
@@ -1093,6 +1096,98 @@ TEST_CASE("server http: a page on another origin gets CORS answers: loopback ori
     }
 }
 
+// DNS rebinding: a page on evil.example, its name then pointed at 127.0.0.1, calls the server as
+// its own origin and sends "Host: evil.example[:port]". Expected answers: Ollama's
+// allowedHostsMiddleware (a server on a loopback address answers 403 to a Host that is no
+// loopback name, before any handler; on a non-loopback address it does not check), RFC 9112 3.2
+// (an HTTP/1.1 request without Host, or with two, is a 400), RFC 6761 6.3 and RFC 6890 for the
+// loopback names.
+TEST_CASE("server http: a server on loopback refuses a Host that is no loopback name, against DNS rebinding") {
+    auto with_host = [](int port, const std::string& method, const std::string& path, const std::string& host,
+                        const std::string& extra = "", const std::string& version = "HTTP/1.1") {
+        const std::string body = method == "POST" ? completion_body("ROMEO:", 2) : "";
+        return raw_exchange(
+            port,
+            method + " " + path + " " + version + "\r\n" + (host.empty() ? "" : "Host: " + host + "\r\n") +
+                "Connection: close\r\n" + extra +
+                (method == "POST" ? "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n"
+                                  : "") +
+                "\r\n" + body);
+    };
+    {
+        Server s("-np 1 -c 512");
+        REQUIRE(s.ready());
+        const int p = s.port();
+        const std::string port = std::to_string(p);
+        for (const std::string& host :
+             std::vector<std::string>{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST", "app.localhost:" + port,
+                                      "127.0.0.2:" + port, "[::1]:" + port, "127.0.0.1"}) {
+            INFO(host);
+            CHECK(with_host(p, "GET", "/v1/models", host).status == 200);
+        }
+        // Every path and method: the chat page, a preflight from an origin let in, a completion.
+        for (const std::string& host :
+             std::vector<std::string>{"evil.example:" + port, "evil.example", "localhost.evil.example:" + port,
+                                      "127.0.0.1.evil.example", "192.168.1.5:" + port, "localhost:" + port + "x"}) {
+            INFO(host);
+            check_error_shape(with_host(p, "GET", "/v1/models", host), 403);
+            check_error_shape(with_host(p, "GET", "/", host), 403);
+            check_error_shape(with_host(p, "GET", "/health", host), 403);
+            check_error_shape(with_host(p, "POST", "/v1/completions", host), 403);
+            const Response pre = with_host(p, "OPTIONS", "/v1/chat/completions", host,
+                                           "Origin: http://localhost:5173\r\nAccess-Control-Request-Method: POST\r\n");
+            CHECK(pre.status == 403);
+            CHECK(header_of(pre, "Access-Control-Allow-Methods").empty());
+        }
+        // No job ran for the refused completions.
+        CHECK(s.log().find(" generated") == std::string::npos);
+        // An HTTP/1.0 request may have no Host: let in (no browser sends one without). An
+        // HTTP/1.1 one must have exactly one.
+        CHECK(with_host(p, "GET", "/v1/models", "", "", "HTTP/1.0").status == 200);
+        check_error_shape(with_host(p, "GET", "/v1/models", "evil.example", "", "HTTP/1.0"), 403);
+        check_error_shape(with_host(p, "GET", "/v1/models", ""), 400);
+        check_error_shape(with_host(p, "GET", "/v1/models", "127.0.0.1", "Host: 127.0.0.1\r\n"), 400);
+        CHECK(with_host(p, "POST", "/v1/completions", "localhost:" + port).status == 200);
+        CHECK(s.stop() == 0);
+    }
+    {
+        // --allowed-hosts names more hosts: a name, an address, ".NAME" for a name and those under it.
+        Server s("-np 1 -c 512 --allowed-hosts 'my.lan, 10.0.0.7,.example.com'");
+        REQUIRE(s.ready());
+        const int p = s.port();
+        for (const std::string host :
+             {"my.lan:8080", "MY.LAN", "10.0.0.7:80", "example.com", "a.b.example.com:443", "localhost"}) {
+            INFO(host);
+            CHECK(with_host(p, "GET", "/v1/models", host).status == 200);
+        }
+        for (const std::string host : {"evil.example", "a.my.lan", "badexample.com", "10.0.0.8"}) {
+            INFO(host);
+            check_error_shape(with_host(p, "GET", "/v1/models", host), 403);
+        }
+        CHECK(s.stop() == 0);
+    }
+    {
+        Server s("-np 1 -c 512 --allowed-hosts '*'");
+        REQUIRE(s.ready());
+        CHECK(with_host(s.port(), "GET", "/v1/models", "evil.example:8080").status == 200);
+        CHECK(s.stop() == 0);
+    }
+    {
+        // On 0.0.0.0 the names clients use are not known: no check, as Ollama's; with
+        // --allowed-hosts, the same check as on loopback.
+        Server s("-np 1 -c 512 --host 0.0.0.0");
+        REQUIRE(s.ready());
+        CHECK(with_host(s.port(), "GET", "/v1/models", "evil.example:8080").status == 200);
+        CHECK(s.stop() == 0);
+        Server t("-np 1 -c 512 --host 0.0.0.0 --allowed-hosts my.lan");
+        REQUIRE(t.ready());
+        CHECK(with_host(t.port(), "GET", "/v1/models", "my.lan:8080").status == 200);
+        CHECK(with_host(t.port(), "GET", "/v1/models", "127.0.0.1").status == 200);
+        check_error_shape(with_host(t.port(), "GET", "/v1/models", "evil.example:8080"), 403);
+        CHECK(t.stop() == 0);
+    }
+}
+
 TEST_CASE("server http: --api-key, and the official openai client's test") {
     Server s("-np 2 -c 4096 --api-key sesame");
     REQUIRE(s.ready());
@@ -1126,10 +1221,10 @@ TEST_CASE("server http: --api-key, and the official openai client's test") {
     for (const std::string& body : {std::string(R"({"content":"x"})"), std::string(100000, ' ')}) {
         const int fd = connect_to(p, 10);
         REQUIRE(fd >= 0);
-        send_all(fd, "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+        send_all(fd, "POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
                          std::to_string(body.size()) + "\r\n\r\n" + body);
         check_error_shape(read_one(fd), 401);
-        send_all(fd, "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n");
+        send_all(fd, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sesame\r\n\r\n");
         CHECK(read_one(fd).status == 200);
         close(fd);
     }
