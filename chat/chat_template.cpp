@@ -305,19 +305,21 @@ void format_raw(IdBuilder& b, const Dialog& dialog) {
 // the marker that ends an assistant's turn besides EOS, when the vocabulary has it as one token.
 // `turns`: the template renders each message as a turn of its role, so that a system message
 // may come anywhere (as these templates' Jinja renders it where it stands); the others take one
-// system message, first, and then user and assistant in turn.
+// system message, first, and then user and assistant in turn. `system_in_user`: the system
+// message is written into the first user message, so it needs one.
 struct ChatTemplateRow {
     const char* name;
     void (*format)(IdBuilder&, const Dialog&);
     bool bos_first;
     const char* end_marker;
     bool turns;
+    bool system_in_user;
 };
 const ChatTemplateRow kChatTemplates[] = {
-    {"llama2", format_llama2, false, nullptr, false},    {"zephyr", format_zephyr, true, nullptr, true},
-    {"chatml", format_chatml, true, "<|im_end|>", true}, {"vicuna", format_vicuna, true, nullptr, false},
-    {"llama3", format_llama3, true, "<|eot_id|>", true}, {"qwen3", format_qwen3, true, "<|im_end|>", true},
-    {"mistral", format_mistral, true, nullptr, false},   {"raw", format_raw, true, nullptr, true},
+    {"llama2", format_llama2, false, nullptr, false, true},     {"zephyr", format_zephyr, true, nullptr, true, false},
+    {"chatml", format_chatml, true, "<|im_end|>", true, false}, {"vicuna", format_vicuna, true, nullptr, false, false},
+    {"llama3", format_llama3, true, "<|eot_id|>", true, false}, {"qwen3", format_qwen3, true, "<|im_end|>", true, false},
+    {"mistral", format_mistral, true, nullptr, false, true},    {"raw", format_raw, true, nullptr, true, false},
 };
 
 const ChatTemplateRow* find_template(const std::string& name) {
@@ -370,7 +372,17 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
         }
     }
     if (prefill && !d.empty() && d.back().role == "assistant") return "the dialog ends with two assistant messages";
-    if (add_generation_prompt && (d.size() == first || d.back().role == "assistant" || (!t->turns && d.back().role != "user")))
+    // A reply begun after the system message alone: its turn stands on its own in the templates
+    // of turns and in vicuna's, as llama-server renders their Jinja; llama2's and mistral's put
+    // it into the first user message, and without one their Jinja drops it (llama-server then
+    // continues the reply's text alone).
+    const bool after_system = prefill && first == 1 && d.size() == 1;
+    if (after_system && t->system_in_user)
+        return "the " + name +
+               " chat template puts the system message into the first user message: a reply to continue needs a user "
+               "message before it";
+    if (add_generation_prompt && !after_system &&
+        (d.size() == first || d.back().role == "assistant" || (!t->turns && d.back().role != "user")))
         return "a generation prompt needs the dialog to end with a user message";
 
     ids->clear();

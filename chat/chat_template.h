@@ -71,7 +71,8 @@ std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, co
 // begins: the dialog ends with a user message (or a system message, in those templates), or
 // with an assistant message that is the start of the reply (a prefill, as llama-server
 // continues it): the dialog before it with the generation prompt, then that message's text, not
-// closed. "" on success, else why not.
+// closed; the dialog before it may be the system message alone, except in llama2 and mistral,
+// which write the system message into the first user message. "" on success, else why not.
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
                         bool add_generation_prompt, std::vector<int>* ids);
 

@@ -198,8 +198,12 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
             out->back().content += "\n\n" + cm.content;
             continue;
         }
-        if (r == "assistant" && !spoken)
-            return bad_request("'" + where + "' is from the assistant: the conversation must start with the user's message",
+        // The user speaks first; but a reply begun after the system message alone is continued,
+        // as llama-server renders it (the system turn, the generation prompt, the reply's text).
+        if (r == "assistant" && !spoken && !(prefill && !out->empty()))
+            return bad_request("'" + where +
+                                   "' is from the assistant: the conversation must start with the user's message (or, "
+                                   "after a system message, with a reply to continue, as the last message)",
                                "messages");
         spoken |= r != "system";
         out->push_back(std::move(cm));

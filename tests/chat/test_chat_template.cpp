@@ -248,6 +248,28 @@ TEST_CASE("chat template: a last assistant message is the start of the reply, co
         INFO(name);
         CHECK(format(name, t.tok, d) == tokenize_rendered(t.tok, text, {{"<s>", BOS}, {"</s>", EOS}}));
     }
+    // After the system message alone (no user message): its turn, the generation prompt, the text.
+    const std::vector<ChatMessage> after_system = {{"system", "Be brief.", {}}, {"assistant", " It lies", {}}};
+    const std::pair<const char*, const char*> after_system_rendered[] = {
+        {"llama3",
+         "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n It "
+         "lies"},
+        {"chatml", "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>assistant\n It lies"},
+        {"qwen3", "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n It lies"},
+        {"zephyr", "<|system|>\nBe brief.</s>\n<|assistant|>\n It lies"},
+    };
+    for (const auto& [name, text] : after_system_rendered) {
+        INFO(name);
+        CHECK(format(name, t.tok, after_system) == tokenize_rendered(t.tok, text, {{"<s>", BOS}, {"</s>", EOS}}));
+    }
+    // Llama-2-chat's Jinja writes the system message into the first user message, and without one
+    // drops it (llama-server renders " It lies" alone); Mistral's likewise: refused, not dropped.
+    for (const char* name : {"llama2", "mistral"}) {
+        std::vector<int> ids;
+        const std::string err = format_chat(name, t.tok, after_system, true, &ids);
+        INFO(name << ": " << err);
+        CHECK(err.find("puts the system message into the first user message") != std::string::npos);
+    }
     // Two assistant messages at the end: llama-server refuses them too.
     std::vector<ChatMessage> two = d;
     two.insert(two.end() - 1, {"assistant", "x", {}});

@@ -151,6 +151,11 @@ TEST_CASE("server request: messages: roles, content parts, order") {
     refused(
         R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"}]})",
         true, "messages");
+    // ...also after the system message alone, as llama-server takes it (the template decides: format_chat).
+    const CompletionRequest after_system =
+        chat_ok(R"({"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"Wh"}]})");
+    REQUIRE(after_system.messages.size() == 2);
+    CHECK(after_system.messages[1].role == "assistant");
     std::string many = R"({"messages":[)";
     for (size_t i = 0; i <= limits::kServerMessages; i++) many += std::string(i ? "," : "") + R"({"role":"user","content":"x"})";
     refused(many + "]}", true, "messages");

@@ -1342,6 +1342,8 @@ TEST_CASE("server http: a last assistant message is continued and a later system
                                {{"role", "assistant"}, {"content", "Sir"}},
                                {{"role", "system"}, {"content", "Be brief."}},
                                {{"role", "user"}, {"content", "Speak"}}};
+    const json after_system = {{{"role", "system"}, {"content", "Be brief."}},
+                               {{"role", "assistant"}, {"content", "  I am the prince "}}};
     auto body = [](const json& messages, bool stream = false) {
         return json{{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}, {"stream", stream}}.dump();
     };
@@ -1369,6 +1371,11 @@ TEST_CASE("server http: a last assistant message is continued and a later system
                                 json{{"messages", thou}, {"max_tokens", 4}, {"temperature", 0}}.dump());
         CHECK(text_of(t) == "Thou art a banish");
         CHECK(t.j()["usage"]["prompt_tokens"] == 42);
+        // A reply begun after the system message alone: the system turn, the generation prompt, the text.
+        const Response a = http(s.port(), "POST", "/v1/chat/completions", body(after_system));
+        INFO(a.body);
+        CHECK(text_of(a) == "  I am the prince enterors, and");
+        CHECK(a.j()["usage"]["prompt_tokens"] == 48);
         CHECK(s.stop() == 0);
     }
     {
@@ -1379,6 +1386,10 @@ TEST_CASE("server http: a last assistant message is continued and a later system
         REQUIRE(r.status == 200);
         CHECK(text_of(r) == "To the court");
         CHECK(r.j()["usage"]["prompt_tokens"] == 187);
+        const Response a = http(s.port(), "POST", "/v1/chat/completions", body(after_system));
+        INFO(a.body);
+        CHECK(text_of(a) == "  I am the prince enterructed");
+        CHECK(a.j()["usage"]["prompt_tokens"] == 80);
         CHECK(s.stop() == 0);
     }
     {
@@ -1388,6 +1399,11 @@ TEST_CASE("server http: a last assistant message is continued and a later system
         const Response r = http(s.port(), "POST", "/v1/chat/completions", body(later_system));
         check_error_shape(r, 400, "messages");
         CHECK(r.body.find("system message only as the first message") != std::string::npos);
+        // Its Jinja writes the system message into the first user message; without one it drops
+        // it, and llama-server continues the reply's text alone: refused instead.
+        const Response a = http(s.port(), "POST", "/v1/chat/completions", body(after_system));
+        check_error_shape(a, 400, "messages");
+        CHECK(a.body.find("puts the system message into the first user message") != std::string::npos);
         CHECK(s.stop() == 0);
     }
 }
