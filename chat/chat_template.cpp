@@ -342,12 +342,13 @@ const std::vector<std::string>& chat_template_names() {
 bool is_chat_template(const std::string& name) { return find_template(name) != nullptr; }
 
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
-                        bool add_generation_prompt, std::vector<int>* ids) {
+                        bool add_generation_prompt, std::vector<int>* ids, bool continue_last) {
     const ChatTemplateRow* t = find_template(name);
     if (!t) return "unknown chat template " + in_quotes(name);
     // A reply begun (a prefill): the dialog before it is formatted with the generation prompt,
     // and its text follows, as llama-server continues a last assistant message.
-    const bool prefill = add_generation_prompt && !dialog.empty() && dialog.back().role == "assistant";
+    const bool last_assistant = !dialog.empty() && dialog.back().role == "assistant";
+    const bool prefill = add_generation_prompt && continue_last && last_assistant;
     const std::vector<ChatMessage> before(dialog.begin(), dialog.end() - (prefill ? 1 : 0));
     const std::vector<ChatMessage>& d = prefill ? before : dialog;
     size_t first = 0;
@@ -381,7 +382,13 @@ std::string format_chat(const std::string& name, const Tokenizer& tok, const std
         return "the " + name +
                " chat template puts the system message into the first user message: a reply to continue needs a user "
                "message before it";
-    if (add_generation_prompt && !after_system &&
+    // A finished reply last, and a new turn after it: the templates of turns render it, turn after turn.
+    const bool reply_after_reply = add_generation_prompt && !continue_last && last_assistant;
+    if (reply_after_reply && !t->turns)
+        return "the " + name +
+               " chat template has no assistant turn after the assistant's: the last message must be the user's, or a "
+               "reply to continue";
+    if (add_generation_prompt && !after_system && !reply_after_reply &&
         (d.size() == first || d.back().role == "assistant" || (!t->turns && d.back().role != "user")))
         return "a generation prompt needs the dialog to end with a user message";
 

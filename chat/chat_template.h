@@ -72,9 +72,12 @@ std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, co
 // with an assistant message that is the start of the reply (a prefill, as llama-server
 // continues it): the dialog before it with the generation prompt, then that message's text, not
 // closed; the dialog before it may be the system message alone, except in llama2 and mistral,
-// which write the system message into the first user message. "" on success, else why not.
+// which write the system message into the first user message. Without continue_last, a last
+// assistant message is a finished turn instead, and the generation prompt opens a new one after
+// it (continue_final_message false, as vLLM renders it), in the templates of turns only (llama2,
+// mistral and vicuna have no assistant turn after the assistant's). "" on success, else why not.
 std::string format_chat(const std::string& name, const Tokenizer& tok, const std::vector<ChatMessage>& dialog,
-                        bool add_generation_prompt, std::vector<int>* ids);
+                        bool add_generation_prompt, std::vector<int>* ids, bool continue_last = true);
 
 // The ids that end an assistant's turn: those that end any generation (end_of_generation_ids:
 // EOS, the model's `eos_id`, and the end markers llama.cpp knows), and the template's end marker

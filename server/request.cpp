@@ -7,6 +7,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "base/json_input.h"
@@ -149,7 +150,8 @@ ApiError message_text(const json& content, size_t index, const char* separator, 
     return {};
 }
 
-ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
+// continue_last: a last assistant message is the start of the reply (CompletionRequest).
+ApiError read_messages(const json& j, bool continue_last, std::vector<ChatMessage>* out) {
     const json* m = field(j, "messages");
     if (!m) return bad_request("'messages' is required", "messages");
     if (!m->is_array()) return wrong_type("messages", *m, "a list of messages");
@@ -183,7 +185,7 @@ ApiError read_messages(const json& j, std::vector<ChatMessage>* out) {
         cm.role = r;
         // Text parts are lines, as llama-server and vLLM join them; those of a last assistant
         // message (the start of the reply) paragraphs, as llama-server joins a prefill's.
-        const bool prefill = r == "assistant" && i + 1 == m->size();
+        const bool prefill = r == "assistant" && i + 1 == m->size() && continue_last;
         if (ApiError e = message_text(*content, i, prefill ? "\n\n" : "\n", &cm.content)) return e;
         // A last assistant message is the start of the reply, which the model continues (as
         // llama-server prefills it); llama-server refuses two at the end.
@@ -267,11 +269,32 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         if (!off)
             return unsupported("chat_template_kwargs", "the built-in templates take no arguments (Qwen3's thinking stays off)");
     }
+    // continue_final_message (vLLM's, after transformers' apply_chat_template; llama-server reads
+    // it too) says what a last assistant message is. true: the start of the reply, continued, as
+    // hearth takes it when the field is absent (llama-server's "content" says the same). false: a
+    // finished turn, after which the reply is a new one (vLLM's reading; llama-server takes
+    // false as absent and continues the message).
+    std::optional<bool> continue_final;
+    if (const json* c = field(j, "continue_final_message")) {
+        if (*c == "reasoning_content")
+            return unsupported("continue_final_message", "\"reasoning_content\": the built-in templates render no reasoning");
+        if (!c->is_boolean() && *c != "content") return wrong_type("continue_final_message", *c, "a boolean");
+        continue_final = *c != false;
+    }
+    r.continue_last = continue_final.value_or(true);
     // vLLM's and llama-server's switch for the assistant header after the last message: without
-    // it the model continues the user's text. (A reply begun in the request is continued anyway:
-    // a last assistant message, as llama-server prefills it.)
-    if (const json* g = field(j, "add_generation_prompt"); g && *g != true)
-        return unsupported("add_generation_prompt", "only true: the reply follows the assistant's header");
+    // it the model continues the last message's text. That is what continue_final_message true
+    // asks, and both servers refuse the two true together (add_generation_prompt is true unless
+    // given): the last message, the assistant's, is then continued. Else hearth takes only true.
+    const json* g = field(j, "add_generation_prompt");
+    if (continue_final == true && (!g || *g != false))
+        return bad_request(
+            "'continue_final_message' true continues the last message, so no assistant header may follow it: send "
+            "'add_generation_prompt': false with it (which is true unless given), as vLLM and llama-server ask",
+            "add_generation_prompt");
+    if (continue_final != true && g && *g != true)
+        return unsupported("add_generation_prompt",
+                           "only true (the reply follows the assistant's header), or false with 'continue_final_message' true");
     if (const json* b = field(j, "best_of"); b && *b != 1) return unsupported("best_of", "only best_of = 1");
     for (const char* name : {"tools", "functions"})
         if (const json* t = field(j, name); t && !(t->is_array() && t->empty()))
@@ -322,7 +345,12 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         r.model = m->get<std::string>();
     }
     if (chat) {
-        if (ApiError e = read_messages(j, &r.messages)) return e;
+        if (ApiError e = read_messages(j, r.continue_last, &r.messages)) return e;
+        if (continue_final == true && r.messages.back().role != "assistant")
+            return bad_request(
+                "'continue_final_message' true continues the last message, which must be the assistant's: the start of "
+                "the reply (hearth does not continue a user's or system message)",
+                "continue_final_message");
     } else {
         const json* p = field(j, "prompt");
         if (!p) return bad_request("'prompt' is required", "prompt");

@@ -34,8 +34,11 @@ struct CompletionRequest {
     bool chat = false;  // /v1/chat/completions, else /v1/completions
     // chat: the user's first (after system messages), then user and assistant in turn, no two in a row
     // from one side; system messages where format_chat takes them; a last assistant message is the
-    // start of the reply, which the model continues (a prefill)
+    // start of the reply, which the model continues (a prefill), when continue_last
     std::vector<ChatMessage> messages;
+    // continue_final_message: true or absent, a last assistant message is continued (and may follow
+    // the system message alone); false, it is a finished turn and the reply a new one after it
+    bool continue_last = true;
     std::string prompt;           // completions: the text to continue
     bool prompt_is_ids = false;   // completions: the prompt came as token ids, in prompt_ids
     std::vector<int> prompt_ids;  // each in 0..INT_MAX; the server checks them against its vocabulary

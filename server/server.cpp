@@ -1024,7 +1024,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             // As the model's Jinja template renders a dialog without a system message (Qwen2.5's).
             if (!lm.default_system.empty() && (r.messages.empty() || r.messages[0].role != "system"))
                 r.messages.insert(r.messages.begin(), ChatMessage{"system", lm.default_system, {}});
-            err = format_chat(lm.template_name, lm.tok, r.messages, true, &job->prompt);
+            err = format_chat(lm.template_name, lm.tok, r.messages, true, &job->prompt, r.continue_last);
             if (!err.empty()) return send_error(res, bad_request("the messages: " + err, "messages"));
         } else if (r.prompt_is_ids) {
             // Both the embedding and the tokenizer (which decodes the prompt's tail) must know each id.
@@ -1054,7 +1054,7 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         // A reply begun in the request (a prefill) is continued, and its text is the start of the
         // reply's content, streamed or not, as llama-server answers; logprobs and usage count
         // the generated tokens.
-        job->prefill = chat && r.messages.back().role == "assistant";
+        job->prefill = chat && r.continue_last && r.messages.back().role == "assistant";
         if (job->prefill) push_piece(*job, {r.messages.back().content, {}});
         if (!r.seed_given) r.sampler.seed = random_seed();
         job->id = (chat ? "chatcmpl-" : "cmpl-") + random_id();

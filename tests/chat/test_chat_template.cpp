@@ -270,6 +270,33 @@ TEST_CASE("chat template: a last assistant message is the start of the reply, co
         INFO(name << ": " << err);
         CHECK(err.find("puts the system message into the first user message") != std::string::npos);
     }
+    // Not continued (continue_final_message false): a finished turn, then the generation prompt,
+    // as llama-server --no-prefill-assistant renders the same Jinja (and vLLM's false).
+    const std::vector<ChatMessage> closed = {{"user", "Hello!", {}}, {"assistant", "Ahoy there.", {}}};
+    const std::pair<const char*, const char*> closed_rendered[] = {
+        {"llama3",
+         "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nAhoy "
+         "there.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+        {"chatml", "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\nAhoy there.<|im_end|>\n<|im_start|>assistant\n"},
+        {"qwen3",
+         "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nAhoy "
+         "there.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+        {"zephyr", "<|user|>\nHello!</s>\n<|assistant|>\nAhoy there.</s>\n<|assistant|>\n"},
+    };
+    for (const auto& [name, text] : closed_rendered) {
+        INFO(name);
+        std::vector<int> ids;
+        REQUIRE(format_chat(name, t.tok, closed, true, &ids, false) == "");
+        CHECK(ids == tokenize_rendered(t.tok, text, {{"<s>", BOS}, {"</s>", EOS}}));
+    }
+    // Llama-2-chat's and Mistral's Jinja have no generation prompt (the reply follows [/INST]),
+    // vicuna's none after a reply: no turn to open.
+    for (const char* name : {"llama2", "mistral", "vicuna"}) {
+        std::vector<int> ids;
+        const std::string err = format_chat(name, t.tok, closed, true, &ids, false);
+        INFO(name << ": " << err);
+        CHECK(err.find("no assistant turn after the assistant's") != std::string::npos);
+    }
     // Two assistant messages at the end: llama-server refuses them too.
     std::vector<ChatMessage> two = d;
     two.insert(two.end() - 1, {"assistant", "x", {}});

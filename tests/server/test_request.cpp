@@ -161,6 +161,48 @@ TEST_CASE("server request: messages: roles, content parts, order") {
     refused(many + "]}", true, "messages");
 }
 
+// continue_final_message, as vLLM's ChatCompletionRequest and llama-server's
+// (tools/server/server-common.cpp) read it: true (llama-server's "content" too) continues the
+// last message and needs add_generation_prompt false (both refuse the two true together); false
+// makes a last assistant message a finished turn (vLLM's reading, with a new turn after it).
+TEST_CASE("server request: continue_final_message continues the last assistant message or closes it") {
+    const std::string prefill = R"("messages":[{"role":"user","content":"x"},{"role":"assistant","content":"Wh"}])";
+    const CompletionRequest absent = chat_ok("{" + prefill + "}");
+    CHECK(absent.continue_last);
+    for (const char* value : {"true", "\"content\""}) {
+        INFO(value);
+        const CompletionRequest r =
+            chat_ok("{" + prefill + R"(,"add_generation_prompt":false,"continue_final_message":)" + value + "}");
+        CHECK(r.continue_last);
+        REQUIRE(r.messages.size() == 2);
+        CHECK(r.messages[1].role == "assistant");
+        refused("{" + prefill + R"(,"continue_final_message":)" + value + "}", true, "add_generation_prompt");
+        refused("{" + prefill + R"(,"add_generation_prompt":true,"continue_final_message":)" + value + "}", true,
+                "add_generation_prompt");
+    }
+    // Only the assistant's message is continued.
+    refused("{" + kUser + R"(,"add_generation_prompt":false,"continue_final_message":true})", true, "continue_final_message");
+    const CompletionRequest closed = chat_ok("{" + prefill + R"(,"continue_final_message":false})");
+    CHECK(!closed.continue_last);
+    REQUIRE(closed.messages.size() == 2);
+    // A closed turn is no reply begun: its text parts are lines, as every message's but a prefill's.
+    CHECK(chat_ok(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"a"},)"
+                  R"({"type":"text","text":"b"}]}],"continue_final_message":false})")
+              .messages[1]
+              .content == "a\nb");
+    // ...and the assistant does not speak first, even after a system message.
+    refused(
+        R"({"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"Wh"}],"continue_final_message":false})",
+        true, "messages");
+    // With a last user message, false changes nothing.
+    CHECK(chat_ok("{" + kUser + R"(,"continue_final_message":false})").messages.size() == 1);
+    refused("{" + prefill + R"(,"continue_final_message":"reasoning_content","add_generation_prompt":false})", true,
+            "continue_final_message");
+    refused("{" + prefill + R"(,"continue_final_message":1})", true, "continue_final_message");
+    refused("{" + prefill + R"(,"continue_final_message":"yes"})", true, "continue_final_message");
+    refused("{" + prefill + R"(,"continue_final_message":false,"add_generation_prompt":false})", true, "add_generation_prompt");
+}
+
 TEST_CASE("server request: completions take a prompt string") {
     CompletionRequest r = completion_ok(R"({"prompt":"Once upon a time","max_tokens":5})");
     CHECK(!r.chat);

@@ -1376,6 +1376,21 @@ TEST_CASE("server http: a last assistant message is continued and a later system
         INFO(a.body);
         CHECK(text_of(a) == "  I am the prince enterors, and");
         CHECK(a.j()["usage"]["prompt_tokens"] == 48);
+        // continue_final_message true, with add_generation_prompt false as llama-server (and vLLM)
+        // ask: the same prefill. false: the message is a finished turn and the reply a new one,
+        // as llama-server --no-prefill-assistant renders it (vLLM's false).
+        auto with = [&](const std::string& extra) {
+            json b = {{"messages", thou}, {"max_tokens", 4}, {"temperature", 0}};
+            b.update(json::parse(extra));
+            return http(s.port(), "POST", "/v1/chat/completions", b.dump());
+        };
+        const Response cont = with(R"({"continue_final_message": true, "add_generation_prompt": false})");
+        CHECK(text_of(cont) == "Thou art a banish");
+        CHECK(cont.j()["usage"]["prompt_tokens"] == 42);
+        check_error_shape(with(R"({"continue_final_message": true})"), 400, "add_generation_prompt");
+        const Response closed = with(R"({"continue_final_message": false})");
+        CHECK(text_of(closed) == "To the c");
+        CHECK(closed.j()["usage"]["prompt_tokens"] == 62);
         CHECK(s.stop() == 0);
     }
     {
@@ -1390,6 +1405,12 @@ TEST_CASE("server http: a last assistant message is continued and a later system
         INFO(a.body);
         CHECK(text_of(a) == "  I am the prince enterructed");
         CHECK(a.j()["usage"]["prompt_tokens"] == 80);
+        const json thou = {{{"role", "user"}, {"content", "Who art thou?"}}, {{"role", "assistant"}, {"content", "Thou art"}}};
+        const Response closed =
+            http(s.port(), "POST", "/v1/chat/completions",
+                 json{{"messages", thou}, {"max_tokens", 4}, {"temperature", 0}, {"continue_final_message", false}}.dump());
+        CHECK(text_of(closed) == "To the c");
+        CHECK(closed.j()["usage"]["prompt_tokens"] == 110);
         CHECK(s.stop() == 0);
     }
     {
@@ -1404,6 +1425,11 @@ TEST_CASE("server http: a last assistant message is continued and a later system
         const Response a = http(s.port(), "POST", "/v1/chat/completions", body(after_system));
         check_error_shape(a, 400, "messages");
         CHECK(a.body.find("puts the system message into the first user message") != std::string::npos);
+        // Llama-2-chat's Jinja has no generation prompt: no new turn after a finished reply.
+        const json thou = {{{"role", "user"}, {"content", "Who art thou?"}}, {{"role", "assistant"}, {"content", "Thou art"}}};
+        check_error_shape(http(s.port(), "POST", "/v1/chat/completions",
+                               json{{"messages", thou}, {"max_tokens", 4}, {"continue_final_message", false}}.dump()),
+                          400, "messages");
         CHECK(s.stop() == 0);
     }
 }
