@@ -566,6 +566,11 @@ int run_main(int argc, char** argv) {
     if (args.was_given("--api-key") && o.server_options.api_key.empty())
         return fail("--api-key is empty: give a key, or leave the option out to serve without one");
     if (args.was_given("--host") && o.server_options.host.empty()) return fail("--host is empty");
+    // An empty list (an unset $ORIGINS) would let no page in, silently.
+    if (args.was_given("--cors-origins") && o.server_options.cors_origins.empty())
+        return fail(
+            "--cors-origins is empty: name the origins whose pages may call the server, 'localhost' (the default) for "
+            "this machine's, or '*' for any");
     if (args.was_given("--allowed-hosts")) {
         if (o.server_options.allowed_hosts.empty())
             return fail("--allowed-hosts is empty: name the hosts to let in besides the loopback names, or '*' for any");

@@ -249,6 +249,7 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --server --api-key ''", "--api-key is empty"},
         {kModel + " --server --host ''", "--host is empty"},
         {kModel + " --server --allowed-hosts ''", "--allowed-hosts is empty"},
+        {kModel + " --server --cors-origins ''", "--cors-origins is empty"},
         {kModel + " --server --allowed-hosts my.lan:8080", "without its port"},
         {kModel + " --server --allowed-hosts 'a.lan,,b.lan'", "an item of the list is empty"},
         {kModel + " --server --allowed-hosts '*.example.com'", "not a host name or address"},
