@@ -9,7 +9,6 @@
 #include <csignal>
 #include <cstdio>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <random>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -788,6 +788,28 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
     });
 
+    // Every endpoint is registered through these, which also note its method by its pattern
+    // (cpp-httplib matches a request's path against each route's pattern as a regex): OPTIONS and
+    // a 405 then name the methods that path takes, and a known path asked with another method is
+    // told 405, not "no such endpoint". The routes are all registered before the server listens.
+    std::vector<std::pair<std::regex, std::string>> routes;
+    auto get = [&](const char* path, httplib::Server::Handler h) {
+        routes.emplace_back(std::regex(path), "GET");
+        svr.Get(path, std::move(h));
+    };
+    auto post = [&](const char* path, httplib::Server::Handler h) {
+        routes.emplace_back(std::regex(path), "POST");
+        svr.Post(path, std::move(h));
+    };
+    // The methods a path takes, as its Allow header lists them (RFC 9110 10.2.1): a GET route
+    // answers HEAD too (cpp-httplib routes HEAD to it), and every path OPTIONS; "" for no route.
+    auto allowed_methods = [&routes](const std::string& path) {
+        bool takes_get = false, takes_post = false;
+        for (const auto& [pattern, method] : routes)
+            if (std::regex_match(path, pattern)) (method == "GET" ? takes_get : takes_post) = true;
+        if (!takes_get && !takes_post) return std::string();
+        return std::string(takes_get ? "GET, HEAD, " : "") + (takes_post ? "POST, " : "") + "OPTIONS";
+    };
     const std::string& key = o.api_key;
     // A page on another origin (CORS, by the Fetch standard): one that --cors-origins lets in
     // gets Access-Control-Allow-Origin on every answer (errors too, so that it can read them),
@@ -832,10 +854,16 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
             return httplib::Server::HandlerResponse::Handled;
         }
         if (req.method == "OPTIONS") {
+            // The methods the path takes (RFC 9110 9.3.7), "OPTIONS *" the server's; no such path, 404.
+            const std::string allow = req.path == "*" ? "GET, HEAD, POST, OPTIONS" : allowed_methods(req.path);
+            if (allow.empty()) {
+                send_error(res, server_error(404, "no such endpoint: OPTIONS " + printable(req.path, 200), "not_found_error"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
             res.status = 204;
-            res.set_header("Allow", "GET, HEAD, POST, OPTIONS");
+            res.set_header("Allow", allow);
             if (cors && req.has_header("Access-Control-Request-Method")) {
-                res.set_header("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
+                res.set_header("Access-Control-Allow-Methods", allow);
                 const std::string asked = req.get_header_value("Access-Control-Request-Headers");
                 if (!asked.empty()) res.set_header("Access-Control-Allow-Headers", asked);
                 res.set_header("Access-Control-Max-Age", "600");
@@ -881,29 +909,17 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         }
         return httplib::Server::HandlerResponse::Unhandled;
     });
-    // Every endpoint is registered through these, which also note its method: a known path asked
-    // with another method is then told 405 and which method it takes, not "no such endpoint".
-    std::map<std::string, std::string> method_of;
-    auto get = [&](const char* path, httplib::Server::Handler h) {
-        method_of[path] = "GET";
-        svr.Get(path, std::move(h));
-    };
-    auto post = [&](const char* path, httplib::Server::Handler h) {
-        method_of[path] = "POST";
-        svr.Post(path, std::move(h));
-    };
     // Statuses cpp-httplib sets itself (404, 413, 400 for a malformed request line...) get a body
-    // in OpenAI's shape. The routes are all registered before the server listens, and
-    // method_of is only read here after that.
-    svr.set_error_handler([&method_of](const httplib::Request& req, httplib::Response& res) {
+    // in OpenAI's shape.
+    svr.set_error_handler([&allowed_methods](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
-        const auto known = res.status == 404 ? method_of.find(req.path) : method_of.end();
-        if (known != method_of.end()) {
+        const std::string allow = res.status == 404 ? allowed_methods(req.path) : "";
+        if (!allow.empty()) {
             res.status = 405;
-            res.set_header("Allow", known->second);
+            res.set_header("Allow", allow);  // RFC 9110 15.5.6
         }
         std::string msg =
-            res.status == 405   ? printable(req.method, 20) + " " + req.path + ": this endpoint takes " + known->second
+            res.status == 405   ? printable(req.method, 20) + " " + req.path + ": this endpoint takes " + allow
             : res.status == 404 ? "no such endpoint: " + printable(req.method, 20) + " " + printable(req.path, 200)
             : res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0
                 // cpp-httplib's own limit for such bodies (curl -d sends that type)
@@ -959,8 +975,8 @@ int serve(const ServerOptions& o, const ModelLoader& load) {
         e.code = "model_not_found";
         send_error(res, e);
     };
-    svr.Get(R"(/v1/models/(.+))", retrieve_model);
-    svr.Get(R"(/models/(.+))", retrieve_model);
+    get(R"(/v1/models/(.+))", retrieve_model);
+    get(R"(/models/(.+))", retrieve_model);
     get("/slots", [&](const httplib::Request&, httplib::Response& res) {
         std::lock_guard<std::mutex> lk(sched_m);
         send_json(res, 200, sched ? sched->slots_json() : json::array());

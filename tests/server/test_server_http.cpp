@@ -522,14 +522,44 @@ TEST_CASE("server http: malformed requests get OpenAI-shaped errors and the serv
     check_error_shape(lg, 400, "prompt");
     CHECK(lg.j()["error"]["code"] == "context_length_exceeded");
     // An unknown path: 404. A known path asked with another method: 405 with an Allow header
-    // naming the method it takes (RFC 9110, 15.5.6).
+    // naming the methods the path takes (RFC 9110 15.5.6, 10.2.1), as OPTIONS names them for
+    // each path (9.3.7): a path served by GET answers HEAD too, every path OPTIONS.
     check_error_shape(http(p, "GET", "/v2/nothing"), 404);
+    // Whether an Allow header lists exactly these methods, in any order.
+    auto allows = [](const std::string& value, std::vector<std::string> methods) {
+        size_t items = 1 + std::count(value.begin(), value.end(), ',');
+        for (const std::string& m : methods)
+            if (!lists(value, m)) return false;
+        return items == methods.size();
+    };
     Response wrong_method = http(p, "GET", "/v1/chat/completions");
     check_error_shape(wrong_method, 405);
-    CHECK((wrong_method.headers + "\r\n").find("\r\nAllow: POST\r\n") != std::string::npos);
+    CHECK(allows(header_of(wrong_method, "Allow"), {"POST", "OPTIONS"}));
     wrong_method = http(p, "POST", "/health", "{}");
     check_error_shape(wrong_method, 405);
-    CHECK((wrong_method.headers + "\r\n").find("\r\nAllow: GET\r\n") != std::string::npos);
+    CHECK(allows(header_of(wrong_method, "Allow"), {"GET", "HEAD", "OPTIONS"}));
+    for (const auto& [path, methods] :
+         std::vector<std::pair<std::string, std::vector<std::string>>>{{"/v1/chat/completions", {"POST", "OPTIONS"}},
+                                                                       {"/completions", {"POST", "OPTIONS"}},
+                                                                       {"/tokenize", {"POST", "OPTIONS"}},
+                                                                       {"/v1/models", {"GET", "HEAD", "OPTIONS"}},
+                                                                       {"/v1/models/some-model", {"GET", "HEAD", "OPTIONS"}},
+                                                                       {"/health", {"GET", "HEAD", "OPTIONS"}},
+                                                                       {"/", {"GET", "HEAD", "OPTIONS"}}}) {
+        INFO(path);
+        const Response o = http(p, "OPTIONS", path);
+        CHECK(o.status == 204);
+        CHECK(allows(header_of(o, "Allow"), methods));
+        // What the Allow header lists is what the path answers.
+        if (methods[0] == "GET") CHECK(raw_exchange(p, request_text("HEAD", path, "")).status != 405);
+    }
+    // A preflight is told the path's methods too.
+    const Response pre =
+        http(p, "OPTIONS", "/v1/models", "", "Origin: http://localhost:5173\r\nAccess-Control-Request-Method: GET\r\n");
+    CHECK(allows(header_of(pre, "Access-Control-Allow-Methods"), {"GET", "HEAD", "OPTIONS"}));
+    check_error_shape(http(p, "OPTIONS", "/v2/nothing"), 404);
+    CHECK(allows(header_of(raw_exchange(p, "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"), "Allow"),
+                 {"GET", "HEAD", "POST", "OPTIONS"}));
     // A JSON body of 40 KB sent as a form (curl -d's type): cpp-httplib's 8 KiB limit for forms,
     // said as such (it said "larger than 8 MiB").
     Response form = http(p, "POST", "/v1/completions", json{{"prompt", std::string(40000, 'a')}}.dump(),
