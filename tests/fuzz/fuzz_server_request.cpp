@@ -1,9 +1,10 @@
 // libFuzzer target: the server's request parser (server/request.h), the JSON body of every
 // POST a client sends. The first byte picks the endpoint (chat, completions, tokenize,
 // detokenize); the rest is the body. Besides crashes and sanitizer reports, a body the parser
-// accepts must hold what the server relies on: messages that alternate and end with the user,
-// stop strings within their limits, token-id prompts non-empty and not negative, a max_tokens that is positive or "none", sampling values
-// in their ranges; a refused one must say why with status 400.
+// accepts must hold what the server relies on: no two messages in a row from one side, the
+// user first (but for a reply continued right after the system message), stop strings within
+// their limits, token-id prompts non-empty and not negative, a max_tokens that is positive or
+// "none", sampling values in their ranges; a refused one must say why with status 400.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -41,10 +42,21 @@ void check_completion(const CompletionRequest& r) {
     }
     if (!r.chat) return;
     require(!r.messages.empty() && r.messages.size() <= limits::kServerMessages, "1..kServerMessages messages");
-    require(r.messages.back().role == "user", "the last message is the user's");
-    const size_t first = r.messages[0].role == "system" ? 1 : 0;
-    for (size_t i = first; i < r.messages.size(); i++)
-        require(r.messages[i].role == ((i - first) % 2 == 0 ? "user" : "assistant"), "user and assistant alternate");
+    // Messages from one side in a row are joined; system messages may stand between turns (the
+    // chat template decides where); a last assistant message is a reply to continue, or with
+    // continue_final_message false a finished one.
+    size_t first_spoken = r.messages.size();
+    for (size_t i = 0; i < r.messages.size(); i++) {
+        const std::string& role = r.messages[i].role;
+        require(role == "system" || role == "user" || role == "assistant", "roles are system, user and assistant");
+        require(i == 0 || r.messages[i - 1].role != role, "no two messages in a row from one side");
+        if (role != "system" && first_spoken == r.messages.size()) first_spoken = i;
+    }
+    require(first_spoken < r.messages.size(), "a user or assistant message");
+    const bool continued_after_system =
+        r.continue_last && first_spoken > 0 && first_spoken + 1 == r.messages.size();  // [system, assistant]
+    require(r.messages[first_spoken].role == "user" || continued_after_system,
+            "the user speaks first, but for a reply continued right after the system message");
 }
 
 }  // namespace
