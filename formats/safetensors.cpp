@@ -1,6 +1,8 @@
 #include "formats/safetensors.h"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "base/json_input.h"
 #include "base/limits.h"
@@ -35,6 +37,8 @@ std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::
     nlohmann::json header;
     std::string err = parse_json(std::string_view(reinterpret_cast<const char*>(base) + 8, header_len), &header);
     if (!err.empty()) return "bad safetensors header: " + err;
+    // Each tensor's byte range and its name as printed: checked together after the header.
+    std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;
     try {
         if (!header.is_object()) return "safetensors header is not a JSON object";
         for (auto& [key, info] : header.items()) {
@@ -69,10 +73,33 @@ std::string parse_safetensors(const uint8_t* base, uint64_t size, std::map<std::
             t.data = data + begin;
             t.bytes = end - begin;
             (*tensors)[key] = std::move(t);
+            ranges.emplace_back(begin, end, name);
         }
     } catch (const std::exception& e) {
         return std::string("bad safetensors header: ") + e.what();
     }
+    // The format's spec: "the byte buffer needs to be entirely indexed, and cannot contain
+    // holes", so that no file is also a file of another format (a polyglot). Its reference
+    // reader sorts the ranges and refuses one that does not start where the previous ended
+    // (InvalidOffset) and data past the last (MetadataIncompleteBuffer); so does this one.
+    std::sort(ranges.begin(), ranges.end());
+    uint64_t covered = 0;
+    const std::string* previous = nullptr;
+    for (const auto& [begin, end, name] : ranges) {
+        if (begin > covered)
+            return "tensor " + name + " starts at byte " + std::to_string(begin) + " of the data, leaving a hole after byte " +
+                   std::to_string(covered) + " (the format requires the tensors to cover the data exactly)";
+        if (begin < covered)
+            return "tensor " + name + " (bytes " + std::to_string(begin) + ".." + std::to_string(end) +
+                   " of the data) overlaps tensor " + *previous + ", which ends at byte " + std::to_string(covered) +
+                   ": tensors must not overlap";
+        covered = end;
+        previous = &name;
+    }
+    if (covered != data_size)
+        return std::to_string(data_size - covered) + " bytes follow the data of the last tensor" +
+               (ranges.empty() ? std::string() : " (" + std::get<2>(ranges.back()) + ")") +
+               " (the format requires the tensors to cover the data exactly)";
     return "";
 }
 

@@ -1,9 +1,11 @@
 // The Hugging Face importer on crafted folders: config.json values must be what they say
-// (integers in range, finite numbers), safetensors headers must describe aligned data inside
-// the file, and every refusal is one line naming the problem.
+// (integers in range, finite numbers), safetensors headers must describe the data of the file
+// exactly, and every refusal is one line naming the problem.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <vector>
@@ -107,8 +109,14 @@ static std::string import_with_header(const std::function<void(nlohmann::json&)>
 TEST_CASE("import_hf: safetensors headers are checked against the file") {
     const std::string embed = "model.embed_tokens.weight";
     REQUIRE(import_with_header([](nlohmann::json&) {}) == "");
+    // A tensor the model looks for, renamed: its bytes stay covered (the format forbids holes),
+    // under a name the importer ignores.
+    auto remove = [](nlohmann::json& h, const std::string& name) {
+        h["unused." + name] = h[name];
+        h.erase(name);
+    };
     // An untied model without its output matrix: the message names the config key a user would fix.
-    const std::string no_head = import_with_header([](nlohmann::json& h) { h.erase("lm_head.weight"); });
+    const std::string no_head = import_with_header([&](nlohmann::json& h) { remove(h, "lm_head.weight"); });
     CHECK(no_head.find("lm_head.weight is missing") != std::string::npos);
     CHECK(no_head.find("\"tie_word_embeddings\": true") != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) {
@@ -130,10 +138,71 @@ TEST_CASE("import_hf: safetensors headers are checked against the file") {
     CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["dtype"] = "F128"; }).find("dtype") != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) { h[embed]["dtype"] = 5; }).find(embed) != std::string::npos);
     CHECK(import_with_header([&](nlohmann::json& h) { h[embed] = "nothing"; }).find(embed) != std::string::npos);
-    CHECK(import_with_header([&](nlohmann::json& h) { h.erase(embed); }).find("missing") != std::string::npos);
+    CHECK(import_with_header([&](nlohmann::json& h) { remove(h, embed); }).find("missing") != std::string::npos);
     const std::string err = import_with_header([&](nlohmann::json& h) { h["bad\nname"] = {{"dtype", "F32"}}; });
     CHECK(err.find("bad\\x0aname") != std::string::npos);  // escaped, not printed raw
     CHECK(err.find('\n') == std::string::npos);
+}
+
+// The safetensors spec: "the byte buffer needs to be entirely indexed, and cannot contain holes.
+// This prevents the creation of polyglot files." Its reference reader (safetensors'
+// Metadata::validate and read_metadata) sorts the tensors by offset and refuses a tensor that
+// does not start where the one before ended (InvalidOffset, naming it) and bytes after the
+// last (MetadataIncompleteBuffer). hearth read all three files below. quantize refuses each
+// in one line naming the file and the tensor, and leaves no output.
+TEST_CASE("import_hf: safetensors data with a hole, an overlap or bytes after the last tensor is refused") {
+    const std::string out = "build/tests/crafted-hf-cover.hearth";
+    auto refused = [&](const std::string& what) {
+        CommandResult q = run_command("rm -f " + out + " && ./quantize " + kDir + " " + out + " -q");
+        CHECK(q.exit_code == 1);
+        CHECK(q.err.find(kDir + "/model.safetensors") != std::string::npos);
+        CHECK(q.err.find(what) != std::string::npos);
+        CHECK(std::count(q.err.begin(), q.err.end(), '\n') == 1);
+        CHECK_FALSE(std::filesystem::exists(out));
+    };
+    // The data's length, the end of the last tensor in the unchanged file.
+    uint64_t data_end = 0;
+    write_with_header(
+        "mha",
+        [&](nlohmann::json& h) {
+            for (auto& [name, info] : h.items())
+                if (name != "__metadata__") data_end = std::max(data_end, info["data_offsets"][1].get<uint64_t>());
+        },
+        0);
+    REQUIRE(run_command("./quantize " + kDir + " " + out + " -q").exit_code == 0);
+    {
+        CAPTURE("4 bytes after the last tensor");
+        std::ofstream(kDir + "/model.safetensors", std::ios::binary | std::ios::app) << "abcd";
+        refused("4 bytes follow the data of the last tensor");
+    }
+    {
+        CAPTURE("a tensor 4 bytes after the end of the others, leaving a hole");
+        write_with_header(
+            "mha",
+            [&](nlohmann::json& h) {
+                h["extra"] = {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {data_end + 4, data_end + 8}}};
+            },
+            0);
+        std::ofstream(kDir + "/model.safetensors", std::ios::binary | std::ios::app) << "abcdefgh";
+        refused("tensor 'extra' starts at byte " + std::to_string(data_end + 4) + " of the data, leaving a hole");
+    }
+    {
+        CAPTURE("a tensor over the first 4 bytes of another");
+        write_with_header(
+            "mha",
+            [&](nlohmann::json& h) {
+                h["extra"] = {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0, 4}}};
+            },
+            0);
+        refused("tensors must not overlap");
+    }
+    {
+        CAPTURE("two tensors on the same bytes");
+        write_with_header(
+            "mha",
+            [&](nlohmann::json& h) { h["lm_head.weight"]["data_offsets"] = h["model.embed_tokens.weight"]["data_offsets"]; }, 0);
+        refused("tensors must not overlap");
+    }
 }
 
 // kDir as quantize's f32 file at `out`, run greedy on the prompt of tests/data/parity/FOLDER's
