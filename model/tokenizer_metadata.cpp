@@ -13,6 +13,7 @@ static const char* const kRemoveExtraWhitespaces = "tokenizer.ggml.remove_extra_
 // knows the pre-tokenizer by its name only).
 static const char* const kTokens = "tokenizer.ggml.tokens";
 static const char* const kTokenTypes = "tokenizer.ggml.token_type";
+static const char* const kScores = "tokenizer.ggml.scores";  // SentencePiece only
 static const char* const kMerges = "tokenizer.ggml.merges";
 static const char* const kPre = "tokenizer.ggml.pre";
 static const char* const kPreSplitRegex = "hearth.tokenizer.pre_split_regex";
@@ -35,9 +36,7 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
     std::vector<float> scores;
     std::vector<int32_t> types;
     std::string err;
-    if (!(err = m.get_strings("tokenizer.ggml.tokens", &tokens)).empty()) return err;
-    if (!(err = m.get_f32s("tokenizer.ggml.scores", &scores)).empty()) return err;
-    if (!(err = m.get_i32s("tokenizer.ggml.token_type", &types)).empty()) return err;
+    if (!(err = m.get_strings(kTokens, &tokens)).empty()) return err;
     // llama.cpp's defaults for a SentencePiece vocabulary, when a key is absent.
     int32_t ids[4] = {0, 1, 2, -1};  // unk, bos, eos, pad
     const char* const keys[4] = {"tokenizer.ggml.unknown_token_id", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
@@ -50,6 +49,31 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
         if (v >= tokens.size())
             return "metadata " + std::string(keys[i]) + " is " + std::to_string(v) + ", outside the vocabulary";
         ids[i] = int32_t(v);
+    }
+    // llama.cpp reads a vocabulary without scores as scores of 0 (ties merge leftmost first) and
+    // one without token types as types "normal" (llama_vocab::impl::load). Its tokenizer still
+    // falls back to the <0xXX> pieces by their text and keeps BOS and EOS special; SentencePiece
+    // does so by type, so the types given here are those: the unknown id unknown, BOS, EOS and
+    // a padding id other than it control, and the 256 <0xXX> pieces bytes when all are there.
+    if (m.has(kScores)) {
+        if (!(err = m.get_f32s(kScores, &scores)).empty()) return err;
+    } else {
+        scores.assign(tokens.size(), 0.0f);
+    }
+    if (m.has(kTokenTypes)) {
+        if (!(err = m.get_i32s(kTokenTypes, &types)).empty()) return err;
+    } else {
+        types.assign(tokens.size(), SentencePieceModel::kNormal);
+        std::vector<size_t> byte_pieces;
+        for (size_t i = 0; i < tokens.size(); i++)
+            if (byte_piece_value(tokens[i]) >= 0) byte_pieces.push_back(i);
+        if (byte_pieces.size() == 256)
+            for (size_t i : byte_pieces) types[i] = SentencePieceModel::kByte;
+        // (The default ids may lie past a tiny vocabulary: sentencepiece_model_from_vocab says so.)
+        const int n = int(tokens.size());
+        for (int i = 1; i < 4; i++)
+            if (ids[i] >= 0 && ids[i] < n && ids[i] != ids[0]) types[size_t(ids[i])] = SentencePieceModel::kControl;
+        if (ids[0] < n) types[size_t(ids[0])] = SentencePieceModel::kUnknown;
     }
     bool add_space_prefix = kDefaultAddSpacePrefix, remove_extra_whitespaces = kDefaultRemoveExtraWhitespaces;
     if (m.has(kAddSpacePrefix) && !(err = m.get_bool(kAddSpacePrefix, &add_space_prefix)).empty()) return err;
@@ -216,9 +240,9 @@ std::string tokenizer_to_gguf_metadata(const TokenizerSpec& t, int n_vocab, Meta
         }
     }
     m->set_string(kModel, "llama");
-    m->set_strings("tokenizer.ggml.tokens", tokens);
-    m->set_f32s("tokenizer.ggml.scores", scores);
-    m->set_i32s("tokenizer.ggml.token_type", types);
+    m->set_strings(kTokens, tokens);
+    m->set_f32s(kScores, scores);
+    m->set_i32s(kTokenTypes, types);
     m->set_u32("tokenizer.ggml.unknown_token_id", uint32_t(sp.unk_id));
     if (sp.pad_id >= 0) m->set_u32("tokenizer.ggml.padding_token_id", uint32_t(sp.pad_id));
     if (sp.normalizer.add_dummy_prefix != kDefaultAddSpacePrefix) m->set_bool(kAddSpacePrefix, sp.normalizer.add_dummy_prefix);

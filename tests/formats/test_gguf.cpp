@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <tuple>
 
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
@@ -480,6 +481,52 @@ TEST_CASE("gguf: a SentencePiece vocabulary whose add_bos_token is false gives p
         std::vector<int> hids;
         REQUIRE(htok.encode("Once upon a time", true, &hids) == "");
         CHECK(hids == ids);
+    }
+}
+
+// A SentencePiece ("llama") vocabulary without tokenizer.ggml.scores or without
+// tokenizer.ggml.token_type: llama.cpp's loader (src/llama-vocab.cpp) takes scores of 0 and
+// types "normal" for what is absent, and runs the file; hearth refused it. mini-F16.gguf with
+// the keys removed by gguf-py; the ids are llama-tokenize's (llama.cpp 3f545becc, special
+// tokens parsed, BOS added) on each file. Without scores the merges tie, so "café" and
+// " there" split otherwise; without types the <0xXX> pieces still take bytes (the emoji,
+// "\n") and "</s>" is still EOS.
+TEST_CASE("gguf: a SentencePiece vocabulary without scores or token types tokenizes as llama.cpp's") {
+    const std::string text1 = "Once upon a time, the caf\xc3\xa9 sold \xe6\x97\xa5\xe6\x9c\xac tea \xf0\x9f\x99\x82\nnew line";
+    const std::string text2 = "hi</s> there";
+    const std::vector<int> scored1 = {1,     9038,  2501,  263,   931, 29892, 278, 274, 28059, 5239, 29871,
+                                      30325, 30346, 23429, 29871, 243, 162,   156, 133, 13,    1482, 1196};
+    const std::vector<int> zero_scores1 = {1,     9038,  2501,  263,   931, 29892, 278, 5777, 29888, 29948, 5239, 29871,
+                                           30325, 30346, 23429, 29871, 243, 162,   156, 133,  13,    1482,  1196};
+    const std::vector<int> scored2 = {1, 7251, 2, 29871, 727}, zero_scores2 = {1, 7251, 2, 259, 12711};
+    const std::vector<std::string> scores = {"tokenizer.ggml.scores"}, types = {"tokenizer.ggml.token_type"},
+                                   both = {"tokenizer.ggml.scores", "tokenizer.ggml.token_type"};
+    for (auto [removed, want1, want2] :
+         {std::tuple{&scores, &zero_scores1, &zero_scores2}, std::tuple{&types, &scored1, &scored2},
+          std::tuple{&both, &zero_scores1, &zero_scores2}}) {
+        CAPTURE(removed->size());
+        CAPTURE(removed->front());
+        const std::string path = rewritten_mini("build/tests/gguf-no-scores.gguf",
+                                                [&, removed = removed](Metadata* meta, std::vector<TensorView>*) {
+                                                    for (const std::string& key : *removed) meta->erase(key);
+                                                },
+                                                {});
+        Model m;
+        REQUIRE(load_model(path, &m) == "");
+        Tokenizer tok;
+        REQUIRE(load_tokenizer(m, &tok) == "");
+        std::vector<int> ids1, ids2;
+        REQUIRE(tok.encode_special(text1, true, &ids1) == "");
+        CHECK(ids1 == *want1);
+        REQUIRE(tok.encode_special(text2, true, &ids2) == "");
+        CHECK(ids2 == *want2);
+        // run reads it as well, and quantize converts it.
+        CommandResult r = run_command("./run " + path + " -p 'Once upon a time' -n 4 --temp 0 -t 2");
+        INFO(r.err);
+        CHECK(r.exit_code == 0);
+        CommandResult q = run_command("./quantize " + path + " build/tests/gguf-no-scores.hearth -q");
+        INFO(q.err);
+        CHECK(q.exit_code == 0);
     }
 }
 
