@@ -197,13 +197,14 @@ TEST_CASE("gguf: the vocabulary in the metadata tokenizes exactly as the Llama-2
 // IQ4_NL; e.g. Qwen2.5-0.5B, dim 896): run computes with their blocks as they are. tiny320 (dim
 // 320) has them where llama.cpp's own Q4_K_M and Q5_K_M mixes put them. BF16 (the "-BF16.gguf"
 // downloads): tied128, whose token embedding is every matrix's type and the output matrix too.
+// hd64: heads of 64 with dim 128 and 4 heads (llama.attention.key_length 64, not dim / heads).
 TEST_CASE(
     "gguf: Q5_K_M, Q3_K_M, Q2_K, IQ4_XS, the 32-element types and BF16 run directly, close to the reference, and keep their "
     "blocks") {
     const std::pair<std::string, uint32_t> files[] = {
-        {"tiny-Q5_K_M", TYPE_Q5_K},    {"tiny-Q3_K_M", TYPE_Q3_K},    {"tiny-Q2_K", TYPE_Q2_K},   {"tiny-IQ4_XS", TYPE_IQ4_XS},
-        {"tiny-Q4_1", TYPE_Q4_1},      {"tiny-Q5_0", TYPE_Q5_0},      {"tiny-Q5_1", TYPE_Q5_1},   {"tiny-IQ4_NL", TYPE_IQ4_NL},
-        {"tiny320-Q4_K_M", TYPE_Q5_0}, {"tiny320-Q5_K_M", TYPE_Q5_1}, {"tied128-BF16", TYPE_BF16}};
+        {"tiny-Q5_K_M", TYPE_Q5_K},    {"tiny-Q3_K_M", TYPE_Q3_K},    {"tiny-Q2_K", TYPE_Q2_K},    {"tiny-IQ4_XS", TYPE_IQ4_XS},
+        {"tiny-Q4_1", TYPE_Q4_1},      {"tiny-Q5_0", TYPE_Q5_0},      {"tiny-Q5_1", TYPE_Q5_1},    {"tiny-IQ4_NL", TYPE_IQ4_NL},
+        {"tiny320-Q4_K_M", TYPE_Q5_0}, {"tiny320-Q5_K_M", TYPE_Q5_1}, {"tied128-BF16", TYPE_BF16}, {"hd64-Q8_0", TYPE_Q8_0}};
     for (const auto& [type, block_type] : files) {
         CAPTURE(type);
         const std::string file = "tests/data/gguf-types/" + type + ".gguf";
@@ -250,6 +251,24 @@ TEST_CASE(
         const std::vector<float> lg = prompt_logits(m, ref.prompt_ids), lh = prompt_logits(mk, ref.prompt_ids);
         CHECK(std::memcmp(lg.data(), lh.data(), lg.size() * sizeof(float)) == 0);
     }
+}
+
+// A Llama whose heads are wider than dim / heads: llama.attention.key_length 64 with dim 128 and
+// 4 heads (tests/data/gguf-types/hd64-Q8_0.gguf, made by llama-quantize). The reference reads the
+// key since tests/reference/gguf_llama.py was fixed (it took dim / heads, and PyTorch refused the
+// shapes); llama.cpp's llama-server (3f545becc) gives the reference's first 8 greedy ids on the
+// file, 504,45,37,507,416,446,386,14, before its output check stops at a piece that is not UTF-8.
+TEST_CASE("gguf: a Llama whose head dimension is attention.key_length, not dim / heads, runs as llama.cpp") {
+    const std::string file = "tests/data/gguf-types/hd64-Q8_0.gguf";
+    const Reference ref = read_reference("tests/data/gguf-types/hd64-Q8_0.golden.json");
+    Model m;
+    REQUIRE(load_model(file, &m) == "");
+    CHECK(m.config.dim == 128);
+    CHECK(m.config.n_heads == 4);
+    CHECK(m.config.head_dim == 64);
+    const std::vector<int> llama_cpp = {504, 45, 37, 507, 416, 446, 386, 14};
+    CHECK(std::vector<int>(ref.greedy_ids.begin(), ref.greedy_ids.begin() + 8) == llama_cpp);
+    CHECK(greedy_ids(file, 8, ref.prompt_ids) == join(llama_cpp) + "\n");
 }
 
 // ---- damaged and crafted files ----

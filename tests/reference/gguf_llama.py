@@ -51,7 +51,13 @@ def load(path):
     m.n_layers = field(r, "llama.block_count")
     m.n_heads = field(r, "llama.attention.head_count")
     m.n_kv = field(r, "llama.attention.head_count_kv", m.n_heads)
-    m.head_dim = m.hidden // m.n_heads
+    # llama.cpp's default for a head's width (n_embd_head_k); a file says otherwise when it is not
+    # (Qwen3's shapes, or a Llama whose config.json sets head_dim).
+    m.head_dim = field(r, "llama.attention.key_length", m.hidden // m.n_heads)
+    value_length = field(r, "llama.attention.value_length", m.head_dim)
+    assert value_length == m.head_dim, f"value_length {value_length} != key_length {m.head_dim}: not a Llama hf_llama computes"
+    rope_dims = field(r, "llama.rope.dimension_count", m.head_dim)
+    assert rope_dims == m.head_dim, f"rope.dimension_count {rope_dims} rotates part of a head of {m.head_dim}"
     m.eps = float(field(r, "llama.attention.layer_norm_rms_epsilon"))
     m.theta = float(field(r, "llama.rope.freq_base", 10000.0))
     m.embed = t["token_embd.weight"]

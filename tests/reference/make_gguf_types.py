@@ -13,7 +13,9 @@ llama.cpp's own llama-quantize, and their reference goldens (tests/data/gguf-typ
    types there (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), as in Qwen2.5-0.5B's (dim 896) files.
    tied128 is smaller (dim 128, hidden 256, 2 heads / 1 kv head) with tied embeddings (no
    lm_head: token_embd is the output matrix too), for BF16, whose 2 bytes a weight would make
-   tiny's file 1.7 MB.
+   tiny's file 1.7 MB. hd64 is a Llama whose heads are wider than dim / heads (config.json's
+   head_dim 64 with dim 128 and 4 heads; the GGUF says llama.attention.key_length 64), as some
+   fine-tunes and pruned models are.
 2. llama.cpp's llama-quantize (LLAMA_CPP/build/bin) makes one file per type from it (BF16: every
    matrix converted, the token embedding too; the norms stay F32).
 3. gguf_llama.py (PyTorch on gguf-py's dequantization) gives each file's greedy ids and
@@ -32,15 +34,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, "tests/data/gguf-types")
 # (model, llama-quantize type): the file tests/data/gguf-types/MODEL-TYPE.gguf.
 FILES = [("tiny", t) for t in ["Q2_K", "Q3_K_M", "Q5_K_M", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"]] + \
-        [("tiny320", "Q4_K_M"), ("tiny320", "Q5_K_M"), ("tied128", "BF16")]
-# dim, hidden, heads, kv heads, tied embeddings
-MODELS = {"tiny": (256, 512, 4, 2, False), "tiny320": (320, 768, 5, 1, False), "tied128": (128, 256, 2, 1, True)}
+        [("tiny320", "Q4_K_M"), ("tiny320", "Q5_K_M"), ("tied128", "BF16"), ("hd64", "Q8_0")]
+# dim, hidden, heads, kv heads, tied embeddings, head_dim (None: dim / heads)
+MODELS = {"tiny": (256, 512, 4, 2, False, None), "tiny320": (320, 768, 5, 1, False, None),
+          "tied128": (128, 256, 2, 1, True, None), "hd64": (128, 256, 4, 2, False, 64)}
 PROMPT = "1,400,300,200,100"
 
 
 def write_folder(folder, model):
-    (dim, hidden, heads, kv, tied), layers, vocab = MODELS[model], 1, 512
-    hd = dim // heads
+    (dim, hidden, heads, kv, tied, head_dim), layers, vocab = MODELS[model], 1, 512
+    hd = head_dim or dim // heads
     rng = np.random.default_rng(20261123)
     tensors = [("model.embed_tokens.weight", (vocab, dim))]
     for i in range(layers):
@@ -67,6 +70,8 @@ def write_folder(folder, model):
            "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv, "vocab_size": vocab,
            "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
            "tie_word_embeddings": tied, "bos_token_id": 1, "eos_token_id": 2}
+    if head_dim:
+        cfg["head_dim"] = head_dim
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f)
     with open(os.path.join(ROOT, "tests/data/parity/mha/tokenizer.model"), "rb") as src, \
