@@ -130,13 +130,17 @@ int quantize_main(int argc, char** argv) {
     if (S_ISDIR(st.st_mode)) {
         err = import_hf_folder(in_path, &src);
     } else {
-        char magic[8] = {};
+        // The magic, or the whole of a file small enough to be a Git LFS pointer.
+        char head[kGitLfsPointerMaxBytes + 1] = {};
         const int fd = open_regular_file(in_path, &err);  // a FIFO or device: refused, not waited on
         if (fd < 0) return fail(err);
-        const ssize_t n = read(fd, magic, sizeof magic);
+        const ssize_t n = read(fd, head, sizeof head);
         close(fd);
         const size_t got = n > 0 ? size_t(n) : 0;
-        if ((got == sizeof magic && std::memcmp(magic, kCheckpointMagic, sizeof magic) == 0) || is_gguf(magic, got)) {
+        if (is_git_lfs_pointer(head, got)) {
+            err = git_lfs_pointer_error(in_path);
+        } else if ((got >= sizeof kCheckpointMagic && std::memcmp(head, kCheckpointMagic, sizeof kCheckpointMagic) == 0) ||
+                   is_gguf(head, got)) {
             err = import_model_file(in_path, &src);
             if (!type_given) mix = OutputMix::Keep;
         } else if (detect_llama2c(in_path, &not_llama2c) != Llama2cFormat::none) {

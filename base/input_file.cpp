@@ -86,6 +86,18 @@ int open_regular_file(const std::string& path, std::string* why, FileId* id, uin
     return fd;
 }
 
+bool is_git_lfs_pointer(const void* data, uint64_t size) {
+    static const char kVersionLine[] = "version https://git-lfs.github.com/spec/v1\n";
+    const uint64_t n = sizeof kVersionLine - 1;
+    return size >= n && size <= kGitLfsPointerMaxBytes && std::memcmp(data, kVersionLine, n) == 0;
+}
+
+std::string git_lfs_pointer_error(const std::string& path) {
+    return shown_path(path) +
+           " is a Git LFS pointer, not the file it stands for: the repository was cloned without git-lfs (run `git lfs "
+           "pull` in it, or download the file)";
+}
+
 std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id, uint64_t read_at_most) {
     const KindRow& row = row_of(kind);
     const bool cut = read_at_most > 0 && read_at_most <= row.max_bytes;
@@ -147,6 +159,7 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
         out->append(buf, size_t(n));
     }
     ::close(fd);
+    if (why.empty() && kind != InputKind::text && is_git_lfs_pointer(out->data(), out->size())) why = git_lfs_pointer_error(path);
     if (!why.empty()) out->clear();
     return why;
 }

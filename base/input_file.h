@@ -35,6 +35,15 @@ enum class InputKind {
 std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id = nullptr,
                             uint64_t read_at_most = 0);
 
+// A Git LFS pointer: the small text file a clone made without git-lfs holds in place of a large
+// file (Hugging Face repositories keep weights, tokenizer.model and often tokenizer.json so).
+// Git LFS's spec (docs/spec.md): under 1024 bytes, and the first line is the version key,
+// "version https://git-lfs.github.com/spec/v1". Readers refuse one by name, with the fix, rather
+// than report it as a damaged file of the format they expected.
+constexpr uint64_t kGitLfsPointerMaxBytes = 1023;
+bool is_git_lfs_pointer(const void* data, uint64_t size);
+std::string git_lfs_pointer_error(const std::string& path);  // the one line that says so
+
 // The identity of the file a path names now (following links); false when there is none.
 bool file_id_of(const std::string& path, FileId* id);
 

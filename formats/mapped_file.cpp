@@ -62,6 +62,12 @@ std::string MappedFile::open(const std::string& path) {
         size_ = 0;
         return "cannot map " + shown_path(path) + ": " + std::strerror(err);
     }
+    if (is_git_lfs_pointer(data_, size_)) {
+        munmap(data_, size_);
+        data_ = nullptr;
+        size_ = 0;
+        return git_lfs_pointer_error(path);
+    }
     advise_huge_pages(data_, size_);  // before the first touch: map_at_2mb
     return "";
 }

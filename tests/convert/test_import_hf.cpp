@@ -205,6 +205,46 @@ TEST_CASE("import_hf: safetensors data with a hole, an overlap or bytes after th
     }
 }
 
+// A clone of a Hugging Face repository made without git-lfs holds, in place of the weights and
+// tokenizer.model, Git LFS pointers: the small text files of Git LFS's spec (docs/spec.md; this
+// is its example). hearth read them as the formats they stand for and said "safetensors header
+// length 2336927755350992246 does not fit the file", "ModelProto byte 0: field 14 has invalid
+// wire type 6", or that a .gguf was no model file at all. Each is named a pointer now, with the fix.
+TEST_CASE("import_hf: a Git LFS pointer in place of a file is named as one, with the fix") {
+    const std::string pointer =
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+        "size 12345\n";
+    const std::string out = "build/tests/crafted-hf-lfs.hearth";
+    auto refused = [&](const std::string& command, const std::string& path) {
+        CommandResult r = run_command("rm -f " + out + " && " + command);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find(path + " is a Git LFS pointer") != std::string::npos);
+        CHECK(r.err.find("git lfs pull") != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK_FALSE(std::filesystem::exists(out));
+    };
+    for (const std::string file : {"model.safetensors", "tokenizer.model"}) {
+        CAPTURE(file);
+        REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir).exit_code == 0);
+        write_file(kDir + "/" + file, pointer);
+        refused("./quantize " + kDir + " " + out + " -q", kDir + "/" + file);
+    }
+    // A sharded folder's shard, and a model file given alone, to quantize and to run.
+    REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/odd " + kDir).exit_code == 0);
+    write_file(kDir + "/model-00002-of-00002.safetensors", pointer);
+    refused("./quantize " + kDir + " " + out + " -q", kDir + "/model-00002-of-00002.safetensors");
+    const std::string model = "build/tests/crafted-lfs-model.gguf";
+    write_file(model, pointer);
+    refused("./quantize " + model + " " + out + " -q", model);
+    refused("./run " + model + " -p hi -n 1", model);
+    // A file that is not one (the version line later, or 1024 bytes long) is still read as what it claims.
+    write_file(model, "x" + pointer);
+    CHECK(run_command("./run " + model + " -p hi -n 1").err.find("Git LFS") == std::string::npos);
+    write_file(model, pointer + std::string(1024 - pointer.size(), '\n'));
+    CHECK(run_command("./run " + model + " -p hi -n 1").err.find("Git LFS") == std::string::npos);
+}
+
 // kDir as quantize's f32 file at `out`, run greedy on the prompt of tests/data/parity/FOLDER's
 // golden.json: the ids must be PyTorch's (tests/reference/hf_llama.py).
 void check_greedy_ids_are_golden(const std::string& folder, const std::string& out) {
