@@ -165,7 +165,11 @@ std::string from_json(const json& j, const json& config, BpeVocab* out) {
     if (type_of(model) != "BPE")
         return "tokenizer model '" + (type_of(model).empty() ? std::string("?") : type_of(model).substr(0, 40)) +
                "' is not supported (only byte-level BPE)";
-    if (!is_false_or_absent(model, "byte_fallback")) return "BPE with byte_fallback is not supported";
+    // transformers' LlamaConverter writes a SentencePiece model so (Llama-2's, Mistral's, TinyLlama's
+    // tokenizer.json); hearth reads such a tokenizer from the tokenizer.model it came from.
+    if (!is_false_or_absent(model, "byte_fallback"))
+        return "BPE with byte_fallback (a SentencePiece tokenizer saved as tokenizer.json) is not supported: put the model's "
+               "tokenizer.model beside it";
     if (model.contains("dropout") && !model["dropout"].is_null()) return "BPE with dropout is not supported";
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
         if (model.contains(key) && !model[key].is_null() && model[key] != "")

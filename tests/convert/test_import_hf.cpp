@@ -245,6 +245,23 @@ TEST_CASE("import_hf: a Git LFS pointer in place of a file is named as one, with
     CHECK(run_command("./run " + model + " -p hi -n 1").err.find("Git LFS") == std::string::npos);
 }
 
+// A Llama-2-style folder with tokenizer.json only: transformers' LlamaConverter saves the
+// SentencePiece model as a BPE with byte_fallback, which hearth does not read; it reads the
+// tokenizer.model such folders usually have. The message said only "BPE with byte_fallback is
+// not supported"; it names the file to add now.
+TEST_CASE("import_hf: a SentencePiece tokenizer.json without its tokenizer.model names the file to add") {
+    REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir + " && rm " + kDir + "/tokenizer.model")
+                .exit_code == 0);
+    write_file(kDir + "/tokenizer.json",
+               R"({"model": {"type": "BPE", "byte_fallback": true, "fuse_unk": true, "unk_token": "<unk>", )"
+               R"("vocab": {"<unk>": 0, "<s>": 1, "</s>": 2}, "merges": []}})");
+    CommandResult q = run_command("./quantize " + kDir + " build/tests/crafted-hf-fallback.hearth -q");
+    CHECK(q.exit_code == 1);
+    CHECK(q.err.find(kDir + "/tokenizer.json: BPE with byte_fallback") != std::string::npos);
+    CHECK(q.err.find("put the model's tokenizer.model beside it") != std::string::npos);
+    CHECK(std::count(q.err.begin(), q.err.end(), '\n') == 1);
+}
+
 // kDir as quantize's f32 file at `out`, run greedy on the prompt of tests/data/parity/FOLDER's
 // golden.json: the ids must be PyTorch's (tests/reference/hf_llama.py).
 void check_greedy_ids_are_golden(const std::string& folder, const std::string& out) {
