@@ -66,7 +66,7 @@ std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* ou
     if (is_gguf(data, size)) return parse_gguf(data, size, out);
     if (size >= sizeof(kCheckpointMagic) && std::memcmp(data, kCheckpointMagic, sizeof(kCheckpointMagic)) == 0)
         return parse_checkpoint(data, size, out);
-    return "neither a hearth checkpoint nor a GGUF file (wrong magic)";
+    return kNotAModelFile;
 }
 
 std::string finish_config(ParsedCheckpoint* p) {

@@ -24,6 +24,8 @@ struct ParsedCheckpoint {
 std::string parse_checkpoint(const void* data, size_t size, ParsedCheckpoint* out);
 std::string parse_gguf(const void* data, size_t size, ParsedCheckpoint* out);
 std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* out);
+// parse_model_file's reason for a file of neither magic (load_model adds what to do with it).
+inline constexpr char kNotAModelFile[] = "neither a hearth checkpoint nor a GGUF file (wrong magic)";
 
 // What both hearth v2 and GGUF leave to the tensors: the vocabulary size (the embedding's
 // rows) when no key gave it, and tied embeddings when there is no output.weight; then the

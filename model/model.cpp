@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <cstring>
+#include <sys/stat.h>
 #include <map>
 #include <tuple>
 
@@ -149,11 +150,28 @@ std::string check_model_file(const std::string& path) {
 }
 
 std::string load_model(const std::string& path, Model* m) {
+    const std::string shown = shown_path(path);
+    // What a new user gives first: the folder they downloaded, its model.safetensors, or a
+    // llama2.c file. quantize converts them; the message says so rather than only what they are not.
+    auto convert_first = [](const std::string& what, const std::string& input) {
+        return "convert " + what + " first: quantize " + input + " MODEL.hearth";
+    };
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        return shown + " is a folder; run reads a hearth checkpoint or a GGUF file: for a Hugging Face folder, " +
+               convert_first("it", shown);
     std::string err = m->file.open(path);
     if (!err.empty()) return err;
     ParsedCheckpoint parsed;
-    const std::string shown = shown_path(path);
     err = parse_model_file(m->file.data(), m->file.size(), &parsed);
+    if (err == kNotAModelFile) {
+        const size_t slash = path.rfind('/');
+        const std::string folder = slash == std::string::npos ? "." : shown_path(path.substr(0, slash));
+        const bool safetensors = path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+        return shown + ": " + err + "; " +
+               (safetensors ? "weights of a Hugging Face folder: " + convert_first("the folder", folder)
+                            : "for a llama2.c checkpoint, " + convert_first("it", shown));
+    }
     if (!err.empty()) return shown + ": " + err;
     err = bind_model(parsed, m);
     if (!err.empty()) return shown + ": " + err;

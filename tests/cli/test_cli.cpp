@@ -274,6 +274,29 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
     }
 }
 
+// What a new user gives run first: the Hugging Face folder they downloaded, its
+// model.safetensors, or a llama2.c checkpoint. run said only "is a folder, not a regular file"
+// or "neither a hearth checkpoint nor a GGUF file (wrong magic)"; it names the quantize command
+// that converts each now (the folder for a safetensors file, as quantize takes it), and quantize
+// given a safetensors file asks for its folder.
+TEST_CASE("cli: run given a folder, a safetensors file or a llama2.c file names the quantize command that converts it") {
+    for (auto [model, command] :
+         {std::pair{"tests/data/parity/mha", "quantize tests/data/parity/mha MODEL.hearth"},
+          std::pair{"tests/data/parity/mha/model.safetensors", "quantize tests/data/parity/mha MODEL.hearth"},
+          std::pair{"tests/data/llama2c/stories260K.bin", "quantize tests/data/llama2c/stories260K.bin MODEL.hearth"}}) {
+        CAPTURE(model);
+        CommandResult r = run_command(std::string("./run ") + model + " -p hi -n 1");
+        CHECK(r.exit_code == 1);
+        CHECK(count_lines(r.err) == 1);
+        CHECK(r.err.find(command) != std::string::npos);
+    }
+    CommandResult q = run_command("./quantize tests/data/parity/mha/model.safetensors build/tests/cli-st.hearth");
+    CHECK(q.exit_code == 1);
+    CHECK(count_lines(q.err) == 1);
+    CHECK(q.err.find("give quantize the folder that holds it") != std::string::npos);
+    CHECK(!exists("build/tests/cli-st.hearth"));
+}
+
 TEST_CASE("cli: a model whose weights hold a NaN is refused when its output is sampled or scored, not run to id 0") {
     // The GQA parity model's folder with one NaN in the final norm's weights (F32 safetensors).
     REQUIRE(run_command("rm -rf build/tests/nan-model && cp -r tests/data/parity/gqa build/tests/nan-model").exit_code == 0);
