@@ -239,6 +239,29 @@ std::string parse_llama2c(const uint8_t* base, uint64_t size, ImportedCheckpoint
     return "";
 }
 
+// llama2.c's tokenizer.bin (its tokenizer.py writes it, run.c's build_tokenizer reads it): an
+// int32 max_token_length, then for each token a float32 score, an int32 length and the bytes.
+// A user given llama2.c's files passes it to --tokenizer; it is recognised by walking the
+// records to exactly the file's end, so that the refusal can say which file to give instead.
+static bool is_llama2c_tokenizer_bin(const std::string& bytes) {
+    auto i32_at = [&](size_t at) {
+        int32_t v;
+        std::memcpy(&v, bytes.data() + at, 4);
+        return v;
+    };
+    if (bytes.size() < 4) return false;
+    const int32_t max_length = i32_at(0);
+    if (max_length < 1 || max_length > 1024) return false;
+    size_t at = 4, records = 0;
+    while (at + 8 <= bytes.size()) {
+        const int32_t length = i32_at(at + 4);
+        if (length < 0 || length > max_length || bytes.size() - at - 8 < size_t(length)) return false;
+        at += 8 + size_t(length);
+        records++;
+    }
+    return at == bytes.size() && records > 0;
+}
+
 std::string import_llama2c(const std::string& path, const std::string& tokenizer_path, ImportedCheckpoint* out) {
     out->source = path;
     out->mapped.reset(new MappedFile);
@@ -256,6 +279,10 @@ std::string import_llama2c(const std::string& path, const std::string& tokenizer
     if (!(err = read_input_file(tokenizer_path, InputKind::sentencepiece_model, &out->tokenizer.sentencepiece, &id)).empty())
         return err;
     out->inputs.push_back({tokenizer_path, id});
+    if (is_llama2c_tokenizer_bin(out->tokenizer.sentencepiece))
+        return shown_path(tokenizer_path) +
+               " is llama2.c's own tokenizer.bin, not a SentencePiece model: give the tokenizer.model it was made from "
+               "(Llama-2's for the stories models; llama2.c's repository has it beside tokenizer.bin)";
     Tokenizer tok;
     if (!(err = tok.load(out->tokenizer)).empty()) return shown_path(tokenizer_path) + ": " + err;
     if (tok.vocab_size() != out->config.vocab_size)

@@ -236,6 +236,36 @@ TEST_CASE("llama2c: --tokenizer embeds a tokenizer whose size is the vocabulary,
     CHECK(!file_exists(refused));
 }
 
+// llama2.c keeps its own tokenizer.bin beside the model (its tokenizer.py writes it: an int32
+// max_token_length, then per token a float32 score, an int32 length and the bytes; run.c's
+// build_tokenizer reads it so). Given to --tokenizer it was refused as "not a usable SentencePiece
+// model: ModelProto byte 0: field 3 uses the deprecated group wire type"; the message names the
+// file to give instead now.
+TEST_CASE("llama2c: llama2.c's tokenizer.bin given to --tokenizer names the tokenizer.model to give instead") {
+    std::string bin;
+    auto put = [&](const void* p, size_t n) { bin.append(static_cast<const char*>(p), n); };
+    const int32_t max_length = 6;
+    put(&max_length, 4);
+    for (int i = 0; i < 512; i++) {
+        const std::string piece = i == 0 ? "<unk>" : i == 1 ? "\n<s>\n" : i == 2 ? "\n</s>\n" : "t" + std::to_string(i);
+        const float score = -float(i);
+        const int32_t length = int32_t(piece.size());
+        put(&score, 4);
+        put(&length, 4);
+        bin += piece;
+    }
+    write_file("build/tests/llama2c-tokenizer.bin", bin);
+    const std::string refused = "build/tests/llama2c-refused.hearth";
+    std::remove(refused.c_str());
+    CommandResult q =
+        run_command("./quantize " + kData + "stories260K.bin " + refused + " --tokenizer build/tests/llama2c-tokenizer.bin");
+    CHECK(q.exit_code == 1);
+    CHECK(line_count(q.err) == 1);
+    CHECK(q.err.find("build/tests/llama2c-tokenizer.bin is llama2.c's own tokenizer.bin, not a SentencePiece model: give the "
+                     "tokenizer.model it was made from") != std::string::npos);
+    CHECK(!file_exists(refused));
+}
+
 TEST_CASE("llama2c: without --tokenizer, quantize warns and run takes ids only") {
     const std::string out = "build/tests/llama2c-no-tokenizer.hearth";
     CommandResult q = run_command("./quantize " + kData + "tiny-untied-v1.bin " + out + " -q");
