@@ -247,7 +247,17 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     std::string text, err;
     out->source = dir;
     const std::string shown_dir = shown_path(dir);
-    if (!exists(dir + "/config.json")) return "cannot find config.json in " + shown_dir + " (is it a Hugging Face model folder?)";
+    // Meta's own download of Llama (params.json, consolidated.NN.pth) and PyTorch's pickles
+    // (pytorch_model.bin) are what a user may have instead; hearth reads neither (a pickle can run
+    // code as it loads), and the message names what it reads and how to get that.
+    if (!exists(dir + "/config.json")) {
+        if (exists(dir + "/params.json") && exists(dir + "/consolidated.00.pth"))
+            return shown_dir +
+                   " is Meta's original download (params.json, consolidated.*.pth: PyTorch pickles): hearth reads the Hugging "
+                   "Face form (config.json, model.safetensors): use the model's Hugging Face release, or transformers' "
+                   "convert_llama_weights_to_hf.py";
+        return "cannot find config.json in " + shown_dir + " (is it a Hugging Face model folder?)";
+    }
     if (!(err = read_input(dir + "/config.json", InputKind::config_json, &text, out)).empty()) return err;
     if (!(err = config_from_hf_json(text, &out->config)).empty()) return shown_dir + "/config.json: " + err;
     out->config.name = model_name_from_path(dir, false);
@@ -274,6 +284,10 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
             unique.insert(f);
         }
         files.assign(unique.begin(), unique.end());
+    } else if (exists(dir + "/pytorch_model.bin") || exists(dir + "/pytorch_model.bin.index.json")) {
+        return shown_dir +
+               " has its weights in pytorch_model.bin (a PyTorch pickle, which hearth does not read): use the model's "
+               "safetensors files, or write them with transformers' save_pretrained(FOLDER, safe_serialization=True)";
     } else {
         return shown_dir + " has neither model.safetensors nor model.safetensors.index.json";
     }

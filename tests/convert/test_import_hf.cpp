@@ -262,6 +262,34 @@ TEST_CASE("import_hf: a SentencePiece tokenizer.json without its tokenizer.model
     CHECK(std::count(q.err.begin(), q.err.end(), '\n') == 1);
 }
 
+// What a user may have instead of a Hugging Face folder: Meta's own download of Llama
+// (params.json, consolidated.00.pth, tokenizer.model) or a folder whose weights are PyTorch
+// pickles (pytorch_model.bin). hearth said "cannot find config.json" and "has neither
+// model.safetensors nor model.safetensors.index.json"; it names what it has found now, and
+// how to get what it reads.
+TEST_CASE("import_hf: Meta's original download and pytorch_model.bin are named, with what to use instead") {
+    const std::string out = "build/tests/crafted-hf-pickle.hearth";
+    auto refused = [&](const std::string& what) {
+        CommandResult q = run_command("rm -f " + out + " && ./quantize " + kDir + " " + out + " -q");
+        CHECK(q.exit_code == 1);
+        CHECK(q.err.find(what) != std::string::npos);
+        CHECK(std::count(q.err.begin(), q.err.end(), '\n') == 1);
+        CHECK_FALSE(std::filesystem::exists(out));
+    };
+    REQUIRE(run_command("rm -rf " + kDir + " && mkdir -p " + kDir + " && cp tests/data/parity/mha/tokenizer.model " + kDir)
+                .exit_code == 0);
+    write_file(kDir + "/params.json", R"({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": 512, "norm_eps": 1e-05})");
+    write_file(kDir + "/consolidated.00.pth", "PK");
+    refused(kDir + " is Meta's original download (params.json, consolidated.*.pth: PyTorch pickles)");
+    for (const std::string file : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
+        CAPTURE(file);
+        REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir + " && mv " + kDir +
+                            "/model.safetensors " + kDir + "/" + file)
+                    .exit_code == 0);
+        refused(kDir + " has its weights in pytorch_model.bin (a PyTorch pickle, which hearth does not read)");
+    }
+}
+
 // kDir as quantize's f32 file at `out`, run greedy on the prompt of tests/data/parity/FOLDER's
 // golden.json: the ids must be PyTorch's (tests/reference/hf_llama.py).
 void check_greedy_ids_are_golden(const std::string& folder, const std::string& out) {
