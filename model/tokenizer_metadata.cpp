@@ -55,13 +55,22 @@ static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out)
     // falls back to the <0xXX> pieces by their text and keeps BOS and EOS special; SentencePiece
     // does so by type, so the types given here are those: the unknown id unknown, BOS, EOS and
     // a padding id other than it control, and the 256 <0xXX> pieces bytes when all are there.
-    if (m.has(kScores)) {
+    // llama.cpp also takes scores stored as i32 (as floats), and arrays longer than the tokens
+    // (it reads the first entries); so does this reader.
+    const MetaEntry* score_entry = m.find(kScores);
+    if (score_entry && score_entry->type == META_ARRAY && score_entry->elem_type == META_I32) {
+        std::vector<int32_t> integers;
+        if (!(err = m.get_i32s(kScores, &integers)).empty()) return err;
+        scores.assign(integers.begin(), integers.end());
+    } else if (score_entry) {
         if (!(err = m.get_f32s(kScores, &scores)).empty()) return err;
     } else {
         scores.assign(tokens.size(), 0.0f);
     }
+    if (scores.size() > tokens.size()) scores.resize(tokens.size());
     if (m.has(kTokenTypes)) {
         if (!(err = m.get_i32s(kTokenTypes, &types)).empty()) return err;
+        if (types.size() > tokens.size()) types.resize(tokens.size());
     } else {
         types.assign(tokens.size(), SentencePieceModel::kNormal);
         std::vector<size_t> byte_pieces;

@@ -549,6 +549,45 @@ TEST_CASE("gguf: a SentencePiece vocabulary without scores or token types tokeni
     }
 }
 
+// llama.cpp's loader also takes tokenizer.ggml.scores as an i32 array (read as floats) and
+// score and type arrays longer than the tokens (it reads the first entries); hearth refused both.
+// llama-tokenize (3f545becc) on mini-F16.gguf rewritten so by gguf-py (the scores rounded, which
+// keeps Llama-2's whole-number scores; then both arrays one entry longer) gives the ids of the
+// file as it is.
+TEST_CASE("gguf: SentencePiece scores stored as i32, and arrays longer than the tokens, are read as llama.cpp reads them") {
+    const std::string text = "Once upon a time, the caf\xc3\xa9 sold \xe6\x97\xa5\xe6\x9c\xac tea \xf0\x9f\x99\x82\nnew line";
+    const std::vector<int> llama_cpp = {1,     9038,  2501,  263,   931, 29892, 278, 274, 28059, 5239, 29871,
+                                        30325, 30346, 23429, 29871, 243, 162,   156, 133, 13,    1482, 1196};
+    for (const bool integers : {true, false}) {
+        CAPTURE(integers);
+        const std::string path = rewritten_mini("build/tests/gguf-i32-scores.gguf",
+                                                [&](Metadata* meta, std::vector<TensorView>*) {
+                                                    std::vector<float> scores;
+                                                    std::vector<int32_t> types;
+                                                    REQUIRE(meta->get_f32s("tokenizer.ggml.scores", &scores) == "");
+                                                    REQUIRE(meta->get_i32s("tokenizer.ggml.token_type", &types) == "");
+                                                    if (integers) {
+                                                        std::vector<int32_t> rounded;
+                                                        for (float s : scores) rounded.push_back(int32_t(std::lround(s)));
+                                                        meta->set_i32s("tokenizer.ggml.scores", rounded);
+                                                    } else {
+                                                        scores.push_back(scores.back());
+                                                        types.push_back(types.back());
+                                                        meta->set_f32s("tokenizer.ggml.scores", scores);
+                                                        meta->set_i32s("tokenizer.ggml.token_type", types);
+                                                    }
+                                                },
+                                                {});
+        Model m;
+        REQUIRE(load_model(path, &m) == "");
+        Tokenizer tok;
+        REQUIRE(load_tokenizer(m, &tok) == "");
+        std::vector<int> ids;
+        REQUIRE(tok.encode_special(text, true, &ids) == "");
+        CHECK(ids == llama_cpp);
+    }
+}
+
 // llama.cpp's model saver (llama_model_save_to_file, which llama-finetune writes its output
 // with) writes every key it knows, with llama.cpp's values for "none": on mini-F16.gguf it adds
 // llama.attention.sliding_window 0, llama.rope.scaling.type "linear" with factor 0 (llama.cpp's
