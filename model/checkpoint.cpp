@@ -59,7 +59,19 @@ std::string parse_gguf(const void* data, size_t size, ParsedCheckpoint* out) {
     ModelFile file;
     std::string err = read_gguf_file(data, size, &file);
     out->format = file.format;
-    return err.empty() ? interpret(std::move(file), out) : err;
+    if (!err.empty()) return err;
+    // One part of a model split by llama.cpp's llama-gguf-split (large downloads come so, as
+    // NAME-00001-of-00003.gguf): llama.cpp's loader reads split.count and maps the other parts;
+    // hearth reads one file, and says how to make it rather than name a tensor as missing.
+    uint32_t parts = 1, part = 0;
+    if (file.meta.has("split.count") && !(err = file.meta.get_u32("split.count", &parts)).empty()) return err;
+    if (parts > 1) {
+        if (file.meta.has("split.no") && !(err = file.meta.get_u32("split.no", &part)).empty()) return err;
+        return "part " + std::to_string(part + 1) + " of " + std::to_string(parts) +
+               " of a GGUF split by llama.cpp's llama-gguf-split; hearth reads one file: join the parts first with "
+               "llama-gguf-split --merge FIRST-PART JOINED.gguf";
+    }
+    return interpret(std::move(file), out);
 }
 
 std::string parse_model_file(const void* data, size_t size, ParsedCheckpoint* out) {

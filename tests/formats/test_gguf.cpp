@@ -588,6 +588,33 @@ TEST_CASE("gguf: SentencePiece scores stored as i32, and arrays longer than the 
     }
 }
 
+// A large model is often downloaded as parts made by llama.cpp's llama-gguf-split
+// (NAME-00001-of-00003.gguf): its loader (src/llama-model-loader.cpp) reads split.count and
+// split.no from the first part and maps the others. hearth read the first part alone and named a
+// tensor of a later part as missing (or, here, where the part holds all of them, ran it). It
+// says what the file is and how to join the parts now, in run and in quantize.
+TEST_CASE("gguf: one part of a split GGUF is named as one, with the command that joins the parts") {
+    const std::string path = rewritten_mini("build/tests/gguf-split-00001-of-00002.gguf",
+                                            [](Metadata* meta, std::vector<TensorView>*) {
+                                                meta->set_u32("split.no", 0);
+                                                meta->set_u32("split.count", 2);
+                                                meta->set_u32("split.tensors.count", 20);
+                                            },
+                                            {});
+    Model m;
+    const std::string err = load_model(path, &m);
+    CHECK(err.find("part 1 of 2 of a GGUF split by llama.cpp's llama-gguf-split") != std::string::npos);
+    CHECK(err.find("llama-gguf-split --merge") != std::string::npos);
+    CommandResult q = run_command("./quantize " + path + " build/tests/gguf-split.hearth -q");
+    CHECK(q.exit_code == 1);
+    CHECK(q.err.find("part 1 of 2") != std::string::npos);
+    // A file that is its own only part is a model like any other.
+    const std::string whole =
+        rewritten_mini("build/tests/gguf-split-whole.gguf",
+                       [](Metadata* meta, std::vector<TensorView>*) { meta->set_u32("split.count", 1); }, {});
+    CHECK(load_model(whole, &m) == "");
+}
+
 // llama.cpp's model saver (llama_model_save_to_file, which llama-finetune writes its output
 // with) writes every key it knows, with llama.cpp's values for "none": on mini-F16.gguf it adds
 // llama.attention.sliding_window 0, llama.rope.scaling.type "linear" with factor 0 (llama.cpp's
