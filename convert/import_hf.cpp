@@ -247,10 +247,14 @@ std::string import_hf_folder(const std::string& dir, ImportedCheckpoint* out) {
     std::string text, err;
     out->source = dir;
     const std::string shown_dir = shown_path(dir);
-    // Meta's own download of Llama (params.json, consolidated.NN.pth) and PyTorch's pickles
-    // (pytorch_model.bin) are what a user may have instead; hearth reads neither (a pickle can run
-    // code as it loads), and the message names what it reads and how to get that.
+    // A LoRA adapter, Meta's own download of Llama (params.json, consolidated.NN.pth) and
+    // PyTorch's pickles (pytorch_model.bin) are what a user may have instead; hearth reads none
+    // of them (a pickle can run code as it loads), and the message names what to do.
     if (!exists(dir + "/config.json")) {
+        if (exists(dir + "/adapter_config.json"))
+            return shown_dir +
+                   " is a LoRA adapter (adapter_config.json), not a model: merge it into its base model first (peft's "
+                   "merge_and_unload, then save_pretrained) and convert the merged folder";
         if (exists(dir + "/params.json") && exists(dir + "/consolidated.00.pth"))
             return shown_dir +
                    " is Meta's original download (params.json, consolidated.*.pth: PyTorch pickles): hearth reads the Hugging "

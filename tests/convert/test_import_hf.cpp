@@ -263,11 +263,12 @@ TEST_CASE("import_hf: a SentencePiece tokenizer.json without its tokenizer.model
 }
 
 // What a user may have instead of a Hugging Face folder: Meta's own download of Llama
-// (params.json, consolidated.00.pth, tokenizer.model) or a folder whose weights are PyTorch
-// pickles (pytorch_model.bin). hearth said "cannot find config.json" and "has neither
+// (params.json, consolidated.00.pth, tokenizer.model), a LoRA adapter (peft's adapter_config.json
+// and adapter_model.safetensors), or a folder whose weights are PyTorch pickles
+// (pytorch_model.bin). hearth said "cannot find config.json" and "has neither
 // model.safetensors nor model.safetensors.index.json"; it names what it has found now, and
 // how to get what it reads.
-TEST_CASE("import_hf: Meta's original download and pytorch_model.bin are named, with what to use instead") {
+TEST_CASE("import_hf: Meta's original download, a LoRA adapter and pytorch_model.bin are named, with what to use instead") {
     const std::string out = "build/tests/crafted-hf-pickle.hearth";
     auto refused = [&](const std::string& what) {
         CommandResult q = run_command("rm -f " + out + " && ./quantize " + kDir + " " + out + " -q");
@@ -281,6 +282,12 @@ TEST_CASE("import_hf: Meta's original download and pytorch_model.bin are named, 
     write_file(kDir + "/params.json", R"({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": 512, "norm_eps": 1e-05})");
     write_file(kDir + "/consolidated.00.pth", "PK");
     refused(kDir + " is Meta's original download (params.json, consolidated.*.pth: PyTorch pickles)");
+    // A LoRA adapter as peft saves it: adapter_config.json and adapter_model.safetensors.
+    REQUIRE(run_command("rm -rf " + kDir + " && mkdir -p " + kDir).exit_code == 0);
+    write_file(kDir + "/adapter_config.json", R"({"peft_type": "LORA", "base_model_name_or_path": "x", "r": 8})");
+    write_f16_zeros_safetensors(kDir + "/adapter_model.safetensors",
+                                {{"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", {8, 64}}});
+    refused(kDir + " is a LoRA adapter (adapter_config.json), not a model: merge it into its base model first");
     for (const std::string file : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
         CAPTURE(file);
         REQUIRE(run_command("rm -rf " + kDir + " && cp -r tests/data/parity/mha " + kDir + " && mv " + kDir +
