@@ -62,16 +62,42 @@ extern "C" void on_window_change(int) {
     errno = saved;
 }
 
-const char* kHelp =
-    "Type a message and press Enter; end a line with \\ to continue the message on the next\n"
-    "(pasted lines stay one message).\n"
-    "  /help           this text\n"
-    "  /reset          forget the conversation (the system prompt stays)\n"
-    "  /system TEXT    set the system prompt (the next reply re-evaluates what changed); /system shows it\n"
-    "  /stats          tokens in the context, the last reply's speed\n"
-    "  /quit           leave (so do Ctrl-D and Ctrl-C at an empty prompt)\n"
-    "Ctrl-C during a reply stops it; what was written stays in the conversation.\n"
-    "Start a message with // to send one that begins with /.\n";
+// The chat's commands: what a line that begins with / does, and /help's list, both read this
+// table. /clear and /exit are llama-cli's names for /reset and /quit.
+struct ChatCommand {
+    const char* name;
+    const char* alias;     // another name for it, or ""
+    const char* argument;  // "" when it takes none; else its argument as /help writes it
+    const char* help;
+};
+const ChatCommand kCommands[] = {
+    {"/help", "", "", "this text"},
+    {"/reset", "/clear", "", "forget the conversation (the system prompt stays)"},
+    {"/system", "", "[TEXT]", "set the system prompt (the next reply re-evaluates what changed); without TEXT, show it"},
+    {"/stats", "", "", "tokens in the context, the last reply's speed"},
+    {"/quit", "/exit", "", "leave (so do Ctrl-D and Ctrl-C at an empty prompt)"},
+};
+
+// The command named `word` (its name or its alias), or nullptr.
+const ChatCommand* find_command(const std::string& word) {
+    for (const ChatCommand& c : kCommands)
+        if (word == c.name || (*c.alias && word == c.alias)) return &c;
+    return nullptr;
+}
+
+std::string help_text() {
+    std::string out =
+        "Type a message and press Enter; end a line with \\ to continue the message on the next\n"
+        "(pasted lines stay one message).\n";
+    for (const ChatCommand& c : kCommands) {
+        std::string names = std::string("  ") + c.name + (*c.argument ? std::string(" ") + c.argument : "");
+        if (*c.alias) names += std::string(", ") + c.alias;
+        out += names + std::string(names.size() < 20 ? 20 - names.size() : 1, ' ') + c.help + "\n";
+    }
+    return out +
+           "Ctrl-C during a reply stops it; what was written stays in the conversation.\n"
+           "Start a message with // to send one that begins with /.\n";
+}
 
 // ANSI colours, used only when stdout is a terminal.
 const char* kReplyColour = "\033[36m";  // cyan
@@ -376,14 +402,23 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
             if (cmd[0] == '/' && cmd.compare(0, 2, "//") != 0) {
                 const size_t space = cmd.find_first_of(" \t\n");
                 const std::string word = cmd.substr(0, space), arg = space == std::string::npos ? "" : trim(cmd.substr(space));
-                if (word == "/quit" || word == "/exit") break;
-                if (word == "/help") {
-                    std::fputs(kHelp, stdout);
-                } else if (word == "/reset") {
+                const ChatCommand* command = find_command(word);
+                const std::string name = command ? command->name : "";
+                if (!command) {
+                    std::fprintf(stderr, "[unknown command %s: /help lists them]\n", printable(word).c_str());
+                } else if (!arg.empty() && !*command->argument) {
+                    // Not done and not sent: "/reset now" may be a typo as much as a message.
+                    std::fprintf(stderr, "[%s takes no argument: nothing was done or sent; /help lists the commands]\n",
+                                 word.c_str());
+                } else if (name == "/quit") {
+                    break;
+                } else if (name == "/help") {
+                    std::fputs(help_text().c_str(), stdout);
+                } else if (name == "/reset") {
                     session.reset();
                     std::fprintf(stderr, "[conversation reset%s]\n",
                                  session.system_prompt().empty() ? "" : "; the system prompt stays");
-                } else if (word == "/system") {
+                } else if (name == "/system") {
                     if (arg.empty()) {
                         std::printf("system prompt: %s\n",
                                     session.system_prompt().empty() ? "(none)" : session.system_prompt().c_str());
@@ -391,7 +426,7 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                         session.set_system_prompt(arg);
                         std::fprintf(stderr, "[system prompt set]\n");
                     }
-                } else if (word == "/stats") {
+                } else if (name == "/stats") {
                     // After /reset the cache keeps the last conversation's tokens until the next
                     // prompt (what it shares with them is reused): not the conversation's.
                     if (session.turns().empty() && !session.context().empty())
@@ -406,8 +441,6 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
                             "first token after %.0f ms\n",
                             last.reply_tokens, last.reply_tokens / std::max(last.reply_seconds, 1e-9), last.prompt_tokens,
                             last.reused_tokens, last.first_token_seconds * 1e3);
-                } else {
-                    std::fprintf(stderr, "[unknown command %s: /help lists them]\n", printable(word).c_str());
                 }
                 if (!flush_stdout()) break;
                 continue;

@@ -484,6 +484,31 @@ TEST_CASE("cli: Ctrl-C during generation ends the line and prints the timing, th
     CHECK(messages.find(" | generation ") != std::string::npos);
 }
 
+TEST_CASE("cli: a chat command that takes no argument refuses one, and /help lists every command's names") {
+    // A word after /reset was dropped and the conversation reset anyway: "/reset now" may be a
+    // message as much as a typo, so neither is done, and stderr says why. /clear and /exit are
+    // llama-cli's names for the same commands (its banner: "/exit or Ctrl+C", "/clear").
+    const std::string chat = " | ./run models/tiny-shakespeare.hearth --chat -n 4 --temp 0 -t 1";
+    const CommandResult r =
+        run_command("printf 'hello\\n/reset now\\n/stats\\n/clear\\n/stats\\n/help\\n/exit\\nnot read\\n'" + chat);
+    INFO(r.out << "---\n" << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("[/reset takes no argument") != std::string::npos);
+    CHECK(r.out.find(" tokens, 2 messages") != std::string::npos);    // one turn: neither reset nor sent
+    CHECK(r.out.find("context: 0 messages (") != std::string::npos);  // /clear resets
+    CHECK(r.out.find("/exit") != std::string::npos);                  // in /help's list
+    CHECK(r.out.find("/clear") != std::string::npos);
+    CHECK(r.out.find("context: ", r.out.find("/exit")) == std::string::npos);  // nothing after /exit
+
+    for (const std::string command : {"/help", "/stats", "/quit", "/exit", "/clear"}) {
+        const CommandResult extra = run_command("printf '" + command + " please\\n/system\\n'" + chat);
+        INFO(command << ": " << extra.err);
+        CHECK(extra.exit_code == 0);
+        CHECK(extra.err.find("takes no argument") != std::string::npos);
+        CHECK(extra.out == "system prompt: (none)\n");  // the chat went on, and printed nothing else
+    }
+}
+
 TEST_CASE("cli: -f drops the newline that ends the file's last line, as llama.cpp's -f does") {
     make_cli_model();
     write_file("build/tests/cli-line.txt", "ROMEO: Good morrow\n");
