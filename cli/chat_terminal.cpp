@@ -210,10 +210,6 @@ public:
                     eof = true;
                 else
                     line.assign(got, size_t(count));
-                if (!eof && line.find_first_not_of(" \t\r\n") != std::string::npos) {
-                    HistEvent ev;
-                    history(hist_, &ev, H_ENTER, line.c_str());
-                }
             } else {
                 char* buf = nullptr;
                 size_t cap = 0;
@@ -230,7 +226,9 @@ public:
             if (eof) {
                 if (terminal_ && first) std::fputs("\n", stdout);  // leave the shell's prompt on a line of its own
                 // Ctrl-D in the middle of a continued message sends what was typed.
-                return first ? Input::end : Input::message;
+                if (first) return Input::end;
+                remember(*message);
+                return Input::message;
             }
             while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
             if (!line.empty() && line.back() == '\\') {
@@ -239,11 +237,20 @@ public:
                 continue;
             }
             *message += line;
+            remember(*message);
             return Input::message;
         }
     }
 
 private:
+    // A message goes into the history whole, as the model gets it: the lines of a message continued
+    // with \ are one entry, their backslashes gone, so that Up recalls all of it (as a paste's
+    // lines are), and Enter sends it again unchanged.
+    void remember(const std::string& message) {
+        if (!terminal_ || message.find_first_not_of(" \t\r\n") == std::string::npos) return;
+        HistEvent ev;
+        history(hist_, &ev, H_ENTER, message.c_str());
+    }
     static unsigned char on_ctrl_c(EditLine*, int) {
         g_interrupted = 1;
         return CC_EOF;  // el_gets returns; read() sees g_interrupted and the line as typed

@@ -417,3 +417,39 @@ TEST_CASE("chat pty: a bracketed paste of several lines is one message, sent wit
     const size_t on = chat.output().rfind("\033[?2004h"), off = chat.output().rfind("\033[?2004l");
     CHECK((off != std::string::npos && (on == std::string::npos || off > on)));
 }
+
+TEST_CASE("chat pty: a message continued with \\ is one history entry: Up recalls all of it, and Enter sends it again") {
+    // Each line went into libedit's history by itself: Up brought back only the last line.
+    // The message as sent over a pipe, twice: what the recalled one must equal.
+    auto tokens_in = [](const std::string& out) {
+        const size_t at = out.rfind("context: ");
+        return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + 9);
+    };
+    const std::string chat_args = " --chat -n 4 --temp 0 -t 1";
+    const CommandResult piped =
+        run_command("printf 'apple \\\\\\nbanana\\napple \\\\\\nbanana\\n/stats\\n' | ./run " + kModel + chat_args);
+    REQUIRE(piped.exit_code == 0);
+    REQUIRE(piped.out.find(", 4 messages") != std::string::npos);
+    const int want = tokens_in(piped.out);
+
+    PtyChild chat({"./run", kModel, "--chat", "-n", "4", "--temp", "0", "-t", "1"});
+    REQUIRE(chat.started());
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("apple \\\r");
+    REQUIRE(chat.expect("...", kWait));
+    chat.type("banana\r");
+    REQUIRE(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("\033[A");  // Up
+    CHECK(chat.expect("apple", 10));
+    chat.type("\r");
+    REQUIRE(chat.expect(kReplyColour, kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    chat.type("/stats\r");
+    REQUIRE(chat.expect(" messages", kWait));
+    REQUIRE(chat.expect_prompt(kWait));
+    INFO(piped.out << "\n---\n" << chat.output());
+    CHECK(tokens_in(chat.output()) == want);
+    chat.type("\x04");
+    CHECK(chat.wait_exit(kWait) == 0);
+}
