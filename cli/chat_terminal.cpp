@@ -114,6 +114,14 @@ void use_utf8_characters() {
     if (!l || std::strcmp(nl_langinfo(CODESET), "UTF-8") != 0) std::setlocale(LC_CTYPE, "C.UTF-8");
 }
 
+// A terminal whose escape sequences are unknown: TERM unset, empty or "dumb". libedit takes an
+// unset TERM for "dumb", and git (check_auto_color) and systemd (getenv_terminal_is_dumb) write
+// no colour to either: an Emacs shell buffer, a serial console, a service's log.
+bool terminal_is_dumb() {
+    const char* term = std::getenv("TERM");
+    return !term || !*term || std::strcmp(term, "dumb") == 0;
+}
+
 // Reads one message: with libedit when stdin is a terminal, else line by line. A line
 // ending in a backslash continues on the next.
 class LineReader {
@@ -152,8 +160,7 @@ public:
         // the prompt is read, the terminal wraps pasted text in ESC[200~ ... ESC[201~, and the
         // text goes into the line as it is, its newlines included, to be sent with Enter.
         // Without it, every line of a pasted paragraph was sent as a message of its own.
-        const char* term = std::getenv("TERM");
-        bracketed_paste_ = !(term && std::strcmp(term, "dumb") == 0);
+        bracketed_paste_ = !terminal_is_dumb();
         el_wset(el_, EL_ADDFN, L"hearth-paste", L"insert a bracketed paste as it is", &LineReader::on_paste);
         el_set(el_, EL_BIND, "\033[200~", "hearth-paste", nullptr);
         hist_ = history_init();
@@ -351,9 +358,8 @@ int run_chat(const Model& model, const Tokenizer& tok, const ChatOptions& opt) {
     Sampler sampler(opt.sampler);
 
     const bool terminal = isatty(STDIN_FILENO);
-    const char* term = std::getenv("TERM");
     const char* no_colour = std::getenv("NO_COLOR");  // set and not empty, as no-color.org defines it
-    const bool colour = isatty(STDOUT_FILENO) && !(no_colour && *no_colour) && !(term && std::strcmp(term, "dumb") == 0);
+    const bool colour = isatty(STDOUT_FILENO) && !(no_colour && *no_colour) && !terminal_is_dumb();
 
     // No SA_RESTART: Ctrl-C must interrupt a blocking read (getline when stdin is not a terminal).
     struct sigaction sa, old_sa;

@@ -29,6 +29,9 @@ const std::string kModel = "models/tiny-shakespeare.hearth";
 const std::string kPrompt = "\033[1;32m>\033[0m ";
 const std::string kReplyColour = "\033[36m";
 
+// PtyChild's env value that removes the variable (a NUL, which no variable's value can hold).
+const std::string kUnset(1, '\0');
+
 using Clock = std::chrono::steady_clock;
 
 Clock::time_point after(double seconds) {
@@ -37,7 +40,8 @@ Clock::time_point after(double seconds) {
 
 class PtyChild {
 public:
-    // env: variables set in the child, after TERM=xterm and NO_COLOR unset.
+    // env: variables set in the child, after TERM=xterm and NO_COLOR unset; one set to kUnset is
+    // removed instead.
     // job_control: the program runs as a shell runs a job, in a process group of its own in the
     // foreground, under a parent that waits for it; when it stops, the parent takes the
     // terminal back, writes "[stopped]", waits for a line (fg) and continues it.
@@ -50,7 +54,11 @@ public:
         if (pid_ == 0) {
             setenv("TERM", "xterm", 1);
             unsetenv("NO_COLOR");
-            for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+            for (const auto& [name, value] : env)
+                if (value == kUnset)
+                    unsetenv(name.c_str());
+                else
+                    setenv(name.c_str(), value.c_str(), 1);
             std::vector<char*> argv;
             for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
             argv.push_back(nullptr);
@@ -416,6 +424,25 @@ TEST_CASE("chat pty: a bracketed paste of several lines is one message, sent wit
     // Off again when it ends, so the shell's paste is not wrapped in what it may not read.
     const size_t on = chat.output().rfind("\033[?2004h"), off = chat.output().rfind("\033[?2004l");
     CHECK((off != std::string::npos && (on == std::string::npos || off > on)));
+}
+
+TEST_CASE("chat pty: no colour when TERM is unset, empty or dumb, as git and systemd decide") {
+    // git's check_auto_color colours only when TERM is set and not "dumb", systemd's
+    // getenv_terminal_is_dumb() says the same, and libedit takes an unset TERM for "dumb" (a
+    // terminal whose escape sequences are unknown: an Emacs shell buffer, a serial console).
+    // Colour stayed on when TERM was unset.
+    for (const std::string& term : {kUnset, std::string(), std::string("dumb")}) {
+        INFO("TERM " << (term == kUnset ? std::string("unset") : "'" + term + "'"));
+        PtyChild chat({"./run", kModel, "--chat", "-n", "4", "-t", "1"}, {{"TERM", term}});
+        REQUIRE(chat.started());
+        REQUIRE(chat.expect("> ", kWait));
+        chat.type("ROMEO:\r");
+        REQUIRE(chat.expect("> ", kWait));
+        chat.type("/quit\r");
+        CHECK(chat.wait_exit(kWait) == 0);
+        INFO(chat.output());
+        CHECK(chat.output().find("\033[") == std::string::npos);  // no colour, and no bracketed paste's ESC[?2004h
+    }
 }
 
 TEST_CASE("chat pty: a message continued with \\ is one history entry: Up recalls all of it, and Enter sends it again") {
