@@ -119,7 +119,7 @@ CommandLine command_line(Options& o) {
                  {"-t", "--threads", "N", &o.threads,
                   "threads; more than the physical cores makes generation slower, and more than the CPUs this process may "
                   "run on are cut to that number",
-                  1, 1024, "the number of physical cores, here " + std::to_string(o.threads)},
+                  1, 1024, "the number of physical cores, here " + std::to_string(o.threads), MinusOne::means_default},
              }},
             {"KV cache (as llama.cpp names them; every mode uses them)",
              {
@@ -144,8 +144,8 @@ CommandLine command_line(Options& o) {
                  {"", "--top-p", "X", &o.sampler.top_p, "keep the smallest set with probability mass >= X; 1 = off", 0, 1},
                  {"", "--min-p", "X", &o.sampler.min_p, "drop tokens less likely than X times the top one; 0 = off", 0, 1},
                  {"", "--temp", "X", &o.sampler.temperature, "temperature; 0 is greedy: always the most likely token", 0, 100},
-                 {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling; -1: from the clock", 0, 0,
-                  "from the clock"},
+                 {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling", 0, 0, "from the clock",
+                  MinusOne::means_default},
              }},
             {"prompt-lookup drafts (every mode that generates)",
              {

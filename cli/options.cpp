@@ -44,7 +44,8 @@ std::string real_text(double v) {
 
 // The accepted range as --list-options and the error messages write it.
 std::string min_text(const Option& o) {
-    if (std::holds_alternative<uint64_t*>(o.target)) return "-1";  // -1: the default (llama.cpp's seed -1)
+    // A uint64_t's range is all of its own: -1, when it means the default, is the least it takes.
+    if (std::holds_alternative<uint64_t*>(o.target)) return o.minus_one == MinusOne::means_default ? "-1" : "0";
     return kind_of(o) == Kind::integer ? std::to_string((long long)o.min) : real_text(o.min);
 }
 std::string max_text(const Option& o) {
@@ -56,8 +57,8 @@ std::string max_text(const Option& o) {
 std::string expected(const Option& o) {
     switch (kind_of(o)) {
         case Kind::integer:
-            if (std::holds_alternative<uint64_t*>(o.target)) return "an integer from 0 to " + max_text(o) + ", or -1";
-            return "an integer from " + min_text(o) + " to " + max_text(o);
+            return "an integer from " + (std::holds_alternative<uint64_t*>(o.target) ? "0" : min_text(o)) + " to " + max_text(o) +
+                   (o.minus_one == MinusOne::means_default ? ", or -1" : "");
         case Kind::real: return "a number from " + min_text(o) + " to " + max_text(o);
         default: return o.value_name;
     }
@@ -137,7 +138,8 @@ std::string help_text(const CommandLine& cl, const std::vector<std::string>& def
             std::string names = std::string("  ") + (*o.short_name ? std::string(o.short_name) + ", " : "    ") + o.long_name;
             if (*o.value_name) names += std::string(" ") + o.value_name;
             const std::string& d = defaults[n++];
-            out += help_lines(names, o.help + (d.empty() ? "" : " (default: " + d + ")"));
+            const std::string minus_one = o.minus_one == MinusOne::means_default ? ", or -1" : "";
+            out += help_lines(names, o.help + (d.empty() ? "" : " (default" + minus_one + ": " + d + ")"));
         }
         out += "\n";
     }
@@ -170,14 +172,16 @@ bool Arguments::was_given(const std::string& long_name) const {
 }
 
 int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args) {
-    // The defaults --help shows are the values before any option has set them; a uint64_t
-    // option given -1 goes back to its value before (a seed from the clock, as llama.cpp's -1).
+    // The defaults --help shows are the values before any option has set them; an option whose
+    // -1 means its default goes back to its value before (a seed from the clock, as llama.cpp's -1).
     std::vector<std::string> defaults;
-    std::vector<std::pair<uint64_t*, uint64_t>> before;
+    std::vector<std::pair<const Option*, uint64_t>> before;
     for (const OptionSection& s : cl.sections)
         for (const Option& o : s.options) {
             defaults.push_back(default_shown(o));
-            if (auto p = std::get_if<uint64_t*>(&o.target)) before.push_back({*p, **p});
+            if (o.minus_one != MinusOne::means_default) continue;
+            if (auto p = std::get_if<uint64_t*>(&o.target)) before.push_back({&o, **p});
+            if (auto p = std::get_if<int*>(&o.target)) before.push_back({&o, uint64_t(**p)});
         }
     auto fail = [&](const std::string& msg) {
         std::fprintf(stderr, "%s: %s\n", cl.program.c_str(), message_line(msg).c_str());
@@ -240,9 +244,12 @@ int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* 
         }
         if (!attached && i + 1 >= argc) return fail(a + " needs a value: " + expected(*found));
         const std::string v = attached ? arg.substr(eq + 1) : std::string(argv[++i]);
-        if (auto p = std::get_if<uint64_t*>(&found->target); p && v == "-1") {
-            for (const auto& [target, value] : before)
-                if (target == *p) **p = value;
+        if (found->minus_one == MinusOne::means_default && v == "-1") {
+            for (const auto& [option, value] : before)
+                if (option == found) {
+                    if (auto p = std::get_if<uint64_t*>(&found->target)) **p = value;
+                    if (auto p = std::get_if<int*>(&found->target)) **p = int(value);
+                }
             continue;
         }
         if (!set_value(*found, v.c_str()))

@@ -14,19 +14,23 @@ namespace hearth {
 // std::string* text.
 using OptionTarget = std::variant<bool*, int*, uint64_t*, float*, std::string*>;
 
+// Whether a number option takes -1 for its default, outside its range, as llama.cpp's scripts
+// pass it (-s -1, -t -1): the value before parsing is kept, or put back after an earlier one.
+enum class MinusOne { in_range_only, means_default };
+
 struct Option {
     const char* short_name;  // "-n", or "" when there is none
     const char* long_name;   // "--n-predict"
     const char* value_name;  // what --help calls the value ("N", "FILE"); "" for a flag
     OptionTarget target;
     std::string help;
-    double min, max;            // the accepted range of a number, inclusive; a uint64_t takes all of its own, and -1
-                                // for its value before parsing (a seed from the clock, as llama.cpp's -1)
+    double min, max;            // the accepted range of a number, inclusive; a uint64_t takes all of its own
     std::string default_shown;  // --help's "(default: ...)"; "" shows a number's value before parsing
+    MinusOne minus_one;         // --help says "(default, or -1: ...)" when it means the default
 
     // A table row in this order; what a row does not need may be left out.
     Option(const char* short_name, const char* long_name, const char* value_name, OptionTarget target, std::string help,
-           double min = 0, double max = 0, std::string default_shown = "")
+           double min = 0, double max = 0, std::string default_shown = "", MinusOne minus_one = MinusOne::in_range_only)
         : short_name(short_name),
           long_name(long_name),
           value_name(value_name),
@@ -34,7 +38,8 @@ struct Option {
           help(std::move(help)),
           min(min),
           max(max),
-          default_shown(std::move(default_shown)) {}
+          default_shown(std::move(default_shown)),
+          minus_one(minus_one) {}
 };
 
 struct OptionSection {
@@ -64,7 +69,8 @@ struct Arguments {
 // stderr (an unknown option, a missing value, a value that is not a number in range).
 //
 // --list-options prints a line per option: its long name, its short name or "-", its kind
-// (flag, integer, real, text) and, for numbers, the least and greatest value accepted.
+// (flag, integer, real, text) and, for numbers, the least and greatest value of its range (a
+// uint64_t's least is -1, its default; an int's -1 for its default is not listed).
 int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args);
 
 }  // namespace hearth

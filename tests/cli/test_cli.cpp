@@ -415,6 +415,30 @@ TEST_CASE("cli: -s -1 is a seed from the clock, as llama.cpp's -1, and undoes an
     CHECK(a.out != b.out);
 }
 
+TEST_CASE("cli: -t -1 is the default thread count, as llama.cpp's -t takes -1, and --help says so") {
+    // llama.cpp's -t handler (common/arg.cpp) takes a value <= 0 for "choose for me"; scripts
+    // written for it pass -t -1, which run refused as out of range.
+    auto threads_used = [](const std::string& args) {
+        const CommandResult r = run_command("./run models/tiny-shakespeare.hearth -p ROMEO: -n 2" + args);
+        INFO(args << " -> " << r.err);
+        CHECK(r.exit_code == 0);
+        const size_t at = r.err.rfind(" | ");
+        return at == std::string::npos ? -1 : std::atoi(r.err.c_str() + at + 3);  // "| N threads"
+    };
+    const int by_default = threads_used("");
+    REQUIRE(by_default >= 1);
+    CHECK(threads_used(" -t -1") == by_default);
+    CHECK(threads_used(" -t 1 -t -1") == by_default);  // and undoes an earlier -t, as -s -1 does
+    std::string help, word;                            // --help's words, its lines joined
+    for (std::istringstream words(run_command("./run --help").out); words >> word;) help += word + " ";
+    CHECK(help.find("(default, or -1: the number of physical cores") != std::string::npos);
+    for (const char* bad : {"-2", "0"}) {
+        const CommandResult r = run_command(std::string("./run models/tiny-shakespeare.hearth -p hi -t ") + bad);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("expected an integer from 1 to 1024, or -1") != std::string::npos);
+    }
+}
+
 TEST_CASE("cli: output that cannot be written is an error, not a silent success") {
     make_cli_model();
     // /dev/full: every write fails with ENOSPC, as on a full disk.
