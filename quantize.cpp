@@ -138,7 +138,7 @@ int quantize_main(int argc, char** argv) {
         close(fd);
         const size_t got = n > 0 ? size_t(n) : 0;
         if (is_git_lfs_pointer(head, got)) {
-            err = git_lfs_pointer_error(in_path);
+            err = git_lfs_pointer_error(shown_path(in_path));
         } else if ((got >= sizeof kCheckpointMagic && std::memcmp(head, kCheckpointMagic, sizeof kCheckpointMagic) == 0) ||
                    is_gguf(head, got)) {
             err = import_model_file(in_path, &src);

@@ -243,16 +243,15 @@ std::string default_model_path() {
     return (slash == std::string::npos ? std::string(".") : exe.substr(0, slash)) + "/models/tiny-shakespeare.hearth";
 }
 
-// A text file's path as given to -f or --perplexity: "-" is standard input, as in grep -f - (and
-// POSIX's guideline 13 for operands); a file named - is ./-.
-std::string input_path(const std::string& given) { return given == "-" ? "/dev/stdin" : given; }
-
-// What reading "-" must say when stdin was closed (`run -f - <&-`), as `cat - <&-` does; "" else.
-std::string closed_stdin_error(const std::string& given) {
-    return given == "-" && standard_input_unreadable()
-               ? "cannot read -: " + std::string(std::strerror(EBADF)) + " (stdin is closed, or not open for reading)"
-               : "";
+// A text file as given to -f or --perplexity: "-" is standard input, as in grep -f - (and
+// POSIX's guideline 13 for operands); a file named - is ./-. "" or why not.
+std::string read_text(const std::string& given, std::string* out, uint64_t read_at_most = 0) {
+    return given == "-" ? read_standard_input(InputKind::text, out, read_at_most)
+                        : read_input_file(given, InputKind::text, out, nullptr, read_at_most);
 }
+
+// Such a file's name in messages.
+std::string text_name(const std::string& given) { return given == "-" ? "standard input" : shown_path(given); }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -414,12 +413,11 @@ std::string check_context_memory(const ModelConfig& c, int n_ctx, KvCacheTypes t
 
 int perplexity(const Model& model, const Tokenizer& tok, const Options& o) {
     std::string text;
-    std::string err = closed_stdin_error(o.perplexity_file);
-    if (err.empty()) err = read_input_file(input_path(o.perplexity_file), InputKind::text, &text);
+    std::string err = read_text(o.perplexity_file, &text);
     if (!err.empty()) return fail("--perplexity: " + err);
     const int window = perplexity_window(o, model.config);
     std::vector<int> ids;
-    if (!(err = tok.encode(text, true, &ids)).empty()) return fail(o.perplexity_file + ": " + err);
+    if (!(err = tok.encode(text, true, &ids)).empty()) return fail("--perplexity: " + text_name(o.perplexity_file) + ": " + err);
     int windows = 0;
     err = perplexity_windows(ids.size(), window, &windows);
     if (!err.empty()) return fail(err);
@@ -537,15 +535,14 @@ int run_main(int argc, char** argv) {
         // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context.
         const int n_ctx = o.n_ctx ? o.n_ctx : kDefaultContextCap;
         const uint64_t most = o.tokenize ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
-        std::string err = closed_stdin_error(o.prompt_file);
-        if (err.empty()) err = read_input_file(input_path(o.prompt_file), InputKind::text, &o.prompt, nullptr, most);
+        std::string err = read_text(o.prompt_file, &o.prompt, most);
         if (!err.empty()) return fail("--file: " + err);
         if (most && o.prompt.size() == most)
-            return fail("--file: " + shown_path(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
+            return fail("--file: " + text_name(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
                         " bytes: more than " + std::to_string(limits::kPromptBytesPerContextToken) +
                         " per token of a context of " + std::to_string(n_ctx) + (o.n_ctx ? "" : " (the most -c defaults to)") +
                         ", too long to be tokenized (raise -c)");
-        if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file %s is empty\n", shown_path(o.prompt_file).c_str());
+        if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file: %s is empty\n", text_name(o.prompt_file).c_str());
         // The newline that ends a file's last line is not part of the prompt, as in llama.cpp.
         if (!o.prompt.empty() && o.prompt.back() == '\n') o.prompt.pop_back();
     }

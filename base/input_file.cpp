@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/limits.h"
+#include "base/platform.h"
 #include "base/printable.h"
 
 namespace hearth {
@@ -40,14 +41,15 @@ std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 std::string bytes_text(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 // O_NONBLOCK: opening a FIFO without a writer, or some devices, would otherwise wait forever.
-int open_nonblocking(const std::string& path, std::string* why, struct stat* st) {
+// shown: the file's name in messages.
+int open_nonblocking(const std::string& path, const std::string& shown, std::string* why, struct stat* st) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
-        *why = "cannot open " + shown_path(path) + ": " + std::strerror(errno);
+        *why = "cannot open " + shown + ": " + std::strerror(errno);
         return -1;
     }
     if (fstat(fd, st) != 0) {
-        *why = "cannot read " + shown_path(path) + ": " + std::strerror(errno);
+        *why = "cannot read " + shown + ": " + std::strerror(errno);
         ::close(fd);
         return -1;
     }
@@ -74,7 +76,7 @@ bool file_id_of(const std::string& path, FileId* id) {
 
 int open_regular_file(const std::string& path, std::string* why, FileId* id, uint64_t* size) {
     struct stat st;
-    const int fd = open_nonblocking(path, why, &st);
+    const int fd = open_nonblocking(path, shown_path(path), why, &st);
     if (fd < 0) return -1;
     if (!S_ISREG(st.st_mode)) {
         *why = shown_path(path) + " is " + file_kind_name(st.st_mode) + ", not a regular file";
@@ -92,21 +94,24 @@ bool is_git_lfs_pointer(const void* data, uint64_t size) {
     return size >= n && size <= kGitLfsPointerMaxBytes && std::memcmp(data, kVersionLine, n) == 0;
 }
 
-std::string git_lfs_pointer_error(const std::string& path) {
-    return shown_path(path) +
+std::string git_lfs_pointer_error(const std::string& shown) {
+    return shown +
            " is a Git LFS pointer, not the file it stands for: the repository was cloned without git-lfs (run `git lfs "
            "pull` in it, or download the file)";
 }
 
-std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id, uint64_t read_at_most) {
+namespace {
+
+// read_input_file, with the name messages give the file.
+std::string read_file(const std::string& path, const std::string& shown, InputKind kind, std::string* out, FileId* id,
+                      uint64_t read_at_most) {
     const KindRow& row = row_of(kind);
     const bool cut = read_at_most > 0 && read_at_most <= row.max_bytes;
     out->clear();
     std::string why;
     struct stat st;
-    const int fd = open_nonblocking(path, &why, &st);
+    const int fd = open_nonblocking(path, shown, &why, &st);
     if (fd < 0) return why;
-    const std::string shown = shown_path(path);
     const bool fifo = S_ISFIFO(st.st_mode);
     // A terminal, for text (`run -f -` typed at it, ended by Ctrl-D), as cat and grep -f - read it.
     const bool terminal = S_ISCHR(st.st_mode) && row.fifo_allowed && isatty(fd);
@@ -159,9 +164,23 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
         out->append(buf, size_t(n));
     }
     ::close(fd);
-    if (why.empty() && kind != InputKind::text && is_git_lfs_pointer(out->data(), out->size())) why = git_lfs_pointer_error(path);
+    if (why.empty() && kind != InputKind::text && is_git_lfs_pointer(out->data(), out->size()))
+        why = git_lfs_pointer_error(shown);
     if (!why.empty()) out->clear();
     return why;
+}
+
+}  // namespace
+
+std::string read_input_file(const std::string& path, InputKind kind, std::string* out, FileId* id, uint64_t read_at_most) {
+    return read_file(path, shown_path(path), kind, out, id, read_at_most);
+}
+
+std::string read_standard_input(InputKind kind, std::string* out, uint64_t read_at_most) {
+    out->clear();
+    if (standard_input_unreadable())
+        return "cannot read standard input: " + std::string(std::strerror(EBADF)) + " (it is closed, or not open for reading)";
+    return read_file("/dev/stdin", "standard input", kind, out, nullptr, read_at_most);
 }
 
 }  // namespace hearth

@@ -42,7 +42,13 @@ std::string read_input_file(const std::string& path, InputKind kind, std::string
 // than report it as a damaged file of the format they expected.
 constexpr uint64_t kGitLfsPointerMaxBytes = 1023;
 bool is_git_lfs_pointer(const void* data, uint64_t size);
-std::string git_lfs_pointer_error(const std::string& path);  // the one line that says so
+std::string git_lfs_pointer_error(const std::string& shown);  // the one line that says so, of the file named `shown`
+
+// As read_input_file, for standard input (a program's operand "-"): read through /dev/stdin, so
+// that a regular file, a pipe or a terminal behind it is taken as its path would be, and named
+// "standard input" in messages, not by that path. A closed standard input (`<&-`) is an error,
+// EBADF as `cat - <&-` says, not the /dev/null a program may have put in its place.
+std::string read_standard_input(InputKind kind, std::string* out, uint64_t read_at_most = 0);
 
 // The identity of the file a path names now (following links); false when there is none.
 bool file_id_of(const std::string& path, FileId* id);

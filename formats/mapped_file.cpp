@@ -66,7 +66,7 @@ std::string MappedFile::open(const std::string& path) {
         munmap(data_, size_);
         data_ = nullptr;
         size_ = 0;
-        return git_lfs_pointer_error(path);
+        return git_lfs_pointer_error(shown_path(path));
     }
     advise_huge_pages(data_, size_);  // before the first touch: map_at_2mb
     return "";

@@ -243,8 +243,8 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         // A closed stdin is not an empty one: `cat <&-` and `cat - <&-` say "Bad file descriptor".
         // The /dev/null put in its place was read as an empty prompt, and as a chat with no message.
         {kModel + " --chat <&-", "cannot read the messages: Bad file descriptor"},
-        {kModel + " --tokenize -f - <&-", "--file: cannot read -: Bad file descriptor"},
-        {kModel + " --perplexity - <&-", "--perplexity: cannot read -: Bad file descriptor"},
+        {kModel + " --tokenize -f - <&-", "--file: cannot read standard input: Bad file descriptor"},
+        {kModel + " --perplexity - <&-", "--perplexity: cannot read standard input: Bad file descriptor"},
         {kModel + " --bench --bench-pp 0 --bench-tg 0", "nothing to measure"},
         {kModel + " --server --api-key ''", "--api-key is empty"},
         {kModel + " --server --host ''", "--host is empty"},
@@ -561,6 +561,27 @@ TEST_CASE("cli: -f - and --perplexity - read standard input, as grep -f - does")
     REQUIRE(file.exit_code == 0);
     CHECK(piped.exit_code == 0);
     CHECK(piped.out.substr(0, piped.out.find(" (")) == file.out.substr(0, file.out.find(" (")));  // the same perplexity
+}
+
+TEST_CASE("cli: what -f - and --perplexity - say of their input names it standard input, not /dev/stdin") {
+    // POSIX names the file an operand "-" stands for "the standard input"; /dev/stdin is only how
+    // run opens it, and the user never typed it.
+    make_cli_model();
+    const std::string many_bytes = "printf '%0300d' 0 | ";
+    struct Case {
+        std::string command, expect;
+    } cases[] = {
+        {"./run " + kModel + " -f - < build/tests", "run: --file: standard input is a folder"},
+        {"./run " + kModel + " --perplexity - < build/tests", "run: --perplexity: standard input is a folder"},
+        {many_bytes + "./run " + kModel + " -f - -c 4", "run: --file: standard input holds more than 256 bytes"},
+        {"printf '' | ./run " + kModel + " -f - -n 1 --temp 0", "run: note: --file: standard input is empty"},
+    };
+    for (const Case& c : cases) {
+        const CommandResult r = run_command(c.command);
+        INFO(c.command << " -> " << r.err);
+        CHECK(r.err.find(c.expect) == 0);
+        CHECK(r.err.find("/dev/stdin") == std::string::npos);
+    }
 }
 
 TEST_CASE("cli: --perplexity into a log writes a progress line every tenth of the windows, no carriage returns") {
