@@ -68,6 +68,42 @@ struct Options {
     ServerOptions server_options;  // --host, --port, --parallel, --api-key, --cors-origins, --allowed-hosts, --timeout, --alias
 };
 
+// run's modes. An option's row in the table says in which it has an effect (only_in), and one
+// given in another mode is named in a warning: ignored without a word, `--temp 0.5` with
+// --perplexity looks like it changed the figure. A warning, not a refusal, so that a script
+// that passes the same options to every mode goes on working.
+enum Mode : unsigned { kGenerate = 1, kTokenize = 2, kChat = 4, kPerplexity = 8, kBench = 16, kServer = 32 };
+constexpr unsigned kSampling = kGenerate | kChat | kServer;                           // the modes that sample tokens
+constexpr unsigned kEvaluating = kGenerate | kChat | kPerplexity | kBench | kServer;  // all that run the model
+
+// How a warning names each mode: in "has no effect ...", and in "it is for ...".
+struct ModeName {
+    Mode mode;
+    const char* in_it;
+    const char* for_it;
+};
+const ModeName kModeNames[] = {
+    {kGenerate, "when generating text", "generating text"},
+    {kTokenize, "with --tokenize", "--tokenize"},
+    {kChat, "with --chat", "--chat"},
+    {kPerplexity, "with --perplexity", "--perplexity"},
+    {kBench, "with --bench", "--bench"},
+    {kServer, "with --server", "--server"},
+};
+
+// "run: warning: --temp has no effect with --perplexity; it is for generating text, --chat and --server"
+std::string no_effect_warning(const Option& option, Mode mode) {
+    std::string in_it, for_it;
+    std::vector<const char*> uses;
+    for (const ModeName& m : kModeNames) {
+        if (m.mode == mode) in_it = m.in_it;
+        if (option.modes & m.mode) uses.push_back(m.for_it);
+    }
+    for (size_t i = 0; i < uses.size(); i++)
+        for_it += (i == 0 ? "" : i + 1 < uses.size() ? ", " : " and ") + std::string(uses[i]);
+    return std::string("run: warning: ") + option.long_name + " has no effect " + in_it + "; it is for " + for_it;
+}
+
 std::string template_names() {
     const std::vector<std::string>& names = chat_template_names();
     std::string s;
@@ -88,146 +124,190 @@ CommandLine command_line(Options& o) {
             {"input and output",
              {
                  {"-m", "--model", "FILE", &o.model_path, "the checkpoint (same as the first argument)"},
-                 {"-p", "--prompt", "TEXT", &o.prompt,
-                  "prompt text; encoded with BOS prepended (when the tokenizer adds one). Taken as it is: \\n is a "
-                  "backslash and an n (llama.cpp turns it into a newline; in a shell, write $'a\\nb')",
-                  0, 0, "just BOS"},
-                 {"-f", "--file", "FILE", &o.prompt_file,
-                  "prompt text read from a file (instead of --prompt), without the newline that ends its last line "
-                  "(as llama.cpp reads it); - is standard input"},
-                 {"", "--prompt-ids", "IDS", &o.prompt_ids,
-                  "prompt as raw token ids, comma-separated (nothing is added); llama-tokenize's [1, 15043] too"},
-                 {"-n", "--n-predict", "N", &o.n_predict,
-                  "tokens to generate at most; stops earlier at EOS or a full context; -1: no limit but those (as "
-                  "llama.cpp's -1)",
-                  -1, 1 << 30},
-                 {"", "--ignore-eos", "", &o.ignore_eos,
-                  "keep generating past EOS and the other end markers llama.cpp stops at (<|eot_id|>, <|im_end|>, ...; in --chat, past the end of a turn too)"},
-                 {"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"},
-                 {"", "--print-margins", "", &o.print_margins,
-                  "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit, and the runner-up id "
-                  "with its logit, to tell a near-tie from a difference when two builds disagree"},
-                 {"", "--tokenize", "", &o.tokenize,
-                  "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
-                  "comma-separated on one line (the ids llama.cpp's llama-tokenize --ids prints as [a, b, ...]), and exit"},
-                 {"-c", "--ctx-size", "N", &o.n_ctx,
-                  "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
-                  "llama-server does)",
-                  1, 1 << 24,
-                  "the model's, at most " + std::to_string(kDefaultContextCap) + "; for --perplexity, " +
-                      std::to_string(kDefaultPerplexityWindow) + " or the model's if shorter"},
-                 {"-t", "--threads", "N", &o.threads,
-                  "threads; more than the physical cores makes generation slower, and more than the CPUs this process may "
-                  "run on are cut to that number",
-                  1, 1024, "the number of physical cores, here " + std::to_string(o.threads), MinusOne::means_default},
+                 Option{"-p", "--prompt", "TEXT", &o.prompt,
+                        "prompt text; encoded with BOS prepended (when the tokenizer adds one). Taken as it is: \\n is a "
+                        "backslash and an n (llama.cpp turns it into a newline; in a shell, write $'a\\nb')",
+                        0, 0, "just BOS"}
+                     .only_in(kGenerate | kTokenize),
+                 Option{"-f", "--file", "FILE", &o.prompt_file,
+                        "prompt text read from a file (instead of --prompt), without the newline that ends its last line "
+                        "(as llama.cpp reads it); - is standard input"}
+                     .only_in(kGenerate | kTokenize),
+                 Option{"", "--prompt-ids", "IDS", &o.prompt_ids,
+                        "prompt as raw token ids, comma-separated (nothing is added); llama-tokenize's [1, 15043] too"}
+                     .only_in(kGenerate),
+                 Option{"-n", "--n-predict", "N", &o.n_predict,
+                        "tokens to generate at most; stops earlier at EOS or a full context; -1: no limit but those (as "
+                        "llama.cpp's -1)",
+                        -1, 1 << 30}
+                     .only_in(kGenerate | kChat),
+                 Option{
+                     "", "--ignore-eos", "", &o.ignore_eos,
+                     "keep generating past EOS and the other end markers llama.cpp stops at (<|eot_id|>, <|im_end|>, ...; in --chat, past the end of a turn too)"}
+                     .only_in(kGenerate | kChat),
+                 Option{"", "--print-ids", "", &o.print_ids, "print the generated ids, comma-separated, instead of text"}.only_in(
+                     kGenerate),
+                 Option{"", "--print-margins", "", &o.print_margins,
+                        "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit, and the runner-up id "
+                        "with its logit, to tell a near-tie from a difference when two builds disagree"}
+                     .only_in(kGenerate),
+                 Option{"", "--tokenize", "", &o.tokenize,
+                        "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
+                        "comma-separated on one line (the ids llama.cpp's llama-tokenize --ids prints as [a, b, ...]), and exit"}
+                     .only_in(kTokenize),
+                 Option{"-c", "--ctx-size", "N", &o.n_ctx,
+                        "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
+                        "llama-server does)",
+                        1, 1 << 24,
+                        "the model's, at most " + std::to_string(kDefaultContextCap) + "; for --perplexity, " +
+                            std::to_string(kDefaultPerplexityWindow) + " or the model's if shorter"}
+                     .only_in(kGenerate | kChat | kPerplexity | kServer),
+                 Option{"-t", "--threads", "N", &o.threads,
+                        "threads; more than the physical cores makes generation slower, and more than the CPUs this process may "
+                        "run on are cut to that number",
+                        1, 1024, "the number of physical cores, here " + std::to_string(o.threads), MinusOne::means_default}
+                     .only_in(kEvaluating),
              }},
             {"KV cache (as llama.cpp names them; every mode uses them)",
              {
-                 {"-ctk", "--cache-type-k", "TYPE", &o.cache_type_k,
-                  "type of the cached keys: f32, f16 or q8_0 (blocks of 32 along each head's dims; needs a head "
-                  "dimension that is a multiple of 32). f16 and q8_0 take 1/2 and 17/64 of f32's memory",
-                  0, 0, o.cache_type_k},
-                 {"-ctv", "--cache-type-v", "TYPE", &o.cache_type_v, "type of the cached values: f32, f16 or q8_0", 0, 0,
-                  o.cache_type_v},
+                 Option{"-ctk", "--cache-type-k", "TYPE", &o.cache_type_k,
+                        "type of the cached keys: f32, f16 or q8_0 (blocks of 32 along each head's dims; needs a head "
+                        "dimension that is a multiple of 32). f16 and q8_0 take 1/2 and 17/64 of f32's memory",
+                        0, 0, o.cache_type_k}
+                     .only_in(kEvaluating),
+                 Option{"-ctv", "--cache-type-v", "TYPE", &o.cache_type_v, "type of the cached values: f32, f16 or q8_0", 0, 0,
+                        o.cache_type_v}
+                     .only_in(kEvaluating),
              }},
             {"sampling (applied in this order, as llama.cpp does)",
              {
-                 {"", "--repeat-penalty", "X", &o.sampler.repeat_penalty, "divide logits of recently seen tokens by X; 1 = off",
-                  0.01, 100},
-                 {"", "--frequency-penalty", "X", &o.sampler.frequency_penalty,
-                  "subtract X times a recent token's count from its logit; 0 = off", -2, 2},
-                 {"", "--presence-penalty", "X", &o.sampler.presence_penalty,
-                  "subtract X from the logit of each recently seen token; 0 = off", -2, 2},
-                 {"", "--repeat-last-n", "N", &o.sampler.repeat_last_n, "how many recent tokens the penalties look at", 0,
-                  1 << 24},
-                 {"", "--top-k", "N", &o.sampler.top_k, "keep the N most likely tokens; 0 = off", 0, 1 << 30},
-                 {"", "--top-p", "X", &o.sampler.top_p, "keep the smallest set with probability mass >= X; 1 = off", 0, 1},
-                 {"", "--min-p", "X", &o.sampler.min_p, "drop tokens less likely than X times the top one; 0 = off", 0, 1},
-                 {"", "--temp", "X", &o.sampler.temperature, "temperature; 0 is greedy: always the most likely token", 0, 100},
-                 {"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling", 0, 0, "from the clock",
-                  MinusOne::means_default},
+                 Option{"", "--repeat-penalty", "X", &o.sampler.repeat_penalty,
+                        "divide logits of recently seen tokens by X; 1 = off", 0.01, 100}
+                     .only_in(kSampling),
+                 Option{"", "--frequency-penalty", "X", &o.sampler.frequency_penalty,
+                        "subtract X times a recent token's count from its logit; 0 = off", -2, 2}
+                     .only_in(kSampling),
+                 Option{"", "--presence-penalty", "X", &o.sampler.presence_penalty,
+                        "subtract X from the logit of each recently seen token; 0 = off", -2, 2}
+                     .only_in(kSampling),
+                 Option{"", "--repeat-last-n", "N", &o.sampler.repeat_last_n, "how many recent tokens the penalties look at", 0,
+                        1 << 24}
+                     .only_in(kSampling),
+                 Option{"", "--top-k", "N", &o.sampler.top_k, "keep the N most likely tokens; 0 = off", 0, 1 << 30}.only_in(
+                     kSampling),
+                 Option{"", "--top-p", "X", &o.sampler.top_p, "keep the smallest set with probability mass >= X; 1 = off", 0, 1}
+                     .only_in(kSampling),
+                 Option{"", "--min-p", "X", &o.sampler.min_p, "drop tokens less likely than X times the top one; 0 = off", 0, 1}
+                     .only_in(kSampling),
+                 Option{"", "--temp", "X", &o.sampler.temperature, "temperature; 0 is greedy: always the most likely token", 0,
+                        100}
+                     .only_in(kSampling),
+                 Option{"-s", "--seed", "N", &o.sampler.seed, "random seed, for reproducible sampling", 0, 0, "from the clock",
+                        MinusOne::means_default}
+                     .only_in(kSampling),
              }},
             {"prompt-lookup drafts (every mode that generates)",
              {
-                 {"", "--draft", "N", &o.draft,
-                  "guess up to N tokens at a step from earlier text (what followed the last 2-4 tokens where they "
-                  "occurred before) and check them in the same forward pass: faster when the output repeats the "
-                  "prompt, and the same ids as without (greedy, or sampled with the same seed); drafting backs off "
-                  "while guesses are rejected, and the server drafts only while a step has fewer than 8 tokens "
-                  "in all. 0 = off",
-                  0, 64},
+                 Option{"", "--draft", "N", &o.draft,
+                        "guess up to N tokens at a step from earlier text (what followed the last 2-4 tokens where they "
+                        "occurred before) and check them in the same forward pass: faster when the output repeats the "
+                        "prompt, and the same ids as without (greedy, or sampled with the same seed); drafting backs off "
+                        "while guesses are rejected, and the server drafts only while a step has fewer than 8 tokens "
+                        "in all. 0 = off",
+                        0, 64}
+                     .only_in(kSampling),
              }},
             {"perplexity (instead of generating)",
              {
-                 {"", "--perplexity", "FILE", &o.perplexity_file,
-                  "perplexity of a text file, as llama.cpp computes it: windows of -c tokens (default " +
-                      std::to_string(kDefaultPerplexityWindow) + "), the second half of each window scored; - is standard input"},
+                 Option{"", "--perplexity", "FILE", &o.perplexity_file,
+                        "perplexity of a text file, as llama.cpp computes it: windows of -c tokens (default " +
+                            std::to_string(kDefaultPerplexityWindow) +
+                            "), the second half of each window scored; - is standard input"}
+                     .only_in(kPerplexity),
              }},
             {"benchmark (instead of generating)",
              {
-                 {"", "--bench", "", &o.bench,
-                  "print prompt processing (ppN) and generation (tgN) speed in tok/s, medians of --bench-reps runs, "
-                  "the weight bandwidth of tg, and the kernel rows this CPU runs for each"},
-                 {"", "--bench-pp", "N", &o.bench_spec.n_pp, "prompt tokens evaluated in one batch", 0, 1 << 20},
-                 {"", "--bench-tg", "N", &o.bench_spec.n_tg, "tokens generated one by one", 0, 1 << 20},
-                 {"", "--bench-depth", "N", &o.bench_spec.depth,
-                  "positions already in each sequence's cache before pp and tg (as llama-bench's -d): attention reads "
-                  "them for every token, as a reply does after its prompt",
-                  0, 1 << 20},
-                 {"", "--bench-seqs", "N", &o.bench_spec.n_seqs,
-                  "sequences generated together, one token of each per pass over the weights (as the server batches its "
-                  "slots); tg counts all of their tokens",
-                  1, kMaxBatch},
-                 {"", "--bench-reps", "N", &o.bench_spec.reps, "repetitions", 1, 1 << 20},
+                 Option{"", "--bench", "", &o.bench,
+                        "print prompt processing (ppN) and generation (tgN) speed in tok/s, medians of --bench-reps runs, "
+                        "the weight bandwidth of tg, and the kernel rows this CPU runs for each"}
+                     .only_in(kBench),
+                 Option{"", "--bench-pp", "N", &o.bench_spec.n_pp, "prompt tokens evaluated in one batch", 0, 1 << 20}.only_in(
+                     kBench),
+                 Option{"", "--bench-tg", "N", &o.bench_spec.n_tg, "tokens generated one by one", 0, 1 << 20}.only_in(kBench),
+                 Option{"", "--bench-depth", "N", &o.bench_spec.depth,
+                        "positions already in each sequence's cache before pp and tg (as llama-bench's -d): attention reads "
+                        "them for every token, as a reply does after its prompt",
+                        0, 1 << 20}
+                     .only_in(kBench),
+                 Option{"", "--bench-seqs", "N", &o.bench_spec.n_seqs,
+                        "sequences generated together, one token of each per pass over the weights (as the server batches its "
+                        "slots); tg counts all of their tokens",
+                        1, kMaxBatch}
+                     .only_in(kBench),
+                 Option{"", "--bench-reps", "N", &o.bench_spec.reps, "repetitions", 1, 1 << 20}.only_in(kBench),
              }},
             {"chat (instead of a single prompt)",
              {
-                 {"-i", "--chat", "", &o.chat,
-                  "a conversation: read a message, write the reply, again, keeping the KV cache between turns. In a "
-                  "terminal: line editing, history, /help for commands; Ctrl-C stops a reply, Ctrl-D leaves. From a "
-                  "pipe: one message a line (`echo question | run MODEL --chat`). -n caps a reply."},
-                 {"", "--template", "NAME", &o.chat_options.template_name, "chat template: " + template_names(), 0, 0,
-                  "the one quantize stored; when none, raw, or chatml if the vocabulary has its tokens"},
-                 {"", "--system", "TEXT", &o.chat_options.system_prompt,
-                  "the system prompt; without it, the one the model's chat template puts first when a dialog has none "
-                  "(Qwen2.5's), if any"},
-                 {"", "--verbose", "", &o.chat_options.verbose,
-                  "print each reply's timing (prompt, time to first token, tok/s) on stderr, and with -p too the "
-                  "drafts' acceptance rate and the kernel rows of one token"},
+                 Option{"-i", "--chat", "", &o.chat,
+                        "a conversation: read a message, write the reply, again, keeping the KV cache between turns. In a "
+                        "terminal: line editing, history, /help for commands; Ctrl-C stops a reply, Ctrl-D leaves. From a "
+                        "pipe: one message a line (`echo question | run MODEL --chat`). -n caps a reply."}
+                     .only_in(kChat),
+                 Option{"", "--template", "NAME", &o.chat_options.template_name, "chat template: " + template_names(), 0, 0,
+                        "the one quantize stored; when none, raw, or chatml if the vocabulary has its tokens"}
+                     .only_in(kChat | kServer),
+                 Option{"", "--system", "TEXT", &o.chat_options.system_prompt,
+                        "the system prompt; without it, the one the model's chat template puts first when a dialog has none "
+                        "(Qwen2.5's), if any"}
+                     .only_in(kChat),
+                 Option{"", "--verbose", "", &o.chat_options.verbose,
+                        "print each reply's timing (prompt, time to first token, tok/s) on stderr, and with -p too the "
+                        "drafts' acceptance rate and the kernel rows of one token"}
+                     .only_in(kGenerate | kChat),
              }},
             {"server (instead of a single prompt): an OpenAI-compatible HTTP API and a chat page",
              {
-                 {"", "--server", "", &o.server,
-                  "serve the model over HTTP: POST /v1/chat/completions and /v1/completions (streamed or not), GET "
-                  "/v1/models, /health, POST /tokenize and /detokenize, and the chat page at /. The sampling options "
-                  "above are the defaults a request's own fields override; --template picks the chat template"},
-                 {"", "--host", "HOST", &o.server_options.host, "address to listen on; 0.0.0.0 serves the network", 0, 0,
-                  o.server_options.host},
-                 {"", "--port", "N", &o.server_options.port, "TCP port to listen on", 1, 65535},
-                 {"-np", "--parallel", "N", &o.server_options.n_parallel,
-                  "slots: conversations generated at once, each with its own KV cache of -c / N tokens; more requests "
-                  "wait in a queue of " +
-                      std::to_string(limits::kServerQueuedJobs),
-                  1, 256},
-                 {"", "--api-key", "KEY", &o.server_options.api_key,
-                  "require 'Authorization: Bearer KEY' on every endpoint but / and /health", 0, 0, "none"},
-                 {"", "--cors-origins", "ORIGINS", &o.server_options.cors_origins,
-                  "comma-separated origins (scheme://host[:port]) whose browser pages may call the server; 'localhost' "
-                  "is any page on this machine's loopback names, '*' any web page",
-                  0, 0, "localhost"},
-                 {"", "--allowed-hosts", "HOSTS", &o.server_options.allowed_hosts,
-                  "comma-separated host names or addresses ('.example.com': it and the names under it) that requests "
-                  "may name in their Host header, besides this machine's loopback names (localhost, 127.0.0.1, [::1]), "
-                  "which always may; any other is refused with 403, against DNS rebinding. '*' lets any Host in. On a "
-                  "non-loopback --host (0.0.0.0) the Host is checked only when this option is given",
-                  0, 0, "the loopback names"},
-                 {"", "--timeout", "SECONDS", &o.server_options.timeout_seconds,
-                  "read and write timeout of a connection: a client that stalls this long is dropped", 1, 86400},
-                 {"-a", "--alias", "NAME", &o.server_options.model_name, "the model's name in /v1/models and the replies", 0, 0,
-                  "the model file's name"},
+                 Option{"", "--server", "", &o.server,
+                        "serve the model over HTTP: POST /v1/chat/completions and /v1/completions (streamed or not), GET "
+                        "/v1/models, /health, POST /tokenize and /detokenize, and the chat page at /. The sampling options "
+                        "above are the defaults a request's own fields override; --template picks the chat template"}
+                     .only_in(kServer),
+                 Option{"", "--host", "HOST", &o.server_options.host, "address to listen on; 0.0.0.0 serves the network", 0, 0,
+                        o.server_options.host}
+                     .only_in(kServer),
+                 Option{"", "--port", "N", &o.server_options.port, "TCP port to listen on", 1, 65535}.only_in(kServer),
+                 Option{"-np", "--parallel", "N", &o.server_options.n_parallel,
+                        "slots: conversations generated at once, each with its own KV cache of -c / N tokens; more requests "
+                        "wait in a queue of " +
+                            std::to_string(limits::kServerQueuedJobs),
+                        1, 256}
+                     .only_in(kServer),
+                 Option{"", "--api-key", "KEY", &o.server_options.api_key,
+                        "require 'Authorization: Bearer KEY' on every endpoint but / and /health", 0, 0, "none"}
+                     .only_in(kServer),
+                 Option{"", "--cors-origins", "ORIGINS", &o.server_options.cors_origins,
+                        "comma-separated origins (scheme://host[:port]) whose browser pages may call the server; 'localhost' "
+                        "is any page on this machine's loopback names, '*' any web page",
+                        0, 0, "localhost"}
+                     .only_in(kServer),
+                 Option{"", "--allowed-hosts", "HOSTS", &o.server_options.allowed_hosts,
+                        "comma-separated host names or addresses ('.example.com': it and the names under it) that requests "
+                        "may name in their Host header, besides this machine's loopback names (localhost, 127.0.0.1, [::1]), "
+                        "which always may; any other is refused with 403, against DNS rebinding. '*' lets any Host in. On a "
+                        "non-loopback --host (0.0.0.0) the Host is checked only when this option is given",
+                        0, 0, "the loopback names"}
+                     .only_in(kServer),
+                 Option{"", "--timeout", "SECONDS", &o.server_options.timeout_seconds,
+                        "read and write timeout of a connection: a client that stalls this long is dropped", 1, 86400}
+                     .only_in(kServer),
+                 Option{"-a", "--alias", "NAME", &o.server_options.model_name, "the model's name in /v1/models and the replies",
+                        0, 0, "the model file's name"}
+                     .only_in(kServer),
              }},
         },
-        "Timing (load, prompt and generation speed) is printed on stderr at the end.\n"};
+        "Timing (load, prompt and generation speed) is printed on stderr at the end. An option that has no effect\n"
+        "in the mode chosen (--temp with --perplexity, --port without --server) is named in a warning on stderr,\n"
+        "and ignored.\n"};
 }
 
 // One line, whatever the message carries from a file: control characters are escaped.
@@ -517,7 +597,8 @@ int run_main(int argc, char** argv) {
     Options o;
     o.sampler.seed = uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
     Arguments args;
-    if (int exit_code = parse_command_line(command_line(o), argc, argv, &args); exit_code >= 0) return exit_code;
+    const CommandLine options = command_line(o);
+    if (int exit_code = parse_command_line(options, argc, argv, &args); exit_code >= 0) return exit_code;
     bool model_given = args.was_given("--model");
     for (const std::string& a : args.positional) {
         if (model_given) return fail("unexpected argument '" + a + "' (the model is already " + o.model_path + ")");
@@ -528,28 +609,15 @@ int run_main(int argc, char** argv) {
     if (model_given && o.model_path.empty())
         return fail("the model's path is empty: give a file, or leave MODEL out for the default model");
     if (o.n_predict < 0) o.n_predict = 1 << 30;  // -1: the context (or EOS) ends it
-    if (args.was_given("--file")) {
-        if (args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
-        // A prompt over 64 bytes a token of its context is refused before tokenizing (generate):
-        // read no more of a pipe than that, not a text file's 1 GiB. The context is -c, or the
-        // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context.
-        const int n_ctx = o.n_ctx ? o.n_ctx : kDefaultContextCap;
-        const uint64_t most = o.tokenize ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
-        std::string err = read_text(o.prompt_file, &o.prompt, most);
-        if (!err.empty()) return fail("--file: " + err);
-        if (most && o.prompt.size() == most)
-            return fail("--file: " + text_name(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
-                        " bytes: more than " + std::to_string(limits::kPromptBytesPerContextToken) +
-                        " per token of a context of " + std::to_string(n_ctx) + (o.n_ctx ? "" : " (the most -c defaults to)") +
-                        ", too long to be tokenized (raise -c)");
-        if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file: %s is empty\n", text_name(o.prompt_file).c_str());
-        // The newline that ends a file's last line is not part of the prompt, as in llama.cpp.
-        if (!o.prompt.empty() && o.prompt.back() == '\n') o.prompt.pop_back();
-    }
+    if (args.was_given("--file") && args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
     const bool prompt_given = args.was_given("--prompt") || args.was_given("--file"), ids_given = args.was_given("--prompt-ids");
     const bool perplexity_given = args.was_given("--perplexity");
     if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) > 1)
         return fail("give only one of --chat, --bench, --perplexity and --tokenize");
+    if (o.server && (o.chat || o.bench || perplexity_given || o.tokenize || prompt_given || ids_given))
+        return fail(
+            "--server takes its prompts from HTTP requests: give none of --chat, --bench, --perplexity, --tokenize, "
+            "--prompt, --file, --prompt-ids");
     if (o.tokenize && ids_given) return fail("--tokenize encodes --prompt text, not --prompt-ids");
     if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
     if (o.chat && (prompt_given || ids_given)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
@@ -574,6 +642,31 @@ int run_main(int argc, char** argv) {
         if (std::string why = check_allowed_hosts(o.server_options.allowed_hosts); !why.empty())
             return fail("--allowed-hosts: " + why);
     }
+    const Mode mode = o.server           ? kServer
+                      : o.chat           ? kChat
+                      : o.bench          ? kBench
+                      : perplexity_given ? kPerplexity
+                      : o.tokenize       ? kTokenize
+                                         : kGenerate;
+    for (const Option* option : options_without_effect(options, args, mode))
+        std::fprintf(stderr, "%s\n", no_effect_warning(*option, mode).c_str());
+    if (args.was_given("--file") && (mode == kGenerate || mode == kTokenize)) {
+        // A prompt over 64 bytes a token of its context is refused before tokenizing (generate):
+        // read no more of a pipe than that, not a text file's 1 GiB. The context is -c, or the
+        // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context.
+        const int n_ctx = o.n_ctx ? o.n_ctx : kDefaultContextCap;
+        const uint64_t most = o.tokenize ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
+        std::string err = read_text(o.prompt_file, &o.prompt, most);
+        if (!err.empty()) return fail("--file: " + err);
+        if (most && o.prompt.size() == most)
+            return fail("--file: " + text_name(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
+                        " bytes: more than " + std::to_string(limits::kPromptBytesPerContextToken) +
+                        " per token of a context of " + std::to_string(n_ctx) + (o.n_ctx ? "" : " (the most -c defaults to)") +
+                        ", too long to be tokenized (raise -c)");
+        if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file: %s is empty\n", text_name(o.prompt_file).c_str());
+        // The newline that ends a file's last line is not part of the prompt, as in llama.cpp.
+        if (!o.prompt.empty() && o.prompt.back() == '\n') o.prompt.pop_back();
+    }
     std::string err;
     // The logits the callback sees are the step's own only without drafts (model/generate.cpp).
     if (o.print_margins && (o.sampler.temperature > 0 || o.draft != 0))
@@ -589,13 +682,7 @@ int run_main(int argc, char** argv) {
         o.threads = omp_get_num_procs();
     }
     omp_set_num_threads(o.threads);
-    if (o.server) {
-        if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) + int(prompt_given) + int(ids_given) > 0)
-            return fail(
-                "--server takes its prompts from HTTP requests: give none of --chat, --bench, --perplexity, --tokenize, "
-                "--prompt, --file, --prompt-ids");
-        return serve_model(o);
-    }
+    if (o.server) return serve_model(o);
 
     const auto t_load = Clock::now();
     Model model;

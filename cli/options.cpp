@@ -1,5 +1,6 @@
 #include "cli/options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -169,6 +170,17 @@ bool Arguments::was_given(const std::string& long_name) const {
     for (const std::string& g : given)
         if (g == long_name) return true;
     return false;
+}
+
+std::vector<const Option*> options_without_effect(const CommandLine& cl, const Arguments& args, unsigned mode) {
+    std::vector<const Option*> out;
+    for (size_t i = 0; i < args.given.size(); i++) {
+        if (std::find(args.given.begin(), args.given.begin() + i, args.given[i]) != args.given.begin() + i) continue;
+        for (const OptionSection& s : cl.sections)
+            for (const Option& o : s.options)
+                if (args.given[i] == o.long_name && o.modes != 0 && (o.modes & mode) == 0) out.push_back(&o);
+    }
+    return out;
 }
 
 int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args) {

@@ -27,6 +27,7 @@ struct Option {
     double min, max;            // the accepted range of a number, inclusive; a uint64_t takes all of its own
     std::string default_shown;  // --help's "(default: ...)"; "" shows a number's value before parsing
     MinusOne minus_one;         // --help says "(default, or -1: ...)" when it means the default
+    unsigned modes = 0;         // the program's modes (bits it defines) in which the option has an effect; 0: all
 
     // A table row in this order; what a row does not need may be left out.
     Option(const char* short_name, const char* long_name, const char* value_name, OptionTarget target, std::string help,
@@ -40,6 +41,12 @@ struct Option {
           max(max),
           default_shown(std::move(default_shown)),
           minus_one(minus_one) {}
+    // A row for some modes only: Option{...}.only_in(kChat | kServer), as llama.cpp's
+    // common_arg(...).set_examples({...}).
+    Option& only_in(unsigned mode_bits) {
+        modes = mode_bits;
+        return *this;
+    }
 };
 
 struct OptionSection {
@@ -72,5 +79,9 @@ struct Arguments {
 // (flag, integer, real, text) and, for numbers, the least and greatest value of its range (a
 // uint64_t's least is -1, its default; an int's -1 for its default is not listed).
 int parse_command_line(const CommandLine& cl, int argc, char** argv, Arguments* args);
+
+// The options given that have no effect in `mode` (one of the bits of Option::modes), once each,
+// in the order they were first given.
+std::vector<const Option*> options_without_effect(const CommandLine& cl, const Arguments& args, unsigned mode);
 
 }  // namespace hearth

@@ -584,6 +584,39 @@ TEST_CASE("cli: what -f - and --perplexity - say of their input names it standar
     }
 }
 
+TEST_CASE("cli: an option that has no effect in the mode chosen is named in a warning, and run goes on") {
+    // --temp with --perplexity, --port without --server: ignored without a word, they looked as
+    // if they had changed the figure or served. A warning, as gcc's "linker input file unused
+    // because linking not done", and not a refusal, so that a script passing the same options
+    // to every mode keeps working.
+    const std::string model = "./run models/tiny-shakespeare.hearth ";
+    write_file("build/tests/cli-ppl-modes.txt", read_text("tests/data/tinyshakespeare-valid.txt").substr(0, 2048));
+    const std::string ppl = "--perplexity build/tests/cli-ppl-modes.txt -c 64 -t 1";
+    const CommandResult plain = run_command(model + ppl);
+    // -f's file is not even read: it would be a prompt, and there is none here.
+    const CommandResult extra = run_command(model + ppl + " --temp 0.5 --temp 0.7 -n 5 -f build/tests/no-such.txt");
+    INFO(extra.err);
+    REQUIRE(plain.exit_code == 0);
+    CHECK(plain.err.find("warning") == std::string::npos);
+    CHECK(extra.exit_code == 0);
+    CHECK(extra.out.substr(0, extra.out.find(" (")) == plain.out.substr(0, plain.out.find(" (")));  // the same perplexity
+    CHECK(extra.err.find("run: warning: --temp has no effect with --perplexity; it is for generating text, --chat and "
+                         "--server\n") != std::string::npos);
+    CHECK(extra.err.find("--temp has no effect", extra.err.find("--temp has no effect") + 1) == std::string::npos);  // once
+    CHECK(extra.err.find("run: warning: --n-predict has no effect with --perplexity") != std::string::npos);
+    CHECK(extra.err.find("run: warning: --file has no effect with --perplexity") != std::string::npos);
+
+    const CommandResult port = run_command(model + "-p ROMEO: -n 2 -t 1 --port 9000 --bench-reps 3");
+    INFO(port.err);
+    CHECK(port.exit_code == 0);
+    CHECK(port.err.find("run: warning: --port has no effect when generating text; it is for --server\n") == 0);
+    CHECK(port.err.find("run: warning: --bench-reps has no effect when generating text; it is for --bench\n") !=
+          std::string::npos);
+    const CommandResult fitting = run_command(model + "-p ROMEO: -n 2 -t 1 --temp 0 -c 64 -s 3 --draft 0");
+    CHECK(fitting.exit_code == 0);
+    CHECK(fitting.err.find("warning") == std::string::npos);
+}
+
 TEST_CASE("cli: --perplexity into a log writes a progress line every tenth of the windows, no carriage returns") {
     // 8 KB of the held-out text: about 2,500 tokens, some 40 windows of 64.
     write_file("build/tests/cli-ppl.txt", read_text("tests/data/tinyshakespeare-valid.txt").substr(0, 8192));
