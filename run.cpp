@@ -52,7 +52,9 @@ struct Options {
     std::string prompt, prompt_file, prompt_ids;
     int n_predict = 256;
     bool ignore_eos = false, print_ids = false, print_margins = false, tokenize = false;
-    int n_ctx = 0;  // 0: the model's, at most kDefaultContextCap (for --perplexity: perplexity_window)
+    // -c. -1 (not given): the model's, at most kDefaultContextCap (for --perplexity: perplexity_window);
+    // 0: the model's whole context, as llama.cpp's -c 0 ("loaded from model").
+    int n_ctx = -1;
     int threads = physical_core_count();
     SamplerParams sampler;  // the seed is the clock's unless -s sets it
     int draft = 4;          // --draft; the default is measured: docs/benchmarks.md, "Prompt-lookup drafts"
@@ -157,8 +159,8 @@ CommandLine command_line(Options& o) {
                      .only_in(kTokenize),
                  Option{"-c", "--ctx-size", "N", &o.n_ctx,
                         "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
-                        "llama-server does)",
-                        1, 1 << 24,
+                        "llama-server does); 0: the model's whole context (as llama.cpp's 0)",
+                        0, 1 << 24,
                         "the model's, at most " + std::to_string(kDefaultContextCap) + "; for --perplexity, " +
                             std::to_string(kDefaultPerplexityWindow) + " or the model's if shorter"}
                      .only_in(kGenerate | kChat | kPerplexity | kServer),
@@ -336,12 +338,12 @@ std::string text_name(const std::string& given) { return given == "-" ? "standar
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int context_length(const Options& o, const ModelConfig& c) {
-    return o.n_ctx ? o.n_ctx : std::min(c.max_seq_len, kDefaultContextCap);
+    return o.n_ctx > 0 ? o.n_ctx : o.n_ctx == 0 ? c.max_seq_len : std::min(c.max_seq_len, kDefaultContextCap);
 }
 
 // --perplexity's window: -c, else kDefaultPerplexityWindow or the model's context if shorter.
 int perplexity_window(const Options& o, const ModelConfig& c) {
-    return o.n_ctx ? o.n_ctx : std::min(kDefaultPerplexityWindow, c.max_seq_len);
+    return o.n_ctx > 0 ? o.n_ctx : o.n_ctx == 0 ? c.max_seq_len : std::min(kDefaultPerplexityWindow, c.max_seq_len);
 }
 
 // Positions past the context the model declares (as a rule, its training's) give text and
@@ -653,16 +655,17 @@ int run_main(int argc, char** argv) {
     if (args.was_given("--file") && (mode == kGenerate || mode == kTokenize)) {
         // A prompt over 64 bytes a token of its context is refused before tokenizing (generate):
         // read no more of a pipe than that, not a text file's 1 GiB. The context is -c, or the
-        // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context.
-        const int n_ctx = o.n_ctx ? o.n_ctx : kDefaultContextCap;
-        const uint64_t most = o.tokenize ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
+        // model's of at most kDefaultContextCap (not loaded yet). --tokenize has no context, and -c 0's
+        // is known once the model is: then generate() refuses a prompt too long for it.
+        const int n_ctx = o.n_ctx > 0 ? o.n_ctx : kDefaultContextCap;
+        const uint64_t most = o.tokenize || o.n_ctx == 0 ? 0 : uint64_t(n_ctx) * limits::kPromptBytesPerContextToken + 1;
         std::string err = read_text(o.prompt_file, &o.prompt, most);
         if (!err.empty()) return fail("--file: " + err);
         if (most && o.prompt.size() == most)
             return fail("--file: " + text_name(o.prompt_file) + " holds more than " + std::to_string(most - 1) +
                         " bytes: more than " + std::to_string(limits::kPromptBytesPerContextToken) +
-                        " per token of a context of " + std::to_string(n_ctx) + (o.n_ctx ? "" : " (the most -c defaults to)") +
-                        ", too long to be tokenized (raise -c)");
+                        " per token of a context of " + std::to_string(n_ctx) +
+                        (o.n_ctx > 0 ? "" : " (the most -c defaults to)") + ", too long to be tokenized (raise -c)");
         if (o.prompt.empty()) std::fprintf(stderr, "run: note: --file: %s is empty\n", text_name(o.prompt_file).c_str());
         // The newline that ends a file's last line is not part of the prompt, as in llama.cpp.
         if (!o.prompt.empty() && o.prompt.back() == '\n') o.prompt.pop_back();

@@ -439,6 +439,30 @@ TEST_CASE("cli: -t -1 is the default thread count, as llama.cpp's -t takes -1, a
     }
 }
 
+TEST_CASE("cli: -c 0 is the model's whole context, as llama.cpp's -c 0 (\"loaded from model\")") {
+    // llama.cpp's -c help: "0 = loaded from model"; run refused 0 as out of range. A model that
+    // declares 8192 positions, more than the 4096 run takes without -c.
+    const std::string dir = "build/tests/cli-long-context", model = "build/tests/cli-long-context.hearth";
+    REQUIRE(run_command("rm -rf " + dir + " && cp -r tests/data/parity/gqa " + dir +
+                        " && sed -i 's/\"max_position_embeddings\": *256/\"max_position_embeddings\": 8192/' " + dir +
+                        "/config.json && ./quantize " + dir + " " + model + " -q")
+                .exit_code == 0);
+    auto context_of = [&](const std::string& args) {
+        const CommandResult r = run_command("printf '/stats\\n' | ./run " + model + " --chat -t 1" + args);
+        INFO(args << " -> " << r.out << r.err);
+        CHECK(r.exit_code == 0);
+        const size_t at = r.out.find(" of ");
+        return at == std::string::npos ? -1 : std::atoi(r.out.c_str() + at + 4);  // "context: 0 of N tokens"
+    };
+    CHECK(context_of("") == 4096);
+    CHECK(context_of(" -c 0") == 8192);
+    CHECK(context_of(" -c 100") == 100);
+    // --perplexity's window too (named by the refusal of a text shorter than one, so as not to score 8192 tokens).
+    write_file("build/tests/cli-short.txt", "ROMEO: Good morrow, my lord, and how fare you?\n");
+    const CommandResult ppl = run_command("./run " + model + " --perplexity build/tests/cli-short.txt -c 0 -t 1");
+    CHECK(ppl.err.find("less than one window of 8192") != std::string::npos);
+}
+
 TEST_CASE("cli: output that cannot be written is an error, not a silent success") {
     make_cli_model();
     // /dev/full: every write fails with ENOSPC, as on a full disk.
