@@ -622,7 +622,10 @@ int run_main(int argc, char** argv) {
             "--prompt, --file, --prompt-ids");
     if (o.tokenize && ids_given) return fail("--tokenize encodes --prompt text, not --prompt-ids");
     if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
-    if (o.chat && (prompt_given || ids_given)) return fail("--chat reads its messages from the terminal or stdin, not --prompt");
+    if (o.chat && (prompt_given || ids_given))
+        return fail("--chat reads its messages from the terminal or stdin, not " + std::string(args.was_given("--file") ? "--file"
+                                                                                               : ids_given ? "--prompt-ids"
+                                                                                                           : "--prompt"));
     if (o.chat && (o.print_ids || o.print_margins))
         return fail(std::string(o.print_ids ? "--print-ids" : "--print-margins") +
                     " is for a generation from --prompt or --prompt-ids; --chat writes its replies as text");

@@ -238,6 +238,10 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,2 -p hi", "either"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
         {kModel + " --chat --print-ids", "--chat writes its replies as text"},
+        // The option given is the one named: it said "not --prompt" to -f and --prompt-ids too.
+        {kModel + " --chat -p hi", "--chat reads its messages from the terminal or stdin, not --prompt"},
+        {kModel + " --chat -f build/tests/cli-one-line.txt", "--chat reads its messages from the terminal or stdin, not --file"},
+        {kModel + " --chat --prompt-ids 1,2", "--chat reads its messages from the terminal or stdin, not --prompt-ids"},
         // Messages that cannot be read are an error, as `cat < DIR` says "Is a directory": it left at once, exit 0.
         {kModel + " --chat < build/tests", "cannot read the messages: Is a directory"},
         // A closed stdin is not an empty one: `cat <&-` and `cat - <&-` say "Bad file descriptor".
