@@ -308,9 +308,9 @@ CommandLine command_line(Options& o) {
                      .only_in(kServer),
              }},
         },
-        "Timing (load, prompt and generation speed) is printed on stderr at the end. An option that has no effect\n"
-        "in the mode chosen (--temp with --perplexity, --port without --server) is named in a warning on stderr,\n"
-        "and ignored.\n"};
+        "Timing (load, prompt and generation speed) is printed on stderr at the end. An option that has no\n"
+        "effect in the mode chosen (--temp with --perplexity, --port without --server) is named in a warning\n"
+        "on stderr, and ignored.\n"};
 }
 
 // One line, whatever the message carries from a file: control characters are escaped.

@@ -37,6 +37,14 @@ TEST_CASE("cli: --help documents the options and exits 0") {
     CommandResult q = run_command("./quantize --help");
     CHECK(q.exit_code == 0);
     CHECK(q.out.find("--type") != std::string::npos);
+    // Within the 100 columns the option lines are wrapped to, the text around them too.
+    for (const std::string& text : {r.out, q.out}) {
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+            INFO(line);
+            CHECK(line.size() <= 100);
+        }
+    }
 }
 
 TEST_CASE("cli: a -c past the model's context runs, with a note on stderr") {
