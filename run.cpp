@@ -624,6 +624,10 @@ int run_main(int argc, char** argv) {
     if (o.n_predict < 0) o.n_predict = 1 << 30;  // -1: the context (or EOS) ends it
     if (args.was_given("--file") && args.was_given("--prompt")) return fail("give either --prompt or --file, not both");
     const bool prompt_given = args.was_given("--prompt") || args.was_given("--file"), ids_given = args.was_given("--prompt-ids");
+    // The prompt's option as given, for the messages that refuse it.
+    const std::string prompt_option = args.was_given("--file")     ? "--file"
+                                      : ids_given && !prompt_given ? "--prompt-ids"
+                                                                   : "--prompt";
     const bool perplexity_given = args.was_given("--perplexity");
     if (int(o.chat) + int(o.bench) + int(perplexity_given) + int(o.tokenize) > 1)
         return fail("give only one of --chat, --bench, --perplexity and --tokenize");
@@ -632,11 +636,9 @@ int run_main(int argc, char** argv) {
             "--server takes its prompts from HTTP requests: give none of --chat, --bench, --perplexity, --tokenize, "
             "--prompt, --file, --prompt-ids");
     if (o.tokenize && ids_given) return fail("--tokenize encodes --prompt text, not --prompt-ids");
-    if (prompt_given && ids_given) return fail("give either --prompt or --prompt-ids, not both");
+    if (prompt_given && ids_given) return fail("give either " + prompt_option + " or --prompt-ids, not both");
     if (o.chat && (prompt_given || ids_given))
-        return fail("--chat reads its messages from the terminal or stdin, not " + std::string(args.was_given("--file") ? "--file"
-                                                                                               : ids_given ? "--prompt-ids"
-                                                                                                           : "--prompt"));
+        return fail("--chat reads its messages from the terminal or stdin, not " + prompt_option);
     if (o.chat && (o.print_ids || o.print_margins))
         return fail(std::string(o.print_ids ? "--print-ids" : "--print-margins") +
                     " is for a generation from --prompt or --prompt-ids; --chat writes its replies as text");

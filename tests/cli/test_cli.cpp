@@ -245,7 +245,8 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {kModel + " --prompt-ids 1,99999", "outside"},
         {kModel + " --prompt-ids 1,,2", "list"},
         {kModel + " --prompt-ids 1,2,", "list"},
-        {kModel + " --prompt-ids 1,2 -p hi", "either"},
+        {kModel + " --prompt-ids 1,2 -p hi", "give either --prompt or --prompt-ids, not both"},
+        {kModel + " --prompt-ids 1,2 -f build/tests/cli-one-line.txt", "give either --file or --prompt-ids, not both"},
         {kModel + " -c 4 -p 'a prompt much longer than four tokens of context'", "longer than the context"},
         {kModel + " --chat --print-ids", "--chat writes its replies as text"},
         // The option given is the one named: it said "not --prompt" to -f and --prompt-ids too.
