@@ -13,7 +13,6 @@
 #include <new>
 #include <omp.h>
 #include <string>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -319,16 +318,6 @@ int fail(const std::string& msg) {
     return 1;
 }
 
-// load_model, and for a folder (a Hugging Face download, which run cannot read as it is) what
-// to do with it: quantize converts it.
-std::string load_model_file(const std::string& path, Model* model) {
-    std::string err = load_model(path, model);
-    struct stat st;
-    if (!err.empty() && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        err += "; a model's folder is converted first: quantize " + shown_path(path) + " OUT.hearth";
-    return err;
-}
-
 // Beside the program, so that ./run finds its model from any working directory.
 std::string default_model_path() {
     const std::string exe = executable_path();
@@ -575,7 +564,7 @@ int serve_model(Options& o) {
     so.cache_types = o.cache_types;
     so.draft = o.draft;
     return serve(so, [&](LoadedModel* lm) -> std::string {
-        std::string err = load_model_file(o.model_path, &lm->model);
+        std::string err = load_model(o.model_path, &lm->model);
         if (!err.empty()) return err;
         if (!(err = check_kv_cache_types(lm->model.config, o.cache_types)).empty()) return err;
         if (lm->model.tokenizer.kind == TokenizerKind::none) return o.model_path + " has no tokenizer: the server needs one";
@@ -705,7 +694,7 @@ int run_main(int argc, char** argv) {
 
     const auto t_load = Clock::now();
     Model model;
-    if (!(err = load_model_file(o.model_path, &model)).empty()) return fail(err);
+    if (!(err = load_model(o.model_path, &model)).empty()) return fail(err);
     if (!(err = check_kv_cache_types(model.config, o.cache_types)).empty()) return fail(err);
     if (model.repacked_bytes)
         std::fprintf(stderr,

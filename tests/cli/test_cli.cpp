@@ -233,7 +233,7 @@ TEST_CASE("cli: run refuses bad input with one line on stderr") {
         {"build/tests/no-such.hearth", "cannot open"},
         {"tests/data/parity/gqa/config.json", "magic"},
         // A Hugging Face folder, as README's quantize examples convert them: it said only "is a folder".
-        {"tests/data/parity/gqa -p hi", "a model's folder is converted first: quantize tests/data/parity/gqa OUT.hearth"},
+        {"tests/data/parity/gqa -p hi", "convert it first: quantize tests/data/parity/gqa MODEL.hearth"},
         // An empty path names no file (cat '' says so): it ran the default model.
         {"'' -p hi -n 1", "the model's path is empty"},
         {"-m '' -p hi -n 1", "the model's path is empty"},
