@@ -349,6 +349,10 @@ build/membw: tools/membw.cpp base/platform.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cpp,$^) -o $@ $(OPENMP_LIBS)
 
+build/vnni_ports: tools/vnni_ports.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $< -o $@
+
 # Fuzzing (docs/robustness.md): every parser has a libFuzzer target in tests/fuzz/, built with
 # Debian's clang, AddressSanitizer and UndefinedBehaviorSanitizer against the whole library.
 FUZZ_CXX ?= clang++
