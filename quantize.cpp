@@ -88,7 +88,8 @@ int quantize_main(int argc, char** argv) {
                "--print-ids"},
               {"-q", "--quiet", "", &quiet, "no per-tensor lines (size before/after, relative RMS error, MB/s)"},
           }}},
-        ""};
+        "",
+        "--type=q8_0, --format=gguf"};
     Arguments args;
     if (int exit_code = parse_command_line(cl, argc, argv, &args); exit_code >= 0) return exit_code;
     std::vector<std::string>& positional = args.positional;

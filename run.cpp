@@ -309,7 +309,8 @@ CommandLine command_line(Options& o) {
         },
         "Timing (load, prompt and generation speed) is printed on stderr at the end. An option that has no\n"
         "effect in the mode chosen (--temp with --perplexity, --port without --server) is named in a warning\n"
-        "on stderr, and ignored.\n"};
+        "on stderr, and ignored.\n",
+        "--n-predict=5, --prompt="};
 }
 
 // One line, whatever the message carries from a file: control characters are escaped.

@@ -130,6 +130,28 @@ std::string help_lines(const std::string& names, const std::string& text) {
     return out + "\n";
 }
 
+// A paragraph of --help, its words wrapped at kHelpWidth.
+std::string wrapped(const std::string& text) {
+    std::string out;
+    size_t column = 0;
+    for (size_t at = 0; at < text.size();) {
+        size_t space = text.find(' ', at);
+        if (space == std::string::npos) space = text.size();
+        const std::string word = text.substr(at, space - at);
+        if (column > 0 && column + 1 + word.size() > kHelpWidth) {
+            out += "\n";
+            column = 0;
+        } else if (column > 0) {
+            out += ' ';
+            column++;
+        }
+        out += word;
+        column += word.size();
+        at = space + 1;
+    }
+    return out + "\n";
+}
+
 std::string help_text(const CommandLine& cl, const std::vector<std::string>& defaults) {
     std::string out = cl.usage + "\n";
     size_t n = 0;
@@ -146,10 +168,12 @@ std::string help_text(const CommandLine& cl, const std::vector<std::string>& def
     }
     out += help_lines("  -h, --help", "this text");
     out += help_lines("      --version", "the commit these programs were built from");
-    out +=
-        "\nAn option given more than once takes its last value. A long option's value may also follow an = sign\n"
-        "(--n-predict=5, --prompt=), and -- ends the options: the arguments after it are never options, even\n"
-        "those that begin with - (a file named -x.hearth).\n";
+    out += "\n" + wrapped(
+                      "An option given more than once takes its last value. A long option's value may also follow an = "
+                      "sign" +
+                      (cl.equals_examples.empty() ? std::string() : " (" + cl.equals_examples + ")") +
+                      ", and -- ends the options: the arguments after it are never options, even those that begin "
+                      "with - (a file named -x.hearth).");
     if (!cl.epilogue.empty()) out += "\n" + cl.epilogue;
     return out;
 }

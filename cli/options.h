@@ -59,6 +59,9 @@ struct CommandLine {
     std::string usage;    // --help's text before the options
     std::vector<OptionSection> sections;
     std::string epilogue;  // --help's text after the options
+    // --help's examples of a long option's value after '=', options of this program's own
+    // ("--n-predict=5, --prompt="); none when empty.
+    std::string equals_examples;
 };
 
 struct Arguments {

@@ -78,6 +78,25 @@ TEST_CASE("cli: an option given twice takes its last value, as --help says") {
     CHECK(r.out.find("tg7: ") == std::string::npos);
 }
 
+TEST_CASE("cli: quantize --help shows a value after = with options quantize takes") {
+    // Both programs' --help shared one footer, whose examples were run's (--n-predict=5,
+    // --prompt=): options quantize refuses.
+    const CommandResult refused = run_command("./quantize --n-predict=5");
+    CHECK(refused.exit_code == 1);
+    const CommandResult help = run_command("./quantize --help");
+    CHECK(help.exit_code == 0);
+    CHECK(help.out.find("--n-predict") == std::string::npos);
+    CHECK(help.out.find("--prompt=") == std::string::npos);
+    CHECK(help.out.find("(--type=q8_0, --format=gguf)") != std::string::npos);
+    const std::string out = "build/tests/cli-equals-example.bin";
+    std::remove(out.c_str());
+    const CommandResult r = run_command("./quantize models/tiny-shakespeare.hearth " + out + " --type=q8_0 --format=gguf -q");
+    CHECK(r.exit_code == 0);
+    CHECK(exists(out));
+    std::remove(out.c_str());
+    CHECK(run_command("./run --help").out.find("(--n-predict=5, --prompt=)") != std::string::npos);
+}
+
 // The conventions of GNU getopt_long and POSIX (Utility Syntax Guideline 10), which coreutils
 // follow: `head --lines=2` is `head --lines 2`, `head --verbose=1` is refused ("option '--verbose'
 // doesn't allow an argument"), and `--` ends the options.
