@@ -153,9 +153,11 @@ CommandLine command_line(Options& o) {
                         "greedy only (--temp 0 --draft 0): on stderr, each generated id with its logit, and the runner-up id "
                         "with its logit, to tell a near-tie from a difference when two builds disagree"}
                      .only_in(kGenerate),
-                 Option{"", "--tokenize", "", &o.tokenize,
-                        "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
-                        "comma-separated on one line (the ids llama.cpp's llama-tokenize --ids prints as [a, b, ...]), and exit"}
+                 Option{
+                     "", "--tokenize", "", &o.tokenize,
+                     "print the ids of the --prompt (or --file) text alone (no BOS; control tokens are never matched in it), "
+                     "comma-separated on one line (the ids llama.cpp's llama-tokenize --ids --no-bos --no-parse-special prints "
+                     "as [a, b, ...]), and exit"}
                      .only_in(kTokenize),
                  Option{"-c", "--ctx-size", "N", &o.n_ctx,
                         "context length in tokens; with --server, the total that the --parallel slots share evenly (as "
