@@ -1,5 +1,6 @@
 // ./run and ./quantize as a user meets them: help, defaults, and a clear one-line error
 // with a non-zero exit for every kind of bad input.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
@@ -95,6 +96,26 @@ TEST_CASE("cli: quantize --help shows a value after = with options quantize take
     CHECK(exists(out));
     std::remove(out.c_str());
     CHECK(run_command("./run --help").out.find("(--n-predict=5, --prompt=)") != std::string::npos);
+}
+
+TEST_CASE("cli: run given what quantize converts says to convert it") {
+    // run reads hearth and GGUF files only (README, The files hearth takes); a Hugging Face
+    // folder or a llama2.c checkpoint was refused as "a folder, not a regular file" or as
+    // "wrong magic", with nothing about quantize.
+    for (const std::string input : {"tests/data/parity/gqa", "tests/data/llama2c/stories260K.bin"}) {
+        CAPTURE(input);
+        const CommandResult r = run_command("./run " + input + " -p hi -n 1");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("convert it first: quantize " + input + " MODEL.hearth") != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    // What quantize tells apart from them is left as it was: a damaged hearth file.
+    const std::string damaged = "build/tests/cli-damaged.hearth";
+    write_file(damaged, std::string("HEARTHCK") + std::string(56, '\0'));
+    const CommandResult r = run_command("./run " + damaged + " -p hi -n 1");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("quantize") == std::string::npos);
+    std::remove(damaged.c_str());
 }
 
 // The conventions of GNU getopt_long and POSIX (Utility Syntax Guideline 10), which coreutils
