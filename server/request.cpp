@@ -7,6 +7,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -236,7 +237,8 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         if (!integer_value(*n, &x)) return wrong_type("n", *n, "an integer");
         if (x != 1) return unsupported("n", "one choice per request (n = 1); send the request again for another");
     }
-    // llama-server's own fields that change the reply, which clients written for it send: refused
+    // llama-server's own fields that change the reply, which clients written for it send, and two
+    // of OpenAI's (reasoning_effort, web_search_options): refused
     // by name unless they hold the value that changes nothing (other unknown fields are ignored).
     // Not `samplers`, the order of the samplers, which such clients send with every request:
     // hearth's order is llama-server's default, and the ones it lacks are refused here when on.
@@ -258,7 +260,11 @@ ApiError parse_completion_request(std::string_view body, bool chat, const Sample
         }
         char off[64];
         std::snprintf(off, sizeof off, "only %s%g, which turns it off", f.side > 0 ? ">= " : f.side < 0 ? "<= " : "", f.off);
-        return unsupported(f.name, std::isnan(f.off) ? "llama-server's extension, not implemented" : off);
+        // reasoning_effort and web_search_options are OpenAI's own, for its reasoning and search models.
+        const bool openai = std::strcmp(f.name, "reasoning_effort") == 0 || std::strcmp(f.name, "web_search_options") == 0;
+        return unsupported(f.name, !std::isnan(f.off) ? off
+                                   : openai           ? "OpenAI's field for its reasoning and search models, not implemented"
+                                                      : "llama-server's extension, not implemented");
     }
     // Qwen3's switch: hearth's template renders thinking off, so only enable_thinking true, or
     // any other argument, changes anything.

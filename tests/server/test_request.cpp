@@ -355,6 +355,23 @@ TEST_CASE("server request: parameters hearth does not implement are refused by n
               .messages.size() == 1);
 }
 
+TEST_CASE("server request: a refused field is named as OpenAI's or llama-server's as it is") {
+    // reasoning_effort and web_search_options are fields of OpenAI's Chat Completions API (its
+    // reference; llama.cpp's server-common.cpp parses "the OAI reasoning_effort field"), grammar
+    // and mirostat llama-server's. The first two were called llama-server's extension.
+    for (const char* body : {R"(,"reasoning_effort":"low"})", R"(,"web_search_options":{}})"}) {
+        CompletionRequest r;
+        const ApiError e = parse_completion_request("{" + kUser + body, true, server_defaults(), &r);
+        INFO(e.message);
+        CHECK(e.status == 400);
+        CHECK(e.message.find("OpenAI's") != std::string::npos);
+        CHECK(e.message.find("llama-server") == std::string::npos);
+    }
+    CompletionRequest r;
+    const ApiError e = parse_completion_request("{" + kUser + R"(,"grammar":"root ::= \"yes\""})", true, server_defaults(), &r);
+    CHECK(e.message.find("llama-server's extension") != std::string::npos);
+}
+
 TEST_CASE("server request: a body that is not a JSON object is 400") {
     CompletionRequest r;
     for (const std::string& body :
