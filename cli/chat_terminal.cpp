@@ -87,7 +87,7 @@ const ChatCommand* find_command(const std::string& word) {
 
 std::string help_text() {
     std::string out =
-        "Type a message and press Enter; end a line with \\ to continue the message on the next\n"
+        "Type a message and press Enter; end a line with \\ to continue the message on the next line\n"
         "(pasted lines stay one message).\n";
     for (const ChatCommand& c : kCommands) {
         std::string names = std::string("  ") + c.name + (*c.argument ? std::string(" ") + c.argument : "");

@@ -118,6 +118,14 @@ TEST_CASE("cli: run given what quantize converts says to convert it") {
     std::remove(damaged.c_str());
 }
 
+TEST_CASE("cli: --chat's /help says where a message ending in a backslash goes on") {
+    // README: "a line ending in `\\` continues the message on the next line"; /help said "on
+    // the next" and broke the line there.
+    const CommandResult r = run_command("printf '/help\\n' | ./run models/tiny-shakespeare.hearth --chat -t 1");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("to continue the message on the next line\n") != std::string::npos);
+}
+
 // The conventions of GNU getopt_long and POSIX (Utility Syntax Guideline 10), which coreutils
 // follow: `head --lines=2` is `head --lines 2`, `head --verbose=1` is refused ("option '--verbose'
 // doesn't allow an argument"), and `--` ends the options.
