@@ -287,7 +287,8 @@ CommandLine command_line(Options& o) {
                         1, 256}
                      .only_in(kServer),
                  Option{"", "--api-key", "KEY", &o.server_options.api_key,
-                        "require 'Authorization: Bearer KEY' on every endpoint but / and /health", 0, 0, "none"}
+                        "require 'Authorization: Bearer KEY' (or 'X-Api-Key: KEY') on every endpoint but / and /health", 0, 0,
+                        "none"}
                      .only_in(kServer),
                  Option{"", "--cors-origins", "ORIGINS", &o.server_options.cors_origins,
                         "comma-separated origins (scheme://host[:port]) whose browser pages may call the server; 'localhost' "
