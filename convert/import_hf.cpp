@@ -66,7 +66,7 @@ static std::string json_int(const json& j, const char* key, long lo, long hi, in
                           : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
                                                   : false;
     if (!in_range)
-        return std::string("config.json: ") + key + " is " + shown(v) + ", not an integer from " + std::to_string(lo) + " to " +
+        return std::string() + key + " is " + shown(v) + ", not an integer from " + std::to_string(lo) + " to " +
                std::to_string(hi);
     *out = int(v.get<int64_t>());
     return "";
@@ -78,7 +78,7 @@ static std::string json_float(const json& j, const char* key, float fallback, fl
         return "";
     }
     if (!j[key].is_number() || !std::isfinite(j[key].get<double>()))
-        return std::string("config.json: ") + key + " is " + shown(j[key]) + ", not a number";
+        return std::string() + key + " is " + shown(j[key]) + ", not a number";
     *out = j[key].get<float>();
     return "";
 }
@@ -105,15 +105,14 @@ static std::string llama3_rope_factors(const json& rs, ModelConfig* c) {
     std::string err;
     for (auto [key, out] :
          {std::pair{"factor", &factor}, std::pair{"low_freq_factor", &low}, std::pair{"high_freq_factor", &high}}) {
-        if (!rs.contains(key)) return std::string("config.json: rope_scaling (llama3) has no ") + key;
+        if (!rs.contains(key)) return std::string("rope_scaling (llama3) has no ") + key;
         if (!(err = json_float(rs, key, 0.0f, out)).empty()) return err;
     }
     if (!(err = json_int(rs, "original_max_position_embeddings", 1, 1 << 24, INT32_MIN, &original)).empty())
         return err + " (rope_scaling, llama3)";
-    if (!(factor >= 1.0f && factor <= 1e6f))
-        return "config.json: rope_scaling factor " + std::to_string(factor) + " is not in [1, 1e6]";
+    if (!(factor >= 1.0f && factor <= 1e6f)) return "rope_scaling factor " + std::to_string(factor) + " is not in [1, 1e6]";
     if (!(low > 0.0f && high > low && high <= 1e6f))
-        return "config.json: rope_scaling needs 0 < low_freq_factor < high_freq_factor, not " + std::to_string(low) + " and " +
+        return "rope_scaling needs 0 < low_freq_factor < high_freq_factor, not " + std::to_string(low) + " and " +
                std::to_string(high);
     const double pi = 3.14159265358979323846, low_wavelen = original / double(low), high_wavelen = original / double(high);
     c->rope_freq_factors.assign(size_t(c->head_dim / 2), 1.0f);
@@ -142,8 +141,7 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
         return "config.json describes " + in_quotes(arch.empty() ? model_type : arch) +
                ", not a Llama-family model hearth runs (" + hf_class_names() + ")";
     for (const char* key : {"attention_bias", "mlp_bias"})
-        if (j.contains(key) && j[key] != false && !j[key].is_null())
-            return std::string("config.json: ") + key + " is not supported";
+        if (j.contains(key) && j[key] != false && !j[key].is_null()) return std::string() + key + " is not supported";
     if (j.contains("hidden_act") && j["hidden_act"] != "silu")
         return "hidden_act " + shown(j["hidden_act"]) + " is not supported (only silu)";
     c->arch = family->arch;
@@ -165,17 +163,17 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     // RoPE: rope_theta and rope_scaling, or (transformers 5) both in rope_parameters.
     const char* rope_key = j.contains("rope_parameters") && !j["rope_parameters"].is_null() ? "rope_parameters" : "rope_scaling";
     const json rope = j.contains(rope_key) ? j[rope_key] : json();
-    if (!rope.is_null() && !rope.is_object()) return std::string("config.json: ") + rope_key + " is not an object";
+    if (!rope.is_null() && !rope.is_object()) return std::string() + rope_key + " is not an object";
     const json& theta_holder = rope.is_object() && rope.contains("rope_theta") ? rope : j;
     if (!(err = json_float(theta_holder, "rope_theta", 10000.0f, &c->rope_theta)).empty()) return err;
-    if (!std::isfinite(c->rope_theta) || c->rope_theta <= 1.0f) return "config.json: rope_theta is not a number > 1";
+    if (!std::isfinite(c->rope_theta) || c->rope_theta <= 1.0f) return "rope_theta is not a number > 1";
     // transformers rotates only head_dim * partial_rotary_factor dims of each head when a config
     // has the key (modeling_rope_utils, for Llama's classes too); hearth rotates whole heads.
     float partial_rotary = 1.0f;
     const json& partial_holder = rope.is_object() && rope.contains("partial_rotary_factor") ? rope : j;
     if (!(err = json_float(partial_holder, "partial_rotary_factor", 1.0f, &partial_rotary)).empty()) return err;
     if (partial_rotary != 1.0f)
-        return "config.json: partial_rotary_factor " + shown(partial_holder["partial_rotary_factor"]) +
+        return "partial_rotary_factor " + shown(partial_holder["partial_rotary_factor"]) +
                " is not supported (RoPE on part of each head; hearth rotates whole heads)";
     std::string rope_type = "default";
     if (rope.is_object()) {
@@ -183,7 +181,7 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
         const json& t = rope.contains("rope_type") ? rope["rope_type"]
                         : rope.contains("type")    ? rope["type"]
                                                    : json(only_theta ? "default" : "");
-        if (!t.is_string() || t.get<std::string>().empty()) return std::string("config.json: ") + rope_key + " has no rope_type";
+        if (!t.is_string() || t.get<std::string>().empty()) return std::string() + rope_key + " has no rope_type";
         rope_type = t.get<std::string>();
     }
     c->rope_freq_factors.clear();
@@ -197,20 +195,19 @@ static std::string config_from_hf(const json& j, ModelConfig* c) {
     if (rope_type == "llama3") {
         if (!(err = llama3_rope_factors(rope, c)).empty()) return err;
     } else if (rope_type != "default" && !identity_linear) {
-        return std::string("config.json: ") + rope_key + " type " + in_quotes(rope_type) + " is not supported (only llama3)";
+        return std::string() + rope_key + " type " + in_quotes(rope_type) + " is not supported (only llama3)";
     }
 
     // Mistral's sliding window (absent: MistralConfig's 4096; null: none).
     const char* sw = hf_class->refused_if_true;
-    if (sw && j.contains(sw) && j[sw] != false && !j[sw].is_null())
-        return std::string("config.json: ") + sw + " is not supported";
+    if (sw && j.contains(sw) && j[sw] != false && !j[sw].is_null()) return std::string() + sw + " is not supported";
     c->sliding_window = 0;
     if (hf_class->default_sliding_window >= 0 && !(j.contains("sliding_window") && j["sliding_window"].is_null()))
         if (!(err = json_int(j, "sliding_window", 1, 1 << 24, hf_class->default_sliding_window, &c->sliding_window)).empty())
             return err;
 
     if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean())
-        return "config.json: tie_word_embeddings is not true or false";
+        return "tie_word_embeddings is not true or false";
     c->tied_embeddings = j.value("tie_word_embeddings", false);
     // Some configs give a list of EOS ids: the first is taken (a BPE tokenizer_config.json's
     // eos_token, when it names one, decides instead: import_hf_folder). An id outside the

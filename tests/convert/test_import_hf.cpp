@@ -54,6 +54,17 @@ TEST_CASE("import_hf: config.json integers must be integers in range") {
     CHECK(import_with_config("rms_norm_eps", "tiny").find("rms_norm_eps") != std::string::npos);
     CHECK(import_with_config("rope_theta", nlohmann::json::object()).find("rope_theta") != std::string::npos);
     CHECK(import_with_config("tie_word_embeddings", "yes").find("tie_word_embeddings") != std::string::npos);
+    // The file is named once, as the importer names it (FOLDER/config.json: ...): the messages of
+    // the config's own checks said "config.json: " again after it.
+    for (const auto& [key, value] : {std::pair<const char*, nlohmann::json>{"hidden_size", 256.9},
+                                     {"rope_theta", -1.0},
+                                     {"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}},
+                                     {"tie_word_embeddings", "yes"}}) {
+        CAPTURE(key);
+        const std::string err = import_with_config(key, value);
+        CHECK(err.find("config.json") == err.rfind("config.json"));
+        CHECK(err.find("/config.json: ") != std::string::npos);
+    }
     // A special id beyond the vocabulary is an error, not "no such token".
     CHECK(import_with_config("bos_token_id", 512).find("BOS/EOS") != std::string::npos);
     CHECK(import_with_config("eos_token_id", nlohmann::json::array({4096, 2})).find("BOS/EOS") != std::string::npos);
