@@ -109,8 +109,9 @@ uint32_t tensor_type_for(OutputMix mix, const SourceTensor& t, int n_layers, Che
     return want;
 }
 
-// A hearth file stores q4_0, q8_0 and q4_K matrices with their rows interleaved by 8, the
-// layout the kernels of every ISA read (docs/format.md): run computes from the mapping in
+// A hearth file stores the matrices of every type with an interleaved row in the kernel table
+// (kernel_layout: q4_0, q8_0, q4_K and q5_K now) with their rows interleaved by 8, the layout
+// the kernels of every ISA read (docs/format.md): run computes from the mapping in
 // place, with nothing to copy at load. Not the token embedding, whose rows are looked up one
 // at a time (and which, tied, is the output projection too). GGUF has the plain layout only.
 Layout tensor_layout_for(const std::string& name, uint32_t type, CheckpointFormat format) {
