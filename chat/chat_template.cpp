@@ -118,7 +118,9 @@ void format_llama2(IdBuilder& b, const Dialog& dialog) {
     const int bos = b.tok.bos_id(), eos = b.tok.eos_id();
     for (size_t i = first; i < d.size(); i += 2) {
         std::string user = d[i].content;
-        if (i == first && !system.empty()) user = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + user;
+        // Any system message, an empty one too: the Jinja tests `system_message != false`, and Meta's
+        // code folds dialog[0] whatever its content.
+        if (i == first && first == 1) user = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + user;
         b.add_id(bos);
         if (i + 1 < d.size()) {
             const ChatMessage& a = d[i + 1];

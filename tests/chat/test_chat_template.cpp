@@ -117,6 +117,11 @@ TEST_CASE("chat template: llama2 is Meta's chat_completion formatting") {
     std::vector<ChatMessage> d = {{"user", "  Hello!\n", {}}, {"assistant", " Ahoy. ", {}}, {"user", "Bye", {}}};
     CHECK(format("llama2", t.tok, d) ==
           cat({{BOS}, enc(t.tok, "[INST] Hello! [/INST] Ahoy. "), {EOS}, {BOS}, enc(t.tok, "[INST] Bye [/INST]")}));
+    // An empty system message still opens the first user message with its (empty) <<SYS>> block:
+    // llama-server's rendering of Llama-2-chat's Jinja, whose test is `system_message != false` (the
+    // whole text is stripped, so the space before "Hi" stays).
+    const std::vector<ChatMessage> empty_system = {{"system", "", {}}, {"user", " Hi ", {}}};
+    CHECK(format("llama2", t.tok, empty_system) == cat({{BOS}, enc(t.tok, "[INST] <<SYS>>\n\n<</SYS>>\n\n Hi [/INST]")}));
 }
 
 TEST_CASE("chat template: zephyr is TinyLlama-Chat's chat_template") {
