@@ -17,7 +17,9 @@ const char* const kVicunaDefaultSystem =
 std::string detect_chat_template(const std::string& t) {
     if (is_chat_template(t)) return t;
     auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
-    if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>")) return "llama3";
+    // Llama-3.1's (and 3.2's, 3.3's) opens every dialog with a system turn that holds the dates.
+    if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>"))
+        return has("Cutting Knowledge Date") ? "llama3.1" : "llama3";
     // Qwen3's ChatML has a thinking switch; plain ChatML (Qwen2, ...) has not.
     if (has("<|im_start|>") && has("<|im_end|>") && (has("enable_thinking") || has("<think>"))) return "qwen3";
     if (has("<|im_start|>") && has("<|im_end|>")) return "chatml";
@@ -140,11 +142,11 @@ void format_llama2(IdBuilder& b, const Dialog& dialog) {
 
 // Llama-3-Instruct's Jinja: BOS, then each message as
 // <|start_header_id|>role<|end_header_id|>\n\n{content | trim}<|eot_id|>; the generation
-// prompt is the assistant's header. (Llama-3.1's template adds a system message with
-// knowledge and current dates when tools are used; without tools it is this one.)
-void format_llama3(IdBuilder& b, const Dialog& dialog) {
-    const auto& [d, first, system, gen] = dialog;
-    for (const ChatMessage& m : d) {
+// prompt is the assistant's header. (Llama-3.1's and later ones open with a dated system turn:
+// llama3.1 below.)
+void llama3_turns(IdBuilder& b, const std::vector<ChatMessage>& d, size_t from, bool gen) {
+    for (size_t i = from; i < d.size(); i++) {
+        const ChatMessage& m = d[i];
         b.add_marker("<|start_header_id|>");
         b.add_text(m.role);
         b.add_marker("<|end_header_id|>");
@@ -161,6 +163,21 @@ void format_llama3(IdBuilder& b, const Dialog& dialog) {
         b.add_marker("<|end_header_id|>");
         b.add_text("\n\n");
     }
+}
+
+void format_llama3(IdBuilder& b, const Dialog& dialog) { llama3_turns(b, dialog.messages, 0, dialog.gen); }
+
+// Llama-3.1-Instruct's Jinja without tools (3.3's is the same): a system turn always comes first,
+// "Cutting Knowledge Date: December 2023\nToday Date: {date_string}\n\n" then the system message's
+// text, trimmed (none: nothing); then llama3's turns. date_string is "26 Jul 2024", the template's
+// own, as transformers renders it when the caller gives none (llama-server gives today's date).
+void format_llama31(IdBuilder& b, const Dialog& dialog) {
+    b.add_marker("<|start_header_id|>");
+    b.add_text("system");
+    b.add_marker("<|end_header_id|>");
+    b.add_text("\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" + strip(dialog.system));
+    b.add_marker("<|eot_id|>");
+    llama3_turns(b, dialog.messages, dialog.first, dialog.gen);
 }
 
 // Qwen3's Jinja without tools, thinking off (enable_thinking=false, as chat runs it):
@@ -318,10 +335,15 @@ struct ChatTemplateRow {
     bool system_in_user;
 };
 const ChatTemplateRow kChatTemplates[] = {
-    {"llama2", format_llama2, false, nullptr, false, true},     {"zephyr", format_zephyr, true, nullptr, true, false},
-    {"chatml", format_chatml, true, "<|im_end|>", true, false}, {"vicuna", format_vicuna, true, nullptr, false, false},
-    {"llama3", format_llama3, true, "<|eot_id|>", true, false}, {"qwen3", format_qwen3, true, "<|im_end|>", true, false},
-    {"mistral", format_mistral, true, nullptr, false, true},    {"raw", format_raw, true, nullptr, true, false},
+    {"llama2", format_llama2, false, nullptr, false, true},
+    {"zephyr", format_zephyr, true, nullptr, true, false},
+    {"chatml", format_chatml, true, "<|im_end|>", true, false},
+    {"vicuna", format_vicuna, true, nullptr, false, false},
+    {"llama3", format_llama3, true, "<|eot_id|>", true, false},
+    {"llama3.1", format_llama31, true, "<|eot_id|>", true, false},
+    {"qwen3", format_qwen3, true, "<|im_end|>", true, false},
+    {"mistral", format_mistral, true, nullptr, false, true},
+    {"raw", format_raw, true, nullptr, true, false},
 };
 
 const ChatTemplateRow* find_template(const std::string& name) {

@@ -3,6 +3,9 @@
 // Each built-in template follows its published definition:
 //   llama2  Meta's llama/generation.py chat_completion (what Llama-2-chat was trained on)
 //   llama3  Llama-3-Instruct's chat_template: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+//   llama3.1 Llama-3.1-Instruct's (3.3's is the same): llama3's turns after a system turn that
+//           always comes first: "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+//           and the system message
 //   mistral Mistral-7B-Instruct's chat_template: [INST] user [/INST]reply</s>
 //   qwen3   Qwen3's chat_template with thinking off: ChatML, and an empty <think></think>
 //           block where the assistant's reply begins

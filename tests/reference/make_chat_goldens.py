@@ -58,6 +58,8 @@ FAMILIES = {
     "mistral": ("mistral", "chat/Mistral-7B-Instruct-v0.2.jinja", "llama2", MARKERS_SPM, False, False, False, False, {}),
     "zephyr": ("zephyr", "chat/TinyLlama-1.1B-Chat-v1.0.jinja", "llama2", MARKERS_SPM, True, True, False, True, {}),
     "llama3": ("llama3", "bpe/llama3-tokenizer_config.json", "llama3", MARKERS_LLAMA3, True, True, False, True, {}),
+    "llama3.1": ("llama3.1", "chat/Llama-3.1-8B-Instruct.jinja", "llama3", MARKERS_LLAMA3, True, True, False, True,
+                 {"date_string": "26 Jul 2024"}),
     "chatml": ("chatml", "chat/Qwen2.5-7B-Instruct.jinja", "qwen3", MARKERS_QWEN, True, True, False, True, {}),
     "qwen3": ("qwen3", "bpe/qwen3-tokenizer_config.json", "qwen3", MARKERS_QWEN, True, True, True, True,
               {"enable_thinking": False}),
