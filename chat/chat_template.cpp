@@ -482,6 +482,12 @@ std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, co
         *why = "--template";
         return asked;
     }
+    // Files converted before llama3.1 was built in name llama3 for Llama-3.1's template: its Jinja,
+    // stored beside the name, says which it is.
+    if (c.chat_template == "llama3" && detect_chat_template(c.chat_template_jinja) == "llama3.1") {
+        *why = "the checkpoint's Jinja template is llama3.1's (the checkpoint names llama3, as hearth did before)";
+        return "llama3.1";
+    }
     if (is_chat_template(c.chat_template)) {
         *why = "stored in the checkpoint";
         return c.chat_template;

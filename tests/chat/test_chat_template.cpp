@@ -439,6 +439,17 @@ TEST_CASE("chat template: a chat chooses --template, then the stored name, then 
     CHECK(why.find("no-such-template") != std::string::npos);
     CHECK(resolve_chat_template(c, llama2.tok, "llama3", &why) == "llama3");
     CHECK(why == "--template");
+    // A file converted before llama3.1 was built in names llama3 for Llama-3.1's Jinja: the Jinja
+    // decides; Llama-3's own stays llama3.
+    ModelConfig l31;
+    l31.chat_template = "llama3";
+    l31.chat_template_jinja = read_text("tests/data/chat/Llama-3.1-8B-Instruct.jinja");
+    CHECK(resolve_chat_template(l31, llama2.tok, "", &why) == "llama3.1");
+    CHECK(why.find("llama3.1") != std::string::npos);
+    CHECK(resolve_chat_template(l31, llama2.tok, "llama3", &why) == "llama3");
+    l31.chat_template_jinja = chat_template_jinja(read_text("tests/data/bpe/llama3-tokenizer_config.json"));
+    CHECK(resolve_chat_template(l31, llama2.tok, "", &why) == "llama3");
+    CHECK(why == "stored in the checkpoint");
 }
 
 // The system message a ChatML template renders when the dialog has none. Expected values: the
