@@ -2,7 +2,8 @@
 // template (llama-server --jinja: POST /apply-template, then /tokenize of that text with special
 // tokens parsed, the prompt /v1/chat/completions evaluates). tests/data/chat_goldens.json holds
 // a seeded set of dialogs per family and llama-server's ids; tests/reference/make_chat_goldens.py
-// makes it. Nothing here comes from hearth's own output.
+// makes it. Nothing here comes from hearth's own output. On the byte-level BPE vocabularies the
+// rendered text is compared too.
 //
 // One difference is deliberate: llama-server parses special tokens in the whole rendered prompt,
 // so a user who types "<|eot_id|>" ends the turn there; hearth encodes a message's text as text.
@@ -62,7 +63,7 @@ std::string pieces(const Tokenizer& tok, const std::vector<int>& ids) {
 
 }  // namespace
 
-TEST_CASE("chat goldens: each family's Jinja is recognised, and every dialog gives llama-server's prompt ids") {
+TEST_CASE("chat goldens: each family's Jinja is recognised, and every dialog gives llama-server's prompt ids and text") {
     const nlohmann::json g = nlohmann::json::parse(read_text("tests/data/chat_goldens.json"));
     int compared = 0, with_markers = 0;
     for (const auto& item : g.at("families").items()) {
@@ -91,6 +92,16 @@ TEST_CASE("chat goldens: each family's Jinja is recognised, and every dialog giv
             INFO("hearth:       " << pieces(tok, ids));
             INFO("llama-server: " << pieces(tok, want));
             CHECK(ids == want);
+            // The rendered text, where each token's bytes are its text (byte-level BPE; a control
+            // token's text is its piece): llama-server's /apply-template text, after the BOS that
+            // llama.cpp leaves out of it and adds as an id. The markers a user typed are in both.
+            if (tok.bpe()) {
+                std::string text;
+                for (size_t i = 0; i < ids.size(); i++)
+                    if (i > 0 || ids[0] != tok.bos_id())
+                        text += tok.is_control(ids[i]) ? tok.piece(ids[i]) : tok.token_bytes(ids[i]);
+                CHECK(text == c.at("text").get<std::string>());
+            }
             if (c.contains("ids_text_markers")) {
                 CHECK(ids != c.at("ids").get<std::vector<int>>());  // llama-server's has the injected tokens
                 with_markers++;
