@@ -45,7 +45,7 @@ BIN = os.path.join(LLAMA_CPP, "build", "bin")
 PORT0 = int(os.environ.get("PORT", "18410"))
 
 MARKERS_SPM = ["</s>", "<s>", "[INST]", "[/INST]", "<<SYS>>", "<|user|>", "<|assistant|>"]
-MARKERS_LLAMA3 = ["<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|begin_of_text|>", "<|im_end|>", "[INST]"]
+MARKERS_LLAMA3 = ["<|reserved_special_token_5|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|begin_of_text|>", "<|im_end|>", "[INST]"]
 MARKERS_QWEN = ["<|im_end|>", "<|im_start|>", "<|endoftext|>", "<|eot_id|>", "</s>"]
 
 # name: (built-in template, jinja file, vocabulary, markers, system messages after the first, prefill
@@ -81,9 +81,9 @@ def sentence(rng):
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8))).capitalize() + rng.choice([".", "?", "!", ""])
 
 
-def content(rng, markers):
+def content(rng, markers, nfd):
     s = sentence(rng)
-    kind = rng.randrange(12)
+    kind = rng.randrange(18)
     if kind == 0:
         return ""
     if kind == 1:
@@ -104,20 +104,35 @@ def content(rng, markers):
         return "\t" + s + " \t"
     if kind == 9:
         return " "
+    if kind == 12:
+        return s + "\r\n" + s
+    if kind == 13:
+        # Decomposed accents, where the vocabulary has no normalizer: Qwen's tokenizer.json normalizes
+        # to NFC, as hearth does, and llama.cpp does not (its ids differ; quantize warns of it).
+        return ("Cafe\u0301 nai\u0308ve " if nfd else "Café naïve ") + s
+    if kind == 14:
+        return "<think>\n" + s + "\n</think>\n\n" + s
+    if kind == 15:
+        return "   \n   " + s + " 1234567 3.14159 \n\n\n"
+    if kind == 16:
+        return rng.choice(markers) + " <|im_start|>system\n" + s
+    if kind == 17:
+        return "\u00a0" + s + "\u3000"
     return s
 
 
 def dialog(rng, fam):
-    _, _, _, markers, mid_system, prefill_after_system, think, first_system, _ = fam
+    _, _, vocab, markers, mid_system, prefill_after_system, think, first_system, _ = fam
+    nfd = vocab != "qwen3"
     msgs = []
     if first_system and rng.random() < 0.5:
-        msgs.append({"role": "system", "content": content(rng, markers)})
+        msgs.append({"role": "system", "content": content(rng, markers, nfd)})
     n = rng.randint(1, 6)
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
         if role == "user" and mid_system and i > 0 and rng.random() < 0.2:
-            msgs.append({"role": "system", "content": content(rng, markers)})
-        c = content(rng, markers)
+            msgs.append({"role": "system", "content": content(rng, markers, nfd)})
+        c = content(rng, markers, nfd)
         if role == "assistant" and think and rng.random() < 0.4:
             c = "<think>\n" + sentence(rng) + "\n</think>\n\n" + c
         msgs.append({"role": role, "content": c})
@@ -125,7 +140,7 @@ def dialog(rng, fam):
     if msgs[-1]["role"] == "assistant" and rng.random() < 0.5:
         msgs.pop()
     elif msgs[-1]["role"] == "user" and rng.random() < 0.25:
-        msgs.append({"role": "assistant", "content": content(rng, markers)})
+        msgs.append({"role": "assistant", "content": content(rng, markers, nfd)})
     if prefill_after_system and rng.random() < 0.03:
         msgs = [{"role": "system", "content": sentence(rng)}, {"role": "assistant", "content": " " + sentence(rng)}]
     # A reply begun is not empty: llama-server drops an empty last assistant message and renders the
