@@ -457,6 +457,62 @@ void AddedTokenMatcher::find(std::string_view text, bool allow_control, std::vec
 // ---------------------------------------------------------------------------------------
 // The tokenizer
 
+// The pattern with \s and \S meaning Unicode's White_Space, as in Hugging Face's tokenizers
+// (Oniguruma) and llama.cpp (unicode.cpp): PCRE2's \s also matches U+180E MONGOLIAN VOWEL
+// SEPARATOR, a format character since Unicode 6.3, so " \u180e" would split as whitespace.
+// Written as code point ranges (not \p{White_Space}, which PCRE2 before 10.40 lacks), inside a
+// character class without its brackets. \\s (an escaped backslash), \Q...\E and \s inside
+// them are left as they are.
+static std::string with_unicode_white_space(const std::string& pattern) {
+    static const char* const kSpace =
+        "\\x{9}-\\x{D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+    static const char* const kNotSpace =
+        "\\x{0}-\\x{8}\\x{E}-\\x{1F}\\x{21}-\\x{84}\\x{86}-\\x{9F}\\x{A1}-\\x{167F}\\x{1681}-\\x{1FFF}\\x{200B}-\\x{2027}"
+        "\\x{202A}-\\x{202E}\\x{2030}-\\x{205E}\\x{2060}-\\x{2FFF}\\x{3001}-\\x{10FFFF}";
+    std::string out;
+    bool in_class = false;
+    for (size_t i = 0; i < pattern.size(); i++) {
+        const char c = pattern[i];
+        if (c == '\\' && i + 1 < pattern.size()) {
+            const char e = pattern[i + 1];
+            if (e == 's' || e == 'S') {
+                const char* set = e == 's' ? kSpace : kNotSpace;
+                out += in_class ? std::string(set) : "[" + std::string(set) + "]";
+            } else if (e == 'Q') {  // quoted up to \E (or the end)
+                const size_t end = pattern.find("\\E", i + 2);
+                const size_t stop = end == std::string::npos ? pattern.size() : end + 2;
+                out.append(pattern, i, stop - i);
+                i = stop - 1;
+                continue;
+            } else {
+                out += c;
+                out += e;
+            }
+            i++;
+            continue;
+        }
+        if (!in_class && c == '[') {
+            in_class = true;
+            out += c;
+            // A ']' first in a class (after '^') is a literal.
+            if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+            if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+            continue;
+        }
+        if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {  // [:alpha:]
+            const size_t end = pattern.find(":]", i + 2);
+            if (end != std::string::npos) {
+                out.append(pattern, i, end + 2 - i);
+                i = end + 1;
+                continue;
+            }
+        }
+        if (in_class && c == ']') in_class = false;
+        out += c;
+    }
+    return out;
+}
+
 // A pre-tokenizer regex, compiled anchored: each match is tried at one position, and the
 // search moves on one character at a time outside PCRE2. PCRE2's match limit counts anew at
 // each start position of an unanchored search, so one unanchored call could do the limit's
@@ -769,10 +825,11 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
         // \C (one byte, even inside a character) is refused: the next match would start
         // inside a character, which PCRE2 does not allow without its UTF check.
         const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | PCRE2_ANCHORED;
-        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &code, &offset, nullptr);
+        const std::string compiled = with_unicode_white_space(pattern);
+        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(compiled.data()), compiled.size(), options, &code, &offset, nullptr);
         if (r->code)
-            r->guarded = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options | PCRE2_AUTO_CALLOUT,
-                                       &code, &offset, nullptr);
+            r->guarded = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(compiled.data()), compiled.size(),
+                                       options | PCRE2_AUTO_CALLOUT, &code, &offset, nullptr);
         if (!r->code || !r->guarded) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(code, msg, sizeof msg);

@@ -81,6 +81,25 @@ TEST_CASE("bpe: encode_special makes control tokens' texts their ids, as llama-s
     CHECK(ids == std::vector<int>{27, 91, 68, 354, 851, 91, 29, 13347});
 }
 
+// U+180E MONGOLIAN VOWEL SEPARATOR is no whitespace (a format character since Unicode 6.3):
+// not for llama.cpp (its White_Space table), nor Hugging Face's tokenizers (Oniguruma's \s).
+// PCRE2's \s matches it, so " \u180e" once split as a space run. Ids: llama.cpp's llama-tokenize
+// (--no-bos --no-parse-special) on the vocabularies exported by quantize as GGUF.
+TEST_CASE("bpe: U+180E is not whitespace, as in llama.cpp") {
+    const std::vector<std::pair<std::string, std::vector<int>>> llama3 = {
+        {"\u180e", {157, 254, 236}},
+        {" \u180e", {87189, 254, 236}},
+        {"a \u180e b", {64, 87189, 254, 236, 293}},
+        {"  \u180e\u180e  ", {220, 87189, 254, 236, 157, 254, 236, 256}},
+        {"\t\u180e\n", {197, 157, 254, 236, 198}}};
+    for (const auto& [text, ids] : llama3) {
+        INFO("llama3: '" << text << "'");
+        CHECK(encoded(bpe_tokenizer("llama3"), text, false) == ids);
+    }
+    CHECK(encoded(bpe_tokenizer("qwen3"), " \u180e", false) == std::vector<int>{86089, 254, 236});
+    CHECK(encoded(bpe_tokenizer("qwen3"), "a \u180e b", false) == std::vector<int>{64, 86089, 254, 236, 293});
+}
+
 TEST_CASE("bpe: encode equals the reference encoder (Llama-3, Qwen3)") {
     const auto goldens = nlohmann::json::parse(read_text("tests/data/bpe_goldens.json"));
     for (const char* name : {"llama3", "qwen3"}) {
