@@ -159,7 +159,9 @@ public:
     int bos_id() const { return vocab_.add_bos ? vocab_.bos_id : -1; }
     int eos_id() const { return vocab_.eos_id; }
     const std::string& token(int id) const { return vocab_.tokens[size_t(id)]; }
-    int type(int id) const { return vocab_.types[size_t(id)]; }
+    // The token's type as used: the vocabulary's, except that user-defined tokens llama.cpp
+    // makes control (fill-in-the-middle and end markers: bpe.cpp) are control.
+    int type(int id) const { return types_[size_t(id)]; }
     const BpeVocab& vocab() const { return vocab_; }
 
 private:
@@ -170,6 +172,7 @@ private:
     void merge_piece(const char* p, size_t n, std::vector<int>* ids) const;
 
     BpeVocab vocab_;
+    std::vector<int32_t> types_;      // id -> its type as used (type())
     std::vector<std::string> bytes_;  // id -> the bytes it decodes to
     StringIds by_bytes_;              // normal token's bytes (bytes_) -> id
     int byte_id_[256];                // the token of each single byte

@@ -100,6 +100,28 @@ TEST_CASE("bpe: U+180E is not whitespace, as in llama.cpp") {
     CHECK(encoded(bpe_tokenizer("qwen3"), "a \u180e b", false) == std::vector<int>{64, 86089, 254, 236, 293});
 }
 
+// Qwen3's tokenizer.json has its fill-in-the-middle markers as non-special added tokens, which
+// Hugging Face's tokenizers finds in any text; llama.cpp makes them control tokens when it loads
+// the vocabulary (and its convert script writes them so), so text never becomes them. Hearth
+// follows llama.cpp. Ids: llama-tokenize --no-bos --no-parse-special on the GGUF export.
+TEST_CASE("bpe: Qwen3's fill-in-the-middle markers are control tokens, as llama.cpp makes them") {
+    const Tokenizer& tok = bpe_tokenizer("qwen3");
+    CHECK(encoded(tok, "<|fim_prefix|>def f():<|fim_suffix|>\n<|fim_middle|>", false) ==
+          std::vector<int>{27, 91,  69,    318, 13974, 91, 29, 750, 282, 4555,  27, 91,
+                           69, 318, 37151, 91,  397,   27, 91, 69,  318, 62580, 91, 29});
+    CHECK(encoded(tok, "<|repo_name|>r\n<|file_sep|>a.py<|fim_pad|>", false) ==
+          std::vector<int>{27, 91, 23476, 1269, 91, 29, 81, 198, 27,    91, 1192, 54775,
+                           91, 29, 64,    7197, 27, 91, 69, 318, 30290, 91, 29});
+    for (int id = 151659; id <= 151664; id++) {  // <|fim_prefix|> ... <|file_sep|>
+        INFO(tok.piece(id));
+        CHECK(tok.is_control(id));
+        CHECK(tok.decode({id}).empty());
+    }
+    // <think> and </think> stay user-defined: found in text, as llama.cpp finds them.
+    CHECK(encoded(tok, "<think>x</think>", false) == std::vector<int>{151667, 87, 151668});
+    CHECK(!tok.is_control(151667));
+}
+
 TEST_CASE("bpe: encode equals the reference encoder (Llama-3, Qwen3)") {
     const auto goldens = nlohmann::json::parse(read_text("tests/data/bpe_goldens.json"));
     for (const char* name : {"llama3", "qwen3"}) {
