@@ -745,6 +745,15 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 // it decodes to its own text.
                 bytes_[id] = bytes_from_spelling(t, &raw) ? raw : t;
                 normal.push_back(int(id));
+                // A normal token spelled as a marker llama.cpp makes control (Qwen3's "</s>",
+                // 128247) is one for it: matched in text only with control tokens allowed, and
+                // decoded to nothing. The pre-tokenizer splits such a text, so merges never make it.
+                if (bytes_[id] == t && llama_cpp_makes_control(t)) {
+                    types_[id] = BpeVocab::kControl;
+                    bytes_[id].clear();
+                    added.push_back({t, int(id), true});
+                    break;
+                }
                 if (!raw.empty()) spelled_bytes.push_back(int(id));
                 break;
             case BpeVocab::kControl:

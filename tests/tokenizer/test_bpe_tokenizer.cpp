@@ -122,6 +122,19 @@ TEST_CASE("bpe: Qwen3's fill-in-the-middle markers are control tokens, as llama.
     CHECK(!tok.is_control(151667));
 }
 
+// Qwen3's vocabulary has "</s>" as a normal token (128247), which llama.cpp makes a control
+// (end-of-generation) token by its text: with parse_special (llama-server's /tokenize default)
+// it finds "</s>" in text. Ids: llama-tokenize --no-bos with and without --no-parse-special.
+TEST_CASE("bpe: Qwen3's normal token </s> is a control token, as llama.cpp makes it") {
+    const Tokenizer& tok = bpe_tokenizer("qwen3");
+    std::vector<int> ids;
+    REQUIRE(tok.encode_special("a </s>b<|im_end|>", false, &ids) == "");
+    CHECK(ids == std::vector<int>{64, 220, 128247, 65, 151645});
+    CHECK(encoded(tok, "a </s>b<|im_end|>", false) == std::vector<int>{64, 690, 82, 51407, 27, 91, 318, 6213, 91, 29});
+    CHECK(tok.is_control(128247));
+    CHECK(tok.decode({128247}).empty());
+}
+
 TEST_CASE("bpe: encode equals the reference encoder (Llama-3, Qwen3)") {
     const auto goldens = nlohmann::json::parse(read_text("tests/data/bpe_goldens.json"));
     for (const char* name : {"llama3", "qwen3"}) {
