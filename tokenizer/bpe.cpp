@@ -11,6 +11,7 @@
 #include "base/json_input.h"
 #include "base/limits.h"
 #include "base/printable.h"
+#include "tokenizer/special_markers.h"
 
 namespace hearth {
 
@@ -685,30 +686,6 @@ const BpeTokenizer::Merge* BpeTokenizer::find_merge(int left, int right) const {
     }
 }
 
-// The texts llama.cpp's vocabulary loader (src/llama-vocab.cpp, "auto-detect special tokens by
-// text" and the end-of-generation list) makes control tokens whatever the file says: end
-// markers and fill-in-the-middle markers. Qwen3's tokenizer.json has <|fim_prefix|>,
-// <|fim_middle|>, <|fim_suffix|>, <|fim_pad|>, <|repo_name|> and <|file_sep|> as non-special
-// added tokens, which Hugging Face's tokenizers would find in a user's text; llama.cpp's
-// convert script writes them as control tokens too (they look special: <|...|>). Hearth follows
-// llama.cpp, so that text never becomes one of them, in a hearth file or a GGUF file alike.
-static bool llama_cpp_makes_control(const std::string& t) {
-    static const char* const kTexts[] = {
-        // end of generation (EOT, EOM, EOG)
-        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-        "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
-        "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
-        // fill in the middle: prefix, suffix, middle, pad, repository, file separator
-        "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>",
-        "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
-        "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>",
-        "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
-        "<reponame>", "<|file_sep|>"};
-    for (const char* k : kTexts)
-        if (t == k) return true;
-    return false;
-}
-
 BpeTokenizer::BpeTokenizer() = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
@@ -748,7 +725,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 // A normal token spelled as a marker llama.cpp makes control (Qwen3's "</s>",
                 // 128247) is one for it: matched in text only with control tokens allowed, and
                 // decoded to nothing. The pre-tokenizer splits such a text, so merges never make it.
-                if (bytes_[id] == t && llama_cpp_makes_control(t)) {
+                if (bytes_[id] == t && find_special_marker(t)) {
                     types_[id] = BpeVocab::kControl;
                     bytes_[id].clear();
                     added.push_back({t, int(id), true});
@@ -758,7 +735,7 @@ std::string BpeTokenizer::load(const BpeVocab& v) {
                 break;
             case BpeVocab::kControl:
             case BpeVocab::kUserDefined:
-                if (llama_cpp_makes_control(t)) types_[id] = BpeVocab::kControl;
+                if (find_special_marker(t)) types_[id] = BpeVocab::kControl;
                 if (t.empty()) return "added token " + std::to_string(id) + " is empty";
                 // Hugging Face's added tokens are strings: never invalid UTF-8. Valid ones match
                 // only whole characters of the (valid) text, so that every stretch between them,

@@ -7,6 +7,7 @@
 #include "base/input_file.h"
 #include "base/printable.h"
 #include "tokenizer/sentencepiece_model.h"
+#include "tokenizer/special_markers.h"
 
 namespace hearth {
 
@@ -179,20 +180,13 @@ std::string TextStreamer::push(int id) {
 std::string TextStreamer::finish() { return drain_bytes(true); }
 
 std::vector<int> end_of_generation_ids(const Tokenizer& tok, int eos_id) {
-    static const char* const kEndMarkers[] = {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>",
-                                              "</s>",       "<|end|>",    "<end_of_turn>",   "<EOT>",      "<eos>"};
     std::vector<int> ids;
     for (int e : {eos_id, tok.eos_id()})
         if (e >= 0 && std::find(ids.begin(), ids.end(), e) == ids.end()) ids.push_back(e);
     for (int id = 0; id < tok.vocab_size(); id++) {
         if (std::find(ids.begin(), ids.end(), id) != ids.end() || tok.is_byte(id)) continue;
-        const std::string& p = tok.piece(id);
-        if (p.size() < 4 || p.size() > 15 || p[0] != '<') continue;  // the markers' shape, before comparing
-        for (const char* m : kEndMarkers)
-            if (p == m) {
-                ids.push_back(id);
-                break;
-            }
+        const SpecialMarker* m = find_special_marker(tok.piece(id));
+        if (m && m->ends_generation) ids.push_back(id);
     }
     return ids;
 }

@@ -79,11 +79,11 @@ private:
 };
 
 // The ids that end a generation, as llama.cpp marks them (src/llama-vocab.cpp,
-// special_eog_ids): `eos_id` (the model's EOS, when >= 0) and the vocabulary's, and every token spelled as an end
-// marker of the families hearth runs: Llama-3's <|eot_id|>, <|eom_id|> and <|end_of_text|>,
-// Qwen's <|im_end|> and <|endoftext|>, </s>, <|end|>, <end_of_turn>, <EOT>, <eos>. A
-// Llama-3-Instruct file names <|eot_id|> its EOS, and its replies may end at the others too.
-// Each id once, in vocabulary order after EOS.
+// special_eog_ids): `eos_id` (the model's EOS, when >= 0) and the vocabulary's, and every token
+// spelled as one of the end markers of tokenizer/special_markers.h (Llama-3's <|eot_id|>,
+// <|eom_id|> and <|end_of_text|>, Qwen's <|im_end|>, <|endoftext|>, <|fim_pad|>, <|repo_name|>
+// and <|file_sep|>, </s>, ...). A Llama-3-Instruct file names <|eot_id|> its EOS, and its
+// replies may end at the others too. Each id once, in vocabulary order after EOS.
 std::vector<int> end_of_generation_ids(const Tokenizer& tok, int eos_id);
 
 // "" when a prompt of `bytes` (its text, or its messages' texts together) may be tokenized for a

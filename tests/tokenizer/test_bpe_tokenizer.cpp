@@ -526,6 +526,11 @@ TEST_CASE("bpe: end_of_generation_ids: EOS and the vocabulary's end markers, as 
     const std::vector<int> q = end_of_generation_ids(bpe_tokenizer("qwen3"), -1);
     for (int id : {151643, 151645}) CHECK(has(q, id));
     CHECK(!has(q, 151644));  // <|im_start|>
+    // llama.cpp adds the fill-in-the-middle pad, repository and file-separator markers to the set
+    // (special_eog_ids: special_fim_pad_id, _rep_id, _sep_id): <|fim_pad|>, <|repo_name|> and
+    // <|file_sep|> of Qwen3's tokenizer.json; not <|fim_prefix|> 151659, <|fim_middle|> or <|fim_suffix|>.
+    for (int id : {151662, 151663, 151664}) CHECK(has(q, id));
+    for (int id : {151659, 151660, 151661}) CHECK(!has(q, id));
     // The model's EOS comes first, once, whatever the vocabulary says.
     const std::vector<int> e = end_of_generation_ids(bpe_tokenizer("llama3"), 128009);
     CHECK(e.front() == 128009);
