@@ -1,6 +1,8 @@
 #include "chat/chat_template.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <map>
 
 #include "base/json_input.h"
@@ -19,7 +21,7 @@ std::string detect_chat_template(const std::string& t) {
     auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
     // Llama-3.1's (and 3.2's, 3.3's) opens every dialog with a system turn that holds the dates.
     if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>"))
-        return has("Cutting Knowledge Date") ? "llama3.1" : "llama3";
+        return !has("Cutting Knowledge Date") ? "llama3" : has("strftime_now") ? "llama3.2" : "llama3.1";
     // Qwen3's ChatML has a thinking switch; plain ChatML (Qwen2, ...) has not.
     if (has("<|im_start|>") && has("<|im_end|>") && (has("enable_thinking") || has("<think>"))) return "qwen3";
     if (has("<|im_start|>") && has("<|im_end|>")) return "chatml";
@@ -169,16 +171,33 @@ void format_llama3(IdBuilder& b, const Dialog& dialog) { llama3_turns(b, dialog.
 
 // Llama-3.1-Instruct's Jinja without tools (3.3's is the same): a system turn always comes first,
 // "Cutting Knowledge Date: December 2023\nToday Date: {date_string}\n\n" then the system message's
-// text, trimmed (none: nothing); then llama3's turns. date_string is "26 Jul 2024", the template's
-// own, as transformers renders it when the caller gives none (llama-server gives today's date).
-void format_llama31(IdBuilder& b, const Dialog& dialog) {
+// text, trimmed (none: nothing); then llama3's turns.
+void llama31_turns(IdBuilder& b, const Dialog& dialog, const std::string& date_string) {
     b.add_marker("<|start_header_id|>");
     b.add_text("system");
     b.add_marker("<|end_header_id|>");
-    b.add_text("\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" + strip(dialog.system));
+    b.add_text("\n\nCutting Knowledge Date: December 2023\nToday Date: " + date_string + "\n\n" + strip(dialog.system));
     b.add_marker("<|eot_id|>");
     llama3_turns(b, dialog.messages, dialog.first, dialog.gen);
 }
+
+// Llama-3.1's date_string is "26 Jul 2024", the template's own, as transformers renders it when
+// the caller gives none (llama-server gives today's date).
+void format_llama31(IdBuilder& b, const Dialog& dialog) { llama31_turns(b, dialog, "26 Jul 2024"); }
+
+// Llama-3.2's Jinja sets date_string to strftime_now("%d %b %Y"), today's date, which transformers
+// and llama-server (minja) both define: the local date, its month in English ("05 Mar 2026").
+std::string today_as_day_month_year() {
+    static const char* const kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char text[32];
+    std::snprintf(text, sizeof text, "%02d %s %d", local.tm_mday, kMonths[local.tm_mon % 12], local.tm_year + 1900);
+    return text;
+}
+
+void format_llama32(IdBuilder& b, const Dialog& dialog) { llama31_turns(b, dialog, today_as_day_month_year()); }
 
 // Qwen3's Jinja without tools, thinking off (enable_thinking=false, as chat runs it):
 // ChatML, with an empty <think>\n\n</think>\n\n after the generation prompt. Earlier
@@ -335,15 +354,11 @@ struct ChatTemplateRow {
     bool system_in_user;
 };
 const ChatTemplateRow kChatTemplates[] = {
-    {"llama2", format_llama2, false, nullptr, false, true},
-    {"zephyr", format_zephyr, true, nullptr, true, false},
-    {"chatml", format_chatml, true, "<|im_end|>", true, false},
-    {"vicuna", format_vicuna, true, nullptr, false, false},
-    {"llama3", format_llama3, true, "<|eot_id|>", true, false},
-    {"llama3.1", format_llama31, true, "<|eot_id|>", true, false},
-    {"qwen3", format_qwen3, true, "<|im_end|>", true, false},
-    {"mistral", format_mistral, true, nullptr, false, true},
-    {"raw", format_raw, true, nullptr, true, false},
+    {"llama2", format_llama2, false, nullptr, false, true},        {"zephyr", format_zephyr, true, nullptr, true, false},
+    {"chatml", format_chatml, true, "<|im_end|>", true, false},    {"vicuna", format_vicuna, true, nullptr, false, false},
+    {"llama3", format_llama3, true, "<|eot_id|>", true, false},    {"llama3.1", format_llama31, true, "<|eot_id|>", true, false},
+    {"llama3.2", format_llama32, true, "<|eot_id|>", true, false}, {"qwen3", format_qwen3, true, "<|im_end|>", true, false},
+    {"mistral", format_mistral, true, nullptr, false, true},       {"raw", format_raw, true, nullptr, true, false},
 };
 
 const ChatTemplateRow* find_template(const std::string& name) {
@@ -482,11 +497,12 @@ std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, co
         *why = "--template";
         return asked;
     }
-    // Files converted before llama3.1 was built in name llama3 for Llama-3.1's template: its Jinja,
-    // stored beside the name, says which it is.
-    if (c.chat_template == "llama3" && detect_chat_template(c.chat_template_jinja) == "llama3.1") {
-        *why = "the checkpoint's Jinja template is llama3.1's (the checkpoint names llama3, as hearth did before)";
-        return "llama3.1";
+    // Files converted before llama3.1 and llama3.2 were built in name llama3 for Llama-3.1's and
+    // 3.2's templates: the Jinja, stored beside the name, says which it is.
+    if (const std::string jinja = detect_chat_template(c.chat_template_jinja);
+        c.chat_template == "llama3" && (jinja == "llama3.1" || jinja == "llama3.2")) {
+        *why = "the checkpoint's Jinja template is " + jinja + "'s (the checkpoint names llama3, as hearth did before)";
+        return jinja;
     }
     if (is_chat_template(c.chat_template)) {
         *why = "stored in the checkpoint";

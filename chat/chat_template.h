@@ -6,6 +6,7 @@
 //   llama3.1 Llama-3.1-Instruct's (3.3's is the same): llama3's turns after a system turn that
 //           always comes first: "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
 //           and the system message
+//   llama3.2 Llama-3.2-Instruct's: llama3.1's with today's date (its Jinja's strftime_now("%d %b %Y"))
 //   mistral Mistral-7B-Instruct's chat_template: [INST] user [/INST]reply</s>
 //   qwen3   Qwen3's chat_template with thinking off: ChatML, and an empty <think></think>
 //           block where the assistant's reply begins

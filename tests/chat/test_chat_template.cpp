@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
@@ -408,6 +409,43 @@ TEST_CASE("chat template: detection from Hugging Face chat_template strings") {
     CHECK(detect_chat_template(chat_template_jinja(list.dump())) == "llama2");
     CHECK(chat_template_jinja("{\"add_bos_token\": true}") == "");
     CHECK(chat_template_jinja("{not json") == "");
+}
+
+// Llama-3.2-Instruct's Jinja (llama.cpp's models/templates copy, tests/data/chat) sets date_string
+// to strftime_now("%d %b %Y"), which transformers and llama-server define as today's local date;
+// Llama-3.1's sets "26 Jul 2024" when none is given. The expected date here is C's strftime of
+// the same format (C locale: English months), around the call so that a midnight between the
+// two cannot fail it.
+TEST_CASE("chat template: llama3.2 writes today's date where llama3.1 writes its own") {
+    CHECK(detect_chat_template(read_text("tests/data/chat/Llama-3.2-3B-Instruct.jinja")) == "llama3.2");
+    CHECK(detect_chat_template(read_text("tests/data/chat/Llama-3.1-8B-Instruct.jinja")) == "llama3.1");
+    auto today = [] {
+        const std::time_t now = std::time(nullptr);
+        std::tm local{};
+        localtime_r(&now, &local);
+        char text[32];
+        std::strftime(text, sizeof text, "%d %b %Y", &local);
+        return std::string(text);
+    };
+    Llama2Tokenizer t;  // the markers as text: the decoded ids show the whole rendering
+    const std::vector<ChatMessage> d = {{"system", " Be brief. "}, {"user", "Hi"}};
+    const std::string before = today();
+    const std::string text32 = t.tok.decode(format("llama3.2", t.tok, d));
+    const std::string after = today();
+    INFO(text32);
+    CHECK((text32.find("Cutting Knowledge Date: December 2023\nToday Date: " + before + "\n\nBe brief.<|eot_id|>") !=
+               std::string::npos ||
+           text32.find("Today Date: " + after + "\n\n") != std::string::npos));
+    const std::string text31 = t.tok.decode(format("llama3.1", t.tok, d));
+    CHECK(text31.find("Today Date: 26 Jul 2024\n\nBe brief.<|eot_id|>") != std::string::npos);
+    // Both continue as llama3's turns after that system turn.
+    CHECK(text32.substr(text32.find("<|eot_id|>")) == text31.substr(text31.find("<|eot_id|>")));
+    // A file converted when hearth named llama3 for this Jinja: the Jinja decides.
+    ModelConfig c;
+    c.chat_template = "llama3";
+    c.chat_template_jinja = read_text("tests/data/chat/Llama-3.2-3B-Instruct.jinja");
+    std::string why;
+    CHECK(resolve_chat_template(c, t.tok, "", &why) == "llama3.2");
 }
 
 TEST_CASE("chat template: a chat chooses --template, then the stored name, then the Jinja text, then ChatML's tokens") {
