@@ -98,24 +98,18 @@ bool set_value(const Option& o, const char* v) {
 
 const size_t kHelpColumn = 27, kHelpWidth = 100;
 
-// One option's lines of --help: names and value, then the help text wrapped into its column.
-std::string help_lines(const std::string& names, const std::string& text) {
-    std::string out = names;
-    size_t column = out.size();
-    if (column + 1 > kHelpColumn) {
-        out += "\n";
-        column = 0;
-    }
-    out += std::string(kHelpColumn - column, ' ');
-    column = kHelpColumn;
+// The words of `text`, written from `column` on and wrapped at kHelpWidth; each line after the
+// first starts at `indent`.
+std::string wrap_words(const std::string& text, size_t column, size_t indent) {
+    std::string out;
     bool line_start = true;
     for (size_t at = 0; at < text.size();) {
         size_t space = text.find(' ', at);
         if (space == std::string::npos) space = text.size();
         const std::string word = text.substr(at, space - at);
         if (!line_start && column + 1 + word.size() > kHelpWidth) {
-            out += "\n" + std::string(kHelpColumn, ' ');
-            column = kHelpColumn;
+            out += "\n" + std::string(indent, ' ');
+            column = indent;
             line_start = true;
         }
         if (!line_start) {
@@ -130,26 +124,15 @@ std::string help_lines(const std::string& names, const std::string& text) {
     return out + "\n";
 }
 
-// A paragraph of --help, its words wrapped at kHelpWidth.
-std::string wrapped(const std::string& text) {
-    std::string out;
-    size_t column = 0;
-    for (size_t at = 0; at < text.size();) {
-        size_t space = text.find(' ', at);
-        if (space == std::string::npos) space = text.size();
-        const std::string word = text.substr(at, space - at);
-        if (column > 0 && column + 1 + word.size() > kHelpWidth) {
-            out += "\n";
-            column = 0;
-        } else if (column > 0) {
-            out += ' ';
-            column++;
-        }
-        out += word;
-        column += word.size();
-        at = space + 1;
+// One option's lines of --help: names and value, then the help text wrapped into its column.
+std::string help_lines(const std::string& names, const std::string& text) {
+    std::string out = names;
+    size_t column = out.size();
+    if (column + 1 > kHelpColumn) {
+        out += "\n";
+        column = 0;
     }
-    return out + "\n";
+    return out + std::string(kHelpColumn - column, ' ') + wrap_words(text, kHelpColumn, kHelpColumn);
 }
 
 std::string help_text(const CommandLine& cl, const std::vector<std::string>& defaults) {
@@ -168,12 +151,13 @@ std::string help_text(const CommandLine& cl, const std::vector<std::string>& def
     }
     out += help_lines("  -h, --help", "this text");
     out += help_lines("      --version", "the commit these programs were built from");
-    out += "\n" + wrapped(
+    out += "\n" + wrap_words(
                       "An option given more than once takes its last value. A long option's value may also follow an = "
                       "sign" +
-                      (cl.equals_examples.empty() ? std::string() : " (" + cl.equals_examples + ")") +
-                      ", and -- ends the options: the arguments after it are never options, even those that begin "
-                      "with - (a file named -x.hearth).");
+                          (cl.equals_examples.empty() ? std::string() : " (" + cl.equals_examples + ")") +
+                          ", and -- ends the options: the arguments after it are never options, even those that begin "
+                          "with - (a file named -x.hearth).",
+                      0, 0);
     if (!cl.epilogue.empty()) out += "\n" + cl.epilogue;
     return out;
 }
