@@ -156,7 +156,7 @@ int quantize_main(int argc, char** argv) {
             if (!type_given && int8) mix = OutputMix::Q8_0;
         } else if (!not_llama2c.empty())
             err = in_path + ": " + not_llama2c;
-        else if (in_path.size() > 12 && in_path.compare(in_path.size() - 12, 12, ".safetensors") == 0)
+        else if (in_path.size() > 12 && ends_with(in_path, ".safetensors"))
             err = in_path + " is one file of a Hugging Face folder: give quantize the folder that holds it, with its config.json";
         else
             err = in_path + " is neither a Hugging Face folder, a hearth checkpoint, a GGUF file nor a llama2.c checkpoint";

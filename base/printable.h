@@ -36,6 +36,11 @@ size_t utf8_invalid_length(std::string_view s, size_t at);
 // s with A-Z as a-z, whatever the locale: names (types, formats), header values, origins.
 std::string ascii_lower(std::string_view s);
 
+// Whether s ends with suffix (C++20's std::string::ends_with).
+inline bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
 // Whether s is valid UTF-8 throughout.
 bool is_valid_utf8(std::string_view s);
 

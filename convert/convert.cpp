@@ -58,11 +58,6 @@ static int layer_of(const std::string& name) {
     return std::atoi(name.c_str() + 4);
 }
 
-static bool ends_with(const std::string& s, const char* suffix) {
-    size_t n = std::strlen(suffix);
-    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 // For `keep`: the type a tensor is stored in. Every quantized type quantize reads, and bf16, run
 // computes with as it is (kernels/quant_types.h; bf16 was once made f16, which has less range).
 // A type read but not computed with would become q8_0: its values lie on another format's grid,

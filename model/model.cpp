@@ -167,7 +167,7 @@ std::string load_model(const std::string& path, Model* m) {
     if (err == kNotAModelFile) {
         const size_t slash = path.rfind('/');
         const std::string folder = slash == std::string::npos ? "." : shown_path(path.substr(0, slash));
-        const bool safetensors = path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+        const bool safetensors = path.size() > 12 && ends_with(path, ".safetensors");
         return shown + ": " + err + "; " +
                (safetensors ? "weights of a Hugging Face folder: " + convert_first("the folder", folder)
                             : "for a llama2.c checkpoint, " + convert_first("it", shown));

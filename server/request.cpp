@@ -564,7 +564,7 @@ std::string host_of(std::string_view text) {
 // the IPv6 form of a 127.0.0.0/8 address.
 bool is_loopback_host(const std::string& host) {
     const std::string sub = ".localhost";
-    if (host == "localhost" || (host.size() > sub.size() && host.compare(host.size() - sub.size(), sub.size(), sub) == 0))
+    if (host == "localhost" || (host.size() > sub.size() && ends_with(host, sub)))
         return host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos;
     in_addr v4;
     if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
@@ -613,9 +613,7 @@ bool host_allowed(std::string_view host_header, std::string_view allowed) {
     for (const std::string& item : items) {
         if (item == host) return true;
         // ".example.com": the name and every name under it, as Vite's server.allowedHosts has it.
-        if (item.size() > 1 && item[0] == '.' &&
-            (host == item.substr(1) ||
-             (host.size() > item.size() && host.compare(host.size() - item.size(), item.size(), item) == 0)))
+        if (item.size() > 1 && item[0] == '.' && (host == item.substr(1) || (host.size() > item.size() && ends_with(host, item))))
             return true;
     }
     return false;
