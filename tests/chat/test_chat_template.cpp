@@ -428,7 +428,7 @@ TEST_CASE("chat template: llama3.2 writes today's date where llama3.1 writes its
         return std::string(text);
     };
     Llama2Tokenizer t;  // the markers as text: the decoded ids show the whole rendering
-    const std::vector<ChatMessage> d = {{"system", " Be brief. "}, {"user", "Hi"}};
+    const std::vector<ChatMessage> d = {{"system", " Be brief. ", {}}, {"user", "Hi", {}}};
     const std::string before = today();
     const std::string text32 = t.tok.decode(format("llama3.2", t.tok, d));
     const std::string after = today();
