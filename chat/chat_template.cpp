@@ -499,10 +499,12 @@ std::string resolve_chat_template(const ModelConfig& c, const Tokenizer& tok, co
     }
     // Files converted before llama3.1 and llama3.2 were built in name llama3 for Llama-3.1's and
     // 3.2's templates: the Jinja, stored beside the name, says which it is.
-    if (const std::string jinja = detect_chat_template(c.chat_template_jinja);
-        c.chat_template == "llama3" && (jinja == "llama3.1" || jinja == "llama3.2")) {
-        *why = "the checkpoint's Jinja template is " + jinja + "'s (the checkpoint names llama3, as hearth did before)";
-        return jinja;
+    if (c.chat_template == "llama3") {
+        const std::string jinja = detect_chat_template(c.chat_template_jinja);
+        if (jinja == "llama3.1" || jinja == "llama3.2") {
+            *why = "the checkpoint's Jinja template is " + jinja + "'s (the checkpoint names llama3, as hearth did before)";
+            return jinja;
+        }
     }
     if (is_chat_template(c.chat_template)) {
         *why = "stored in the checkpoint";
