@@ -28,6 +28,11 @@ enum MetaType : uint32_t {
     META_I64 = 11,
     META_F64 = 12,
 };
+
+// A special token id of 0xFFFFFFFF is llama.cpp's LLAMA_TOKEN_NULL as a u32: no such token. Its
+// model saver (llama_model_save_to_file, llama-finetune's output) writes every special id, these
+// for the ones a model has none of, and its loader keeps the default for an id past the vocabulary.
+constexpr uint32_t kNoTokenId = 0xFFFFFFFFu;
 const char* meta_type_name(uint32_t type);
 
 struct MetaEntry {

@@ -181,7 +181,7 @@ std::string config_from_metadata(const Metadata& m, ModelConfig* c) {
         uint32_t v = 0;
         if (!m.has(key)) continue;
         if (!(err = m.get_u32(key, &v)).empty()) return err;
-        if (v == 0xFFFFFFFFu) continue;  // llama.cpp's LLAMA_TOKEN_NULL: none (model/tokenizer_metadata.cpp)
+        if (v == kNoTokenId) continue;  // llama.cpp's "none" (formats/metadata.h)
         if (v > (1u << 30)) return "metadata " + std::string(key) + " is out of range";
         c->*field = int(v);
     }

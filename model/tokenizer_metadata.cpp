@@ -25,10 +25,6 @@ static const char* const kAddBos = "tokenizer.ggml.add_bos_token";
 // llama.cpp's defaults for a SentencePiece ("llama") vocabulary when a key is absent
 // (src/llama-vocab.cpp, llama_vocab::impl::load); the reader and the writer both use them.
 static constexpr bool kDefaultAddSpacePrefix = true, kDefaultRemoveExtraWhitespaces = false;
-// A special token id of 0xFFFFFFFF is llama.cpp's LLAMA_TOKEN_NULL as a u32: no such token. Its
-// model saver (llama_model_save_to_file, llama-finetune's output) writes every special id, these
-// for the ones a model has none of, and its loader keeps the default for an id past the vocabulary.
-static constexpr uint32_t kNoTokenId = 0xFFFFFFFFu;
 
 // A GGUF SentencePiece vocabulary: the arrays and special ids, into a tokenizer.model.
 static std::string sentencepiece_from_vocab(const Metadata& m, std::string* out) {
