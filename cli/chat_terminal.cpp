@@ -38,12 +38,14 @@ extern "C" void on_sigint(int) { g_interrupted = 1; }
 // signal ends the process as it would have. Only async-signal-safe calls here.
 termios g_terminal_before;
 volatile sig_atomic_t g_terminal_saved = 0, g_colour = 0;
-// The descriptor on which bracketed paste is on while a prompt is read (0: off).
+// The descriptor on which bracketed paste is on while a prompt is read (0: off), and the codes
+// that turn it on and off (xterm's mode 2004).
 volatile sig_atomic_t g_bracketed_paste = 0;
+const char kPasteOn[] = "\033[?2004h", kPasteOff[] = "\033[?2004l";
 extern "C" void on_ending_signal(int sig) {
-    static const char reset[] = "\033[0m\n", paste_off[] = "\033[?2004l";
+    static const char reset[] = "\033[0m\n";
     if (g_colour) (void)!write(STDOUT_FILENO, reset, sizeof reset - 1);
-    if (g_bracketed_paste) (void)!write(g_bracketed_paste, paste_off, sizeof paste_off - 1);
+    if (g_bracketed_paste) (void)!write(g_bracketed_paste, kPasteOff, sizeof kPasteOff - 1);
     if (g_terminal_saved) tcsetattr(STDIN_FILENO, TCSANOW, &g_terminal_before);
     signal(sig, SIG_DFL);
     raise(sig);
@@ -200,9 +202,9 @@ public:
             if (terminal_) {
                 int count = 0;
                 FILE* echo = isatty(STDOUT_FILENO) ? stdout : stderr;
-                if (bracketed_paste_) std::fputs("\033[?2004h", echo), std::fflush(echo), g_bracketed_paste = fileno(echo);
+                if (bracketed_paste_) std::fputs(kPasteOn, echo), std::fflush(echo), g_bracketed_paste = fileno(echo);
                 const char* got = el_gets(el_, &count);
-                if (bracketed_paste_) std::fputs("\033[?2004l", echo), std::fflush(echo), g_bracketed_paste = 0;
+                if (bracketed_paste_) std::fputs(kPasteOff, echo), std::fflush(echo), g_bracketed_paste = 0;
                 if (g_interrupted) {
                     // Ctrl-C (the key, or SIGINT). An empty prompt means "leave";
                     // otherwise the message being typed is discarded.
@@ -266,13 +268,12 @@ private:
         // The terminal as it was while the job is stopped (the shell gets it cooked, with echo),
         // then libedit's mode again and the line redrawn after fg. SIGTSTP to the process group,
         // as the terminal sends it; ignored, or in an orphaned group, it changes nothing.
-        static const char paste_off[] = "\033[?2004l", paste_on[] = "\033[?2004h";
         const int paste = g_bracketed_paste;
-        if (paste) (void)!write(paste, paste_off, sizeof paste_off - 1);
+        if (paste) (void)!write(paste, kPasteOff, sizeof kPasteOff - 1);
         el_set(el, EL_PREP_TERM, 0);
         kill(0, SIGTSTP);
         el_set(el, EL_PREP_TERM, 1);
-        if (paste) (void)!write(paste, paste_on, sizeof paste_on - 1);
+        if (paste) (void)!write(paste, kPasteOn, sizeof kPasteOn - 1);
         return CC_REDISPLAY;
     }
     static unsigned char on_paste(EditLine* el, int) {
