@@ -165,8 +165,13 @@
 //    206.6. (Before them, the AVX2 rows ran up to 3 tokens there (Q4_K: 4) and the kernels into
 //    L1 from 4 (5); taking one token off the kernels into L1 had given q4_0 49.8 -> 75.2 tok/s,
 //    q8_0 32.0 -> 44.2, q4_k_m 39.6 -> 70.4, Llama-2-7B q4_0 7.35 -> 12.60.) Intel keeps the
-//    kernels into L1 from 1 token: they were measured there, the L2 ones were not. Zen 5 (family
-//    0x1A) was not measured and is treated as Intel.
+//    kernels into L1 from 1 token: they were measured there, the L2 ones were not.
+//  - AMD Zen 5 (family 0x1A; Isa::avx512_not_zen is off there): one token on the AVX2 rows as on
+//    Zen 4, from 2 tokens the kernels into L1 as on Intel. Its AVX-512 is 512 bits wide (vnni_ports:
+//    64 vpdpbusd zmm in 11.3 ns, 362 GMAC/s a thread, Zen 4 201). run --bench, 2 threads, tok/s in
+//    all, alternated, medians (docs/benchmarks.md, "Zen 5"): TinyLlama shape one token, kernels
+//    into L1 / AVX2 rows, q4_0 63.6 / 72.6, q4_k_m 59.3 / 71.7 (5 runs), Llama-2-7B q4_0 15.0 /
+//    15.8 (5); 8 sequences q4_0, into L1 / into L2 444.1 / 349.0 (5 runs).
 //  - NEON i8mm (SMMLA) GEMMs from 4 tokens: a guess, not measured (there is no ARM CPU here).
 #include "kernels/table.h"
 
@@ -305,7 +310,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_0, X8, Isa::avx2, 1, AVX2(matmul_q4_0x8_rows_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2(matmul_q4_0x8_gemm_avx2), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx2, 4, AVX2_NO_VNNI(matmul_q4_0x8_few_avx2), nullptr},  // over the GEMM, where built
-    {M, TYPE_Q4_0, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512_not_zen, 1, AVX512(matmul_q4_0x8_few_avx512), nullptr},
+    {M, TYPE_Q4_0, X8, Isa::avx512_not_zen4, 2, AVX512(matmul_q4_0x8_few_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512_zen4, 2, AVX512(matmul_q4_0x8_few_l2_avx512), nullptr},
     {M, TYPE_Q4_0, X8, Isa::avx512_not_zen4, 4, AVX512(matmul_q4_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
     {M, TYPE_Q4_0, X8, Isa::avx512_zen4, 4, AVX512(matmul_q4_0x8_few_l2_avx512), nullptr},
@@ -316,7 +322,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q8_0, X8, Isa::i8mm, 4, I8MM(matmul_q8_0x8_gemm_i8mm), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 1, AVX2(matmul_q8_0x8_rows_avx2), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx2, 4, AVX2(matmul_q8_0x8_gemm_avx2), nullptr},
-    {M, TYPE_Q8_0, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q8_0x8_few_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512_not_zen, 1, AVX512(matmul_q8_0x8_few_avx512), nullptr},
+    {M, TYPE_Q8_0, X8, Isa::avx512_not_zen4, 2, AVX512(matmul_q8_0x8_few_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512_zen4, 3, AVX512(matmul_q8_0x8_few_l2_avx512), nullptr},
     {M, TYPE_Q8_0, X8, Isa::avx512_not_zen4, 4, AVX512(matmul_q8_0x8_few_avx512), nullptr},  // over the AVX2 GEMM's 4
     {M, TYPE_Q8_0, X8, Isa::avx512_zen4, 4, AVX512(matmul_q8_0x8_few_l2_avx512), nullptr},
@@ -327,7 +334,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q4_K, X8, Isa::i8mm, 4, I8MM(matmul_q4_kx8_gemm_i8mm), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 1, AVX2(matmul_q4_kx8_rows_avx2), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx2, 32, AVX2(matmul_q4_kx8_gemm_avx2), nullptr},
-    {M, TYPE_Q4_K, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx512_not_zen, 1, AVX512(matmul_q4_kx8_few_avx512), nullptr},
+    {M, TYPE_Q4_K, X8, Isa::avx512_not_zen4, 2, AVX512(matmul_q4_kx8_few_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512_zen4, 2, AVX512(matmul_q4_kx8_few_l2_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::avx512, 32, AVX512(matmul_q4_kx8_gemm_avx512), nullptr},
     {M, TYPE_Q4_K, X8, Isa::amx, 32, AMX(matmul_q4_kx8_gemm_amx), nullptr},
@@ -335,7 +343,8 @@ const KernelRow kRows[] = {
     {M, TYPE_Q5_K, X8, Isa::neon, 1, NEON(matmul_q5_kx8_rows_neon), nullptr},
     {M, TYPE_Q5_K, X8, Isa::avx2, 1, AVX2(matmul_q5_kx8_rows_avx2), nullptr},
     {M, TYPE_Q5_K, X8, Isa::avx2, 8, AVX2(matmul_q5_kx8_gemm_avx2), nullptr},
-    {M, TYPE_Q5_K, X8, Isa::avx512_not_zen4, 1, AVX512(matmul_q5_kx8_few_avx512), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx512_not_zen, 1, AVX512(matmul_q5_kx8_few_avx512), nullptr},
+    {M, TYPE_Q5_K, X8, Isa::avx512_not_zen4, 2, AVX512(matmul_q5_kx8_few_avx512), nullptr},
     {M, TYPE_Q5_K, X8, Isa::avx512_zen4, 2, AVX512(matmul_q5_kx8_few_l2_avx512), nullptr},
     {M, TYPE_Q5_K, X8, Isa::avx512_not_zen4, 8, AVX512(matmul_q5_kx8_few_avx512), nullptr},  // over the AVX2 GEMM's 8
     {M, TYPE_Q5_K, X8, Isa::avx512_zen4, 8, AVX512(matmul_q5_kx8_few_l2_avx512), nullptr},
@@ -358,11 +367,22 @@ bool cpu_has(Isa isa) {
                                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
             return ok;
         }
+        case Isa::avx512_not_zen:
         case Isa::avx512_not_zen4:
         case Isa::avx512_zen4: {
-            // Zen 4 is AMD's family 0x19 with AVX-512 (Zen 3, the same family, has none).
-            static const bool amd_family_19 = __builtin_cpu_is("amdfam19h");
-            return cpu_has(Isa::avx512) && (isa == Isa::avx512_zen4) == amd_family_19;
+            // Zen 4 is AMD's family 0x19 with AVX-512 (Zen 3, the same family, has none), Zen 5
+            // family 0x1A. CPUID's family, as the kernel's /proc/cpuinfo reads it (GCC 12's
+            // __builtin_cpu_is knows no "amdfam1ah").
+            static const int amd_family = [] {
+                unsigned a = 0, b = 0, c = 0, d = 0;
+                if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
+                const unsigned base = (a >> 8) & 0xf;
+                return int(base == 0xf ? base + ((a >> 20) & 0xff) : base);
+            }();
+            if (!cpu_has(Isa::avx512)) return false;
+            if (isa == Isa::avx512_zen4) return amd_family == 0x19;
+            if (isa == Isa::avx512_not_zen4) return amd_family != 0x19;
+            return amd_family != 0x19 && amd_family != 0x1a;
         }
         case Isa::amx: {
             // AMX-TILE and AMX-INT8 (CPUID leaf 7: EDX bits 24, 25), the AVX-512 of the float side
@@ -396,6 +416,7 @@ const char* isa_name(Isa isa) {
         case Isa::scalar: return "scalar";
         case Isa::avx2: return "avx2";
         case Isa::avx512: return "avx512";
+        case Isa::avx512_not_zen: return "avx512-not-zen";
         case Isa::avx512_not_zen4: return "avx512-not-zen4";
         case Isa::avx512_zen4: return "avx512-zen4";
         case Isa::amx: return "amx";
@@ -421,7 +442,7 @@ std::string kernel_row_name(const KernelRow& row) {
 
 bool kernel_row_runs_here(const KernelRow& row) {
     if (kernel_row_available(row)) return true;
-    if (row.isa != Isa::avx512_zen4 && row.isa != Isa::avx512_not_zen4) return false;
+    if (row.isa != Isa::avx512_zen4 && row.isa != Isa::avx512_not_zen4 && row.isa != Isa::avx512_not_zen) return false;
     KernelRow as_avx512 = row;
     as_avx512.isa = Isa::avx512;
     return kernel_row_available(as_avx512);

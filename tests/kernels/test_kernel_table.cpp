@@ -380,8 +380,9 @@ TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the O
         MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
 }
 
-TEST_CASE("kernel table: the rows for AMD Zen 4 are available exactly on it, those kept off it on the other AVX-512 CPUs") {
-    // What the table asks the CPU (__builtin_cpu_is, from CPUID), against what Linux reports in /proc/cpuinfo.
+TEST_CASE(
+    "kernel table: the rows for AMD Zen 4 are available exactly on it, those kept off Zen 4 (and Zen 5) on the other AVX-512 CPUs") {
+    // What the table asks the CPU (CPUID), against what Linux reports in /proc/cpuinfo.
     std::ifstream in("/proc/cpuinfo");
     if (!in) {
         MESSAGE("not tested: no /proc/cpuinfo");
@@ -404,19 +405,26 @@ TEST_CASE("kernel table: the rows for AMD Zen 4 are available exactly on it, tho
     }
     auto has_flag = [&](const char* name) { return (flags + " ").find(std::string(" ") + name + " ") != std::string::npos; };
     const bool avx512 = has_flag("avx512f") && has_flag("avx512bw") && has_flag("avx512vl") && has_flag("avx512_vnni");
-    const bool amd_family_19 = vendor.find("AuthenticAMD") != std::string::npos && std::atoi(family.c_str()) == 25;
+    const bool amd = vendor.find("AuthenticAMD") != std::string::npos;
+    const bool zen4 = amd && std::atoi(family.c_str()) == 25, zen5 = amd && std::atoi(family.c_str()) == 26;
     int n = 0, seen = 0;
     const KernelRow* rows = kernel_rows(&n);
     for (int i = 0; i < n; i++) {
-        const bool zen4_row = rows[i].isa == Isa::avx512_zen4;
-        if ((!zen4_row && rows[i].isa != Isa::avx512_not_zen4) || !rows[i].matmul) continue;  // built rows only
+        const Isa isa = rows[i].isa;
+        if ((isa != Isa::avx512_zen4 && isa != Isa::avx512_not_zen4 && isa != Isa::avx512_not_zen) || !rows[i].matmul)
+            continue;  // built rows only
         CAPTURE(describe(rows[i]));
-        // Zen 4: family 25 with AVX-512
-        CHECK(kernel_row_available(rows[i]) == (avx512 && (zen4_row ? amd_family_19 : !amd_family_19)));
+        // Zen 4: AMD family 25 with AVX-512; Zen 5: family 26
+        const bool here = isa == Isa::avx512_zen4 ? zen4 : isa == Isa::avx512_not_zen4 ? !zen4 : !zen4 && !zen5;
+        CHECK(kernel_row_available(rows[i]) == (avx512 && here));
+        CHECK(kernel_row_runs_here(rows[i]) == avx512);
         seen++;
     }
-    const std::string cpu = std::string(amd_family_19 ? "AMD family 25 (Zen 3 or 4)" : "not AMD family 25") +
-                            (avx512 ? ", with" : ", without") +
-                            " AVX-512 VNNI; built avx512-zen4 and avx512-not-zen4 rows checked: " + std::to_string(seen);
+    const std::string cpu =
+        std::string(zen4   ? "AMD family 25 (Zen 3 or 4)"
+                    : zen5 ? "AMD family 26 (Zen 5)"
+                           : "not AMD family 25 or 26") +
+        (avx512 ? ", with" : ", without") +
+        " AVX-512 VNNI; built avx512-zen4, avx512-not-zen4 and avx512-not-zen rows checked: " + std::to_string(seen);
     MESSAGE("CPU: " << cpu);
 }
