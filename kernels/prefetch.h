@@ -16,9 +16,10 @@ namespace hearth {
 // How far ahead to prefetch: at least kPrefetchBytes, and a whole number of tiles of
 // `tile_bytes` (the weight bytes one pass of a kernel's row tile covers), so that the line
 // asked for is the same position of a later tile and every line is asked for once.
+// (A kernel row may ask for more: kernels/table.cpp says where, and why.)
 constexpr size_t kPrefetchBytes = 4096;
-inline size_t prefetch_distance(size_t tile_bytes) {
-    return tile_bytes == 0 ? kPrefetchBytes : tile_bytes * ((kPrefetchBytes + tile_bytes - 1) / tile_bytes);
+inline size_t prefetch_distance(size_t tile_bytes, size_t at_least = kPrefetchBytes) {
+    return tile_bytes == 0 ? at_least : tile_bytes * ((at_least + tile_bytes - 1) / tile_bytes);
 }
 
 // Which cache a prefetch fills (__builtin_prefetch's locality): l1, prefetcht0 on x86, every

@@ -12,9 +12,10 @@
 namespace hearth {
 
 // The instruction sets of the rows (the macros of kernels/isa.h). avx512_zen4 / avx512_not_zen4:
-// AVX-512 on AMD's Zen 4 / on any other CPU; avx512_not_zen: on any CPU but AMD's Zen 4 and Zen 5.
-// For the rows whose best choice differs there (kernels/table.cpp says which and why).
-enum class Isa : uint8_t { scalar, avx2, avx512, avx512_not_zen, avx512_not_zen4, avx512_zen4, amx, neon, i8mm };
+// AVX-512 on AMD's Zen 4 / on any other CPU; avx512_not_zen: on any CPU but AMD's Zen 4 and Zen 5;
+// avx2_zen5: AVX2 code on AMD's Zen 5 only. For the rows whose best choice differs there
+// (kernels/table.cpp says which and why).
+enum class Isa : uint8_t { scalar, avx2, avx2_zen5, avx512, avx512_not_zen, avx512_not_zen4, avx512_zen4, amx, neon, i8mm };
 const char* isa_name(Isa isa);
 
 enum class KernelOp : uint8_t {
@@ -43,7 +44,8 @@ bool kernel_row_available(const KernelRow& row);
 
 // Built, and its code runs on this CPU, whether or not the picker may take it: the rows for AMD
 // Zen 4 and for the other AVX-512 CPUs (Isa::avx512_zen4 / avx512_not_zen4 / avx512_not_zen) run
-// on any CPU with AVX-512, where tests and tools/bench_kernels run them all.
+// on any CPU with AVX-512, those for Zen 5 (avx2_zen5) on any with AVX2, where tests and
+// tools/bench_kernels run them all.
 bool kernel_row_runs_here(const KernelRow& row);
 
 // The row for `op` on (type, layout) and n_tokens tokens: of the available rows, the one with the

@@ -108,7 +108,8 @@ void group_tokens(const uint8_t* g, const char* A, size_t arb, const ActTerms* a
 // Whole groups of rows [r0, r1) (multiples of 8), tokens kMaxTok at a time (the rest 1..3).
 constexpr int kMaxTok = 4;
 
-template <typename Block>
+// kAhead: at least how many bytes ahead the weights are prefetched (kernels/prefetch.h).
+template <typename Block, size_t kAhead = kPrefetchBytes>
 void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                  int r1) {
     const int nb = n_cols / 32;
@@ -118,7 +119,7 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
         for (int b = 0; b < nb; ++b)
             at[size_t(t) * nb + b] = {_cvtsh_ss(a[b].d), sizeof(Block) == sizeof(block_q4_0) ? 8 * sum_i8x32(a[b].qs) : 0};
     }
-    const size_t pf = prefetch_distance(8 * sizeof(Block));
+    const size_t pf = prefetch_distance(8 * sizeof(Block), kAhead);
     for (int r = r0; r < r1; r += 8) {
         const uint8_t* g = W + size_t(r) * wrb;
         float* o = out + r;
@@ -139,6 +140,12 @@ void matmul_q4_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, s
                              float* out, int out_stride, int r0, int r1) {
     gemv_groups<block_q4_0>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
                             n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_q4_0x8_rows_prefetch8k_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols,
+                                        int n_tokens, float* out, int out_stride, int r0, int r1) {
+    gemv_groups<block_q4_0, 8192>(static_cast<const uint8_t*>(W), w_row_bytes, static_cast<const char*>(A), a_row_bytes, n_cols,
+                                  n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_q8_0x8_rows_avx2(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens,

@@ -55,6 +55,7 @@ HEARTH_DECLARE_MATMUL(matmul_q4_kx8_gemm_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_kx8_gemm_avx2)
 // Interleaved rows, a group's 8 rows in the 8 lanes (x86/rows_x8_avx2.cpp, q4_kx8_avx2.cpp).
 HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_q4_0x8_rows_prefetch8k_avx2)  // prefetching 8 KB ahead (kernels/table.cpp: Zen 5)
 HEARTH_DECLARE_MATMUL(matmul_q8_0x8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_kx8_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q5_kx8_rows_avx2)

@@ -405,12 +405,19 @@ TEST_CASE(
     }
     auto has_flag = [&](const char* name) { return (flags + " ").find(std::string(" ") + name + " ") != std::string::npos; };
     const bool avx512 = has_flag("avx512f") && has_flag("avx512bw") && has_flag("avx512vl") && has_flag("avx512_vnni");
+    const bool avx2 = has_flag("avx2") && has_flag("fma");
     const bool amd = vendor.find("AuthenticAMD") != std::string::npos;
     const bool zen4 = amd && std::atoi(family.c_str()) == 25, zen5 = amd && std::atoi(family.c_str()) == 26;
     int n = 0, seen = 0;
     const KernelRow* rows = kernel_rows(&n);
     for (int i = 0; i < n; i++) {
         const Isa isa = rows[i].isa;
+        if (isa == Isa::avx2_zen5 && rows[i].matmul) {  // AVX2 code, taken on Zen 5 only
+            CAPTURE(describe(rows[i]));
+            CHECK(kernel_row_available(rows[i]) == (avx2 && zen5));
+            CHECK(kernel_row_runs_here(rows[i]) == avx2);
+            seen++;
+        }
         if ((isa != Isa::avx512_zen4 && isa != Isa::avx512_not_zen4 && isa != Isa::avx512_not_zen) || !rows[i].matmul)
             continue;  // built rows only
         CAPTURE(describe(rows[i]));
@@ -425,6 +432,6 @@ TEST_CASE(
                     : zen5 ? "AMD family 26 (Zen 5)"
                            : "not AMD family 25 or 26") +
         (avx512 ? ", with" : ", without") +
-        " AVX-512 VNNI; built avx512-zen4, avx512-not-zen4 and avx512-not-zen rows checked: " + std::to_string(seen);
+        " AVX-512 VNNI; built avx512-zen4, avx512-not-zen4, avx512-not-zen and avx2-zen5 rows checked: " + std::to_string(seen);
     MESSAGE("CPU: " << cpu);
 }
