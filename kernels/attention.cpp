@@ -330,11 +330,21 @@ static void values_cols(const float* w, int w_stride, int n_q, const char* v, si
 
 // The n value rows at v (type T) weighted into out, every dim; rows [0, n_pf) exist, for the
 // prefetches (0: none, as for the scratch).
+// One query row (a head of its own KV head, as in Llama-2-7B's generation): a tile of kValueDims
+// has only kValueDims / W accumulators, each FMA waiting on the one before it in its chain, so
+// one row takes kOneRowVectors vectors a tile (8 chains; 10 registers with its operands). Every
+// output dim still sums the positions in the same order: the same bits.
+constexpr int kOneRowVectors = 8;
+
 template <class Isa, uint32_t T>
 static void values_block(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int n, int n_pf, int hd,
                          float* out, int out_stride, bool first) {
     constexpr int W = Isa::W;
     int i = 0;
+    if (n_q == 1 && kOneRowVectors * W > kValueDims)
+        for (; i + kOneRowVectors * W <= hd; i += kOneRowVectors * W)
+            values_tile<Isa, T, 1, kOneRowVectors>(w, w_stride, v, row_bytes, i, n, i == 0 ? n_pf : 0, hd, out + i, out_stride,
+                                                   first);
     for (; i + kValueDims <= hd; i += kValueDims)
         values_cols<Isa, T, kValueDims / W>(w, w_stride, n_q, v, row_bytes, i, n, i == 0 ? n_pf : 0, hd, out, out_stride, first);
     for (; i + W <= hd; i += W)
