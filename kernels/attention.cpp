@@ -328,14 +328,14 @@ static void values_cols(const float* w, int w_stride, int n_q, const char* v, si
     }
 }
 
-// The n value rows at v (type T) weighted into out, every dim; rows [0, n_pf) exist, for the
-// prefetches (0: none, as for the scratch).
 // One query row (a head of its own KV head, as in Llama-2-7B's generation): a tile of kValueDims
 // has only kValueDims / W accumulators, each FMA waiting on the one before it in its chain, so
 // one row takes kOneRowVectors vectors a tile (8 chains; 10 registers with its operands). Every
 // output dim still sums the positions in the same order: the same bits.
 constexpr int kOneRowVectors = 8;
 
+// The n value rows at v (type T) weighted into out, every dim; rows [0, n_pf) exist, for the
+// prefetches (0: none, as for the scratch).
 template <class Isa, uint32_t T>
 static void values_block(const float* w, int w_stride, int n_q, const char* v, size_t row_bytes, int n, int n_pf, int hd,
                          float* out, int out_stride, bool first) {

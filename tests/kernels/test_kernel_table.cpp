@@ -380,8 +380,7 @@ TEST_CASE("kernel table: the AMX rows run where built, the CPU has AMX and the O
         MESSAGE("AMX rows: " << amx << " skipped (" << why << ")");
 }
 
-TEST_CASE(
-    "kernel table: the rows for AMD Zen 4 are available exactly on it, those kept off Zen 4 (and Zen 5) on the other AVX-512 CPUs") {
+TEST_CASE("kernel table: the rows for AMD Zen 4 and Zen 5 are available exactly where /proc/cpuinfo names those CPUs") {
     // What the table asks the CPU (CPUID), against what Linux reports in /proc/cpuinfo.
     std::ifstream in("/proc/cpuinfo");
     if (!in) {
