@@ -6,12 +6,34 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/platform.h"
 #include "kernels/isa.h"
 #include "kernels/quant.h"
 #include "kernels/quant_types.h"
 #include "kernels/scratch.h"
 
 namespace hearth {
+
+// Q4_0 and Q8_0 interleaved rows: how many blocks of 32 columns one partial sum covers. The
+// AVX-512 few-token kernels (x86/gemv_avx512.cpp) read rows in chunks of columns whose
+// activations (8 tokens x 40 bytes per block) stay in L1 for all the pairs: with the whole of a
+// 5632-column row (TinyLlama's ffn_down, 56 KB of them) 8 tokens ran at 9.8 GB/s of weights
+// instead of 13.7 (bench_kernels, 1 thread). 64 blocks (20 KB) fit any L1 of 32 KB, 128 (40 KB)
+// one of 48 KB (Intel since Ice Lake); and with 128, Llama-2-7B's 4096-column rows are read
+// whole, in one stream per group rather than in two halves a pass over all the rows apart: it
+// decoded 8 sequences ~7% faster, and one sequence too (docs/benchmarks.md, "Serial stretches of
+// a batched step"). A chunk's partial sum is added to the chunks' before it, so the AVX2 rows
+// (x86/rows_x8_avx2.cpp), which read whole rows, sum in the same pieces: AMD Zen 4 and 5 run one
+// token on them and a batch on the few-token kernels, and a batch that verifies drafts must give
+// one token's bits (model/generate.h).
+inline int x8_sum_chunk_blocks() {
+#ifdef HEARTH_FEW_CHUNK  // tuning override for tools/bench_kernels builds
+    return HEARTH_FEW_CHUNK;
+#else
+    static const int blocks = l1_data_cache_bytes() >= 48 * 1024 ? 128 : 64;
+    return blocks;
+#endif
+}
 
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 

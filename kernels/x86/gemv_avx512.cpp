@@ -186,29 +186,14 @@ template <typename WBlock, PrefetchTo kTo>
 using Kernels = decltype(token_kernels<WBlock, kTo>(std::make_integer_sequence<int, kMaxTok>()));
 
 // Whole groups of rows, any number of tokens (the driver, few_tokens_avx512.h), in chunks of
-// columns whose activations (8 tokens x 40 bytes per block) stay in L1 for all the pairs: with
-// the whole of a 5632-column row (TinyLlama's ffn_down, 56 KB of them) 8 tokens ran at 9.8 GB/s
-// of weights instead of 13.7 (bench_kernels, 1 thread). 64 blocks (20 KB) fit any L1 of 32 KB,
-// 128 (40 KB) one of 48 KB (Intel since Ice Lake); and with 128, Llama-2-7B's 4096-column rows
-// are read whole, in one stream per group rather than in two halves a pass over all the rows
-// apart: it decoded 8 sequences ~7% faster, and one sequence too (docs/benchmarks.md, "Serial
-// stretches of a batched step"). Whole rows of any length for one token measured no different.
-static int chunk_blocks() {
-#ifdef HEARTH_FEW_CHUNK  // tuning override for tools/bench_kernels builds
-    return HEARTH_FEW_CHUNK;
-#else
-    static const int blocks = l1_data_cache_bytes() >= 48 * 1024 ? 128 : 64;
-    return blocks;
-#endif
-}
-
+// x8_sum_chunk_blocks() columns (x86/avx2_util.h says why that many).
 template <typename WBlock, PrefetchTo kTo>
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                 int r1) {
     static_assert(sizeof(Acts<kMaxTok>) == kMaxTok * sizeof(Acts<1>), "Acts<NT> is NT times Acts<1>");
     // 40 bytes per token and block
     few_tokens_x8<Kernels<WBlock, kTo>, kMaxTok, 8 * sizeof(WBlock), sizeof(Acts<1>)>(W, wrb, A, arb, n_cols / QK8_0, n_tokens,
-                                                                                      out, os, r0, r1, chunk_blocks());
+                                                                                      out, os, r0, r1, x8_sum_chunk_blocks());
 }
 
 }  // namespace

@@ -44,14 +44,24 @@ ActTerms* act_terms(size_t n) {
 
 // Lane i of res[t]: dot(row i of the group at g, activation row a[t]) for NT tokens, for a group
 // of Block records: each record is loaded (and Q4_0's nibbles unpacked) once for the NT tokens.
+// Summed in partial sums of `chunk` blocks, each added to those before it, as the AVX-512
+// few-token kernels sum (x8_sum_chunk_blocks): the same bits.
 template <typename Block, int NT>
-inline void dot_group(const uint8_t* g, const block_q8_0* const a[NT], const ActTerms* const at[NT], int nb, size_t pf,
+inline void dot_group(const uint8_t* g, const block_q8_0* const a[NT], const ActTerms* const at[NT], int nb, int chunk, size_t pf,
                       __m256 res[NT]) {
     constexpr size_t kRecordBytes = 8 * sizeof(Block);
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    __m256 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    __m256 acc[NT], total[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = total[t] = _mm256_setzero_ps();
+    int fold = chunk;  // the block at which the next partial sum begins
     for (int b = 0; b < nb; ++b, g += kRecordBytes) {
+        if (b == fold) {
+            for (int t = 0; t < NT; ++t) {
+                total[t] = b == chunk ? acc[t] : _mm256_add_ps(acc[t], total[t]);
+                acc[t] = _mm256_setzero_ps();
+            }
+            fold += chunk;
+        }
         prefetch_ahead<(kRecordBytes + 63) / 64 * 64>(g, pf);
         __m256i s[NT];
         if (sizeof(Block) == sizeof(block_q4_0)) {
@@ -87,7 +97,7 @@ inline void dot_group(const uint8_t* g, const block_q8_0* const a[NT], const Act
         for (int t = 0; t < NT; ++t)
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dw, _mm256_set1_ps(at[t][b].d)), acc[t]);
     }
-    for (int t = 0; t < NT; ++t) res[t] = acc[t];
+    for (int t = 0; t < NT; ++t) res[t] = nb > chunk ? _mm256_add_ps(acc[t], total[t]) : acc[t];
 }
 
 // Tokens [t0, t0 + NT) x one group at g: out[t * os + i].
@@ -101,7 +111,7 @@ void group_tokens(const uint8_t* g, const char* A, size_t arb, const ActTerms* a
         at[t] = at_all + size_t(t0 + t) * nb;
     }
     __m256 res[NT];
-    dot_group<Block, NT>(g, a, at, nb, pf, res);
+    dot_group<Block, NT>(g, a, at, nb, x8_sum_chunk_blocks(), pf, res);
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(out + size_t(t0 + t) * os, res[t]);
 }
 
