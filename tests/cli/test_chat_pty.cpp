@@ -198,14 +198,17 @@ const double kWait = 60;
 }  // namespace
 
 TEST_CASE("chat pty: two turns, /reset, Ctrl-C in a long answer, Ctrl-D; the prompt comes back each time") {
-    // --ignore-eos: every answer runs to -n, long enough to be interrupted in the middle.
-    PtyChild chat({"./run", kModel, "--chat", "-n", "400", "-c", "2048", "--temp", "0", "--ignore-eos", "-t", "1"});
+    // --ignore-eos: every answer runs to -n, long enough to be interrupted in the middle. Ctrl-C
+    // comes after 40 bytes of the reply, and the rest must still be under way: 400 tokens (0.8 KB,
+    // a few ms on this model) were once all written before it (CI on a Zen 5, its other lanes
+    // running); 3000 (6.5 KB) give it 7 times the time.
+    PtyChild chat({"./run", kModel, "--chat", "-n", "3000", "-c", "8192", "--temp", "0", "--ignore-eos", "-t", "1"});
     REQUIRE(chat.started());
     REQUIRE(chat.expect_prompt(kWait));
 
     chat.type("ROMEO:\r");
     CHECK(chat.expect(kReplyColour, kWait));
-    CHECK(chat.expect("[reply stopped at the limit of 400 tokens (-n)]", kWait));
+    CHECK(chat.expect("[reply stopped at the limit of 3000 tokens (-n)]", kWait));
     REQUIRE(chat.expect_prompt(kWait));
 
     // A second turn reuses the first from the KV cache: /stats says how many tokens.
@@ -217,7 +220,7 @@ TEST_CASE("chat pty: two turns, /reset, Ctrl-C in a long answer, Ctrl-D; the pro
     REQUIRE(chat.expect(" reused)", kWait));
     const std::string stats = chat.output();
     const size_t reused_at = stats.rfind("tokens evaluated (") + std::string("tokens evaluated (").size();
-    CHECK(std::atoi(stats.c_str() + reused_at) >= 400);  // "N reused)": all of the first turn
+    CHECK(std::atoi(stats.c_str() + reused_at) >= 3000);  // "N reused)": all of the first turn
     REQUIRE(chat.expect_prompt(kWait));
     CHECK(chat.output().find("/stats") != std::string::npos);
 
