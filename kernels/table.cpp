@@ -450,15 +450,16 @@ std::string kernel_row_name(const KernelRow& row) {
 
 bool kernel_row_runs_here(const KernelRow& row) {
     if (kernel_row_available(row)) return true;
-    if (row.isa == Isa::avx2_zen5) {
-        KernelRow as_avx2 = row;
-        as_avx2.isa = Isa::avx2;
-        return kernel_row_available(as_avx2);
+    // A row for some CPUs only runs wherever the instruction set of its code does.
+    KernelRow as_code = row;
+    switch (row.isa) {
+        case Isa::avx2_zen5: as_code.isa = Isa::avx2; break;
+        case Isa::avx512_not_zen:
+        case Isa::avx512_not_zen4:
+        case Isa::avx512_zen4: as_code.isa = Isa::avx512; break;
+        default: return false;
     }
-    if (row.isa != Isa::avx512_zen4 && row.isa != Isa::avx512_not_zen4 && row.isa != Isa::avx512_not_zen) return false;
-    KernelRow as_avx512 = row;
-    as_avx512.isa = Isa::avx512;
-    return kernel_row_available(as_avx512);
+    return kernel_row_available(as_code);
 }
 
 const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens) {

@@ -102,8 +102,8 @@ inline void dot_group(const uint8_t* g, const block_q8_0* const a[NT], const Act
 
 // Tokens [t0, t0 + NT) x one group at g: out[t * os + i].
 template <typename Block, int NT>
-void group_tokens(const uint8_t* g, const char* A, size_t arb, const ActTerms* at_all, int nb, int t0, size_t pf, float* out,
-                  int os) {
+void group_tokens(const uint8_t* g, const char* A, size_t arb, const ActTerms* at_all, int nb, int chunk, int t0, size_t pf,
+                  float* out, int os) {
     const block_q8_0* a[NT];
     const ActTerms* at[NT];
     for (int t = 0; t < NT; ++t) {
@@ -111,7 +111,7 @@ void group_tokens(const uint8_t* g, const char* A, size_t arb, const ActTerms* a
         at[t] = at_all + size_t(t0 + t) * nb;
     }
     __m256 res[NT];
-    dot_group<Block, NT>(g, a, at, nb, x8_sum_chunk_blocks(), pf, res);
+    dot_group<Block, NT>(g, a, at, nb, chunk, pf, res);
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(out + size_t(t0 + t) * os, res[t]);
 }
 
@@ -130,15 +130,16 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
             at[size_t(t) * nb + b] = {_cvtsh_ss(a[b].d), sizeof(Block) == sizeof(block_q4_0) ? 8 * sum_i8x32(a[b].qs) : 0};
     }
     const size_t pf = prefetch_distance(8 * sizeof(Block), kAhead);
+    const int chunk = x8_sum_chunk_blocks();
     for (int r = r0; r < r1; r += 8) {
         const uint8_t* g = W + size_t(r) * wrb;
         float* o = out + r;
         for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
             switch (std::min(kMaxTok, n_tokens - t0)) {
-                case 1: group_tokens<Block, 1>(g, A, arb, at, nb, t0, pf, o, os); break;
-                case 2: group_tokens<Block, 2>(g, A, arb, at, nb, t0, pf, o, os); break;
-                case 3: group_tokens<Block, 3>(g, A, arb, at, nb, t0, pf, o, os); break;
-                default: group_tokens<Block, 4>(g, A, arb, at, nb, t0, pf, o, os); break;
+                case 1: group_tokens<Block, 1>(g, A, arb, at, nb, chunk, t0, pf, o, os); break;
+                case 2: group_tokens<Block, 2>(g, A, arb, at, nb, chunk, t0, pf, o, os); break;
+                case 3: group_tokens<Block, 3>(g, A, arb, at, nb, chunk, t0, pf, o, os); break;
+                default: group_tokens<Block, 4>(g, A, arb, at, nb, chunk, t0, pf, o, os); break;
             }
         }
     }
