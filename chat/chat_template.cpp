@@ -353,13 +353,21 @@ struct ChatTemplateRow {
     bool turns;
     bool system_in_user;
 };
+// A row per template (clang-format would pack two to a line).
+// clang-format off
 const ChatTemplateRow kChatTemplates[] = {
-    {"llama2", format_llama2, false, nullptr, false, true},        {"zephyr", format_zephyr, true, nullptr, true, false},
-    {"chatml", format_chatml, true, "<|im_end|>", true, false},    {"vicuna", format_vicuna, true, nullptr, false, false},
-    {"llama3", format_llama3, true, "<|eot_id|>", true, false},    {"llama3.1", format_llama31, true, "<|eot_id|>", true, false},
-    {"llama3.2", format_llama32, true, "<|eot_id|>", true, false}, {"qwen3", format_qwen3, true, "<|im_end|>", true, false},
-    {"mistral", format_mistral, true, nullptr, false, true},       {"raw", format_raw, true, nullptr, true, false},
+    {"llama2", format_llama2, false, nullptr, false, true},
+    {"zephyr", format_zephyr, true, nullptr, true, false},
+    {"chatml", format_chatml, true, "<|im_end|>", true, false},
+    {"vicuna", format_vicuna, true, nullptr, false, false},
+    {"llama3", format_llama3, true, "<|eot_id|>", true, false},
+    {"llama3.1", format_llama31, true, "<|eot_id|>", true, false},
+    {"llama3.2", format_llama32, true, "<|eot_id|>", true, false},
+    {"qwen3", format_qwen3, true, "<|im_end|>", true, false},
+    {"mistral", format_mistral, true, nullptr, false, true},
+    {"raw", format_raw, true, nullptr, true, false},
 };
+// clang-format on
 
 const ChatTemplateRow* find_template(const std::string& name) {
     for (const ChatTemplateRow& t : kChatTemplates)
