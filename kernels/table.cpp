@@ -416,6 +416,14 @@ bool cpu_has(Isa isa) {
     }
 }
 
+// The picker's rule: row r, taken in table order, replaces the best so far.
+bool pick_prefers(const KernelRow* best, const KernelRow& r, KernelOp op, uint32_t type, Layout layout, int n_tokens) {
+    return r.op == op && r.type == type && r.layout == layout && r.min_tokens <= n_tokens &&
+           (!best || r.min_tokens >= best->min_tokens);
+}
+
+bool row_built(const KernelRow& row) { return row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr; }
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -439,9 +447,7 @@ const KernelRow* kernel_rows(int* n) {
     return kRows;
 }
 
-bool kernel_row_available(const KernelRow& row) {
-    return (row.op == KernelOp::matmul ? row.matmul != nullptr : row.quantize != nullptr) && cpu_has(row.isa);
-}
+bool kernel_row_available(const KernelRow& row) { return row_built(row) && cpu_has(row.isa); }
 
 std::string kernel_row_name(const KernelRow& row) {
     return std::string(type_name(row.type)) + (row.layout == Layout::rows_x8 ? " x8 " : " ") + isa_name(row.isa) + " (from " +
@@ -473,12 +479,15 @@ const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_to
         }
     } available;
     const KernelRow* best = nullptr;
-    for (int i = 0; i < available.n; i++) {
-        const KernelRow* r = available.rows[i];
-        if (r->op == op && r->type == type && r->layout == layout && r->min_tokens <= n_tokens &&
-            (!best || r->min_tokens >= best->min_tokens))
-            best = r;
-    }
+    for (int i = 0; i < available.n; i++)
+        if (pick_prefers(best, *available.rows[i], op, type, layout, n_tokens)) best = available.rows[i];
+    return best;
+}
+
+const KernelRow* pick_kernel_for(KernelOp op, uint32_t type, Layout layout, int n_tokens, bool (*has_isa)(Isa)) {
+    const KernelRow* best = nullptr;
+    for (const KernelRow& r : kRows)
+        if (row_built(r) && has_isa(r.isa) && pick_prefers(best, r, op, type, layout, n_tokens)) best = &r;
     return best;
 }
 

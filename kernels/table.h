@@ -52,5 +52,9 @@ bool kernel_row_runs_here(const KernelRow& row);
 // largest min_tokens <= n_tokens; between rows of equal min_tokens, the later in the table (the
 // table lists them in order of preference). nullptr when no row applies.
 const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens);
+// The same choice among the rows built into this binary whose ISA another CPU would have
+// (has_isa), whether or not this one has it: the row that CPU would run (tests compare the rows
+// of one CPU across token counts).
+const KernelRow* pick_kernel_for(KernelOp op, uint32_t type, Layout layout, int n_tokens, bool (*has_isa)(Isa));
 
 }  // namespace hearth

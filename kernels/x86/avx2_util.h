@@ -35,6 +35,15 @@ inline int x8_sum_chunk_blocks() {
 #endif
 }
 
+// Q4_K and Q5_K interleaved rows: how many super-blocks (256 columns) one partial sum covers, for
+// the same reason. The AVX-512 few-token kernel (x86/gemv_q4_k_avx512.cpp) reads rows in chunks
+// of 8 (a chunk's activations of 8 tokens, 17.7 KB, and a pair's weights, 18 KB, stay in L1), and
+// the AVX2 rows (x86/q4_kx8_avx2.cpp) sum in the same pieces, also where they read whole rows.
+#ifndef HEARTH_Q4K_FEW_CHUNK  // tuning override for tools/bench_kernels builds
+#define HEARTH_Q4K_FEW_CHUNK 8
+#endif
+constexpr int kX8KSumChunkSuperBlocks = HEARTH_Q4K_FEW_CHUNK;
+
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // VNNI (AVX512-VNNI with AVX512VL, or AVX-VNNI): where the host has it, the GEMM tiles multiply

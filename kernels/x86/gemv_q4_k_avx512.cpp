@@ -64,6 +64,7 @@
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
+#include "kernels/x86/avx2_util.h"
 #include "kernels/x86/few_tokens_avx512.h"
 
 namespace hearth {
@@ -286,14 +287,12 @@ template <PrefetchTo kTo, bool kQ5>
 using Kernels = decltype(token_kernels<kTo, kQ5>(std::make_integer_sequence<int, kMaxTok>()));
 
 // Whole groups of rows, any number of tokens (the driver, few_tokens_avx512.h), in chunks of
-// kChunk super-blocks. A chunk's activations of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in
-// L1 for all the pairs, and a pair's chunk of weights (18 KB) for all the token blocks. Q5_K's
-// (22.5 KB) with them overfill a 32 KB L1, but chunks of 4 or 6 were no faster at 16 and 24 tokens
-// (bench_kernels 32768 x 4096, Zen 4, three alternated runs).
-#ifndef HEARTH_Q4K_FEW_CHUNK  // tuning override for tools/bench_kernels builds
-#define HEARTH_Q4K_FEW_CHUNK 8
-#endif
-constexpr int kChunk = HEARTH_Q4K_FEW_CHUNK;
+// kChunk super-blocks (avx2_util.h, whose AVX2 rows sum in the same pieces). A chunk's activations
+// of a block of 8 tokens (8 x 276 bytes per super-block: 17.7 KB) stay in L1 for all the pairs,
+// and a pair's chunk of weights (18 KB) for all the token blocks. Q5_K's (22.5 KB) with them
+// overfill a 32 KB L1, but chunks of 4 or 6 were no faster at 16 and 24 tokens (bench_kernels
+// 32768 x 4096, Zen 4, three alternated runs).
+constexpr int kChunk = kX8KSumChunkSuperBlocks;
 
 template <PrefetchTo kTo, bool kQ5>
 void few_tokens(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,

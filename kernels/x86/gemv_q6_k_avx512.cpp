@@ -22,6 +22,9 @@
 //  - The row is prefetched ~kPrefetchBytes ahead, into L1; or, for AMD Zen 4 from 2 tokens, into
 //    L2 (matmul_q6_k_few_l2_avx512, which also reads wide rows in column chunks: few_tokens below;
 //    kernels/table.cpp says why).
+//  - A row's sum is the same float operations in the same order however it is read (one token or
+//    a batch, whole rows or chunks): a batch gives each token the bits it gets alone, which
+//    drafts need (model/generate.h).
 #include "kernels/x86/x86.h"
 
 #if defined(HEARTH_ISA_AVX512)
@@ -41,6 +44,7 @@
 #include "base/platform.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/scratch.h"
 #include "kernels/x86/few_tokens_avx512.h"
 
 namespace hearth {
@@ -70,22 +74,27 @@ void pack_act(const block_q8_K& a, Act& o) {
     o.d = a.d;
 }
 
-// Row w (nb super-blocks) x the NT tokens whose packed blocks start at a[t]: out[t * os].
+// Super-blocks [0, nb) of row w x the NT tokens whose packed blocks start at a[t]. The tokens'
+// float accumulators start at zero (first) or from carry[t], and end summed into out[t * os]
+// (last) or stored to carry[t], so that a row read in pieces sums as a whole row does. The
+// super-block b + k of the row at pf is prefetched while b is read (pf: k super-blocks on, or the
+// chunk read after this one).
 // The decoded quants in element order N0..N3 (64 each) are transposed by 32-bit lanes within each
 // 128-bit chunk, so that lane l of all four vectors holds 16 elements of one sub-block: vpdpbusd
 // (4 products a lane, no saturation) then sums a whole sub-block per lane over the four, and the
 // scales apply once per token and block, in float (scale * d exact in float; then x the token's d).
 template <PrefetchTo kTo, int NT>
-void row_tokens(const block_q6_K* w, const Act* const* a, int nb, size_t pf, float* out, size_t os, bool add) {
+void row_tokens(const block_q6_K* w, const Act* const* a, int nb, const block_q6_K* pf, float* out, size_t os, float* carry,
+                bool first, bool last) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     alignas(16) int8_t perm[16];
     for (int l = 0; l < 16; ++l) perm[l] = int8_t(lane_subblock(l));
     const __m128i sperm = _mm_load_si128(reinterpret_cast<const __m128i*>(perm));
     __m512 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    for (int t = 0; t < NT; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(carry + 16 * t);
     for (int b = 0; b < nb; ++b) {
         const block_q6_K& x = w[b];
-        prefetch_ahead<sizeof(block_q6_K), kTo>(&x, pf);
+        prefetch_ahead<sizeof(block_q6_K), kTo>(pf + b, 0);
         const __m512i h = loadu512(x.qh);
         const __m512i h2 = _mm512_srli_epi16(h, 2);
         __m512i n[4];
@@ -110,10 +119,15 @@ void row_tokens(const block_q6_K* w, const Act* const* a, int nb, size_t pf, flo
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(si), _mm512_mul_ps(scd, _mm512_set1_ps(y.d)), acc[t]);
         }
     }
-    for (int t = 0; t < NT; ++t) out[size_t(t) * os] = (add ? out[size_t(t) * os] : 0.f) + _mm512_reduce_add_ps(acc[t]);
+    for (int t = 0; t < NT; ++t) {
+        if (last)
+            out[size_t(t) * os] = _mm512_reduce_add_ps(acc[t]);
+        else
+            _mm512_storeu_ps(carry + 16 * t, acc[t]);
+    }
 }
 
-using RowFn = void (*)(const block_q6_K*, const Act* const*, int, size_t, float*, size_t, bool);
+using RowFn = void (*)(const block_q6_K*, const Act* const*, int, const block_q6_K*, float*, size_t, float*, bool, bool);
 template <PrefetchTo kTo>
 constexpr RowFn kRow[kMaxTok] = {row_tokens<kTo, 1>, row_tokens<kTo, 2>, row_tokens<kTo, 3>, row_tokens<kTo, 4>,
                                  row_tokens<kTo, 5>, row_tokens<kTo, 6>, row_tokens<kTo, 7>, row_tokens<kTo, 8>};
@@ -131,26 +145,45 @@ void few_tokens(const void* W, size_t w_row_bytes, const void* A, size_t a_row_b
         for (int b = 0; b < nb; ++b) pack_act(ar[b], acts[size_t(t) * size_t(nb) + size_t(b)]);
     }
     // Prefetching into L2 (Zen 4), columns in chunks whose activations (every token's, sizeof(Act)
-    // a super-block) take at most 3/4 of L1, so that they stay there for all the rows: 8 tokens x
-    // 4096 columns (48 KB) on a 32 KB L1 ran at 63 GMAC/s from cache, in chunks at 85; from
-    // memory (32768 x 5632, 2 threads) 6 tokens at 19.4 GB/s instead of 12.1, 8 at 15.0 instead of
-    // 10.0. Into L1, the chunks lost at 4 tokens (15.8 against 19.7), so that kernel (Intel's,
-    // measured there with whole rows) reads whole rows.
+    // a super-block) take at most 3/4 of L1, so that they stay there for all the rows of a block of
+    // kRowBlock: 8 tokens x 4096 columns (48 KB) on a 32 KB L1 ran at 63 GMAC/s from cache, in
+    // chunks at 85; from memory (32768 x 5632, 2 threads) 6 tokens at 19.4 GB/s instead of 12.1, 8
+    // at 15.0 instead of 10.0. Into L1, the chunks lost at 4 tokens (15.8 against 19.7), so that
+    // kernel (Intel's, measured there with whole rows) reads whole rows. A block's rows carry
+    // their accumulators from chunk to chunk (kRowBlock x n_tokens vectors, 30 KB at most), so
+    // that they sum as whole rows do.
+    constexpr int kRowBlock = 32;
     const int chunk =
         kTo == PrefetchTo::l2 ? std::max(1, int(l1_data_cache_bytes() * 3 / 4 / (size_t(n_tokens) * sizeof(Act)))) : nb;
-    for (int kb = 0; kb < nb; kb += chunk) {
-        const int kn = std::min(chunk, nb - kb);
-        // Prefetched ~kPrefetchBytes ahead: further along a whole row, or whole rows ahead in the
-        // same chunk of columns.
-        const size_t piece = size_t(kn) * sizeof(block_q6_K);
-        const size_t pf = kn == nb ? prefetch_distance(sizeof(block_q6_K)) : w_row_bytes * ((kPrefetchBytes + piece - 1) / piece);
-        for (int r = r0; r < r1; ++r) {
-            const block_q6_K* w = reinterpret_cast<const block_q6_K*>(Wc + size_t(r) * w_row_bytes) + kb;
-            for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
-                const int nt = std::min(kMaxTok, n_tokens - t0);
-                const Act* a[kMaxTok];
-                for (int t = 0; t < nt; ++t) a[t] = acts + size_t(t0 + t) * size_t(nb) + size_t(kb);
-                kRow<kTo>[nt - 1](w, a, kn, pf, out + size_t(t0) * size_t(out_stride) + r, size_t(out_stride), kb > 0);
+    const auto row_at = [&](int r, int kb) { return reinterpret_cast<const block_q6_K*>(Wc + size_t(r) * w_row_bytes) + kb; };
+    const auto row_pass = [&](int r, int kb, int kn, const block_q6_K* pf, float* carry, bool first, bool last) {
+        for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
+            const int nt = std::min(kMaxTok, n_tokens - t0);
+            const Act* a[kMaxTok];
+            for (int t = 0; t < nt; ++t) a[t] = acts + size_t(t0 + t) * size_t(nb) + size_t(kb);
+            kRow<kTo>[nt - 1](row_at(r, kb), a, kn, pf, out + size_t(t0) * size_t(out_stride) + r, size_t(out_stride),
+                              carry ? carry + 16 * t0 : nullptr, first, last);
+        }
+    };
+    if (chunk >= nb) {  // whole rows, prefetched ~kPrefetchBytes further along (into the next rows)
+        const size_t ahead = prefetch_distance(sizeof(block_q6_K)) / sizeof(block_q6_K);
+        for (int r = r0; r < r1; ++r) row_pass(r, 0, nb, row_at(r, 0) + ahead, nullptr, true, true);
+        return;
+    }
+    struct Tag;
+    float* carry = thread_scratch<Tag, float>(size_t(kRowBlock) * size_t(n_tokens) * 16);
+    for (int rb = r0; rb < r1; rb += kRowBlock) {
+        const int re = std::min(r1, rb + kRowBlock);
+        for (int kb = 0; kb < nb; kb += chunk) {
+            const int kn = std::min(chunk, nb - kb);
+            // Prefetched ~kPrefetchBytes ahead, rows ahead in the same chunk of columns; past the
+            // block's last row, its first rows' next chunk (after the last chunk, the next block's).
+            const size_t piece = size_t(kn) * sizeof(block_q6_K);
+            const int rows_ahead = int((kPrefetchBytes + piece - 1) / piece);
+            for (int r = rb; r < re; ++r) {
+                const int p = r + rows_ahead;
+                const block_q6_K* pf = p < re ? row_at(p, kb) : kb + kn < nb ? row_at(rb + p - re, kb + kn) : row_at(p, 0);
+                row_pass(r, kb, kn, pf, carry + size_t(r - rb) * size_t(n_tokens) * 16, kb == 0, kb + kn >= nb);
             }
         }
     }

@@ -23,8 +23,13 @@
 //  - Then acc += (d * d_a) * sum - (dmin * d_a) * min_sum, two FMAs, the 8 rows' d and dmin
 //    being one 16-byte load each. Each lane is one row from start to end: no horizontal sums.
 // Few tokens: up to kMaxPassTokens tokens per pass share each weight load, the scale unpacking
-// and the prefetches; with more tokens than that, a group is taken in chunks of kChunk
-// super-blocks that stay in L1 for all the passes.
+// and the prefetches; with more tokens than that, a group's chunk of kChunk super-blocks stays in
+// L1 for all the passes.
+// A row is summed in partial sums of kChunk super-blocks, each added to those before, for any
+// token count: the AVX-512 few-token kernel (x86/gemv_q4_k_avx512.cpp) sums in the same pieces
+// with the same float operations, so that one token on these rows (AMD Zen 4 and 5) and a batch
+// on that kernel give the same bits (drafts, model/generate.h). Its float sum of a super-block's
+// 8 scaled sub-block sums equals the integer sum here while that is below 2^24 in magnitude.
 // Any token count works; the kernel table sends 32 or more to the GEMMs (it says why). Whole
 // groups only: kernels/matmul.cpp sends the plain rows after the last whole group to the plain
 // layout's kernels.
@@ -51,8 +56,8 @@ template <typename WBlock>
 struct Record : KRecordX8<WBlock> {
     static constexpr int kStepsPerSum = KRecordX8<WBlock>::kFifthBit ? 4 : 8;  // (the bounds above)
 };
-constexpr int kMaxPassTokens = 4;  // tokens per pass: their accumulators stay in registers
-constexpr int kChunk = 8;          // super-blocks per chunk with several passes: 9-11 KB, stays in L1
+constexpr int kMaxPassTokens = 4;                // tokens per pass: their accumulators stay in registers
+constexpr int kChunk = kX8KSumChunkSuperBlocks;  // super-blocks per partial sum (avx2_util.h): 9-11 KB, stays in L1
 
 // Per activation super-block: its scale and its sub-block sums s_j = bsums[2j] + bsums[2j+1]
 // (|s_j| <= 32*128, an int16), paired as the mins are: (s0, s2), (s1, s3), (s4, s6), (s5, s7),
@@ -176,9 +181,9 @@ void group_pass(const uint8_t* g, const char* A, size_t arb, const ActTerms* at,
     }
 }
 
-// Whole groups of rows [r0, r1) (multiples of 8). Up to kMaxPassTokens tokens: one pass over
-// each group. More: each group in chunks of kChunk super-blocks, a chunk read from memory once
-// and then from L1 by every pass of up to kMaxPassTokens tokens.
+// Whole groups of rows [r0, r1) (multiples of 8), each in chunks of kChunk super-blocks. Up to
+// kMaxPassTokens tokens: one pass over each chunk. More: a chunk read from memory once and then
+// from L1 by every pass of up to kMaxPassTokens tokens.
 template <typename WBlock>
 void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_cols, int n_tokens, float* out, int os, int r0,
                  int r1) {
@@ -187,11 +192,10 @@ void gemv_groups(const uint8_t* W, size_t wrb, const char* A, size_t arb, int n_
     ActTerms* at = act_terms(size_t(nb) * n_tokens);
     fill_act_terms(A, arb, nb, n_tokens, at);
     const size_t pf = prefetch_distance(Record<WBlock>::kBytes);
-    const int chunk = n_tokens <= kMaxPassTokens ? nb : kChunk;
     for (int r = r0; r < r1; r += 8) {
         const uint8_t* g = W + size_t(r) * wrb;
-        for (int kb = 0; kb < nb; kb += chunk) {
-            const int kn = std::min(chunk, nb - kb);
+        for (int kb = 0; kb < nb; kb += kChunk) {
+            const int kn = std::min(kChunk, nb - kb);
             for (int t0 = 0; t0 < n_tokens; t0 += kMaxPassTokens) {
                 switch (std::min(kMaxPassTokens, n_tokens - t0)) {
                     case 1: group_pass<WBlock, 1>(g, A, arb, at, nb, kb, kn, t0, pf, out, os, r); break;

@@ -235,6 +235,21 @@ inline Bytes random_weights(uint32_t type, int rows, int cols, uint32_t seed) {
     return w;
 }
 
+// Q8_K activations as a model's are: the quantizer's bytes of gaussian data, 1% of it x20.
+inline Bytes gaussian_acts_k(int n_tokens, int cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::uniform_real_distribution<float> ud(0.f, 1.f);
+    const size_t arb = type_row_bytes(TYPE_Q8_K, cols);
+    Bytes a(arb * size_t(n_tokens));
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (int t = 0; t < n_tokens; t++) {
+        for (float& v : x) v = nd(rng) * (ud(rng) < 0.01f ? 20.f : 1.f);
+        quantize_row_q8_k_scalar(x.data(), &a[size_t(t) * arb], cols);
+    }
+    return a;
+}
+
 // Activation rows for the kernels of weight type `type`. Q8_K: random_acts_k (-128 included but
 // for IQ4_XS).
 // Q8_0, by t % 5: quantized gaussian data with outliers (twice), random quants with a random

@@ -325,6 +325,87 @@ TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1
     MESSAGE(tested << " Q6_K row kernels below 16 tokens tested at 1..16 tokens");
 }
 
+// Drafts are verified in one batch, and the server decodes its conversations in one: the ids must
+// be those one token at a time gives (model/generate.h). So on a CPU with AVX-512 the rows below
+// the GEMMs (16 tokens; Q4_K's 32) must give each token of a batch the bits it gets alone, though
+// one token and a batch may run on different kernels (AMD Zen 4 and 5: the AVX2 rows, then the
+// AVX-512 few-token kernels; Zen 4's Q6_K: into L1, then into L2 in column chunks). Each CPU's
+// rows, as the picker would choose them there and wherever their code runs here; the interleaved
+// types and plain Q6_K (K-quant models' output matrix); rows longer than a partial sum's chunk of
+// columns; token counts of a draft's verification and of the server's steps. K-quants with
+// activations as a model's are, for their bits agree while a super-block's sum stays below 2^24
+// (x86/q4_kx8_avx2.cpp), which all +-127 against random weights need not. (Plain Q4_0, Q8_0,
+// Q4_K, Q2_K and Q3_K rows, and every type on AVX2-only CPUs and NEON, go to GEMMs from 4-8
+// tokens, which sum in another order: there a batch's last bits may differ, as a prompt's do.)
+TEST_CASE("kernel table: on AVX-512 CPUs a batch below the GEMMs gives each token the bits it gets alone") {
+#if !defined(HEARTH_ISA_AVX512)
+    MESSAGE("not tested: this build has no AVX-512 rows (" << std::string(HEARTH_ISA_NAME) << ")");
+#else
+    struct Cpu {
+        const char* name;
+        bool (*has)(Isa);
+    };
+    const Cpu cpus[] = {
+        {"Intel with AVX-512",
+         [](Isa i) {
+             return i == Isa::scalar || i == Isa::avx2 || i == Isa::avx512 || i == Isa::avx512_not_zen ||
+                    i == Isa::avx512_not_zen4;
+         }},
+        {"AMD Zen 4", [](Isa i) { return i == Isa::scalar || i == Isa::avx2 || i == Isa::avx512 || i == Isa::avx512_zen4; }},
+        {"AMD Zen 5",
+         [](Isa i) {
+             return i == Isa::scalar || i == Isa::avx2 || i == Isa::avx2_zen5 || i == Isa::avx512 || i == Isa::avx512_not_zen4;
+         }},
+    };
+    const std::pair<uint32_t, Layout> cases[] = {{TYPE_Q4_0, Layout::rows_x8},
+                                                 {TYPE_Q8_0, Layout::rows_x8},
+                                                 {TYPE_Q4_K, Layout::rows_x8},
+                                                 {TYPE_Q5_K, Layout::rows_x8},
+                                                 {TYPE_Q6_K, Layout::rows}};
+    constexpr int kRows = 24, kMaxTokens = 15;
+    int compared = 0;
+    std::string skipped;
+    for (const Cpu& cpu : cpus) {
+        for (const auto& [type, layout] : cases) {
+            const KernelRow* one = pick_kernel_for(KernelOp::matmul, type, layout, 1, cpu.has);
+            if (!one || !kernel_row_runs_here(*one)) {
+                skipped += std::string(skipped.empty() ? "" : ", ") + cpu.name + " " + type_name(type);
+                continue;
+            }
+            for (int cols : {1024, 5632, 11008}) {
+                const uint32_t seed = uint32_t(cols + type);
+                Bytes w = kernel_test::random_weights(type, kRows, cols, seed);
+                if (layout == Layout::rows_x8) {
+                    Bytes x8(w.size());
+                    repack_rows_to_x8(type, w.data(), x8.data(), kRows, cols);
+                    w = x8;
+                }
+                const size_t wrb = type_row_bytes(type, cols), arb = type_row_bytes(type_vec_dot_type(type), cols);
+                const Bytes a = type_vec_dot_type(type) == TYPE_Q8_K ? kernel_test::gaussian_acts_k(kMaxTokens, cols, seed)
+                                                                     : kernel_test::random_acts(type, kMaxTokens, cols, seed);
+                std::vector<float> alone(size_t(kMaxTokens) * kRows);
+                for (int t = 0; t < kMaxTokens; t++)
+                    one->matmul(w.data(), wrb, &a[t * arb], arb, cols, 1, &alone[size_t(t) * kRows], kRows, 0, kRows);
+                for (int n_tokens : {2, 3, 5, 8, kMaxTokens}) {
+                    const KernelRow* batch = pick_kernel_for(KernelOp::matmul, type, layout, n_tokens, cpu.has);
+                    REQUIRE(batch);
+                    if (!kernel_row_runs_here(*batch)) continue;
+                    std::vector<float> got(size_t(n_tokens) * kRows, NAN);
+                    batch->matmul(w.data(), wrb, a.data(), arb, cols, n_tokens, got.data(), kRows, 0, kRows);
+                    INFO(std::string(cpu.name) << ", " << cols << " columns, " << n_tokens << " tokens: " << describe(*batch)
+                                               << " against " << describe(*one) << " token by token");
+                    CHECK(std::memcmp(got.data(), alone.data(), got.size() * sizeof(float)) == 0);
+                    compared++;
+                }
+            }
+        }
+    }
+    MESSAGE("a batch's bits against one token's: "
+            << compared << " comparisons" << std::string(skipped.empty() ? "" : "; not run here (their code needs another CPU): ")
+            << skipped);
+#endif
+}
+
 // The AVX2 rows on interleaved Q4_0 from 4 tokens (x86/few_q4_0x8_avx2.cpp in builds without
 // VNNI, the GEMM with it): every count from 1 to 17 (the few-token kernel's passes of up to 4
 // pairs, an odd count's repeated last token), and 70, past its first block of 64 tokens (the

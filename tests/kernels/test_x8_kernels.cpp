@@ -191,54 +191,6 @@ TEST_CASE("x8 matmul: the scalar twin equals the plain scalar kernel bit for bit
     }
 }
 
-// Drafts are verified in one batch, and the ids they keep must be those one token at a time would
-// give (model/generate.h): where one token and a batch run on different kernels (AMD Zen 4 and
-// Zen 5: the AVX2 rows, then the AVX-512 few-token kernels), those must agree bit for bit. Q4_0
-// and Q8_0, rows longer than a partial sum's chunk of columns (x86/avx2_util.h), every token count
-// the few-token rows serve.
-TEST_CASE("x8 matmul: Q4_0's and Q8_0's one-token and few-token rows give the same bits") {
-    int n_rows = 0, compared = 0;
-    const KernelRow* rows = kernel_rows(&n_rows);
-    for (uint32_t type : {TYPE_Q4_0, TYPE_Q8_0}) {
-        for (int cols : {1024, 5632, 11008}) {
-            const int n = 24;
-            const Bytes plain = random_weights(type, n, cols, uint32_t(cols + type));
-            Bytes x8(plain.size());
-            repack_rows_to_x8(type, plain.data(), x8.data(), n, cols);
-            const size_t wrb = type_row_bytes(type, cols), arb = type_row_bytes(type_vec_dot_type(type), cols);
-            for (int n_tokens : {1, 2, 3, 5, 8, 15}) {
-                const Bytes a = random_acts(type, n_tokens, cols, uint32_t(7 + n_tokens + cols));
-                std::vector<float> first;
-                std::string first_name;
-                for (int i = 0; i < n_rows; i++) {
-                    const KernelRow& r = rows[i];
-                    // The AVX2 rows (from 1) and the AVX-512 few-token kernels: the rows below the GEMMs' 16 tokens.
-                    const bool avx2_rows = (r.isa == Isa::avx2 || r.isa == Isa::avx2_zen5) && r.min_tokens == 1;
-                    const bool few = r.isa == Isa::avx512_not_zen || r.isa == Isa::avx512_not_zen4 || r.isa == Isa::avx512_zen4;
-                    if (r.op != KernelOp::matmul || r.type != type || r.layout != Layout::rows_x8 || !r.matmul ||
-                        !(avx2_rows || few) || !kernel_row_runs_here(r))
-                        continue;
-                    const std::vector<float> got = run(r.matmul, x8, wrb, a, arb, cols, n_tokens, n, {{0, n}});
-                    if (first.empty()) {
-                        first = got, first_name = kernel_row_name(r);
-                        continue;
-                    }
-                    CAPTURE(type);
-                    CAPTURE(cols);
-                    CAPTURE(n_tokens);
-                    INFO(kernel_row_name(r) << " against " << first_name);
-                    CHECK(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)) == 0);
-                    compared++;
-                }
-            }
-        }
-    }
-    if (compared == 0)
-        MESSAGE("not tested: this build and CPU run fewer than two of Q4_0's and Q8_0's one-token and few-token rows");
-    else
-        MESSAGE("one-token and few-token rows compared bit for bit: " << compared);
-}
-
 // Through matmul_many, as run calls them: the rows split across threads, single-token work cut
 // into pieces (1029 rows: 2 or 3 pieces, a tail of 5), the AVX2 GEMMs from their token counts on.
 TEST_CASE("x8 matmul: matmul_many on the interleaved types equals the plain scalar kernel within rounding") {
