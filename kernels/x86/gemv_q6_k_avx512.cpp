@@ -20,8 +20,8 @@
 //    in rounding only.
 //  - Tokens beyond kMaxTok run in further passes over the same row, then in L1.
 //  - The row is prefetched ~kPrefetchBytes ahead, into L1; or, for AMD Zen 4 from 2 tokens, into
-//    L2 (matmul_q6_k_few_l2_avx512, which also reads wide rows in column chunks: few_tokens below;
-//    kernels/table.cpp says why).
+//    L2 (matmul_q6_k_few_l2_avx512; kernels/table.cpp says why). Wide rows of several tokens are
+//    read in column chunks whose activations stay in L1 (few_tokens below).
 //  - A row's sum is the same float operations in the same order however it is read (one token or
 //    a batch, whole rows or chunks): a batch gives each token the bits it gets alone, which
 //    drafts need (model/generate.h).
@@ -144,17 +144,20 @@ void few_tokens(const void* W, size_t w_row_bytes, const void* A, size_t a_row_b
         const block_q8_K* ar = reinterpret_cast<const block_q8_K*>(Ac + size_t(t) * a_row_bytes);
         for (int b = 0; b < nb; ++b) pack_act(ar[b], acts[size_t(t) * size_t(nb) + size_t(b)]);
     }
-    // Prefetching into L2 (Zen 4), columns in chunks whose activations (every token's, sizeof(Act)
-    // a super-block) take at most 3/4 of L1, so that they stay there for all the rows of a block of
-    // kRowBlock: 8 tokens x 4096 columns (48 KB) on a 32 KB L1 ran at 63 GMAC/s from cache, in
-    // chunks at 85; from memory (32768 x 5632, 2 threads) 6 tokens at 19.4 GB/s instead of 12.1, 8
-    // at 15.0 instead of 10.0. Into L1, the chunks lost at 4 tokens (15.8 against 19.7), so that
-    // kernel (Intel's, measured there with whole rows) reads whole rows. A block's rows carry
-    // their accumulators from chunk to chunk (kRowBlock x n_tokens vectors, 30 KB at most), so
-    // that they sum as whole rows do.
+    // Columns in chunks whose activations (every token's, sizeof(Act) a super-block) take at most
+    // 3/4 of L1, so that they stay there for all the rows of a block of kRowBlock. Prefetching into
+    // L2 (Zen 4) always: 8 tokens x 4096 columns (48 KB) on a 32 KB L1 ran at 63 GMAC/s from cache,
+    // in chunks at 85; from memory (32768 x 5632, 2 threads) 6 tokens at 19.4 GB/s instead of 12.1,
+    // 8 at 15.0 instead of 10.0. Into L1, only where a whole row's activations overfill L1: on a
+    // Zen 5 (48 KB) bench_kernels 16384 x C, 2 threads, GB/s of weights, whole rows / chunks: C =
+    // 5632, 6 tokens 17.8, 18.5 / 27.1, 27.8; 8: 11.7, 12.2 / 31.3, 32.2; C = 11008, 3 tokens
+    // 29.8, 29.7 / 39.4, 38.0; 8: 11.8, 11.8 / 30.2, 29.8; C = 4096, 8 tokens 17.8, 16.7 / 26.7,
+    // 27.9; but at 5 tokens of 5632 (42 KB, within L1) 37.9, 37.0 / 33.0, 35.0, and on Zen 4 at 4
+    // tokens (34 KB on 32) 19.7 / 15.8. A block's rows carry their accumulators from chunk to chunk
+    // (kRowBlock x n_tokens vectors, 30 KB at most), so that they sum as whole rows do.
     constexpr int kRowBlock = 32;
-    const int chunk =
-        kTo == PrefetchTo::l2 ? std::max(1, int(l1_data_cache_bytes() * 3 / 4 / (size_t(n_tokens) * sizeof(Act)))) : nb;
+    const size_t l1 = l1_data_cache_bytes(), row_acts = size_t(n_tokens) * sizeof(Act);
+    const int chunk = kTo == PrefetchTo::l2 || size_t(nb) * row_acts > l1 ? std::max(1, int(l1 * 3 / 4 / row_acts)) : nb;
     const auto row_at = [&](int r, int kb) { return reinterpret_cast<const block_q6_K*>(Wc + size_t(r) * w_row_bytes) + kb; };
     const auto row_pass = [&](int r, int kb, int kn, const block_q6_K* pf, float* carry, bool first, bool last) {
         for (int t0 = 0; t0 < n_tokens; t0 += kMaxTok) {
