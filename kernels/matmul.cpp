@@ -96,7 +96,8 @@ constexpr size_t kTailBytes = 1 << 20, kTailPieceBytes = 128 << 10;
 // medians of 5 alternated runs, equal shares / pieces: q4_0 pp2 19.2 / 18.9 tok/s, pp4 44.0 /
 // 41.9, pp8 76.2 / 76.1; q8_0 pp2 12.6 / 16.1, pp4 40.6 / 42.2, pp8 69.6 / 74.6), so they stay
 // with one token.
-void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens) {
+void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens, int pick_tokens) {
+    if (pick_tokens <= 0) pick_tokens = n_tokens;
     static thread_local std::vector<Job> J;
     static thread_local std::vector<ActType> acts;
     static thread_local std::vector<Piece> pieces;
@@ -108,8 +109,8 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         Job& b = J[size_t(j)];
         b.m = jobs[j];
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
-        b.mm = pick_kernel(KernelOp::matmul, b.m.type, b.m.layout, n_tokens)->matmul;
-        if (b.m.layout == Layout::rows_x8) b.tail = pick_kernel(KernelOp::matmul, b.m.type, Layout::rows, n_tokens)->matmul;
+        b.mm = pick_kernel(KernelOp::matmul, b.m.type, b.m.layout, pick_tokens)->matmul;
+        if (b.m.layout == Layout::rows_x8) b.tail = pick_kernel(KernelOp::matmul, b.m.type, Layout::rows, pick_tokens)->matmul;
         const uint32_t at = type_vec_dot_type(b.m.type);
         b.a_row_bytes = type_row_bytes(at, cols);
         if (std::none_of(acts.begin(), acts.end(), [&](const ActType& a) { return a.type == at; })) {

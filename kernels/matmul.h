@@ -27,8 +27,9 @@ struct MatmulJob {
 // region: the activations are quantized once per activation type among the jobs' types
 // (type_vec_dot_type; fp32 ones are used as they are), each job runs the kernel the table picks
 // for its (type, layout, n_tokens), and the threads meet at one barrier at the end instead of
-// one per matrix.
-void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens);
+// one per matrix. pick_tokens > 0: the kernels are picked for that many tokens instead (any
+// kernel takes any count).
+void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens, int pick_tokens = 0);
 
 // True when dequantize_row() reads this type.
 bool dequantize_supports(uint32_t type);

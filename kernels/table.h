@@ -52,6 +52,12 @@ bool kernel_row_runs_here(const KernelRow& row);
 // largest min_tokens <= n_tokens; between rows of equal min_tokens, the later in the table (the
 // table lists them in order of preference). nullptr when no row applies.
 const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens);
+// Below this many tokens, on CPUs with AVX-512, the rows the picker takes for the interleaved
+// types and Q6_K give each token the bits it gets alone, also when called with more tokens than
+// they were picked for (tests/kernels/test_kernel_table.cpp); from here on GEMMs take over, which
+// round otherwise. So a batch of several sequences' few tokens each stays on them
+// (model/forward.cpp), and drafts keep one token's ids (model/generate.h).
+constexpr int kFewTokenRowsBelow = 16;
 // The same choice among the rows built into this binary whose ISA another CPU would have
 // (has_isa), whether or not this one has it: the row that CPU would run (tests compare the rows
 // of one CPU across token counts).

@@ -11,6 +11,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/swiglu.h"
+#include "kernels/table.h"
 
 namespace hearth {
 
@@ -106,25 +107,42 @@ static uint8_t* cache_row(uint8_t* cache, const ModelConfig& c, const RunState& 
     return cache + ((size_t(layer) * c.n_kv_heads + kvh) * cache_stride(s) + pos) * head_bytes;
 }
 
-static void matmul_tensor(float* out, const TensorView& w, const float* x, int n_tokens) {
-    matmul(out, w.type, w.layout, w.data, int(w.rows()), int(w.cols()), x, n_tokens);
+// A batch's rows in the two groups whose matmuls run apart: rows [0, few), the leading sequences
+// of fewer than kFewTokenRowsBelow tokens each, on the kernels picked for min(few, that - 1)
+// tokens, and the rest, on those picked for their count. A generated token (and its drafts) thus
+// gets the bits it gets alone, whether other sequences generate beside it or a prompt is read
+// beside it (which would take the batch to the GEMMs); this reads the weights once more in a
+// step that has both, a prompt's step, which is bound by its arithmetic.
+struct RowGroups {
+    int few, n;
+};
+
+static RowGroups row_groups(const SequenceChunk* seqs, int n_seqs, int n) {
+    int few = 0;
+    for (int i = 0; i < n_seqs && seqs[i].n < kFewTokenRowsBelow; i++) few += seqs[i].n;
+    return {few, n};
 }
 
-// x += bias, an f32 vector (qwen2's q/k/v projections).
-static void add_bias(float* x, const TensorView& bias, int n) {
-    const float* b = static_cast<const float*>(bias.data);
-    for (int i = 0; i < n; i++) x[i] += b[i];
-}
-
-// Several weight matrices with the same input (q/k/v, gate/up): one parallel region.
-static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorView*>> outs, const float* x, int n_tokens) {
+// Several weight matrices with the same input (q/k/v, gate/up): one parallel region per group of rows.
+static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorView*>> outs, const float* x, RowGroups g) {
     MatmulJob jobs[3];
     int n_jobs = 0, cols = 0;
     for (const auto& o : outs) {
         jobs[n_jobs++] = MatmulJob{o.first, o.second->type, o.second->layout, o.second->data, int(o.second->rows())};
         cols = int(o.second->cols());
     }
-    matmul_many(jobs, n_jobs, cols, x, n_tokens);
+    if (g.few > 0) matmul_many(jobs, n_jobs, cols, x, g.few, std::min(g.few, kFewTokenRowsBelow - 1));
+    if (g.few == g.n) return;
+    for (int j = 0; j < n_jobs; j++) jobs[j].out += size_t(g.few) * size_t(jobs[j].rows);
+    matmul_many(jobs, n_jobs, cols, x + size_t(g.few) * size_t(cols), g.n - g.few);
+}
+
+static void matmul_tensor(float* out, const TensorView& w, const float* x, RowGroups g) { matmul_tensors({{out, &w}}, x, g); }
+
+// x += bias, an f32 vector (qwen2's q/k/v projections).
+static void add_bias(float* x, const TensorView& bias, int n) {
+    const float* b = static_cast<const float*>(bias.data);
+    for (int i = 0; i < n; i++) x[i] += b[i];
 }
 
 // Causal grouped-query attention for the tokens of a batch, each sequence over its own cache,
@@ -250,6 +268,7 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
     for (int i = 0; i < n_seqs; i++)
         for (int t = 0; t < seqs[i].n; t++, n++)
             dequantize_row(m.token_embd.type, m.token_embd.data, dim, seqs[i].tokens[t], &w.x[size_t(n) * dim]);
+    const RowGroups groups = row_groups(seqs, n_seqs, n);
 
     for (int l = 0; l < c.n_layers; l++) {
         const LayerWeights& L = m.layers[l];
@@ -258,7 +277,7 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
         // (qwen3: rope(qk_norm(attn_q · norm(x))), ...)
         for (int t = 0; t < n; t++)
             rmsnorm(&w.xb[size_t(t) * dim], &w.x[size_t(t) * dim], static_cast<const float*>(L.attn_norm.data), dim, c.rms_eps);
-        matmul_tensors({{w.q.data(), &L.attn_q}, {w.k.data(), &L.attn_k}, {w.v.data(), &L.attn_v}}, w.xb.data(), n);
+        matmul_tensors({{w.q.data(), &L.attn_q}, {w.k.data(), &L.attn_k}, {w.v.data(), &L.attn_v}}, w.xb.data(), groups);
         if (family.qkv_bias) {  // Qwen2: attn_q · norm(x) + attn_q.bias, and so for k and v
             const int q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
             for (int t = 0; t < n; t++) {
@@ -274,41 +293,45 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
                 rmsnorm(&w.k[size_t(h) * hd], &w.k[size_t(h) * hd], static_cast<const float*>(L.attn_k_norm.data), hd, c.rms_eps);
         }
         attention(c, w, attn_seqs.data(), n_seqs, l, rope);
-        matmul_tensor(w.xb.data(), L.attn_output, w.xb2.data(), n);
+        matmul_tensor(w.xb.data(), L.attn_output, w.xb2.data(), groups);
         for (size_t i = 0; i < size_t(n) * dim; i++) w.x[i] += w.xb[i];
 
         // Feed-forward block: x += ffn_down · (silu(ffn_gate · norm(x)) * (ffn_up · norm(x)))
         for (int t = 0; t < n; t++)
             rmsnorm(&w.xb[size_t(t) * dim], &w.x[size_t(t) * dim], static_cast<const float*>(L.ffn_norm.data), dim, c.rms_eps);
-        matmul_tensors({{w.hb.data(), &L.ffn_gate}, {w.hb2.data(), &L.ffn_up}}, w.xb.data(), n);
+        matmul_tensors({{w.hb.data(), &L.ffn_gate}, {w.hb2.data(), &L.ffn_up}}, w.xb.data(), groups);
         // Each token's row on its own thread: for a batch this was the longest stretch of one
         // thread working while the other waited (its exp is ~20 us for 8 TinyLlama tokens).
 #pragma omp parallel for schedule(static) if (n > 1)
         for (int t = 0; t < n; t++) swiglu_f32(&w.hb[size_t(t) * hidden], &w.hb2[size_t(t) * hidden], size_t(hidden));
-        matmul_tensor(w.xb.data(), L.ffn_down, w.hb.data(), n);
+        matmul_tensor(w.xb.data(), L.ffn_down, w.hb.data(), groups);
         for (size_t i = 0; i < size_t(n) * dim; i++) w.x[i] += w.xb[i];
     }
 
     // Only the rows whose logits are wanted go through the (large) output projection: straight
     // into their sequence's buffer when one sequence wants them, else into work's and then
     // copied.
+    // The output rows group as the batch's rows do.
     int n_out = 0, wanting = 0;
+    RowGroups out_groups{0, 0};
     for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i].n, i++) {
         if (!seqs[i].logits) continue;
         wanting++;
         for (int t = seqs[i].all_logits ? 0 : seqs[i].n - 1; t < seqs[i].n; t++, n_out++)
             rmsnorm(&w.xb[size_t(n_out) * dim], &w.x[size_t(row0 + t) * dim], static_cast<const float*>(m.output_norm.data), dim,
                     c.rms_eps);
+        if (row0 + seqs[i].n <= groups.few) out_groups.few = n_out;
     }
+    out_groups.n = n_out;
     if (n_out == 0) return;
     const size_t vocab = c.vocab_size;
     if (wanting == 1) {
         for (int i = 0; i < n_seqs; i++)
-            if (seqs[i].logits) matmul_tensor(seqs[i].logits, m.output, w.xb.data(), n_out);
+            if (seqs[i].logits) matmul_tensor(seqs[i].logits, m.output, w.xb.data(), out_groups);
         return;
     }
     if (w.batch_logits.size() < n_out * vocab) w.batch_logits.resize(n_out * vocab);
-    matmul_tensor(w.batch_logits.data(), m.output, w.xb.data(), n_out);
+    matmul_tensor(w.batch_logits.data(), m.output, w.xb.data(), out_groups);
     const float* from = w.batch_logits.data();
     for (int i = 0; i < n_seqs; i++) {
         if (!seqs[i].logits) continue;

@@ -78,8 +78,12 @@ struct SequenceChunk {
 // is read once for all of them (what bounds generation is that read, not the arithmetic), and
 // attention stays per sequence, over its own cache and positions. The activations are held in
 // `work`'s buffers: any RunState of this model, one of the sequences' own included; all the
-// sequences together have at most work.max_batch tokens, and no state appears twice. "" on
-// success, else why nothing was evaluated.
+// sequences together have at most work.max_batch tokens, and no state appears twice. The
+// leading sequences of fewer than kFewTokenRowsBelow tokens each (kernels/table.h: generated
+// tokens and their drafts, which the server puts first) are evaluated apart from the rest when
+// there is a rest, a second pass over the weights: so a prompt read beside them cannot change
+// their bits (on the CPUs and types that table names, they are those of each token alone).
+// "" on success, else why nothing was evaluated.
 std::string forward_batch(const Model& m, RunState& work, const SequenceChunk* seqs, int n_seqs);
 
 // Evaluates tokens[0..n) at positions pos..pos+n-1, adding them to the KV cache: forward_batch

@@ -411,7 +411,9 @@ private:
     // token of each generating slot, with its draft, and then chunks of the prompts still
     // being read, first come first served, as far as the batch has room (max_batch tokens).
     // The weights are read once for all of them, so four conversations cost little more than
-    // one; a new request joins at the next step, its prompt read beside the others' replies.
+    // one; a new request joins at the next step, its prompt read beside the others' replies
+    // (forward_batch evaluates the replies' tokens, which come first, apart from a prompt's,
+    // so that a reply's tokens do not depend on who else is served).
     void step_all() {
         for (Slot& s : slots_)
             if (s.job && s.job->cancelled) end_job(s, "", server_error(499, "the client went away", "cancelled"));

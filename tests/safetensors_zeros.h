@@ -1,13 +1,17 @@
 // Crafted Hugging Face folders whose tests look at the configuration, not the weights: a
-// safetensors file of F16 zeros with the given tensors (names and shapes, in order).
+// safetensors file of F16 zeros with the given tensors (names and shapes, in order); or, for
+// tests that need a model of some shape that computes something, of random weights.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kernels/fp16.h"
 #include "tests/test_helpers.h"
 
 using SafetensorsShapes = std::vector<std::pair<std::string, std::vector<uint64_t>>>;
@@ -26,4 +30,23 @@ inline void write_f16_zeros_safetensors(const std::string& path, const Safetenso
     const uint64_t len = text.size();
     write_file(path, std::string(reinterpret_cast<const char*>(&len), 8) + text);
     std::filesystem::resize_file(path, 8 + len + at);  // the zeros, without writing them (a sparse file)
+}
+
+// The same file with the values N(0, 0.02) (one-dimensional tensors, the norms' weights: 1).
+inline void write_f16_random_safetensors(const std::string& path, const SafetensorsShapes& tensors, uint32_t seed) {
+    write_f16_zeros_safetensors(path, tensors);
+    std::string file = read_text(path);
+    uint64_t header_len = 0;
+    std::memcpy(&header_len, file.data(), 8);
+    const auto header = nlohmann::json::parse(file.substr(8, header_len));
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    for (const auto& [name, shape] : tensors) {
+        const uint64_t begin = header[name]["data_offsets"][0], end = header[name]["data_offsets"][1];
+        for (uint64_t at = 8 + header_len + begin; at < 8 + header_len + end; at += 2) {
+            const uint16_t h = hearth::fp32_to_fp16(shape.size() == 1 ? 1.f : nd(rng));
+            std::memcpy(&file[at], &h, 2);
+        }
+    }
+    write_file(path, file);
 }

@@ -327,7 +327,7 @@ TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1
 
 // Drafts are verified in one batch, and the server decodes its conversations in one: the ids must
 // be those one token at a time gives (model/generate.h). So on a CPU with AVX-512 the rows below
-// the GEMMs (16 tokens; Q4_K's 32) must give each token of a batch the bits it gets alone, though
+// the GEMMs (kFewTokenRowsBelow) must give each token of a batch the bits it gets alone, though
 // one token and a batch may run on different kernels (AMD Zen 4 and 5: the AVX2 rows, then the
 // AVX-512 few-token kernels; Zen 4's Q6_K: into L1, then into L2 in column chunks). Each CPU's
 // rows, as the picker would choose them there and wherever their code runs here; the interleaved
@@ -362,7 +362,7 @@ TEST_CASE("kernel table: on AVX-512 CPUs a batch below the GEMMs gives each toke
                                                  {TYPE_Q4_K, Layout::rows_x8},
                                                  {TYPE_Q5_K, Layout::rows_x8},
                                                  {TYPE_Q6_K, Layout::rows}};
-    constexpr int kRows = 24, kMaxTokens = 15;
+    constexpr int kRows = 24, kMaxTokens = kFewTokenRowsBelow + 7;
     int compared = 0;
     std::string skipped;
     for (const Cpu& cpu : cpus) {
@@ -386,8 +386,11 @@ TEST_CASE("kernel table: on AVX-512 CPUs a batch below the GEMMs gives each toke
                 std::vector<float> alone(size_t(kMaxTokens) * kRows);
                 for (int t = 0; t < kMaxTokens; t++)
                     one->matmul(w.data(), wrb, &a[t * arb], arb, cols, 1, &alone[size_t(t) * kRows], kRows, 0, kRows);
-                for (int n_tokens : {2, 3, 5, 8, kMaxTokens}) {
-                    const KernelRow* batch = pick_kernel_for(KernelOp::matmul, type, layout, n_tokens, cpu.has);
+                // Up to the last count below the GEMMs, and past it with the rows picked there (a
+                // batch of several sequences' few tokens each, model/forward.cpp).
+                for (int n_tokens : {2, 3, 5, 8, kFewTokenRowsBelow - 1, kMaxTokens}) {
+                    const int pick = std::min(n_tokens, kFewTokenRowsBelow - 1);
+                    const KernelRow* batch = pick_kernel_for(KernelOp::matmul, type, layout, pick, cpu.has);
                     REQUIRE(batch);
                     if (!kernel_row_runs_here(*batch)) continue;
                     std::vector<float> got(size_t(n_tokens) * kRows, NAN);

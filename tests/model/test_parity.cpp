@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "model/forward.h"
 #include "model/model.h"
+#include "tests/safetensors_zeros.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;
@@ -199,4 +201,88 @@ TEST_CASE("forward_batch: what cannot be evaluated is refused in one line, and n
     CHECK(forward(m, cache_only, ids.data(), 1, 0, logits.data()).find("holds a cache only") != std::string::npos);
     const SequenceChunk in_other{&cache_only, ids.data(), 3, 0, logits.data(), false};
     CHECK(forward_batch(m, a, &in_other, 1) == "");
+}
+
+TEST_CASE("forward_batch: a generated token gets the logits it gets alone, beside another's and a prompt being read") {
+    // A server step evaluates the slots' next tokens and a new request's prompt together. With
+    // the prompt, the batch is large enough for the GEMMs, which round otherwise than the
+    // few-token rows a token alone runs on; forward_batch evaluates the leading short chunks
+    // apart (kernels/table.h, kFewTokenRowsBelow), so that the prompt cannot change the tokens
+    // generated beside it. A random one-layer Llama in Q4_0 (interleaved rows; GEMMs from a few
+    // tokens on every CPU) whose ffn_down rows (5632 columns, TinyLlama's) are longer than the kernels'
+    // partial sums (kernels/x86/avx2_util.h): on shorter ones GEMMs and rows can agree anyway.
+    const std::string dir = "build/tests/forward-batch-hf", path = "build/tests/forward-batch-q4_0.hearth";
+    REQUIRE(
+        run_command("rm -rf " + dir + " && mkdir -p " + dir + " && cp tests/data/parity/mha/tokenizer.model " + dir).exit_code ==
+        0);
+    const uint64_t vocab = 512, dim = 256, hidden = 5632;
+    write_f16_random_safetensors(dir + "/model.safetensors",
+                                 {{"model.embed_tokens.weight", {vocab, dim}},
+                                  {"model.norm.weight", {dim}},
+                                  {"lm_head.weight", {vocab, dim}},
+                                  {"model.layers.0.input_layernorm.weight", {dim}},
+                                  {"model.layers.0.self_attn.q_proj.weight", {dim, dim}},
+                                  {"model.layers.0.self_attn.k_proj.weight", {dim, dim}},
+                                  {"model.layers.0.self_attn.v_proj.weight", {dim, dim}},
+                                  {"model.layers.0.self_attn.o_proj.weight", {dim, dim}},
+                                  {"model.layers.0.post_attention_layernorm.weight", {dim}},
+                                  {"model.layers.0.mlp.gate_proj.weight", {hidden, dim}},
+                                  {"model.layers.0.mlp.up_proj.weight", {hidden, dim}},
+                                  {"model.layers.0.mlp.down_proj.weight", {dim, hidden}}},
+                                 7);
+    write_file(dir + "/config.json", nlohmann::json{{"architectures", {"LlamaForCausalLM"}},
+                                                    {"hidden_size", dim},
+                                                    {"intermediate_size", hidden},
+                                                    {"num_hidden_layers", 1},
+                                                    {"num_attention_heads", 4},
+                                                    {"vocab_size", vocab},
+                                                    {"tie_word_embeddings", false},
+                                                    {"bos_token_id", 1},
+                                                    {"eos_token_id", 2}}
+                                         .dump());
+    CommandResult q = run_command("./quantize " + dir + " " + path + " q4_0 -q");
+    INFO(q.err);
+    REQUIRE(q.exit_code == 0);
+    Model m;
+    REQUIRE(load_model(path, &m) == "");
+    // What each token leaves in the residual stream (RunState::x, fp32) after the last layer, and
+    // its logits. The logits alone would rarely show a difference: the output matmul quantizes
+    // the stream to 8 bits first, which absorbs one in the last bits.
+    const int d = m.config.dim;
+    const std::vector<int> prompt_a = {1, 40, 41, 42, 43}, prompt_c = {1, 50, 51};
+    std::vector<int> prompt_b;
+    for (int i = 0; i < 40; i++) prompt_b.push_back(3 + (i * 37) % int(vocab - 3));
+    const int next_a = 60, next_c = 61, pa = int(prompt_a.size()), pc = int(prompt_c.size()), nb = int(prompt_b.size());
+    std::vector<float> alone_a(vocab), alone_b(vocab), alone_c(vocab), with_a(vocab), with_b(vocab), with_c(vocab);
+    std::vector<float> alone_x, with_x;  // rows a, c, then b's nb
+    for (bool together : {false, true}) {
+        RunState a, b, c;
+        REQUIRE(make_run_state(m.config, 128, &a, kF32Cache) == "");
+        REQUIRE(make_run_state(m.config, 128, &b, kF32Cache) == "");
+        REQUIRE(make_run_state(m.config, 128, &c, kF32Cache) == "");
+        std::vector<float> scratch(vocab);
+        REQUIRE(forward(m, a, prompt_a.data(), pa, 0, scratch.data()) == "");
+        REQUIRE(forward(m, c, prompt_c.data(), pc, 0, scratch.data()) == "");
+        if (!together) {
+            REQUIRE(forward(m, a, &next_a, 1, pa, alone_a.data()) == "");
+            REQUIRE(forward(m, c, &next_c, 1, pc, alone_c.data()) == "");
+            REQUIRE(forward(m, b, prompt_b.data(), nb, 0, alone_b.data()) == "");
+            alone_x.assign(a.x.begin(), a.x.begin() + d);
+            alone_x.insert(alone_x.end(), c.x.begin(), c.x.begin() + d);
+            alone_x.insert(alone_x.end(), b.x.begin(), b.x.begin() + size_t(nb) * d);
+            continue;
+        }
+        // As the server orders a step: the generating slots' tokens, then the prompt's chunk.
+        const SequenceChunk step[3] = {{&a, &next_a, 1, pa, with_a.data(), false},
+                                       {&c, &next_c, 1, pc, with_c.data(), false},
+                                       {&b, prompt_b.data(), nb, 0, with_b.data(), false}};
+        REQUIRE(forward_batch(m, a, step, 3) == "");
+        with_x.assign(a.x.begin(), a.x.begin() + size_t(2 + nb) * d);
+    }
+    CHECK(std::memcmp(with_x.data(), alone_x.data(), sizeof(float) * 2 * d) == 0);  // the generated tokens'
+    CHECK(std::memcmp(with_a.data(), alone_a.data(), sizeof(float) * vocab) == 0);
+    CHECK(std::memcmp(with_c.data(), alone_c.data(), sizeof(float) * vocab) == 0);
+    // The prompt, read in one chunk either way, gets its bits alone too.
+    CHECK(std::memcmp(with_x.data() + 2 * d, alone_x.data() + 2 * d, sizeof(float) * size_t(nb) * d) == 0);
+    CHECK(std::memcmp(with_b.data(), alone_b.data(), sizeof(float) * vocab) == 0);
 }
