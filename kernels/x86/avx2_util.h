@@ -22,10 +22,13 @@ namespace hearth {
 // one of 48 KB (Intel since Ice Lake); and with 128, Llama-2-7B's 4096-column rows are read
 // whole, in one stream per group rather than in two halves a pass over all the rows apart: it
 // decoded 8 sequences ~7% faster, and one sequence too (docs/benchmarks.md, "Serial stretches of
-// a batched step"). A chunk's partial sum is added to the chunks' before it, so the AVX2 rows
-// (x86/rows_x8_avx2.cpp), which read whole rows, sum in the same pieces: AMD Zen 4 and 5 run one
-// token on them and a batch on the few-token kernels, and a batch that verifies drafts must give
-// one token's bits (model/generate.h).
+// a batched step"). A chunk's partial sum is added to the chunks' before it, and every other
+// kernel of these rows below the GEMMs' 16 tokens sums in the same pieces with the same float
+// operations per block: the AVX2 rows (x86/rows_x8_avx2.cpp), the AVX2 GEMM (x86/gemm_avx2.cpp,
+// carrying its tiles' sums across its packed chunks of 64 blocks) and the AVX2 few-token kernel
+// (x86/few_q4_0x8_avx2.cpp). One token and a batch then give the same bits wherever they run on
+// different kernels (AVX2: the rows, then from 4 tokens the GEMM; AMD Zen 4 and 5: the AVX2 rows,
+// then the AVX-512 kernels), as drafts need (model/generate.h). A multiple of 64.
 inline int x8_sum_chunk_blocks() {
 #ifdef HEARTH_FEW_CHUNK  // tuning override for tools/bench_kernels builds
     return HEARTH_FEW_CHUNK;

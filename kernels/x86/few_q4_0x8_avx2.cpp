@@ -79,9 +79,21 @@ template <int NP>
 void group_pairs(const uint8_t* g, const PairBlock* pairs, int nb, size_t pf, float* out, size_t os, int t0, int nt) {
     constexpr size_t kRecordBytes = 8 * sizeof(block_q4_0);
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    // acc[p][h]: rows 4h..4h+3, token a of pair p in the low lane, b in the high.
-    alignas(32) float acc[NP][2][8] = {};
+    // acc[p][h]: rows 4h..4h+3, token a of pair p in the low lane, b in the high; total: the
+    // partial sums of `chunk` blocks before (x86/avx2_util.h: the rows kernel's bits).
+    alignas(32) float acc[NP][2][8] = {}, total[NP][2][8] = {};
+    const int chunk = x8_sum_chunk_blocks();
+    int fold = chunk;  // the block at which the next partial sum begins
     for (int k = 0; k < nb; ++k, g += kRecordBytes) {
+        if (k == fold) {
+            fold += chunk;
+            for (int p = 0; p < NP; ++p)
+                for (int h = 0; h < 2; ++h) {
+                    const __m256 a = _mm256_load_ps(acc[p][h]);
+                    _mm256_store_ps(total[p][h], k == chunk ? a : _mm256_add_ps(a, _mm256_load_ps(total[p][h])));
+                    _mm256_store_ps(acc[p][h], _mm256_setzero_ps());
+                }
+        }
         prefetch_ahead<(kRecordBytes + 63) / 64 * 64>(g, pf);
         __m256i s[NP][2];
 #pragma GCC unroll 4
@@ -137,6 +149,10 @@ void group_pairs(const uint8_t* g, const PairBlock* pairs, int nb, size_t pf, fl
             }
         }
     }
+    if (nb > chunk)
+        for (int p = 0; p < NP; ++p)
+            for (int h = 0; h < 2; ++h)
+                _mm256_store_ps(acc[p][h], _mm256_add_ps(_mm256_load_ps(acc[p][h]), _mm256_load_ps(total[p][h])));
     for (int p = 0; p < NP; ++p)
         for (int h = 0; h < 2; ++h) {
             float* o = out + size_t(t0 + 2 * p) * os + 4 * h;

@@ -48,7 +48,8 @@ namespace hearth {
 
 namespace {
 
-constexpr int kChunk = 64;     // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
+constexpr int kChunk = 64;  // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
+
 constexpr int kTokBlock = 64;  // tokens per activation block
 constexpr int kTile = 4;       // tokens per register tile
 
@@ -223,14 +224,20 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
 }
 
 // kn blocks of the packed weight chunk pw x the activation tile ab: res[t][i] = partial dot of
-// row i with token t.
+// row i with token t, continuing the sums in init (or from zero: null). res may be init.
 template <typename WBlock>
-void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, float res[kTile][8]) {
+void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, const float (*init)[8], float res[kTile][8]) {
     constexpr TileKind K = kTileKind<WBlock>;
 #if !defined(HEARTH_ISA_AVX_VNNI)
     const __m256i ones = _mm256_set1_epi16(1);
 #endif
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    if (init) {
+        acc0 = _mm256_loadu_ps(init[0]);
+        acc1 = _mm256_loadu_ps(init[1]);
+        acc2 = _mm256_loadu_ps(init[2]);
+        acc3 = _mm256_loadu_ps(init[3]);
+    }
     for (int b = 0; b < kn; ++b, pw += packed_block_bytes(K.offsets), ++ab) {
         next.step();
         const __m256i* q = reinterpret_cast<const __m256i*>(pw);
@@ -345,6 +352,11 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
     const char* Wc = static_cast<const char*>(W);
     uint8_t* pw = packed_buf();
     ActBlock* acts = act_buf(size_t(kTokBlock / kTile) * nb);
+    // A row's sums are added to the output in pieces of sum_chunk blocks, as the other kernels of
+    // interleaved Q4_0 and Q8_0 rows sum (x86/avx2_util.h), so that a batch here gives each token
+    // their bits: within a piece each tile's sums carry over from one packed chunk to the next.
+    const int sum_chunk = std::max(kChunk, x8_sum_chunk_blocks() / kChunk * kChunk);  // whole packed chunks
+    alignas(32) float carry[kTokBlock / kTile][kTile][8];
     for (int t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
         const int te = std::min(n_tokens, t0 + kTokBlock);
 #if defined(HEARTH_ISA_AVX_VNNI)
@@ -372,11 +384,12 @@ void gemm(const void* W, size_t wrb, const void* A, size_t arb, int n_cols, int 
                 } else {
                     pack_weights(row, kb, kn, pw);
                 }
+                const bool starts = kb % sum_chunk == 0, ends = kb + kn == nb || (kb + kn) % sum_chunk == 0;
                 for (int t = t0; t < te; t += kTile) {
-                    const int nt = std::min(kTile, te - t);
+                    const int nt = std::min(kTile, te - t), g = (t - t0) / kTile;
                     alignas(32) float res[kTile][8];
-                    tile<WBlock>(pw, acts + size_t((t - t0) / kTile) * nb + kb, kn, next, res);
-                    store_gemm_tile(out, size_t(os), r, nr, t, nt, res, kb == 0);
+                    tile<WBlock>(pw, acts + size_t(g) * nb + kb, kn, next, starts ? nullptr : carry[g], ends ? res : carry[g]);
+                    if (ends) store_gemm_tile(out, size_t(os), r, nr, t, nt, res, kb < sum_chunk);
                 }
             }
         }

@@ -63,7 +63,10 @@ namespace hearth {
 
 namespace {
 
-constexpr int kChunk = 8;      // super-blocks per packed chunk: 20 KB (Q4_K), 23 KB (Q6_K)
+constexpr int kChunk = 8;  // super-blocks per packed chunk: 20 KB (Q4_K), 23 KB (Q6_K)
+// A chunk's sums are added to the output after the first: the partial sums of interleaved Q4_K
+// and Q5_K rows that their other kernels sum in too (x86/avx2_util.h).
+static_assert(kChunk == kX8KSumChunkSuperBlocks, "the GEMM's chunks are the interleaved rows' partial sums");
 constexpr int kTokBlock = 64;  // tokens per activation block
 constexpr int kTile = 4;       // tokens per register tile
 
@@ -235,10 +238,13 @@ inline void add_min_sums(const uint32_t (*min_pair)[8], const int16_t (*sums)[kS
     }
 }
 
-// acc + (d*isum - dmin*msum)*d8: a super-block's scaled sum and min term for one token.
+// acc + (d*d8)*isum - (dmin*d8)*msum: a super-block's scaled sum and min term for one token, in
+// the float operations of the interleaved rows' other kernels (x86/q4_kx8_avx2.cpp,
+// gemv_q4_k_avx512.cpp), so that a batch here gives each token their bits.
 inline __m256 add_with_mins(__m256 acc, __m256i isum, __m256i msum, __m256 d, __m256 neg_dmin, float d8) {
-    const __m256 x = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, _mm256_mul_ps(_mm256_cvtepi32_ps(msum), neg_dmin));
-    return _mm256_fmadd_ps(x, _mm256_set1_ps(d8), acc);
+    const __m256 da = _mm256_set1_ps(d8);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, da), acc);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(neg_dmin, da), acc);
 }
 
 // kn packed super-blocks x the activation tile ab: res[t][i] = partial dot of row i with token t.

@@ -326,26 +326,28 @@ TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1
 }
 
 // Drafts are verified in one batch, and the server decodes its conversations in one: the ids must
-// be those one token at a time gives (model/generate.h). So on a CPU with AVX-512 the rows below
-// the GEMMs (kFewTokenRowsBelow) must give each token of a batch the bits it gets alone, though
-// one token and a batch may run on different kernels (AMD Zen 4 and 5: the AVX2 rows, then the
-// AVX-512 few-token kernels; Zen 4's Q6_K: into L1, then into L2 in column chunks). Each CPU's
-// rows, as the picker would choose them there and wherever their code runs here; the interleaved
-// types and plain Q6_K (K-quant models' output matrix); rows longer than a partial sum's chunk of
-// columns; token counts of a draft's verification and of the server's steps. K-quants with
-// activations as a model's are, for their bits agree while a super-block's sum stays below 2^24
+// be those one token at a time gives (model/generate.h). So on x86 the rows below the GEMMs of 16
+// tokens and more (kFewTokenRowsBelow) must give each token of a batch the bits it gets alone,
+// though one token and a batch may run on different kernels (AVX2: the rows, then from 4 tokens
+// (Q5_K 8) a GEMM; AMD Zen 4 and 5: the AVX2 rows, then the AVX-512 few-token kernels; Zen 4's
+// Q6_K: into L1, then into L2 in column chunks). Each CPU's rows, as the picker would choose them
+// there (of those this binary has) and wherever their code runs here; the interleaved types and
+// plain Q6_K (K-quant models' output matrix); rows longer than a partial sum's chunk of columns;
+// token counts of a draft's verification and of the server's steps. K-quants with activations as
+// a model's are, for their bits agree while a super-block's sum stays below 2^24
 // (x86/q4_kx8_avx2.cpp), which all +-127 against random weights need not. (Plain Q4_0, Q8_0,
-// Q4_K, Q2_K and Q3_K rows, and every type on AVX2-only CPUs and NEON, go to GEMMs from 4-8
-// tokens, which sum in another order: there a batch's last bits may differ, as a prompt's do.)
-TEST_CASE("kernel table: on AVX-512 CPUs a batch below the GEMMs gives each token the bits it gets alone") {
-#if !defined(HEARTH_ISA_AVX512)
-    MESSAGE("not tested: this build has no AVX-512 rows (" << std::string(HEARTH_ISA_NAME) << ")");
+// Q4_K, Q2_K and Q3_K rows, and NEON's i8mm GEMMs, sum in another order: there a batch's last
+// bits may differ, as a prompt's do.)
+TEST_CASE("kernel table: on x86 a batch below the GEMMs gives each token the bits it gets alone") {
+#if !defined(HEARTH_ISA_AVX2)
+    MESSAGE("not tested: this build has no x86 rows (" << std::string(HEARTH_ISA_NAME) << ")");
 #else
     struct Cpu {
         const char* name;
         bool (*has)(Isa);
     };
     const Cpu cpus[] = {
+        {"x86 with AVX2, without AVX-512", [](Isa i) { return i == Isa::scalar || i == Isa::avx2; }},
         {"Intel with AVX-512",
          [](Isa i) {
              return i == Isa::scalar || i == Isa::avx2 || i == Isa::avx512 || i == Isa::avx512_not_zen ||
