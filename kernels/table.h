@@ -52,8 +52,8 @@ bool kernel_row_runs_here(const KernelRow& row);
 // largest min_tokens <= n_tokens; between rows of equal min_tokens, the later in the table (the
 // table lists them in order of preference). nullptr when no row applies.
 const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_tokens);
-// Below this many tokens, on x86 (AVX2 or AVX-512), the rows the picker takes for the interleaved
-// types and Q6_K give each token the bits it gets alone, also when called with more tokens than
+// Below this many tokens the rows the picker takes for the interleaved types and Q6_K, on x86 and
+// AArch64, give each token the bits it gets alone, also when called with more tokens than
 // they were picked for (tests/kernels/test_kernel_table.cpp); from here on GEMMs take over, which
 // round otherwise. So a batch of several sequences' few tokens each stays on them
 // (model/forward.cpp), and drafts keep one token's ids (model/generate.h).

@@ -6,11 +6,11 @@
 // With drafts (set_draft, model/draft.h) a step evaluates its token together with a guess
 // at the ones after it, taken from the context, and keeps as many of them as the sampler
 // accepts: several tokens for one forward() call. What is generated, streamed and when it
-// ends are as without drafts: the same ids, greedy or sampled with the same seed. On x86 the
-// matmuls of a batch of up to 15 tokens give each token the bits it gets alone, for the
-// interleaved types and Q6_K (tests/kernels/test_kernel_table.cpp); elsewhere (NEON's GEMMs,
-// other types) they may take a GEMM that rounds otherwise, as a prompt's do, which can only
-// matter at a near-tie.
+// ends are as without drafts: the same ids, greedy or sampled with the same seed. The matmuls
+// of a batch of up to 15 tokens give each token the bits it gets alone, for the interleaved types
+// and Q6_K (tests/kernels/test_kernel_table.cpp, on every CPU class of x86 and AArch64); other
+// types may take a GEMM that rounds otherwise, as a prompt's do, which can only matter at a
+// near-tie.
 #pragma once
 #include <functional>
 #include <string>

@@ -33,6 +33,8 @@
 
 #if defined(HEARTH_ISA_NEON) && defined(HEARTH_ISA_I8MM)
 
+#include "kernels/arm/rows_x8_neon.h"
+
 #include <arm_neon.h>
 
 #include <algorithm>
@@ -42,8 +44,11 @@ namespace hearth {
 
 namespace {
 
-constexpr int kChunkBlocks = 32;  // blocks per panel: 32 * 288 bytes = 9 KB, in L1 with the activations
-constexpr int kTileTokens = 4;    // 2 token pairs
+// Blocks per panel: 32 * 288 bytes = 9 KB, in L1 with the activations; a panel's sums are added to
+// the output after the first, the partial sums of the rows kernel (arm/rows_x8_neon.h), so that a
+// batch here gives each token the bits it gets alone there.
+constexpr int kChunkBlocks = x8_neon::kX8SumChunkBlocks;
+constexpr int kTileTokens = 4;  // 2 token pairs
 
 // One block of a group in SMMLA order: w[s][p] holds elements 8s..8s+7 of rows 2p and 2p+1
 // (8 bytes each), signed; d the 8 rows' scales.
@@ -144,7 +149,7 @@ struct PanelSuperBlock {
     float d[8], dmin[8];
 };
 
-constexpr int kChunkSuperBlocks = 4;  // 4 * 3.1 KB: in L1 with the activations
+constexpr int kChunkSuperBlocks = x8_neon::kX8KSumChunkSuperBlocks;  // 4 * 3.1 KB: in L1 with the activations
 
 void pack_q4_k(const uint8_t* rec, PanelSuperBlock& pb) {
     scales_to_float(rec, pb.d);
@@ -229,8 +234,9 @@ void accumulate(const PanelSuperBlock* panel, int n, const block_q8_K* const t[k
             const float32x4_t mr = float32x4_t{pb.dmin[2 * p], pb.dmin[2 * p], pb.dmin[2 * p + 1], pb.dmin[2 * p + 1]};
 #pragma GCC unroll 2
             for (int q = 0; q < 2; ++q) {
-                acc[p][q] = vfmaq_f32(acc[p][q], vcvtq_f32_s32(isum[p][q]), vmulq_f32(dr, dt[q]));
+                // The mins first, as the rows kernel (arm/q4_kx8_neon.cpp) takes them: its bits.
                 acc[p][q] = vfmsq_f32(acc[p][q], vcvtq_f32_s32(msum[p][q]), vmulq_f32(mr, dt[q]));
+                acc[p][q] = vfmaq_f32(acc[p][q], vcvtq_f32_s32(isum[p][q]), vmulq_f32(dr, dt[q]));
             }
         }
     }

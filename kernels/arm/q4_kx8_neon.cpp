@@ -28,6 +28,7 @@ struct X8Q4KOrQ5K {
     // 2. With dotprod 4 tokens: the step loop keeps its 16 sums and the weights in registers, and
     // the scaled sums and floats, used once per 8 steps, go to the stack. Without, 2 tokens.
     static constexpr int kTileTokens = kDotprod ? 4 : 2;
+    static constexpr int kSumChunk = kX8KSumChunkSuperBlocks;
     using ABlock = block_q8_K;
 
     // Per activation super-block: its scale and its sub-block sums bsums[2j] + bsums[2j + 1].

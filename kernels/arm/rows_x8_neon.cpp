@@ -19,6 +19,7 @@ struct X8Q {
     static constexpr size_t kRecordBytes = 8 * sizeof(Block);
     static constexpr int kBlockElems = 32;
     static constexpr int kTileTokens = 4;  // 2 + 2 accumulator registers per token (4 + 2 without dotprod)
+    static constexpr int kSumChunk = kX8SumChunkBlocks;
     using ABlock = block_q8_0;
     using Dots = std::conditional_t<kNibbles, NibbleDots, ByteDots>;
 

@@ -19,10 +19,13 @@
 //
 // Tiles: a group's 8 rows x up to kTileTokens tokens, whose accumulators stay in registers (32 of
 // them), so that each record is read once per tile. One token (generation) is a tile of one that
-// streams the group's records once, with prefetches a few KB ahead (kernels/prefetch.h). With more
-// tokens than one tile, a group is taken in chunks of kChunkBytes of records, read from memory by
-// the first tile and from L1 by the others. Whole groups only: kernels/matmul.cpp sends the plain
-// rows after the last whole group to the plain layout's kernel.
+// streams the group's records, with prefetches a few KB ahead (kernels/prefetch.h). With more
+// tokens than one tile, the first tile reads a chunk of records from memory, the others from L1.
+// Chunks are K::kSumChunk records for any token count, each chunk's sums added to the output after
+// the first: the partial sums of arm/gemm_neon_i8mm.cpp, whose panels are that long, so that a
+// batch there gives each token the bits it gets alone here, as drafts need (model/generate.h).
+// Whole groups only: kernels/matmul.cpp sends the plain rows after the last whole group to the
+// plain layout's kernel.
 #pragma once
 #include <arm_neon.h>
 
@@ -39,7 +42,9 @@ namespace hearth {
 
 namespace x8_neon {
 
-constexpr size_t kChunkBytes = 8 << 10;  // a chunk of records, with several tiles: stays in L1
+// Records per partial sum (and per chunk read by several tiles; 4.5-9 KB, in L1): Q4_0 and Q8_0,
+// Q4_K and Q5_K.
+constexpr int kX8SumChunkBlocks = 32, kX8KSumChunkSuperBlocks = 4;
 
 #if defined(HEARTH_ISA_DOTPROD)
 constexpr bool kDotprod = true;
@@ -153,7 +158,7 @@ void matmul_x8(const void* W, size_t wrb, const void* A, size_t arb, int n_cols,
         for (int t = 0; t < n_tokens; ++t)
             for (int b = 0; b < nb; ++b)
                 at[size_t(t) * nb + b] = K::terms(reinterpret_cast<const typename K::ABlock*>(Ac + size_t(t) * arb)[b]);
-        const int chunk = n_tokens <= K::kTileTokens ? nb : std::max(1, int(kChunkBytes / K::kRecordBytes));
+        const int chunk = K::kSumChunk;
         const size_t pf = prefetch_distance(K::kRecordBytes);
         for (int r = r0; r < r1; r += 8) {
             const uint8_t* g = static_cast<const uint8_t*>(W) + size_t(r) * wrb;

@@ -326,27 +326,30 @@ TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1
 }
 
 // Drafts are verified in one batch, and the server decodes its conversations in one: the ids must
-// be those one token at a time gives (model/generate.h). So on x86 the rows below the GEMMs of 16
+// be those one token at a time gives (model/generate.h). So the rows below the x86 GEMMs of 16
 // tokens and more (kFewTokenRowsBelow) must give each token of a batch the bits it gets alone,
 // though one token and a batch may run on different kernels (AVX2: the rows, then from 4 tokens
 // (Q5_K 8) a GEMM; AMD Zen 4 and 5: the AVX2 rows, then the AVX-512 few-token kernels; Zen 4's
-// Q6_K: into L1, then into L2 in column chunks). Each CPU's rows, as the picker would choose them
+// Q6_K: into L1, then into L2 in column chunks; AArch64 with i8mm: the NEON rows, then from 4
+// tokens its GEMM). Each CPU's rows, as the picker would choose them
 // there (of those this binary has) and wherever their code runs here; the interleaved types and
 // plain Q6_K (K-quant models' output matrix); rows longer than a partial sum's chunk of columns;
 // token counts of a draft's verification and of the server's steps. K-quants with activations as
 // a model's are, for their bits agree while a super-block's sum stays below 2^24
 // (x86/q4_kx8_avx2.cpp), which all +-127 against random weights need not. (Plain Q4_0, Q8_0,
-// Q4_K, Q2_K and Q3_K rows, and NEON's i8mm GEMMs, sum in another order: there a batch's last
-// bits may differ, as a prompt's do.)
-TEST_CASE("kernel table: on x86 a batch below the GEMMs gives each token the bits it gets alone") {
-#if !defined(HEARTH_ISA_AVX2)
-    MESSAGE("not tested: this build has no x86 rows (" << std::string(HEARTH_ISA_NAME) << ")");
-#else
+// Q4_K, Q2_K and Q3_K rows go to GEMMs that sum in another order: there a batch's last bits may
+// differ, as a prompt's do.)
+TEST_CASE("kernel table: a batch below the GEMMs gives each token the bits it gets alone") {
     struct Cpu {
         const char* name;
         bool (*has)(Isa);
     };
     const Cpu cpus[] = {
+#if defined(HEARTH_ISA_NEON)
+        {"AArch64", [](Isa i) { return i == Isa::scalar || i == Isa::neon; }},
+        {"AArch64 with i8mm", [](Isa i) { return i == Isa::scalar || i == Isa::neon || i == Isa::i8mm; }},
+#endif
+#if defined(HEARTH_ISA_AVX2)
         {"x86 with AVX2, without AVX-512", [](Isa i) { return i == Isa::scalar || i == Isa::avx2; }},
         {"Intel with AVX-512",
          [](Isa i) {
@@ -358,6 +361,8 @@ TEST_CASE("kernel table: on x86 a batch below the GEMMs gives each token the bit
          [](Isa i) {
              return i == Isa::scalar || i == Isa::avx2 || i == Isa::avx2_zen5 || i == Isa::avx512 || i == Isa::avx512_not_zen4;
          }},
+#endif
+        {"without SIMD", [](Isa i) { return i == Isa::scalar; }},
     };
     const std::pair<uint32_t, Layout> cases[] = {{TYPE_Q4_0, Layout::rows_x8},
                                                  {TYPE_Q8_0, Layout::rows_x8},
@@ -408,7 +413,6 @@ TEST_CASE("kernel table: on x86 a batch below the GEMMs gives each token the bit
     MESSAGE("a batch's bits against one token's: "
             << compared << " comparisons" << std::string(skipped.empty() ? "" : "; not run here (their code needs another CPU): ")
             << skipped);
-#endif
 }
 
 // The AVX2 rows on interleaved Q4_0 from 4 tokens (x86/few_q4_0x8_avx2.cpp in builds without
