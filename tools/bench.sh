@@ -251,10 +251,10 @@ if has drafts; then
     # the passage after ~15 tokens. Then the random TinyLlama-shape q4_0, whose output seldom
     # repeats an n-gram of its context (so drafts are seldom proposed): what they must not do
     # there is cost speed. (The default model runs a token in ~0.15 ms, where the runs'
-    # scatter hides any difference.) Its greedy ids with drafts may part from those without:
-    # random weights' logits are near-ties all along (where they parted at f1fdfda the top two
-    # were 3.5079 and 3.5054, `run --print-margins`), and a verifying batch's logits differ
-    # from one token's in the last bits (model/generate.h). The copy model's must not.
+    # scatter hides any difference.) Greedy ids with drafts must be those without on both: a
+    # verifying batch's matmuls give each token the bits it gets alone (model/generate.h), and
+    # the random model, whose logits are near-ties all along (where they once parted the top
+    # two were 3.5079 and 3.5054, `run --print-margins`), is the sharper test of that.
     wide=$dir/copy-wide.q8_0.hearth
     if [ ! -f "$wide" ]; then
         tools/install_deps.sh --bench >&2
