@@ -310,8 +310,7 @@ static void forward_rows(const Model& m, RunState& w, const SequenceChunk* seqs,
 
     // Only the rows whose logits are wanted go through the (large) output projection: straight
     // into their sequence's buffer when one sequence wants them, else into work's and then
-    // copied.
-    // The output rows group as the batch's rows do.
+    // copied. They are grouped as the batch's rows are.
     int n_out = 0, wanting = 0;
     RowGroups out_groups{0, 0};
     for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i].n, i++) {

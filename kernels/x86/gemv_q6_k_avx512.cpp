@@ -156,7 +156,8 @@ void few_tokens(const void* W, size_t w_row_bytes, const void* A, size_t a_row_b
     // tokens (34 KB on 32) 19.7 / 15.8. A block's rows carry their accumulators from chunk to chunk
     // (kRowBlock x n_tokens vectors, 30 KB at most), so that they sum as whole rows do.
     constexpr int kRowBlock = 32;
-    const size_t l1 = l1_data_cache_bytes(), row_acts = size_t(n_tokens) * sizeof(Act);
+    const size_t l1 = l1_data_cache_bytes() ? l1_data_cache_bytes() : size_t(32) << 10,  // (32 KB where unknown)
+        row_acts = size_t(n_tokens) * sizeof(Act);
     const int chunk = kTo == PrefetchTo::l2 || size_t(nb) * row_acts > l1 ? std::max(1, int(l1 * 3 / 4 / row_acts)) : nb;
     const auto row_at = [&](int r, int kb) { return reinterpret_cast<const block_q6_K*>(Wc + size_t(r) * w_row_bytes) + kb; };
     const auto row_pass = [&](int r, int kb, int kn, const block_q6_K* pf, float* carry, bool first, bool last) {
