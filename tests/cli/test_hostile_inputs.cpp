@@ -52,7 +52,7 @@
 #include "model/tokenizer_metadata.h"
 #include "tokenizer/sentencepiece_model.h"
 #include "tokenizer/tokenizer.h"
-#include "tests/safetensors_zeros.h"
+#include "tests/safetensors_crafted.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;

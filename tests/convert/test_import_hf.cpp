@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/import.h"
-#include "tests/safetensors_zeros.h"
+#include "tests/safetensors_crafted.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;

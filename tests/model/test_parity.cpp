@@ -10,7 +10,7 @@
 
 #include "model/forward.h"
 #include "model/model.h"
-#include "tests/safetensors_zeros.h"
+#include "tests/safetensors_crafted.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;

@@ -16,7 +16,7 @@
 #include "formats/metadata.h"
 #include "model/tokenizer_metadata.h"
 #include "tokenizer/tokenizer.h"
-#include "tests/safetensors_zeros.h"
+#include "tests/safetensors_crafted.h"
 #include "tests/test_helpers.h"
 
 using namespace hearth;
