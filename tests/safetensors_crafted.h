@@ -16,6 +16,18 @@
 
 using SafetensorsShapes = std::vector<std::pair<std::string, std::vector<uint64_t>>>;
 
+// The tensors of a one-layer Llama with Hugging Face's names: `vocab` embedding rows of `dim`,
+// attention dim x dim, a feed-forward of `inter` (no output matrix: a tied embedding).
+inline SafetensorsShapes one_layer_llama_tensors(uint64_t vocab, uint64_t dim, uint64_t inter) {
+    const std::string p = "model.layers.0.";
+    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {vocab, dim}}, {"model.norm.weight", {dim}},
+                                 {p + "input_layernorm.weight", {dim}},       {p + "post_attention_layernorm.weight", {dim}},
+                                 {p + "mlp.gate_proj.weight", {inter, dim}},  {p + "mlp.up_proj.weight", {inter, dim}},
+                                 {p + "mlp.down_proj.weight", {dim, inter}}};
+    for (const char* n : {"q", "k", "v", "o"}) tensors.push_back({p + "self_attn." + n + "_proj.weight", {dim, dim}});
+    return tensors;
+}
+
 inline void write_f16_zeros_safetensors(const std::string& path, const SafetensorsShapes& tensors) {
     nlohmann::json header = nlohmann::json::object();
     uint64_t at = 0;

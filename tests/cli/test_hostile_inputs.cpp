@@ -628,16 +628,9 @@ namespace {
 // A tiny Llama as a Hugging Face folder: config.json and model.safetensors (F16 zeros, a
 // sparse file), `vocab` embedding rows of `dim`.
 void write_hf_folder(const std::string& dir, int vocab, int dim = 32) {
-    const uint64_t hidden = uint64_t(dim), inter = 2 * hidden;
-    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}}, {"model.norm.weight", {hidden}}};
-    const std::string p = "model.layers.0.";
-    for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight"}) tensors.push_back({p + n, {hidden}});
-    for (const char* n : {"q", "k", "v", "o"}) tensors.push_back({p + "self_attn." + n + "_proj.weight", {hidden, hidden}});
-    tensors.push_back({p + "mlp.gate_proj.weight", {inter, hidden}});
-    tensors.push_back({p + "mlp.up_proj.weight", {inter, hidden}});
-    tensors.push_back({p + "mlp.down_proj.weight", {hidden, inter}});
     fs::create_directories(dir);
-    write_f16_zeros_safetensors(dir + "/model.safetensors", tensors);
+    write_f16_zeros_safetensors(dir + "/model.safetensors",
+                                one_layer_llama_tensors(uint64_t(vocab), uint64_t(dim), 2 * uint64_t(dim)));
     const json config = {{"architectures", {"LlamaForCausalLM"}},
                          {"model_type", "llama"},
                          {"hidden_size", dim},

@@ -380,17 +380,7 @@ TEST_CASE("import_hf: a BPE tokenizer_config.json's eos_token decides EOS over c
                         "/tokenizer.json")
                 .exit_code == 0);
     const uint64_t vocab = 128256, dim = 64, hidden = 128;
-    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {vocab, dim}},
-                                 {"model.norm.weight", {dim}},
-                                 {"model.layers.0.input_layernorm.weight", {dim}},
-                                 {"model.layers.0.self_attn.q_proj.weight", {dim, dim}},
-                                 {"model.layers.0.self_attn.k_proj.weight", {dim, dim}},
-                                 {"model.layers.0.self_attn.v_proj.weight", {dim, dim}},
-                                 {"model.layers.0.self_attn.o_proj.weight", {dim, dim}},
-                                 {"model.layers.0.post_attention_layernorm.weight", {dim}},
-                                 {"model.layers.0.mlp.gate_proj.weight", {hidden, dim}},
-                                 {"model.layers.0.mlp.up_proj.weight", {hidden, dim}},
-                                 {"model.layers.0.mlp.down_proj.weight", {dim, hidden}}};
+    const SafetensorsShapes tensors = one_layer_llama_tensors(vocab, dim, hidden);
     write_f16_zeros_safetensors(dir + "/model.safetensors", tensors);
     const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
                                    {"hidden_size", dim},

@@ -216,20 +216,9 @@ TEST_CASE("forward_batch: a generated token gets the logits it gets alone, besid
         run_command("rm -rf " + dir + " && mkdir -p " + dir + " && cp tests/data/parity/mha/tokenizer.model " + dir).exit_code ==
         0);
     const uint64_t vocab = 512, dim = 256, hidden = 5632;
-    write_f16_random_safetensors(dir + "/model.safetensors",
-                                 {{"model.embed_tokens.weight", {vocab, dim}},
-                                  {"model.norm.weight", {dim}},
-                                  {"lm_head.weight", {vocab, dim}},
-                                  {"model.layers.0.input_layernorm.weight", {dim}},
-                                  {"model.layers.0.self_attn.q_proj.weight", {dim, dim}},
-                                  {"model.layers.0.self_attn.k_proj.weight", {dim, dim}},
-                                  {"model.layers.0.self_attn.v_proj.weight", {dim, dim}},
-                                  {"model.layers.0.self_attn.o_proj.weight", {dim, dim}},
-                                  {"model.layers.0.post_attention_layernorm.weight", {dim}},
-                                  {"model.layers.0.mlp.gate_proj.weight", {hidden, dim}},
-                                  {"model.layers.0.mlp.up_proj.weight", {hidden, dim}},
-                                  {"model.layers.0.mlp.down_proj.weight", {dim, hidden}}},
-                                 7);
+    SafetensorsShapes tensors = one_layer_llama_tensors(vocab, dim, hidden);
+    tensors.push_back({"lm_head.weight", {vocab, dim}});
+    write_f16_random_safetensors(dir + "/model.safetensors", tensors, 7);
     write_file(dir + "/config.json", nlohmann::json{{"architectures", {"LlamaForCausalLM"}},
                                                     {"hidden_size", dim},
                                                     {"intermediate_size", hidden},

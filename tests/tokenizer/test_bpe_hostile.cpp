@@ -718,18 +718,8 @@ namespace {
 // embedding rows, written as a Hugging Face folder with the given tokenizer.json.
 void write_tiny_folder(const std::string& dir, int vocab, const std::string& tokenizer) {
     const uint64_t hidden = 32, inter = 64;
-    const std::string p = "model.layers.0.";
-    SafetensorsShapes tensors = {{"model.embed_tokens.weight", {uint64_t(vocab), hidden}},
-                                 {"model.norm.weight", {hidden}},
-                                 {p + "input_layernorm.weight", {hidden}},
-                                 {p + "post_attention_layernorm.weight", {hidden}},
-                                 {p + "mlp.gate_proj.weight", {inter, hidden}},
-                                 {p + "mlp.up_proj.weight", {inter, hidden}},
-                                 {p + "mlp.down_proj.weight", {hidden, inter}}};
-    for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"})
-        tensors.push_back({p + "self_attn." + n + ".weight", {hidden, hidden}});
     REQUIRE(run_command("rm -rf " + dir + " && mkdir -p " + dir).exit_code == 0);
-    write_f16_zeros_safetensors(dir + "/model.safetensors", tensors);
+    write_f16_zeros_safetensors(dir + "/model.safetensors", one_layer_llama_tensors(uint64_t(vocab), hidden, inter));
     const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
                                    {"model_type", "llama"},
                                    {"hidden_size", hidden},
