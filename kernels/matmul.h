@@ -27,9 +27,12 @@ struct MatmulJob {
 // region: the activations are quantized once per activation type among the jobs' types
 // (type_vec_dot_type; fp32 ones are used as they are), each job runs the kernel the table picks
 // for its (type, layout, n_tokens), and the threads meet at one barrier at the end instead of
-// one per matrix. pick_tokens > 0: the kernels are picked for that many tokens instead (any
-// kernel takes any count).
-void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens, int pick_tokens = 0);
+// one per matrix.
+// token_bits: every token gets the bits it gets alone (a batch of generated tokens and drafts,
+// model/forward.cpp), in the way the table names for the job's type (batch_token_bits,
+// kernels/table.h); token by token, over chunks of rows small enough to stay in cache from the
+// first token to the last.
+void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens, bool token_bits = false);
 
 // True when dequantize_row() reads this type.
 bool dequantize_supports(uint32_t type);

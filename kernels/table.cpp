@@ -484,6 +484,14 @@ const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_to
     return best;
 }
 
+BatchTokenBits batch_token_bits(uint32_t type, Layout layout) {
+    if (type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16) return BatchTokenBits::each_token;
+    const bool batch = layout == Layout::rows_x8
+                           ? type == TYPE_Q4_0 || type == TYPE_Q8_0 || type == TYPE_Q4_K || type == TYPE_Q5_K
+                           : type == TYPE_Q6_K;
+    return batch ? BatchTokenBits::batch_rows : BatchTokenBits::one_token_row;
+}
+
 const KernelRow* pick_kernel_for(KernelOp op, uint32_t type, Layout layout, int n_tokens, bool (*has_isa)(Isa)) {
     const KernelRow* best = nullptr;
     for (const KernelRow& r : kRows)

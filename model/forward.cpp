@@ -108,8 +108,8 @@ static uint8_t* cache_row(uint8_t* cache, const ModelConfig& c, const RunState& 
 }
 
 // A batch's rows in the two groups whose matmuls run apart: rows [0, few), the leading sequences
-// of fewer than kFewTokenRowsBelow tokens each, on the kernels picked for min(few, that - 1)
-// tokens, and the rest, on those picked for their count. A generated token (and its drafts) thus
+// of fewer than kFewTokenRowsBelow tokens each, on kernels that keep each token's bits
+// (matmul_many's token_bits), and the rest, on those picked for their count. A generated token (and its drafts) thus
 // gets the bits it gets alone, whether other sequences generate beside it or a prompt is read
 // beside it (which would take the batch to the GEMMs); this reads the weights once more in a
 // step that has both, a prompt's step, which is bound by its arithmetic.
@@ -131,7 +131,7 @@ static void matmul_tensors(std::initializer_list<std::pair<float*, const TensorV
         jobs[n_jobs++] = MatmulJob{o.first, o.second->type, o.second->layout, o.second->data, int(o.second->rows())};
         cols = int(o.second->cols());
     }
-    if (g.few > 0) matmul_many(jobs, n_jobs, cols, x, g.few, std::min(g.few, kFewTokenRowsBelow - 1));
+    if (g.few > 0) matmul_many(jobs, n_jobs, cols, x, g.few, /*token_bits=*/true);
     if (g.few == g.n) return;
     for (int j = 0; j < n_jobs; j++) jobs[j].out += size_t(g.few) * size_t(jobs[j].rows);
     matmul_many(jobs, n_jobs, cols, x + size_t(g.few) * size_t(cols), g.n - g.few);

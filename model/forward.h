@@ -82,7 +82,7 @@ struct SequenceChunk {
 // leading sequences of fewer than kFewTokenRowsBelow tokens each (kernels/table.h: generated
 // tokens and their drafts, which the server puts first) are evaluated apart from the rest when
 // there is a rest, a second pass over the weights: so a prompt read beside them cannot change
-// their bits (on the CPUs and types that table names, they are those of each token alone).
+// their bits: they are those of each token alone (kernels/matmul.h, token_bits).
 // "" on success, else why nothing was evaluated.
 std::string forward_batch(const Model& m, RunState& work, const SequenceChunk* seqs, int n_seqs);
 

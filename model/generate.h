@@ -7,10 +7,9 @@
 // at the ones after it, taken from the context, and keeps as many of them as the sampler
 // accepts: several tokens for one forward() call. What is generated, streamed and when it
 // ends are as without drafts: the same ids, greedy or sampled with the same seed. The matmuls
-// of a batch of up to 15 tokens give each token the bits it gets alone, for the interleaved types
-// and Q6_K (tests/kernels/test_kernel_table.cpp, on every CPU class of x86 and AArch64); other
-// types may take a GEMM that rounds otherwise, as a prompt's do, which can only matter at a
-// near-tie.
+// of a step's generated tokens and drafts give each token the bits it gets alone, for every
+// weight type (kernels/table.h, batch_token_bits; tests/kernels/test_kernel_table.cpp on every
+// CPU class of x86 and AArch64, test_matmul.cpp).
 #pragma once
 #include <functional>
 #include <string>

@@ -27,6 +27,7 @@
 #include "kernels/isa.h"
 #include "kernels/quant.h"
 #include "kernels/rows_x8.h"
+#include "kernels/matmul.h"
 #include "kernels/table.h"
 #include "tests/kernels/kernel_test_data.h"
 
@@ -332,12 +333,14 @@ TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1
 // (Q5_K 8) a GEMM; AMD Zen 4 and 5: the AVX2 rows, then the AVX-512 few-token kernels; Zen 4's
 // Q6_K: into L1, then into L2 in column chunks; AArch64 with i8mm: the NEON rows, then from 4
 // tokens its GEMM). Each CPU's rows, as the picker would choose them there (of those this binary
-// has) and wherever their code runs here; the interleaved types and plain Q6_K (K-quant models'
-// output matrix); rows longer than a partial sum's chunk of columns; token counts of a draft's
-// verification and of the server's steps. K-quants with activations as a model's are, for their
-// bits agree while a super-block's sum stays below 2^24 (x86/q4_kx8_avx2.cpp), which all +-127
-// against random weights need not. (Plain Q4_0, Q8_0, Q4_K, Q2_K and Q3_K rows go to GEMMs that
-// sum in another order: there a batch's last bits may differ, as a prompt's do.)
+// has) and wherever their code runs here; every quantized type a model may hold, by the way the
+// table names for it (batch_token_bits): the rows picked for the batch (the interleaved types
+// and plain Q6_K, K-quant models' output matrix), or the one-token row called with all the
+// tokens (the other types, whose GEMMs from 2-8 tokens sum in another order); rows longer than a
+// partial sum's chunk of columns; token counts of a draft's verification and of the server's
+// steps. K-quants with activations as a model's are, for their bits agree while a super-block's
+// sum stays below 2^24 (x86/q4_kx8_avx2.cpp), which all +-127 against random weights need not.
+// (The float types go token by token: tests/kernels/test_matmul.cpp.)
 TEST_CASE("kernel table: a batch below the GEMMs gives each token the bits it gets alone") {
     struct Cpu {
         const char* name;
@@ -363,11 +366,11 @@ TEST_CASE("kernel table: a batch below the GEMMs gives each token the bits it ge
 #endif
         {"without SIMD", [](Isa i) { return i == Isa::scalar; }},
     };
-    const std::pair<uint32_t, Layout> cases[] = {{TYPE_Q4_0, Layout::rows_x8},
-                                                 {TYPE_Q8_0, Layout::rows_x8},
-                                                 {TYPE_Q4_K, Layout::rows_x8},
-                                                 {TYPE_Q5_K, Layout::rows_x8},
-                                                 {TYPE_Q6_K, Layout::rows}};
+    std::vector<std::pair<uint32_t, Layout>> cases;
+    for (uint32_t type : {TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0, TYPE_Q5_1, TYPE_Q8_0, TYPE_Q2_K, TYPE_Q3_K, TYPE_Q4_K, TYPE_Q5_K,
+                          TYPE_Q6_K, TYPE_IQ4_NL, TYPE_IQ4_XS})
+        for (Layout layout : {Layout::rows, Layout::rows_x8})
+            if (matmul_supports(type, layout)) cases.push_back({type, layout});
     constexpr int kRows = 24, kMaxTokens = kFewTokenRowsBelow + 7;
     int compared = 0;
     std::string skipped;
@@ -395,7 +398,9 @@ TEST_CASE("kernel table: a batch below the GEMMs gives each token the bits it ge
                 // Up to the last count below the GEMMs, and past it with the rows picked there (a
                 // batch of several sequences' few tokens each, model/forward.cpp).
                 for (int n_tokens : {2, 3, 5, 8, kFewTokenRowsBelow - 1, kMaxTokens}) {
-                    const int pick = std::min(n_tokens, kFewTokenRowsBelow - 1);
+                    const BatchTokenBits way = batch_token_bits(type, layout);
+                    REQUIRE(way != BatchTokenBits::each_token);
+                    const int pick = way == BatchTokenBits::batch_rows ? std::min(n_tokens, kFewTokenRowsBelow - 1) : 1;
                     const KernelRow* batch = pick_kernel_for(KernelOp::matmul, type, layout, pick, cpu.has);
                     REQUIRE(batch);
                     if (!kernel_row_runs_here(*batch)) {

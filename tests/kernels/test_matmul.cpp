@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
+#include "kernels/rows_x8.h"
+#include "tests/kernels/kernel_test_data.h"
 
 using namespace hearth;
 
@@ -103,4 +106,59 @@ TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the by
             CHECK(bad == 0);
         }
     }
+}
+
+// The batch of generated tokens and drafts (model/forward.cpp) must give each token the bits it
+// gets alone, for every type and layout a model may hold: the types the kernel table vouches for
+// run their rows picked for the batch, the others their one-token kernel token by token
+// (matmul_many's token_bits). On this CPU's kernels; tests/kernels/test_kernel_table.cpp holds the
+// first kind on every CPU class. 43 rows: an interleaved matrix's plain tail of 3 rows, and with
+// 5632 columns several of the chunks the one-token kernels run token by token; 23 tokens: more
+// than the rows below the GEMMs are picked for.
+TEST_CASE("matmul_many with token_bits: a batch gives each token the bits it gets alone, every type and layout") {
+    const uint32_t types[] = {TYPE_F32,  TYPE_F16,  TYPE_BF16, TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0,   TYPE_Q5_1,  TYPE_Q8_0,
+                              TYPE_Q2_K, TYPE_Q3_K, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_IQ4_NL, TYPE_IQ4_XS};
+    const int rows = 43;
+    int compared = 0;
+    for (const int cols : {1024, 5632}) {
+        for (const uint32_t type : types) {
+            kernel_test::Bytes w;
+            if (type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16) {
+                const std::vector<float> f = normal(size_t(rows) * cols, cols + type, 0.05f);
+                w.resize(type_row_bytes(type, cols) * rows);
+                for (size_t i = 0; i < f.size(); i++) {
+                    if (type == TYPE_F32) {
+                        std::memcpy(&w[4 * i], &f[i], 4);
+                    } else {
+                        uint32_t bits;
+                        std::memcpy(&bits, &f[i], 4);
+                        const uint16_t h = type == TYPE_F16 ? fp32_to_fp16(f[i]) : uint16_t(bits >> 16);
+                        std::memcpy(&w[2 * i], &h, 2);
+                    }
+                }
+            } else {
+                w = kernel_test::random_weights(type, rows, cols, uint32_t(cols + type));
+            }
+            for (const Layout layout : {Layout::rows, Layout::rows_x8}) {
+                if (!matmul_supports(type, layout)) continue;
+                kernel_test::Bytes wl = w;
+                if (layout == Layout::rows_x8) repack_rows_to_x8(type, w.data(), wl.data(), rows, cols);
+                for (const int n_tokens : {2, 5, 8, 15, 23}) {
+                    const std::string what = std::string(type_name(type)) + (layout == Layout::rows_x8 ? " x8" : "");
+                    INFO(what << ", " << cols << " columns, " << n_tokens << " tokens");
+                    const std::vector<float> x = normal(size_t(n_tokens) * cols, uint32_t(7 * n_tokens + type), 1.f);
+                    std::vector<float> alone(size_t(n_tokens) * rows, NAN), batch(size_t(n_tokens) * rows, NAN);
+                    for (int t = 0; t < n_tokens; t++) {
+                        const MatmulJob job{&alone[size_t(t) * rows], type, layout, wl.data(), rows};
+                        matmul_many(&job, 1, cols, &x[size_t(t) * cols], 1);
+                    }
+                    const MatmulJob job{batch.data(), type, layout, wl.data(), rows};
+                    matmul_many(&job, 1, cols, x.data(), n_tokens, /*token_bits=*/true);
+                    CHECK(std::memcmp(batch.data(), alone.data(), batch.size() * sizeof(float)) == 0);
+                    compared++;
+                }
+            }
+        }
+    }
+    MESSAGE(compared << " batches compared with their tokens alone");
 }
