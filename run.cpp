@@ -479,7 +479,7 @@ int generate(const Model& model, const Tokenizer& tok, const Options& o, bool id
     if (o.chat_options.verbose) {
         std::fprintf(stderr, "run: %s; %ld forward calls for %zu tokens\n",
                      o.draft ? draft_summary(gen.draft_stats()).c_str() : "drafts: off (--draft 0)", gen.evaluated(), n_gen);
-        std::fprintf(stderr, "run: kernels for one token: %s\n", kernel_choices(model, 1).c_str());
+        std::fprintf(stderr, "run: kernels for one token: %s\n", kernel_choices(model, 1, true).c_str());
     }
     if (g_interrupted) std::raise(SIGINT);  // the handler has put the default back
     return 0;
@@ -534,11 +534,11 @@ int bench(const Model& model, const Options& o) {
     if (!err.empty()) return fail(err);
     std::printf("model: %s, %.1f MB of weights per generated token, %d threads, KV cache %s/%s\n", o.model_path.c_str(),
                 b.bytes_per_token / 1e6, o.threads, type_name(o.cache_types.k), type_name(o.cache_types.v));
-    if (spec.n_pp > 0) std::printf("kernels for pp%d: %s\n", spec.n_pp, kernel_choices(model, spec.n_pp).c_str());
+    if (spec.n_pp > 0) std::printf("kernels for pp%d: %s\n", spec.n_pp, kernel_choices(model, spec.n_pp, false).c_str());
     if (spec.n_tg > 0)
         std::printf("kernels for tg%s: %s\n",
                     spec.n_seqs > 1 ? (" (" + std::to_string(spec.n_seqs) + " tokens a pass)").c_str() : "",
-                    kernel_choices(model, spec.n_seqs).c_str());
+                    kernel_choices(model, spec.n_seqs, true).c_str());
     // After a depth, the rows are named as llama-bench names them: pp512 @ d256.
     const std::string at = spec.depth ? " @ d" + std::to_string(spec.depth) : "";
     if (spec.n_pp > 0) std::printf("pp%d%s: %.2f tok/s\n", spec.n_pp, at.c_str(), b.pp_tok_s);

@@ -39,7 +39,8 @@ std::string bench_model(const Model& m, const BenchSpec& spec, BenchResult* out)
 
 // The kernel table's rows (kernels/table.h) this CPU runs for the model's matrices at n_tokens
 // tokens a pass, e.g. "q4_K x8 avx2 (from 1), q6_K avx512 (from 1)": the choices made at
-// start-up from what the CPU is, for --bench and --verbose to show.
-std::string kernel_choices(const Model& m, int n_tokens);
+// start-up from what the CPU is, for --bench and --verbose to show. token_bits: a pass of
+// generated tokens, which keep each token's bits (kernels/matmul.h).
+std::string kernel_choices(const Model& m, int n_tokens, bool token_bits);
 
 }  // namespace hearth

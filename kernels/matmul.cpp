@@ -94,16 +94,9 @@ void run_rows(const Job& J, int cols, int n_tokens, int r0, int r1) {
     if (g1 < r1) run_kernel(J, J.tail, cols, n_tokens, g1, r1);
 }
 
-// The kernel for (type, layout) and n_tokens (see matmul_many's token_bits).
 RowKernel row_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits) {
-    if (!token_bits) return {pick_kernel(KernelOp::matmul, type, layout, n_tokens)->matmul, false};
-    switch (batch_token_bits(type, layout)) {
-        case BatchTokenBits::batch_rows:
-            return {pick_kernel(KernelOp::matmul, type, layout, std::min(n_tokens, kFewTokenRowsBelow - 1))->matmul, false};
-        case BatchTokenBits::one_token_row: return {pick_kernel(KernelOp::matmul, type, layout, 1)->matmul, false};
-        case BatchTokenBits::each_token: break;
-    }
-    return {pick_kernel(KernelOp::matmul, type, layout, 1)->matmul, true};
+    const MatmulKernel k = matmul_kernel(type, layout, n_tokens, token_bits);
+    return {k.row->matmul, k.each_token};
 }
 
 // Weight bytes per piece of single-token work: small enough that a thread that was descheduled
@@ -121,6 +114,17 @@ constexpr size_t kPieceBytes = 512 << 10;
 constexpr size_t kTailBytes = 1 << 20, kTailPieceBytes = 128 << 10;
 
 }  // namespace
+
+MatmulKernel matmul_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits) {
+    if (!token_bits) return {pick_kernel(KernelOp::matmul, type, layout, n_tokens), false};
+    switch (batch_token_bits(type, layout)) {
+        case BatchTokenBits::batch_rows:
+            return {pick_kernel(KernelOp::matmul, type, layout, std::min(n_tokens, kFewTokenRowsBelow - 1)), false};
+        case BatchTokenBits::one_token_row: return {pick_kernel(KernelOp::matmul, type, layout, 1), false};
+        case BatchTokenBits::each_token: break;
+    }
+    return {pick_kernel(KernelOp::matmul, type, layout, 1), n_tokens > 1};
+}
 
 // Single-token calls (generation) are memory-bound and short: the rows of all jobs are cut
 // into pieces of ~kPieceBytes that the threads take on demand, so a thread that runs slower

@@ -34,6 +34,15 @@ struct MatmulJob {
 // first token to the last.
 void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens, bool token_bits = false);
 
+// The kernel table's row matmul_many runs for weights of (type, layout) at n_tokens tokens
+// (nullptr: none), and whether it runs it once per token (token_bits, the float types).
+struct KernelRow;
+struct MatmulKernel {
+    const KernelRow* row;
+    bool each_token;
+};
+MatmulKernel matmul_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits);
+
 // True when dequantize_row() reads this type.
 bool dequantize_supports(uint32_t type);
 
