@@ -61,6 +61,18 @@ inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_
 inline __m256i dot4_u8s8_add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
 #endif
 
+// acc + madd(a, b) (int16 pair products summed into int32 lanes): one instruction with VNNI, the
+// same bits (neither saturates).
+inline __m256i madd16_add(__m256i acc, __m256i a, __m256i b) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(acc, a, b);
+#elif defined(HEARTH_ISA_AVX_VNNI)
+    return _mm256_dpwssd_avx_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
 // One buffer per thread for the copied activations of every few-token kernel (x86/gemv_avx512.cpp,
 // gemv_q4_k_avx512.cpp, gemv_q6_k_avx512.cpp, few_q4_0x8_avx2.cpp), grown to the largest call's;
 // 64-byte aligned, for aligned zmm loads.

@@ -18,6 +18,9 @@
 
 #if defined(HEARTH_ISA_AVX2)
 
+#if defined(HEARTH_ISA_AVX512)  // the Group16 tiles of several tokens (below)
+#include "kernels/x86/avx512_gcc_warnings.h"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -534,13 +537,105 @@ struct Group16<block_q2_K> {
     }
 };
 
+#if defined(HEARTH_ISA_AVX512)
+// Two tokens' ymm lanes in one zmm (the first token's in the low half): AVX-512 builds run a
+// Group16 tile of several tokens two tokens to an instruction, each half the same operations on
+// the same values as the ymm code, so the same bits (the batch of generated tokens runs these
+// rows with each token's bits, kernels/table.h).
+// (zext, not cast: GCC 12 warns of the undefined upper half a cast leaves, kernels/x86/avx512_gcc_warnings.h)
+inline __m512i join256(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1); }
+inline __m512 join256(__m256 lo, __m256 hi) {
+    return _mm512_castsi512_ps(join256(_mm256_castps_si256(lo), _mm256_castps_si256(hi)));
+}
+inline __m256 low256(__m512 v) { return _mm512_castps512_ps256(v); }
+inline __m256 high256(__m512 v) { return _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(v), 1)); }
+#endif
+
 template <typename Block>
 struct KGroup16 {
     using G = Group16<Block>;
     static constexpr int kRowsFor1 = 1, kRowsFor2 = 1;
+#if defined(HEARTH_ISA_AVX512)
+    // tile<1, NT> for NT >= 2 on zmm: tokens in pairs (an odd count's last token twice, its copy
+    // dropped).
+    template <int NT>
+    static void tile_pairs(const Ctx& c, const Span& s) {
+        constexpr int NP = (NT + 1) / 2;
+        auto tok = [](int p, int h) { return std::min(2 * p + h, NT - 1); };
+        const Block* w = wrow<Block>(c, s.r);
+        const size_t pf = prefetch_distance(c.wrb);
+        const int8_t* aq = panel_q(c, s);
+        const float* tb = panel_t(c, s);
+        Acc<1, NT> A0 = init_tile<1, NT>(s);
+        __m512 acc[NP];
+        for (int p = 0; p < NP; ++p) acc[p] = join256(A0.v[0][tok(p, 0)], A0.v[0][tok(p, 1)]);
+        for (int b = s.kb; b < s.ke; ++b) {
+            prefetch_ahead<sizeof(Block)>(&w[b], pf);
+            const __m128i sc8 = G::scales(w[b]);
+            const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+            const int8_t* ab = aq + size_t(b) * NT * QK_K;
+            const float* tbb = tb + size_t(b) * NT * 16;
+            __m512i sumi[NP];
+            for (int p = 0; p < NP; ++p) {
+                if constexpr (G::kKind == Group16Kind::fixed_offset) {
+                    const __m512i bs = join256(loadu(tbb + 16 * tok(p, 0) + 8), loadu(tbb + 16 * tok(p, 1) + 8));
+                    sumi[p] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                               _mm512_slli_epi32(_mm512_madd_epi16(join256(sc16, sc16), bs), G::kOffsetShift));
+                } else {
+                    sumi[p] = _mm512_setzero_si512();
+                }
+            }
+            G::chunks(w[b], [&](int k, __m256i q) {
+                const __m256i sk = q6k_chunk_scales(sc8, k);
+                const __m512i skz = join256(sk, sk);
+                for (int p = 0; p < NP; ++p) {
+                    __m512i qa = join256(load_a(ab + QK_K * tok(p, 0) + 32 * k), load_a(ab + QK_K * tok(p, 1) + 32 * k));
+                    __m512i qw;
+                    if constexpr (G::kKind == Group16Kind::signed_values) {
+                        // sign(a, q) as the ymm code takes it: a negated where q < 0 (where q is 0,
+                        // |q| is 0 and so is the product either way)
+                        const __m512i qz = join256(q, q);
+                        qa = _mm512_mask_sub_epi8(qa, _mm512_movepi8_mask(qz), _mm512_setzero_si512(), qa);
+                        qw = _mm512_abs_epi8(qz);
+                    } else {
+                        qw = join256(q, q);
+                    }
+                    sumi[p] = _mm512_dpwssd_epi32(sumi[p], _mm512_maddubs_epi16(qw, qa), skz);
+                }
+            });
+            const __m256 dw8 = bcast_f16(&w[b].d);
+            const __m512 dw = join256(dw8, dw8);
+            for (int p = 0; p < NP; ++p) {
+                const __m512 da = join256(_mm256_broadcast_ss(tbb + 16 * tok(p, 0)), _mm256_broadcast_ss(tbb + 16 * tok(p, 1)));
+                acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sumi[p]), acc[p]);
+            }
+            if constexpr (G::kKind == Group16Kind::mins) {
+                const __m256i m16 = G::mins(w[b]);
+                const __m256 neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), bcast_f16(&w[b].dmin));
+                const __m512 nd = join256(neg_dmin, neg_dmin);
+                for (int p = 0; p < NP; ++p) {
+                    const __m512i bs = join256(loadu(tbb + 16 * tok(p, 0) + 8), loadu(tbb + 16 * tok(p, 1) + 8));
+                    const __m512 da =
+                        join256(_mm256_broadcast_ss(tbb + 16 * tok(p, 0)), _mm256_broadcast_ss(tbb + 16 * tok(p, 1)));
+                    acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(nd, da), _mm512_cvtepi32_ps(_mm512_madd_epi16(join256(m16, m16), bs)),
+                                             acc[p]);
+                }
+            }
+        }
+        Acc<1, NT> A1;
+        for (int p = 0; p < NP; ++p) {
+            A1.v[0][tok(p, 0)] = low256(acc[p]);
+            if (2 * p + 1 < NT) A1.v[0][2 * p + 1] = high256(acc[p]);
+        }
+        finish_tile<1, NT>(c, s, A1);
+    }
+#endif
     template <int NR, int NT>
     static void tile(const Ctx& c, const Span& s) {
         static_assert(NR == 1, "one row per tile");
+#if defined(HEARTH_ISA_AVX512)
+        if constexpr (NT >= 2) return tile_pairs<NT>(c, s);
+#endif
         const Block* w = wrow<Block>(c, s.r);
         const size_t pf = prefetch_distance(c.wrb);
         const int8_t* aq = panel_q(c, s);
@@ -569,12 +664,12 @@ struct KGroup16 {
                     const __m256i qabs = _mm256_sign_epi8(q, q);
                     for (int t = 0; t < NT; ++t) {
                         const __m256i qa = _mm256_sign_epi8(load_a(ab + QK_K * t + 32 * k), q);
-                        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(qabs, qa), sk));
+                        sumi[t] = madd16_add(sumi[t], _mm256_maddubs_epi16(qabs, qa), sk);
                     }
                 } else {
                     for (int t = 0; t < NT; ++t) {
                         const __m256i qa = load_a(ab + QK_K * t + 32 * k);
-                        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, qa), sk));
+                        sumi[t] = madd16_add(sumi[t], _mm256_maddubs_epi16(q, qa), sk);
                     }
                 }
             });
