@@ -512,6 +512,7 @@ struct Group16<block_q3_K> {
     static __m128i scales(const block_q3_K& b) { return group16_scales(b); }
     template <typename F>
     static void chunks(const block_q3_K& b, F f) {
+#pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) f(k, q3k_chunk(b, k));
     }
 };
@@ -522,6 +523,7 @@ struct Group16<block_iq4_xs> {
     static __m128i scales(const block_iq4_xs& b) { return group16_scales(b); }
     template <typename F>
     static void chunks(const block_iq4_xs& b, F f) {
+#pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) f(k, iq4_values(b.qs + 16 * k));
     }
 };
@@ -533,6 +535,7 @@ struct Group16<block_q2_K> {
     static __m256i mins(const block_q2_K& b) { return q2k_mins_epi16(b); }
     template <typename F>
     static void chunks(const block_q2_K& b, F f) {
+#pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) f(k, two_bit_chunk(b.qs, k));
     }
 };
