@@ -82,10 +82,8 @@ std::string bench_model(const Model& m, const BenchSpec& spec, BenchResult* out)
 std::string kernel_choices(const Model& m, int n_tokens, bool token_bits) {
     std::string out;
     for (const MatrixKind& k : matmul_kinds(m)) {
-        const MatmulKernel mk = matmul_kernel(k.type, k.layout, n_tokens, token_bits);
-        std::string name = mk.row ? kernel_row_name(*mk.row) : std::string(type_name(k.type)) + " none";
-        if (mk.each_token) name.insert(name.size() - 1, "; token by token");  // "f16 avx2 (from 1; token by token)"
-        out += (out.empty() ? "" : ", ") + name;
+        const KernelRow* row = matmul_kernel(k.type, k.layout, n_tokens, token_bits);
+        out += (out.empty() ? "" : ", ") + (row ? kernel_row_name(*row) : std::string(type_name(k.type)) + " none");
     }
     return out;
 }

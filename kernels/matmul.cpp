@@ -39,17 +39,11 @@ static void thread_rows(int rows, int ith, int nth, int* r0, int* r1) {
 
 namespace {
 
-// A kernel for some rows of a job; each_token: called once per token (matmul_many's token_bits).
-struct RowKernel {
-    matmul_rows_fn fn;
-    bool each_token;
-};
-
 // One matrix of a matmul_many call, resolved to its kernels: `mm` for the rows of its layout, and
 // for interleaved rows `tail` for the plain rows after the last whole group.
 struct Job {
     MatmulJob m;
-    RowKernel mm, tail;
+    matmul_rows_fn mm, tail;
     size_t w_row_bytes, a_row_bytes;
     const uint8_t* act;  // this job's activations: x itself (fp32), or quantized once per activation type
 };
@@ -67,36 +61,13 @@ struct Piece {
     int j, r0, r1;
 };
 
-// Weight bytes of the chunk of rows a one-token kernel runs token by token (RowKernel::each_token):
-// they stay in L2 from the first token to the last, so the rows are read from memory once.
-constexpr size_t kEachTokenChunkBytes = 64 << 10;
-
-// Rows [r0, r1) of one job through kernel k, for all tokens.
-void run_kernel(const Job& J, RowKernel k, int cols, int n_tokens, int r0, int r1) {
-    if (!k.each_token || n_tokens == 1) {
-        k.fn(J.m.w, J.w_row_bytes, J.act, J.a_row_bytes, cols, n_tokens, J.m.out, J.m.rows, r0, r1);
-        return;
-    }
-    // Whole groups of 8 rows per chunk (r0 is a multiple of 8), for the interleaved layout.
-    const int step = std::max(8, int(kEachTokenChunkBytes / std::max<size_t>(J.w_row_bytes, 1)) / 8 * 8);
-    for (int c0 = r0; c0 < r1; c0 += step)
-        for (int t = 0; t < n_tokens; t++)
-            k.fn(J.m.w, J.w_row_bytes, J.act + size_t(t) * J.a_row_bytes, J.a_row_bytes, cols, 1, J.m.out + size_t(t) * J.m.rows,
-                 J.m.rows, c0, std::min(r1, c0 + step));
-}
-
 // Rows [r0, r1) of one job, for all tokens. Interleaved rows: the whole groups to the job's kernel,
 // the plain tail (r0 is a multiple of 8: thread shares and pieces are multiples of 16) to `tail`.
 void run_rows(const Job& J, int cols, int n_tokens, int r0, int r1) {
     if (r0 >= r1) return;
-    const int g1 = J.tail.fn ? r0 + (r1 - r0) / 8 * 8 : r1;
-    if (g1 > r0) run_kernel(J, J.mm, cols, n_tokens, r0, g1);
-    if (g1 < r1) run_kernel(J, J.tail, cols, n_tokens, g1, r1);
-}
-
-RowKernel row_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits) {
-    const MatmulKernel k = matmul_kernel(type, layout, n_tokens, token_bits);
-    return {k.row->matmul, k.each_token};
+    const int g1 = J.tail ? r0 + (r1 - r0) / 8 * 8 : r1;
+    if (g1 > r0) J.mm(J.m.w, J.w_row_bytes, J.act, J.a_row_bytes, cols, n_tokens, J.m.out, J.m.rows, r0, g1);
+    if (g1 < r1) J.tail(J.m.w, J.w_row_bytes, J.act, J.a_row_bytes, cols, n_tokens, J.m.out, J.m.rows, g1, r1);
 }
 
 // Weight bytes per piece of single-token work: small enough that a thread that was descheduled
@@ -115,15 +86,14 @@ constexpr size_t kTailBytes = 1 << 20, kTailPieceBytes = 128 << 10;
 
 }  // namespace
 
-MatmulKernel matmul_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits) {
-    if (!token_bits) return {pick_kernel(KernelOp::matmul, type, layout, n_tokens), false};
+const KernelRow* matmul_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits) {
+    if (!token_bits) return pick_kernel(KernelOp::matmul, type, layout, n_tokens);
     switch (batch_token_bits(type, layout)) {
         case BatchTokenBits::batch_rows:
-            return {pick_kernel(KernelOp::matmul, type, layout, std::min(n_tokens, kFewTokenRowsBelow - 1)), false};
-        case BatchTokenBits::one_token_row: return {pick_kernel(KernelOp::matmul, type, layout, 1), false};
-        case BatchTokenBits::each_token: break;
+            return pick_kernel(KernelOp::matmul, type, layout, std::min(n_tokens, kFewTokenRowsBelow - 1));
+        case BatchTokenBits::one_token_row: break;
     }
-    return {pick_kernel(KernelOp::matmul, type, layout, 1), n_tokens > 1};
+    return pick_kernel(KernelOp::matmul, type, layout, 1);
 }
 
 // Single-token calls (generation) are memory-bound and short: the rows of all jobs are cut
@@ -148,8 +118,8 @@ void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, in
         Job& b = J[size_t(j)];
         b.m = jobs[j];
         b.w_row_bytes = type_row_bytes(b.m.type, cols);
-        b.mm = row_kernel(b.m.type, b.m.layout, n_tokens, token_bits);
-        if (b.m.layout == Layout::rows_x8) b.tail = row_kernel(b.m.type, Layout::rows, n_tokens, token_bits);
+        b.mm = matmul_kernel(b.m.type, b.m.layout, n_tokens, token_bits)->matmul;
+        if (b.m.layout == Layout::rows_x8) b.tail = matmul_kernel(b.m.type, Layout::rows, n_tokens, token_bits)->matmul;
         const uint32_t at = type_vec_dot_type(b.m.type);
         b.a_row_bytes = type_row_bytes(at, cols);
         if (std::none_of(acts.begin(), acts.end(), [&](const ActType& a) { return a.type == at; })) {

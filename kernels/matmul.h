@@ -29,19 +29,14 @@ struct MatmulJob {
 // for its (type, layout, n_tokens), and the threads meet at one barrier at the end instead of
 // one per matrix.
 // token_bits: every token gets the bits it gets alone (a batch of generated tokens and drafts,
-// model/forward.cpp), in the way the table names for the job's type (batch_token_bits,
-// kernels/table.h); token by token, over chunks of rows small enough to stay in cache from the
-// first token to the last.
+// model/forward.cpp), on the kernels the table names for the job's type (batch_token_bits,
+// kernels/table.h).
 void matmul_many(const MatmulJob* jobs, int n_jobs, int cols, const float* x, int n_tokens, bool token_bits = false);
 
 // The kernel table's row matmul_many runs for weights of (type, layout) at n_tokens tokens
-// (nullptr: none), and whether it runs it once per token (token_bits, the float types).
+// (nullptr: none).
 struct KernelRow;
-struct MatmulKernel {
-    const KernelRow* row;
-    bool each_token;
-};
-MatmulKernel matmul_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits);
+const KernelRow* matmul_kernel(uint32_t type, Layout layout, int n_tokens, bool token_bits);
 
 // True when dequantize_row() reads this type.
 bool dequantize_supports(uint32_t type);

@@ -1,12 +1,18 @@
 // Multi-token matmul for fp32, fp16 and bf16 weights x fp32 activations, the contract of matmul_rows_fn
 // (kernels/quant.h) with rows one after another (the strides are n_cols elements; both are ignored).
-// The AVX2 version computes 3 rows x up to 4 tokens per step from registers, so each weight vector
-// is loaded once for every token of the tile; the scalar twin is the plain double loop.
+// AVX2, two kernels (kernels/table.cpp says from how many tokens): the rows, one row at a time
+// against up to kRowTokens tokens, each token's sum taken exactly as the row's dot product takes
+// it for one token (kernels/dot_float.cpp: four chains of 8 lanes, summed in one order), so a
+// batch of generated tokens gets each token's bits (kernels/table.h); and the tiles, 3 rows x up
+// to 4 tokens per step from registers, one chain per row and token, for prompts. Either loads
+// (and widens) each weight vector once for every token it holds. The scalar twin is the plain
+// double loop.
 #include <algorithm>
 
 #include "kernels/dot_float.h"
 #include "kernels/fp16.h"
 #include "kernels/isa.h"
+#include "kernels/prefetch.h"
 #include "kernels/ref/ref.h"
 #include "kernels/x86/x86.h"
 
@@ -105,6 +111,71 @@ void tile_3xn(const typename F::W* w, int cols, const float* x, float* out, int 
         for (int i = 0; i < 3; i++) out[int64_t(t + j) * out_stride + r + i] = s[i][j];
 }
 
+// Row r against tokens t..t+NT-1, each token's sum as F::dot takes it (dot_f32_avx2 /
+// dot_u16_avx2): chains a0..a3 over steps of 32, then steps of 8 into a0, then hsum((a0 + a1) +
+// (a2 + a3)), then the last elements one by one (multiplied, then added: the build does not
+// contract). The weights are widened once for the NT tokens.
+template <int NT, typename F>
+void row_tokens(const typename F::W* w, int cols, const float* x, float* out, int out_stride, int r, int t) {
+    const typename F::W* wr = w + int64_t(r) * cols;
+    const float* xt[NT];
+    for (int j = 0; j < NT; j++) xt[j] = x + int64_t(t + j) * cols;
+    __m256 a[NT][4];
+    for (int j = 0; j < NT; j++)
+        for (int k = 0; k < 4; k++) a[j][k] = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 32 <= cols; c += 32) {
+        // The next rows' lines are asked for as this one's are used: the row is in L1 for the
+        // tokens, and the stream from memory does not pause for them (kernels/prefetch.h).
+        prefetch_ahead<32 * sizeof(typename F::W)>(wr + c, kPrefetchBytes);
+        const __m256 v[4] = {F::load8(wr + c), F::load8(wr + c + 8), F::load8(wr + c + 16), F::load8(wr + c + 24)};
+        for (int j = 0; j < NT; j++)
+            for (int k = 0; k < 4; k++) a[j][k] = _mm256_fmadd_ps(v[k], _mm256_loadu_ps(xt[j] + c + 8 * k), a[j][k]);
+    }
+    for (; c + 8 <= cols; c += 8) {
+        const __m256 v = F::load8(wr + c);
+        for (int j = 0; j < NT; j++) a[j][0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(xt[j] + c), a[j][0]);
+    }
+    for (int j = 0; j < NT; j++) {
+        float sum = hsum_avx2(_mm256_add_ps(_mm256_add_ps(a[j][0], a[j][1]), _mm256_add_ps(a[j][2], a[j][3])));
+        for (int e = c; e < cols; e++) sum += F::one(wr[e]) * xt[j][e];
+        out[int64_t(t + j) * out_stride + r] = sum;
+    }
+}
+
+// Tokens per row_tokens call: their 4 chains each and the 4 weight vectors fit the registers (16
+// ymm with AVX2, 32 with AVX-512's VL).
+#if defined(HEARTH_ISA_AVX512)
+constexpr int kRowTokens = 6;
+#else
+constexpr int kRowTokens = 3;
+#endif
+
+// Tokens in blocks whose activations stay in L2; within a block, each row in turn against its
+// tokens kRowTokens at a time (the row then in L1). One token: the row's dot product.
+template <typename F>
+void matmul_rows_exact(const typename F::W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0,
+                       int r1) {
+    const int block = std::max(kRowTokens, std::min(64, int((256 << 10) / (int64_t(cols) * 4))));
+    for (int tb = 0; tb < n_tokens; tb += block) {
+        const int te = std::min(n_tokens, tb + block);
+        for (int r = r0; r < r1; r++) {
+            int t = tb;
+            for (; t + kRowTokens <= te; t += kRowTokens) row_tokens<kRowTokens, F>(w, cols, x, out, out_stride, r, t);
+            switch (te - t) {
+#if defined(HEARTH_ISA_AVX512)
+                case 5: row_tokens<5, F>(w, cols, x, out, out_stride, r, t); break;
+                case 4: row_tokens<4, F>(w, cols, x, out, out_stride, r, t); break;
+#endif
+                case 3: row_tokens<3, F>(w, cols, x, out, out_stride, r, t); break;
+                case 2: row_tokens<2, F>(w, cols, x, out, out_stride, r, t); break;
+                case 1: row_tokens<1, F>(w, cols, x, out, out_stride, r, t); break;
+                default: break;
+            }
+        }
+    }
+}
+
 // Tokens go in blocks whose activations stay in L2 while every row of the thread's range
 // passes over them; within a block, 3-row tiles of 4 tokens, then of the 2 or 3 left; a single
 // token left, and the ragged rows, take plain dots. One token on a 3-row tile streams three rows
@@ -140,16 +211,33 @@ void matmul_rows(const typename F::W* w, int cols, const float* x, int n_tokens,
 
 void matmul_f32_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_rows_exact<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_rows_exact<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0,
+                           r1);
 }
 
 void matmul_bf16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                            int r0, int r1) {
+    matmul_rows_exact<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0,
+                            r1);
+}
+
+void matmul_f32_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
+                           int r0, int r1) {
+    matmul_rows<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_f16_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
+                           int r0, int r1) {
+    matmul_rows<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+}
+
+void matmul_bf16_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
+                            int r0, int r1) {
     matmul_rows<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 #endif

@@ -3,8 +3,10 @@
 // min_tokens not above it, and among rows of equal min_tokens the last one.
 //
 // Thresholds, and why:
-//  - F32, F16 and BF16 (kernels/matmul_float.cpp): the AVX2 row from 1 token; on ARM the scalar
-//    row, whose dot products are NEON's. No AVX-512 BF16 (vdpbf16ps) row: generation is
+//  - F32, F16 and BF16 (kernels/matmul_float.cpp): the AVX2 rows from 1 token, the 3-row tiles
+//    from 24; on ARM the scalar row, whose dot products are NEON's. TinyLlama shape f16, 2
+//    threads, Zen 5, alternated, medians of 3, rows / tiles: pp16 65.0 / 57.3, pp32 58.4 / 60.9,
+//    pp64 58.7 / 61.8, pp256 57.6 / 60.2 tok/s. No AVX-512 BF16 (vdpbf16ps) row: generation is
 //    memory-bound, and the AVX2 row reads bf16 as fast as f16 (tools/bench_kernels 16384 x 4096,
 //    1 token, AMD EPYC Zen 4 with one core busy with other work, 3 alternated runs, GB/s of
 //    weights, f16 / bf16: 1 thread 18.8, 17.1, 19.4 / 20.0, 22.2, 21.0; 2 threads 25.3, 24.5, 16.8
@@ -242,10 +244,13 @@ const KernelRow kRows[] = {
     // Float weights x fp32 activations.
     {M, TYPE_F32, R, Isa::scalar, 1, matmul_f32_rows_scalar, nullptr},
     {M, TYPE_F32, R, Isa::avx2, 1, AVX2(matmul_f32_rows_avx2), nullptr},
+    {M, TYPE_F32, R, Isa::avx2, 24, AVX2(matmul_f32_tiles_avx2), nullptr},
     {M, TYPE_F16, R, Isa::scalar, 1, matmul_f16_rows_scalar, nullptr},
     {M, TYPE_F16, R, Isa::avx2, 1, AVX2(matmul_f16_rows_avx2), nullptr},
+    {M, TYPE_F16, R, Isa::avx2, 24, AVX2(matmul_f16_tiles_avx2), nullptr},
     {M, TYPE_BF16, R, Isa::scalar, 1, matmul_bf16_rows_scalar, nullptr},
     {M, TYPE_BF16, R, Isa::avx2, 1, AVX2(matmul_bf16_rows_avx2), nullptr},
+    {M, TYPE_BF16, R, Isa::avx2, 24, AVX2(matmul_bf16_tiles_avx2), nullptr},
     // Plain rows.
     {M, TYPE_Q4_0, R, Isa::scalar, 1, matmul_q4_0_rows_scalar, nullptr},
     {M, TYPE_Q4_0, R, Isa::neon, 1, NEON(matmul_q4_0_rows_neon), nullptr},
@@ -485,10 +490,9 @@ const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_to
 }
 
 BatchTokenBits batch_token_bits(uint32_t type, Layout layout) {
-    if (type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16) return BatchTokenBits::each_token;
     const bool batch = layout == Layout::rows_x8
                            ? type == TYPE_Q4_0 || type == TYPE_Q8_0 || type == TYPE_Q4_K || type == TYPE_Q5_K
-                           : type == TYPE_Q6_K;
+                           : type == TYPE_Q6_K || type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16;
     return batch ? BatchTokenBits::batch_rows : BatchTokenBits::one_token_row;
 }
 

@@ -59,15 +59,14 @@ const KernelRow* pick_kernel(KernelOp op, uint32_t type, Layout layout, int n_to
 // (model/forward.cpp, kernels/matmul.h), and drafts keep one token's ids (model/generate.h).
 constexpr int kFewTokenRowsBelow = 16;
 // How a batch of generated tokens and drafts (sequences of fewer than kFewTokenRowsBelow tokens
-// each, model/forward.cpp) gets each token the bits it gets alone, on every CPU (tests/kernels/test_kernel_table.cpp, test_matmul.cpp), by (type, layout):
+// each, model/forward.cpp) gets each token the bits it gets alone, on every CPU
+// (tests/kernels/test_kernel_table.cpp, test_matmul.cpp), by (type, layout):
 //  - batch_rows: the rows picked for min(tokens, kFewTokenRowsBelow - 1), as above: Q4_0, Q8_0,
-//    Q4_K and Q5_K interleaved, and plain Q6_K (a K-quant model's output matrix);
+//    Q4_K and Q5_K interleaved, plain Q6_K (a K-quant model's output matrix), f32, f16 and bf16;
 //  - one_token_row: the row picked for one token, called with all the tokens: the other quantized
 //    types, whose GEMMs start from 2-8 tokens and sum in another order, but whose one-token rows
-//    sum each token of several as they sum one;
-//  - each_token: the row picked for one token, called once per token: f32, f16 and bf16, whose
-//    tiles for several tokens keep one sum per row and token where a single row's dot keeps several.
-enum class BatchTokenBits : uint8_t { batch_rows, one_token_row, each_token };
+//    sum each token of several as they sum one.
+enum class BatchTokenBits : uint8_t { batch_rows, one_token_row };
 BatchTokenBits batch_token_bits(uint32_t type, Layout layout);
 // The same choice among the rows built into this binary whose ISA another CPU would have
 // (has_isa), whether or not this one has it: the row that CPU would run (tests compare the rows

@@ -11,9 +11,12 @@ namespace hearth {
 // AVX2 + FMA + F16C (with VNNI where built: x86/avx2_util.h).
 void quantize_row_q8_0_avx2(const float* x, void* y, int64_t n);  // bytes of the scalar reference
 void quantize_row_q8_k_avx2(const float* x, void* y, int64_t n);
-HEARTH_DECLARE_MATMUL(matmul_f32_rows_avx2)  // kernels/matmul_float.cpp: 3 rows x 4 tokens per step
+HEARTH_DECLARE_MATMUL(matmul_f32_rows_avx2)  // kernels/matmul_float.cpp: a row x tokens, summed as its dot
 HEARTH_DECLARE_MATMUL(matmul_f16_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_bf16_rows_avx2)
+HEARTH_DECLARE_MATMUL(matmul_f32_tiles_avx2)  // 3 rows x 4 tokens per step
+HEARTH_DECLARE_MATMUL(matmul_f16_tiles_avx2)
+HEARTH_DECLARE_MATMUL(matmul_bf16_tiles_avx2)
 // Tiles of a few rows x up to 8 tokens on plain rows (x86/quant_avx2.cpp).
 HEARTH_DECLARE_MATMUL(matmul_q8_0_rows_avx2)
 HEARTH_DECLARE_MATMUL(matmul_q4_0_rows_avx2)

@@ -340,7 +340,7 @@ TEST_CASE("kernel table: the few-token Q6_K rows equal the scalar reference at 1
 // partial sum's chunk of columns; token counts of a draft's verification and of the server's
 // steps. K-quants with activations as a model's are, for their bits agree while a super-block's
 // sum stays below 2^24 (x86/q4_kx8_avx2.cpp), which all +-127 against random weights need not.
-// (The float types go token by token: tests/kernels/test_matmul.cpp.)
+// (The float types' x86 rows have no variants by CPU: tests/kernels/test_matmul.cpp holds them.)
 TEST_CASE("kernel table: a batch below the GEMMs gives each token the bits it gets alone") {
     struct Cpu {
         const char* name;
@@ -399,7 +399,6 @@ TEST_CASE("kernel table: a batch below the GEMMs gives each token the bits it ge
                 // batch of several sequences' few tokens each, model/forward.cpp).
                 for (int n_tokens : {2, 3, 5, 8, kFewTokenRowsBelow - 1, kMaxTokens}) {
                     const BatchTokenBits way = batch_token_bits(type, layout);
-                    REQUIRE(way != BatchTokenBits::each_token);
                     const int pick = way == BatchTokenBits::batch_rows ? std::min(n_tokens, kFewTokenRowsBelow - 1) : 1;
                     const KernelRow* batch = pick_kernel_for(KernelOp::matmul, type, layout, pick, cpu.has);
                     REQUIRE(batch);

@@ -109,21 +109,22 @@ TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the by
 }
 
 // The batch of generated tokens and drafts (model/forward.cpp) must give each token the bits it
-// gets alone, for every type and layout a model may hold: the types the kernel table vouches for
-// run their rows picked for the batch, the others their one-token kernel token by token
-// (matmul_many's token_bits). On this CPU's kernels; tests/kernels/test_kernel_table.cpp holds the
-// first kind on every CPU class. 43 rows: an interleaved matrix's plain tail of 3 rows, and with
-// 5632 columns several of the chunks the one-token kernels run token by token; 23 tokens: more
-// than the rows below the GEMMs are picked for.
+// gets alone, for every type and layout a model may hold (kernels/table.h, batch_token_bits). On
+// this CPU's kernels; tests/kernels/test_kernel_table.cpp holds the quantized types on every CPU
+// class. 43 rows: an interleaved matrix's plain tail of 3 rows; 1024 and 5632 columns, each a
+// whole number of the float rows' steps of 32, and for the float types 1069, which ends in a step
+// of 8 and 5 elements one by one; 23 tokens: more than the rows below the GEMMs are picked for.
 TEST_CASE("matmul_many with token_bits: a batch gives each token the bits it gets alone, every type and layout") {
     const uint32_t types[] = {TYPE_F32,  TYPE_F16,  TYPE_BF16, TYPE_Q4_0, TYPE_Q4_1, TYPE_Q5_0,   TYPE_Q5_1,  TYPE_Q8_0,
                               TYPE_Q2_K, TYPE_Q3_K, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K, TYPE_IQ4_NL, TYPE_IQ4_XS};
     const int rows = 43;
     int compared = 0;
-    for (const int cols : {1024, 5632}) {
+    for (const int cols : {1024, 5632, 1069}) {
         for (const uint32_t type : types) {
+            const bool is_float = type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16;
+            if (cols % 32 != 0 && !is_float) continue;  // 1069 = 33 * 32 + 8 + 5
             kernel_test::Bytes w;
-            if (type == TYPE_F32 || type == TYPE_F16 || type == TYPE_BF16) {
+            if (is_float) {
                 const std::vector<float> f = normal(size_t(rows) * cols, cols + type, 0.05f);
                 w.resize(type_row_bytes(type, cols) * rows);
                 for (size_t i = 0; i < f.size(); i++) {
