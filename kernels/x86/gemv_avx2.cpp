@@ -171,79 +171,126 @@ inline void q5_pair_bit4(const Block& x0, const Block& x1, __m256i& lo, __m256i&
     hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(h, sel_hi), bit), bit), b4);
 }
 
-// Blocks b and b + 1 (kTwo; else b alone) of 4 rows, added to acc as [r0 r1 r2 r3 | r0 r1 r2 r3].
-template <bool kTwo, typename Block>
-inline void pair(const Block* const* w, const ActPair& P, int b, size_t pf, __m256& acc) {
+// Blocks b and b + 1 (kTwo; else b alone) of 4 rows against NT tokens (their activation pairs
+// P[t]), added to acc[t] as [r0 r1 r2 r3 | r0 r1 r2 r3]. The weights are unpacked, and their
+// scales gathered, once for the NT tokens; each token's operations are those of one token alone
+// (a batch of generated tokens keeps each token's bits, kernels/table.h).
+template <bool kTwo, typename Block, int NT>
+inline void pair(const Block* const* w, const ActPair* const* P, int b, size_t pf, __m256* acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256 S = _mm256_mul_ps(scales_rows(w, b, kTwo ? b + 1 : b), _mm256_load_ps(P.d));
-    const __m256i alo = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.lo));
-    const __m256i ahi = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.hi));
-    __m256i s[4];
+    const __m256 scales = scales_rows(w, b, kTwo ? b + 1 : b);
+    __m256i lo[4], hi[4];
     for (int i = 0; i < 4; ++i) {
         prefetch_ahead<2 * sizeof(Block)>(&w[i][b], pf);
         const __m128i x0 = loadu128(w[i][b].qs);
         // odd tail: the high half repeats block b against zero activations (and zero scale)
         const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), kTwo ? loadu128(w[i][b + 1].qs) : x0, 1);
-        __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+        lo[i] = _mm256_and_si256(x, m4);
+        hi[i] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
         if constexpr (kHasBit4<Block>) {
             __m256i blo, bhi;
             q5_pair_bit4(w[i][b], w[i][kTwo ? b + 1 : b], blo, bhi);
-            lo = _mm256_or_si256(lo, blo);
-            hi = _mm256_or_si256(hi, bhi);
+            lo[i] = _mm256_or_si256(lo[i], blo);
+            hi[i] = _mm256_or_si256(hi[i], bhi);
         }
         if constexpr (kGrid<Block>) {
-            // Signed values: maddubs(|v|, a with v's sign); a pair sum reaches 2 * 127 * 127 =
-            // 32258, so each is widened to int32 before anything is added to it.
-            const __m256i grid = _mm256_broadcastsi128_si256(loadu128(kIQ4Values)), ones = _mm256_set1_epi16(1);
-            lo = _mm256_shuffle_epi8(grid, lo);
-            hi = _mm256_shuffle_epi8(grid, hi);
-            s[i] =
-                _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(alo, lo)), ones),
-                                 _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(ahi, hi)), ones));
-        } else {
-            s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+            const __m256i grid = _mm256_broadcastsi128_si256(loadu128(kIQ4Values));
+            lo[i] = _mm256_shuffle_epi8(grid, lo[i]);
+            hi[i] = _mm256_shuffle_epi8(grid, hi[i]);
         }
     }
-    const __m256i sums = kGrid<Block>      ? reduce_rows4_i32(s[0], s[1], s[2], s[3])
-                         : kHasBit4<Block> ? reduce_rows4_wide(s[0], s[1], s[2], s[3])
-                                           : reduce_rows4(s[0], s[1], s[2], s[3]);
-    const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.c));
-    if constexpr (kHasOffsetM<Block>) {  // d*q + m: + m x d8 * sum(a) (c = sum(a))
-        const __m256 dsum = _mm256_mul_ps(_mm256_load_ps(P.d), _mm256_cvtepi32_ps(c));
-        acc = _mm256_fmadd_ps(scales_rows(w, b, kTwo ? b + 1 : b, &Block::m), dsum,
-                              _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(sums), acc));
-    } else {
-        acc = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, c)), acc);
+    __m256 mins;
+    if constexpr (kHasOffsetM<Block>) mins = scales_rows(w, b, kTwo ? b + 1 : b, &Block::m);
+    for (int t = 0; t < NT; ++t) {
+        const __m256 S = _mm256_mul_ps(scales, _mm256_load_ps(P[t]->d));
+        const __m256i alo = _mm256_load_si256(reinterpret_cast<const __m256i*>(P[t]->lo));
+        const __m256i ahi = _mm256_load_si256(reinterpret_cast<const __m256i*>(P[t]->hi));
+        __m256i s[4];
+        for (int i = 0; i < 4; ++i) {
+            if constexpr (kGrid<Block>) {
+                // Signed values: maddubs(|v|, a with v's sign); a pair sum reaches 2 * 127 * 127 =
+                // 32258, so each is widened to int32 before anything is added to it.
+                const __m256i ones = _mm256_set1_epi16(1);
+                s[i] = _mm256_add_epi32(
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(lo[i]), _mm256_sign_epi8(alo, lo[i])), ones),
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(hi[i]), _mm256_sign_epi8(ahi, hi[i])), ones));
+            } else {
+                s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(lo[i], alo), _mm256_maddubs_epi16(hi[i], ahi));
+            }
+        }
+        const __m256i sums = kGrid<Block>      ? reduce_rows4_i32(s[0], s[1], s[2], s[3])
+                             : kHasBit4<Block> ? reduce_rows4_wide(s[0], s[1], s[2], s[3])
+                                               : reduce_rows4(s[0], s[1], s[2], s[3]);
+        const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(P[t]->c));
+        if constexpr (kHasOffsetM<Block>) {  // d*q + m: + m x d8 * sum(a) (c = sum(a))
+            const __m256 dsum = _mm256_mul_ps(_mm256_load_ps(P[t]->d), _mm256_cvtepi32_ps(c));
+            acc[t] = _mm256_fmadd_ps(mins, dsum, _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(sums), acc[t]));
+        } else {
+            acc[t] = _mm256_fmadd_ps(S, _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, c)), acc[t]);
+        }
     }
 }
 
-template <typename Block>
-void gemv_group(const Block* const* w, const ActPair* P, int nb, size_t pf, __m128& res) {
-    __m256 acc = _mm256_setzero_ps();
+// 4 rows against NT tokens, whose activation pairs start at P[t]: res[t] = [r0 r1 r2 r3].
+template <typename Block, int NT>
+void gemv_group(const Block* const* w, const ActPair* const* P, int nb, size_t pf, __m128* res) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const ActPair* Pp[NT];
     int p = 0;
-    for (; 2 * p + 1 < nb; ++p) pair<true>(w, P[p], 2 * p, pf, acc);
-    if (2 * p < nb) pair<false>(w, P[p], 2 * p, pf, acc);
-    res = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    for (; 2 * p + 1 < nb; ++p) {
+        for (int t = 0; t < NT; ++t) Pp[t] = P[t] + p;
+        pair<true, Block, NT>(w, Pp, 2 * p, pf, acc);
+    }
+    if (2 * p < nb) {
+        for (int t = 0; t < NT; ++t) Pp[t] = P[t] + p;
+        pair<false, Block, NT>(w, Pp, 2 * p, pf, acc);
+    }
+    for (int t = 0; t < NT; ++t) res[t] = _mm_add_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
+}
+
+// Rows [c0, c1) (groups of 4 from c0) against tokens t0..t0 + NT - 1.
+template <typename Block, int NT>
+void gemv_rows(const void* W, size_t w_row_bytes, const ActPair* P, size_t np, int nb, size_t pf, int t0, float* out,
+               int out_stride, int c0, int c1) {
+    const ActPair* Pt[NT];
+    for (int t = 0; t < NT; ++t) Pt[t] = P + np * size_t(t0 + t);
+    for (int r = c0; r < c1; r += 4) {
+        const Block* w[4];
+        const int n = group_rows(W, w_row_bytes, r, c1, w);
+        __m128 s[NT];
+        gemv_group<Block, NT>(w, Pt, nb, pf, s);
+        for (int t = 0; t < NT; ++t) store_rows(out + size_t(t0 + t) * out_stride, r, n, s[t]);
+    }
 }
 
 // kOffset: what the unsigned quants are above the values they stand for (Q4_0 8, Q5_0 16; IQ4_NL
 // 0, its values are signed); Q4_1 and Q5_1: 1, ActPair::c is sum(a) for their offsets m.
+// Several tokens (a batch of generated tokens): up to 4 at a time over rows in chunks of
+// ~kTokensChunkBytes, which stay in L2 from the first token to the last, so the weights are read
+// from memory once and unpacked once per 4 tokens.
 template <typename Block, int kOffset>
 void gemv(const void* W, size_t w_row_bytes, const void* A, size_t a_row_bytes, int n_cols, int n_tokens, float* out,
           int out_stride, int r0, int r1) {
     if (r1 <= r0) return;
     const int nb = n_cols / 32;
-    ActPair* P = scratch<ActPair>(size_t(nb + 1) / 2);
+    const size_t np = size_t(nb + 1) / 2;
+    ActPair* P = scratch<ActPair>(np * size_t(n_tokens));
+    for (int t = 0; t < n_tokens; t++)
+        prepare_pairs<kOffset>(reinterpret_cast<const block_q8_0*>(static_cast<const char*>(A) + size_t(t) * a_row_bytes), nb,
+                               P + np * t);
     const size_t pf = prefetch_distance(4 * w_row_bytes);
-    for (int t = 0; t < n_tokens; t++) {
-        prepare_pairs<kOffset>(reinterpret_cast<const block_q8_0*>(static_cast<const char*>(A) + size_t(t) * a_row_bytes), nb, P);
-        float* o = out + size_t(t) * out_stride;
-        for (int r = r0; r < r1; r += 4) {
-            const Block* w[4];
-            const int n = group_rows(W, w_row_bytes, r, r1, w);
-            __m128 s;
-            gemv_group(w, P, nb, pf, s);
-            store_rows(o, r, n, s);
+    constexpr size_t kTokensChunkBytes = 64 << 10;
+    const int chunk = n_tokens <= 4 ? r1 - r0 : std::max(4, int(kTokensChunkBytes / w_row_bytes) / 4 * 4);
+    for (int c0 = r0; c0 < r1; c0 += chunk) {
+        const int c1 = std::min(r1, c0 + chunk);
+        for (int t0 = 0; t0 < n_tokens; t0 += 4) {
+            switch (std::min(4, n_tokens - t0)) {
+                case 1: gemv_rows<Block, 1>(W, w_row_bytes, P, np, nb, pf, t0, out, out_stride, c0, c1); break;
+                case 2: gemv_rows<Block, 2>(W, w_row_bytes, P, np, nb, pf, t0, out, out_stride, c0, c1); break;
+                case 3: gemv_rows<Block, 3>(W, w_row_bytes, P, np, nb, pf, t0, out, out_stride, c0, c1); break;
+                default: gemv_rows<Block, 4>(W, w_row_bytes, P, np, nb, pf, t0, out, out_stride, c0, c1); break;
+            }
         }
     }
 }
