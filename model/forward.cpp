@@ -109,10 +109,10 @@ static uint8_t* cache_row(uint8_t* cache, const ModelConfig& c, const RunState& 
 
 // A batch's rows in the two groups whose matmuls run apart: rows [0, few), the leading sequences
 // of fewer than kFewTokenRowsBelow tokens each, on kernels that keep each token's bits
-// (matmul_many's token_bits), and the rest, on those picked for their count. A generated token (and its drafts) thus
-// gets the bits it gets alone, whether other sequences generate beside it or a prompt is read
-// beside it (which would take the batch to the GEMMs); this reads the weights once more in a
-// step that has both, a prompt's step, which is bound by its arithmetic.
+// (matmul_many's token_bits), and the rest, on those picked for their count. A generated token
+// (and its drafts) thus gets the bits it gets alone, whether other sequences generate beside it
+// or a prompt is read beside it (which would take the batch to the GEMMs); this reads the weights
+// once more in a step that has both, a prompt's step, which is bound by its arithmetic.
 struct RowGroups {
     int few, n;
 };
