@@ -1,5 +1,6 @@
 // Single-token (matrix x vector) AVX2 kernels for Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL in the plain
-// layout: the kernel table's one-token rows (more tokens run one after another). run repacks Q4_0
+// layout: the kernel table's one-token rows (a batch of generated tokens runs them too, up to 4
+// tokens a pass over the weights, each token summed as alone: gemv() below). run repacks Q4_0
 // matrices to the interleaved layout at load and uses x86/rows_x8_avx2.cpp instead (1.4x the
 // tokens/s); the Q4_0 kernel still serves the rows % 8 tail of a repacked matrix, a Q4_0 token
 // embedding used as the output matrix, and callers that do not repack. Q4_1, Q5_0, Q5_1 and
