@@ -39,6 +39,7 @@
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
+#include "kernels/x86/avx512_util.h"
 #include "kernels/x86/avx2_util.h"
 #include "kernels/x86/group16_chunk.h"
 #include "kernels/scratch.h"
@@ -124,14 +125,6 @@ void pack_acts(const char* A, size_t arb, int nb, int t0, int te, ActBlock* out)
             }
         }
     }
-}
-
-// acc + dpbusd(w, the 4 bytes at p in every lane), with the broadcast embedded in the instruction
-// ({1to16}): GCC 12 does not fold _mm512_set1_epi32 of a load into vpdpbusd and emits a separate
-// vpbroadcastd per token and step. (Compiled by GCC and Clang, AT&T syntax.)
-inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
-    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
-    return acc;
 }
 
 // kn blocks of the packed chunk pw x the activation tile ab: res[t] = the 16 rows' partial dots

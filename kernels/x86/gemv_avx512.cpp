@@ -42,6 +42,7 @@
 #include "base/platform.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant_types.h"
+#include "kernels/x86/avx512_util.h"
 #include "kernels/x86/few_tokens_avx512.h"
 #include "kernels/x86/avx2_util.h"
 
@@ -67,24 +68,6 @@ struct Acts {
 inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m512i join(const uint8_t* a, const uint8_t* b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(a)), loadu256(b), 1);
-}
-
-// acc + dpbusd(w, the 4 bytes at p in every lane). kEmbedded: the broadcast embedded in the
-// instruction ({1to16}; GCC 12 does not fold _mm512_set1_epi32 of a load into vpdpbusd; AT&T
-// syntax). Else a broadcast of its own: GCC 12 then also gives the kernel zmm16-31, which it
-// leaves unused around the asm, and keeps 8 tokens' float sums in registers instead of on the
-// stack (Zen 5, 8 tokens: TinyLlama q4_0 8 sequences 489.8 -> 519.2 tok/s, the 7B 75.7 -> 81.1;
-// at 4 tokens, with fewer sums to hold, the embedded form ran 3% faster). The same integers.
-template <bool kEmbedded>
-inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
-    if constexpr (kEmbedded) {
-        asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
-        return acc;
-    } else {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(v));
-    }
 }
 
 // Tokens [t0, t0 + NT) of A, nb blocks each, into out[b] (kTerm: the offset, 8 or 128).

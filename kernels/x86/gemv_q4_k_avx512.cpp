@@ -65,6 +65,7 @@
 #include "kernels/quant_types.h"
 #include "kernels/rows_x8.h"
 #include "kernels/x86/avx2_util.h"
+#include "kernels/x86/avx512_util.h"
 #include "kernels/x86/few_tokens_avx512.h"
 
 namespace hearth {
@@ -99,18 +100,6 @@ inline __m512i join(const uint8_t* a, const uint8_t* b) {
 inline __m512 join_ph(const uint8_t* a, const uint8_t* b) {
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
                                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
-}
-
-// acc + dpbusd(w, the 4 bytes at p in every lane), the broadcast embedded in the instruction
-// ({1to16}; GCC 12 does not fold _mm512_set1_epi32 of a load into vpdpbusd). AT&T syntax.
-inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
-    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
-    return acc;
-}
-// acc + dpwssd(w, the int16 pair at p in every lane): the same for the mins.
-inline __m512i dpwssd_bcast(__m512i acc, __m512i w, const int32_t* p) {
-    asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
-    return acc;
 }
 
 // Q5_K: the quants' nibbles (0..15 per byte) with bit `bit` of each qh byte as their bit 4 (as
