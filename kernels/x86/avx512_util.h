@@ -14,8 +14,10 @@ namespace hearth {
 // syntax). Else a broadcast of its own: GCC 12 then also gives the kernel zmm16-31, which it
 // leaves unused around the asm, and where a kernel holds many sums (8 tokens' float sums, beside
 // their integer ones) it keeps them in registers instead of on the stack (Zen 5, the Q4_0 few-token
-// kernel at 8 tokens: TinyLlama q4_0 8 sequences 488.0 -> 518.9 tok/s, the 7B 77.1 -> 80.6; at 4
-// tokens the embedded form ran 3% faster). The same integers either way.
+// kernel at 8 tokens: TinyLlama q4_0 8 sequences 488.0 -> 518.9 tok/s, the 7B 77.1 -> 80.6; the
+// prompt GEMM's tiles: TinyLlama q4_0 pp512 482.8 -> 510.0, q8_0 pp128 488.3 -> 532.5, the 7B's
+// pp128 85.0 -> 89.5). Where it did not pay it is not used: the Q4_0 kernel at 4 tokens (3% slower),
+// the Q4_K few-token kernel at 8 (q4_k_m 8 sequences 411.8 -> 372.2). The same integers either way.
 template <bool kEmbedded = true>
 inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t* p) {
     if constexpr (kEmbedded) {

@@ -139,7 +139,7 @@ void tile(const uint8_t* pw, const ActBlock* ab, int kn, ChunkPrefetch& next, __
         for (int t = 0; t < kTile; ++t) s[t] = _mm512_set1_epi32(ab->neg_term[t]);
         for (int j = 0; j < 8; ++j) {
             const __m512i w = _mm512_load_si512(q + j);
-            for (int t = 0; t < kTile; ++t) s[t] = dpbusd_bcast(s[t], w, ab->q[t] + 4 * j);
+            for (int t = 0; t < kTile; ++t) s[t] = dpbusd_bcast<false>(s[t], w, ab->q[t] + 4 * j);
         }
         const __m512 dw = _mm512_load_ps(reinterpret_cast<const float*>(pw + 512));
         for (int t = 0; t < kTile; ++t)
@@ -225,7 +225,7 @@ void tile_q4k(const PanelQ4K16* pw, const ActSuper* ab, int kn, ChunkPrefetch& n
             for (int t = 0; t < kTile; ++t) s[t] = _mm512_setzero_si512();
             for (int j = 0; j < 8; ++j) {
                 const __m512i w = _mm512_load_si512(pw->q[sb][j]);
-                for (int t = 0; t < kTile; ++t) s[t] = dpbusd_bcast(s[t], w, ab->q[t] + 32 * sb + 4 * j);
+                for (int t = 0; t < kTile; ++t) s[t] = dpbusd_bcast<false>(s[t], w, ab->q[t] + 32 * sb + 4 * j);
             }
             const __m512i sc = _mm512_load_si512(pw->scale[sb]);
             for (int t = 0; t < kTile; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
