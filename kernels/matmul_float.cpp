@@ -154,8 +154,7 @@ constexpr int kRowTokens = 3;
 // Tokens in blocks whose activations stay in L2; within a block, each row in turn against its
 // tokens kRowTokens at a time (the row then in L1). One token: the row's dot product.
 template <typename F>
-void matmul_rows_exact(const typename F::W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0,
-                       int r1) {
+void matmul_rows(const typename F::W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
     const int block = std::max(kRowTokens, std::min(64, int((256 << 10) / (int64_t(cols) * 4))));
     for (int tb = 0; tb < n_tokens; tb += block) {
         const int te = std::min(n_tokens, tb + block);
@@ -183,7 +182,7 @@ void matmul_rows_exact(const typename F::W* w, int cols, const float* x, int n_t
 // f16, 2 threads, AMD EPYC Zen 4: 27 GB/s against 38-57); 2 and 3 tokens gain from sharing each
 // converted weight vector (2 tokens 24-28 against 20-23 GB/s, 3 tokens 20-22 against 17-18).
 template <typename F>
-void matmul_rows(const typename F::W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
+void matmul_tiles(const typename F::W* w, int cols, const float* x, int n_tokens, float* out, int out_stride, int r0, int r1) {
     const int block = std::max(4, std::min(64, int((256 << 10) / (int64_t(cols) * 4)) / 4 * 4));
     for (int tb = 0; tb < n_tokens; tb += block) {
         const int te = std::min(n_tokens, tb + block);
@@ -211,34 +210,32 @@ void matmul_rows(const typename F::W* w, int cols, const float* x, int n_tokens,
 
 void matmul_f32_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows_exact<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_rows<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows_exact<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0,
-                           r1);
+    matmul_rows<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_bf16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                            int r0, int r1) {
-    matmul_rows_exact<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0,
-                            r1);
+    matmul_rows<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f32_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                            int r0, int r1) {
-    matmul_rows<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_tiles<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f16_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                            int r0, int r1) {
-    matmul_rows<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_tiles<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_bf16_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                             int r0, int r1) {
-    matmul_rows<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_tiles<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
 }
 #endif
 

@@ -25,9 +25,9 @@
 
 #include "kernels/fp16.h"
 #include "kernels/isa.h"
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/rows_x8.h"
-#include "kernels/matmul.h"
 #include "kernels/table.h"
 #include "tests/kernels/kernel_test_data.h"
 

@@ -111,7 +111,9 @@ TEST_CASE("matmul_many: mixed types on one input equal exact dots of what the by
 // The batch of generated tokens and drafts (model/forward.cpp) must give each token the bits it
 // gets alone, for every type and layout a model may hold (kernels/table.h, batch_token_bits). On
 // this CPU's kernels; tests/kernels/test_kernel_table.cpp holds the quantized types on every CPU
-// class. 43 rows: an interleaved matrix's plain tail of 3 rows; 1024 and 5632 columns, each a
+// class. 43 rows: an interleaved matrix's plain tail of 3 rows, and with 5632 columns more than
+// one of the 64 KB chunks the plain one-token rows take several tokens over (x86/gemv_avx2.cpp,
+// quant_avx2.cpp) in a thread's share; 1024 and 5632 columns, each a
 // whole number of the float rows' steps of 32, and for the float types 1069, which ends in a step
 // of 8 and 5 elements one by one; 23 tokens: more than the rows below the GEMMs are picked for.
 TEST_CASE("matmul_many with token_bits: a batch gives each token the bits it gets alone, every type and layout") {
