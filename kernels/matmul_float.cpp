@@ -206,36 +206,48 @@ void matmul_tiles(const typename F::W* w, int cols, const float* x, int n_tokens
     }
 }
 
+// The table's rows: the raw pointers as F's weights and fp32 activations, to the rows' driver or
+// the tiles'.
+template <typename F, bool kTiles>
+void matmul_float(const void* W, const void* A, int cols, int n_tokens, float* out, int out_stride, int r0, int r1) {
+    const auto* w = static_cast<const typename F::W*>(W);
+    const float* x = static_cast<const float*>(A);
+    if (kTiles)
+        matmul_tiles<F>(w, cols, x, n_tokens, out, out_stride, r0, r1);
+    else
+        matmul_rows<F>(w, cols, x, n_tokens, out, out_stride, r0, r1);
+}
+
 }  // namespace
 
 void matmul_f32_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_float<F32, false>(W, A, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                           int r0, int r1) {
-    matmul_rows<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_float<F16, false>(W, A, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_bf16_rows_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                            int r0, int r1) {
-    matmul_rows<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_float<BF16, false>(W, A, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f32_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                            int r0, int r1) {
-    matmul_tiles<F32>(static_cast<const float*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_float<F32, true>(W, A, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_f16_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                            int r0, int r1) {
-    matmul_tiles<F16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_float<F16, true>(W, A, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 
 void matmul_bf16_tiles_avx2(const void* W, size_t, const void* A, size_t, int n_cols, int n_tokens, float* out, int out_stride,
                             int r0, int r1) {
-    matmul_tiles<BF16>(static_cast<const uint16_t*>(W), n_cols, static_cast<const float*>(A), n_tokens, out, out_stride, r0, r1);
+    matmul_float<BF16, true>(W, A, n_cols, n_tokens, out, out_stride, r0, r1);
 }
 #endif
 
