@@ -48,8 +48,7 @@ namespace hearth {
 
 namespace {
 
-constexpr int kChunk = 64;  // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
-
+constexpr int kChunk = 64;     // blocks per packed chunk: 16 KB of quants + 2 (VNNI: 4) KB of scales and sums
 constexpr int kTokBlock = 64;  // tokens per activation block
 constexpr int kTile = 4;       // tokens per register tile
 
